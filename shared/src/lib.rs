@@ -1,0 +1,19 @@
+//! The rules of gpu-admission, shared by every policy.
+//!
+//! Everything that decides lives here as pure functions over plain data, so it is
+//! unit-tested natively and (the same tests) compiled to wasm32-wasip1. Policies parse
+//! their settings, call into this crate and turn the result into accept / reject / mutate.
+//!
+//! - [`quantity`]: Kubernetes resource quantities, parsed exactly.
+//! - [`workload`]: every pod template an admitted object carries, and writing one back.
+//! - [`podspec`]: the few PodSpec fields the rules read, as lenient serde types.
+//! - [`gpu`]: GPU resource names and the GPU demand of a pod.
+//! - [`scheduling`]: node selectors, required node affinity and tolerations.
+//! - [`settings`]: settings fragments that several policies share, with validation.
+
+pub mod gpu;
+pub mod podspec;
+pub mod quantity;
+pub mod scheduling;
+pub mod settings;
+pub mod workload;

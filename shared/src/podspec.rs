@@ -1,0 +1,234 @@
+//! The few PodSpec fields the rules read, as lenient serde types.
+//!
+//! These are deliberately not k8s-openapi's types: they are smaller to compile and to
+//! deserialize, they read only what the rules need, and they accept what the API server
+//! accepts (a quantity given as a JSON number, a `null` collection). Mutations are made on
+//! the original JSON (see [`crate::workload`]) so no field the rules do not model is lost.
+
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
+
+/// A `null` JSON value reads as the type's default (an empty list or map).
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
+/// A quantity as it appears in JSON: normally a string, sometimes a bare number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuantityText(pub String);
+
+impl<'de> Deserialize<'de> for QuantityText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Number(serde_json::Number),
+        }
+        Ok(QuantityText(match Raw::deserialize(deserializer)? {
+            Raw::Text(s) => s,
+            Raw::Number(n) => n.to_string(),
+        }))
+    }
+}
+
+/// Resource name -> quantity text.
+pub type ResourceList = BTreeMap<String, QuantityText>;
+
+/// `resources` of a container, or of the pod (pod-level resources).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Resources {
+    #[serde(deserialize_with = "null_as_default")]
+    pub limits: ResourceList,
+    #[serde(deserialize_with = "null_as_default")]
+    pub requests: ResourceList,
+}
+
+/// The parts of a container the rules read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Container {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub resources: Resources,
+    /// `Always` on an init container makes it a sidecar (restartable init container).
+    pub restart_policy: Option<String>,
+}
+
+/// A toleration. An empty key with `Exists` tolerates every taint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Toleration {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub toleration_seconds: Option<i64>,
+}
+
+/// One `matchExpressions` entry of a node selector term.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSelectorRequirement {
+    #[serde(deserialize_with = "null_as_default")]
+    pub key: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub operator: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub values: Vec<String>,
+}
+
+/// A node selector term: all its expressions must hold (terms are ORed).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSelectorTerm {
+    #[serde(deserialize_with = "null_as_default")]
+    pub match_expressions: Vec<NodeSelectorRequirement>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub match_fields: Vec<NodeSelectorRequirement>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeSelector {
+    #[serde(deserialize_with = "null_as_default")]
+    pub node_selector_terms: Vec<NodeSelectorTerm>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct NodeAffinity {
+    pub required_during_scheduling_ignored_during_execution: Option<NodeSelector>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Affinity {
+    pub node_affinity: Option<NodeAffinity>,
+}
+
+/// The parts of a PodSpec the rules read.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodSpec {
+    #[serde(deserialize_with = "null_as_default")]
+    pub containers: Vec<Container>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub init_containers: Vec<Container>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub ephemeral_containers: Vec<Container>,
+    /// Pod-level resources (Kubernetes 1.32+ `PodLevelResources`).
+    pub resources: Option<Resources>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub node_selector: BTreeMap<String, String>,
+    pub affinity: Option<Affinity>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub tolerations: Vec<Toleration>,
+    pub priority_class_name: Option<String>,
+    pub node_name: Option<String>,
+}
+
+impl PodSpec {
+    /// The required node selector terms (empty when the pod has no required node affinity).
+    pub fn required_node_terms(&self) -> &[NodeSelectorTerm] {
+        self.affinity
+            .as_ref()
+            .and_then(|a| a.node_affinity.as_ref())
+            .and_then(|n| {
+                n.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })
+            .map(|s| s.node_selector_terms.as_slice())
+            .unwrap_or(&[])
+    }
+}
+
+/// Labels and annotations of a pod template (or of the object, for a bare Pod).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ObjectMeta {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub namespace: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub labels: BTreeMap<String, String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn reads_containers_resources_and_scheduling() {
+        let spec: PodSpec = serde_json::from_value(json!({
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": 2, "cpu": "1"}}}],
+            "initContainers": [{"name": "s", "restartPolicy": "Always"}],
+            "nodeSelector": {"pool": "a"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{"key": "k", "operator": "In", "values": ["v"]}]}]}}},
+            "priorityClassName": "high",
+            "unknownField": {"ignored": true}
+        }))
+        .unwrap();
+        assert_eq!(
+            spec.containers[0].resources.limits["nvidia.com/gpu"],
+            QuantityText("2".into())
+        );
+        assert_eq!(
+            spec.init_containers[0].restart_policy.as_deref(),
+            Some("Always")
+        );
+        assert_eq!(spec.node_selector["pool"], "a");
+        assert_eq!(spec.tolerations[0].operator.as_deref(), Some("Exists"));
+        assert_eq!(
+            spec.required_node_terms()[0].match_expressions[0].values,
+            vec!["v"]
+        );
+        assert_eq!(spec.priority_class_name.as_deref(), Some("high"));
+    }
+
+    #[test]
+    fn nulls_read_as_empty() {
+        let spec: PodSpec = serde_json::from_value(json!({
+            "containers": null, "nodeSelector": null, "tolerations": null,
+            "initContainers": [{"name": null, "resources": null}]
+        }))
+        .unwrap();
+        assert!(spec.containers.is_empty());
+        assert!(spec.node_selector.is_empty());
+        assert!(spec.init_containers[0].resources.limits.is_empty());
+        assert!(spec.required_node_terms().is_empty());
+    }
+
+    #[test]
+    fn wrong_types_are_errors_not_panics() {
+        for bad in [
+            json!({"containers": "nope"}),
+            json!({"containers": [{"resources": {"limits": {"nvidia.com/gpu": true}}}]}),
+            json!({"nodeSelector": ["a"]}),
+            json!({"tolerations": [{"key": 5}]}),
+            json!("spec"),
+        ] {
+            assert!(
+                serde_json::from_value::<PodSpec>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,686 @@
+//! Every pod template an admitted object carries, how many pods each stands for, and
+//! writing a changed template back.
+//!
+//! Built-in kinds (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet,
+//! ReplicationController, Job, CronJob) are described with the same [`TemplateLocation`]
+//! type that settings use for custom resources, so there is one extraction path for
+//! both. A location's `path` is a JSONPath (jsonpath_lib) that may match several
+//! elements (`$.spec.workerGroupSpecs[*]`); inside each element the PodSpec, the pod
+//! metadata and the replica factors are plain dot paths, relative to the element or,
+//! when they start with `$.`, to the object root.
+//!
+//! Every match is turned into JSON pointers, so a policy reads a template through typed
+//! [`PodSpec`]/[`ObjectMeta`] and writes changes through [`spec_mut`] / [`metadata_mut`]
+//! on the original JSON, without losing fields the rules do not model.
+
+use crate::podspec::{ObjectMeta, PodSpec};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// More pod templates than this in one object is rejected rather than truncated.
+pub const MAX_TEMPLATES: usize = 64;
+
+/// Why the pod templates of an object could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("the object has no kind or apiVersion")]
+    NoKind,
+    #[error("{location}: {reason}")]
+    Malformed { location: String, reason: String },
+    #[error("JSONPath '{path}' of {kind} could not be evaluated: {reason}")]
+    JsonPath {
+        kind: String,
+        path: String,
+        reason: String,
+    },
+    #[error("the object has more than {MAX_TEMPLATES} pod templates")]
+    TooManyTemplates,
+    #[error("{location}: the number of pods overflows")]
+    TooManyPods { location: String },
+}
+
+/// One path or a list of candidate paths (the first one present is used).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn candidates(&self) -> &[String] {
+        match self {
+            OneOrMany::One(s) => std::slice::from_ref(s),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// One factor of a template's pod count: the integer at `path` (default `default` when
+/// absent), minus `subtract`, at least `atLeast`. A template stands for the product of its
+/// factors (1 pod when it has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReplicaFactor {
+    /// Dot path relative to the matched element, or `$.`-rooted.
+    pub path: String,
+    #[serde(default = "one")]
+    pub default: u64,
+    #[serde(default)]
+    pub subtract: u64,
+    #[serde(default)]
+    pub at_least: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Where pod templates live in one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TemplateLocation {
+    /// JSONPath selecting the element(s) that hold a pod template.
+    pub path: String,
+    /// Dot path(s) of the PodSpec inside the element; `""` is the element itself.
+    #[serde(default = "default_pod_spec")]
+    pub pod_spec: OneOrMany,
+    /// Dot path(s) of the pod metadata (labels, annotations). May be `$.`-rooted, e.g.
+    /// `$.metadata` for KServe, whose pods inherit the InferenceService's labels.
+    #[serde(default = "default_metadata")]
+    pub metadata: OneOrMany,
+    /// Factors whose product is the number of pods each element stands for.
+    #[serde(default)]
+    pub replicas: Vec<ReplicaFactor>,
+}
+
+fn default_pod_spec() -> OneOrMany {
+    OneOrMany::One("template.spec".into())
+}
+
+fn default_metadata() -> OneOrMany {
+    OneOrMany::One("template.metadata".into())
+}
+
+/// How to find the pod templates of a custom resource (from settings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CustomKind {
+    /// API group, any version (`serving.kserve.io`).
+    pub group: String,
+    pub kind: String,
+    pub templates: Vec<TemplateLocation>,
+}
+
+impl CustomKind {
+    /// Checks the description; errors name the field under `field` (e.g. `customKinds[0]`).
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        if self.group.trim().is_empty() {
+            return Err(format!(
+                "{field}.group: must name the API group, e.g. serving.kserve.io"
+            ));
+        }
+        if self.kind.trim().is_empty() {
+            return Err(format!("{field}.kind: must not be empty"));
+        }
+        if builtin(&self.group, &self.kind).is_some() {
+            return Err(format!(
+                "{field}: {}/{} is built in and cannot be redefined",
+                self.group, self.kind
+            ));
+        }
+        if self.templates.is_empty() {
+            return Err(format!(
+                "{field}.templates: give at least one template location"
+            ));
+        }
+        for (i, t) in self.templates.iter().enumerate() {
+            let f = format!("{field}.templates[{i}]");
+            if !t.path.starts_with('$') {
+                return Err(format!(
+                    "{f}.path: a JSONPath must start with '$' (got '{}')",
+                    t.path
+                ));
+            }
+            jsonpath_lib::Compiled::compile(&t.path)
+                .map_err(|e| format!("{f}.path: invalid JSONPath '{}': {e}", t.path))?;
+            for (name, paths, allow_empty) in [
+                ("podSpec", &t.pod_spec, true),
+                ("metadata", &t.metadata, false),
+            ] {
+                if paths.candidates().is_empty() {
+                    return Err(format!("{f}.{name}: give at least one path"));
+                }
+                for p in paths.candidates() {
+                    check_dot_path(p, allow_empty).map_err(|e| format!("{f}.{name}: {e}"))?;
+                }
+            }
+            for (j, r) in t.replicas.iter().enumerate() {
+                check_dot_path(&r.path, false)
+                    .map_err(|e| format!("{f}.replicas[{j}].path: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_dot_path(path: &str, allow_empty: bool) -> Result<(), String> {
+    if path.is_empty() {
+        return if allow_empty {
+            Ok(())
+        } else {
+            Err("must not be empty".into())
+        };
+    }
+    let rel = path.strip_prefix("$.").unwrap_or(path);
+    if rel
+        .split('.')
+        .any(|s| s.is_empty() || s.contains(['[', ']', '*', '$']))
+    {
+        return Err(format!(
+            "'{path}' must be a dot path like template.spec or $.spec.replicas (no wildcards or brackets)"
+        ));
+    }
+    Ok(())
+}
+
+/// One pod template found in an object.
+#[derive(Debug, Clone)]
+pub struct PodTemplate {
+    /// Where it is, for messages: `spec.template.spec`, `spec.workerGroupSpecs[1].template.spec`.
+    pub location: String,
+    /// JSON pointer of the PodSpec.
+    pub spec_pointer: String,
+    /// JSON pointer of the pod metadata (may not exist yet in the object).
+    pub metadata_pointer: String,
+    /// Pods this template stands for.
+    pub pods: u64,
+    pub spec: PodSpec,
+    pub meta: ObjectMeta,
+}
+
+/// An admitted object and its pod templates.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub group: String,
+    pub kind: String,
+    /// The object's own metadata (for a Pod, the same as its template's).
+    pub meta: ObjectMeta,
+    /// Empty when the kind carries no pod template (or is an unconfigured custom kind).
+    pub templates: Vec<PodTemplate>,
+}
+
+impl Workload {
+    /// Reads the pod templates of `object` (its `apiVersion` and `kind` pick the rule).
+    pub fn from_object(object: &Value, custom: &[CustomKind]) -> Result<Workload, WorkloadError> {
+        let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if kind.is_empty() || api_version.is_empty() {
+            return Err(WorkloadError::NoKind);
+        }
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        let meta = read_at::<ObjectMeta>(object, "/metadata", "metadata")?.unwrap_or_default();
+        let locations: Vec<TemplateLocation> = match builtin(group, kind) {
+            Some(locations) => locations,
+            None => custom
+                .iter()
+                .find(|c| c.group == group && c.kind == kind)
+                .map(|c| c.templates.clone())
+                .unwrap_or_default(),
+        };
+        let mut templates: Vec<PodTemplate> = Vec::new();
+        for location in &locations {
+            for element in element_pointers(object, &location.path, kind)? {
+                let t = read_template(object, &element, location)?;
+                match templates
+                    .iter_mut()
+                    .find(|x| x.spec_pointer == t.spec_pointer)
+                {
+                    // The same template reached twice (e.g. an LWS leader falling back to the
+                    // worker template) stands for the pods of both.
+                    Some(existing) => {
+                        existing.pods = existing.pods.checked_add(t.pods).ok_or_else(|| {
+                            WorkloadError::TooManyPods {
+                                location: t.location.clone(),
+                            }
+                        })?
+                    }
+                    None => templates.push(t),
+                }
+                if templates.len() > MAX_TEMPLATES {
+                    return Err(WorkloadError::TooManyTemplates);
+                }
+            }
+        }
+        Ok(Workload {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            meta,
+            templates,
+        })
+    }
+
+    /// The number of pods the object stands for.
+    pub fn pods(&self) -> u64 {
+        self.templates
+            .iter()
+            .fold(0u64, |a, t| a.saturating_add(t.pods))
+    }
+
+    /// True for a bare Pod.
+    pub fn is_pod(&self) -> bool {
+        self.group.is_empty() && self.kind == "Pod"
+    }
+}
+
+/// The pod template rules of a built-in kind.
+fn builtin(group: &str, kind: &str) -> Option<Vec<TemplateLocation>> {
+    let loc = |path: &str, spec: &str, meta: &str, replicas: Option<&str>| TemplateLocation {
+        path: path.into(),
+        pod_spec: OneOrMany::One(spec.into()),
+        metadata: OneOrMany::One(meta.into()),
+        replicas: replicas
+            .map(|p| ReplicaFactor {
+                path: p.into(),
+                default: 1,
+                subtract: 0,
+                at_least: 0,
+            })
+            .into_iter()
+            .collect(),
+    };
+    let controller =
+        |replicas: Option<&str>| vec![loc("$.spec.template", "spec", "metadata", replicas)];
+    Some(match (group, kind) {
+        ("", "Pod") => vec![loc("$", "spec", "metadata", None)],
+        ("apps", "Deployment" | "StatefulSet" | "ReplicaSet") | ("", "ReplicationController") => {
+            controller(Some("$.spec.replicas"))
+        }
+        // One pod per matching node: unknown at admission time, counted as one.
+        ("apps", "DaemonSet") => controller(None),
+        ("batch", "Job") => controller(Some("$.spec.parallelism")),
+        ("batch", "CronJob") => vec![loc(
+            "$.spec.jobTemplate.spec.template",
+            "spec",
+            "metadata",
+            Some("$.spec.jobTemplate.spec.parallelism"),
+        )],
+        _ => return None,
+    })
+}
+
+/// Pointers of the elements `path` selects. Plain dot paths are resolved directly;
+/// anything else goes through jsonpath_lib.
+fn element_pointers(object: &Value, path: &str, kind: &str) -> Result<Vec<String>, WorkloadError> {
+    if path == "$" {
+        return Ok(vec![String::new()]);
+    }
+    let plain_segment = |s: &str| {
+        !s.is_empty()
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if let Some(rel) = path
+        .strip_prefix("$.")
+        .filter(|rel| rel.split('.').all(plain_segment))
+    {
+        let pointer = dot_to_pointer(rel);
+        return Ok(match object.pointer(&pointer) {
+            Some(v) if !v.is_null() => vec![pointer],
+            _ => vec![],
+        });
+    }
+    // Mark every match in a copy, then find the marks: this yields exact pointers, so
+    // a changed template can be written back to the same place.
+    const MARK: &str = "\u{0}gpu-admission-match";
+    let marked = jsonpath_lib::replace_with(object.clone(), path, &mut |v| {
+        if v.is_null() {
+            Some(v)
+        } else {
+            Some(serde_json::json!({ MARK: true }))
+        }
+    })
+    .map_err(|e| WorkloadError::JsonPath {
+        kind: kind.to_string(),
+        path: path.to_string(),
+        reason: format!("{e:?}"),
+    })?;
+    let mut found = Vec::new();
+    find_marks(&marked, &mut String::new(), MARK, &mut found);
+    Ok(found)
+}
+
+fn find_marks(v: &Value, at: &mut String, mark: &str, found: &mut Vec<String>) {
+    if found.len() > MAX_TEMPLATES {
+        return;
+    }
+    match v {
+        Value::Object(map) if map.len() == 1 && map.contains_key(mark) => found.push(at.clone()),
+        Value::Object(map) => {
+            for (k, child) in map {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&escape_token(k));
+                find_marks(child, at, mark, found);
+                at.truncate(len);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                let len = at.len();
+                at.push('/');
+                at.push_str(&i.to_string());
+                find_marks(child, at, mark, found);
+                at.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn read_template(
+    object: &Value,
+    element: &str,
+    location: &TemplateLocation,
+) -> Result<PodTemplate, WorkloadError> {
+    let resolve = |p: &str| match p.strip_prefix("$.") {
+        Some(abs) => dot_to_pointer(abs),
+        None if p.is_empty() => element.to_string(),
+        None => format!("{element}{}", dot_to_pointer(p)),
+    };
+    let first_present = |paths: &OneOrMany| -> Option<String> {
+        paths
+            .candidates()
+            .iter()
+            .map(|p| resolve(p))
+            .find(|ptr| object.pointer(ptr).is_some_and(|v| !v.is_null()))
+    };
+    let spec_pointer =
+        first_present(&location.pod_spec).ok_or_else(|| WorkloadError::Malformed {
+            location: pointer_to_location(element),
+            reason: format!(
+                "no pod spec at {}",
+                location
+                    .pod_spec
+                    .candidates()
+                    .iter()
+                    .map(|p| pointer_to_location(&resolve(p)))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            ),
+        })?;
+    let metadata_pointer = first_present(&location.metadata)
+        .or_else(|| location.metadata.candidates().first().map(|p| resolve(p)))
+        .unwrap_or_default();
+    let location_text = pointer_to_location(&spec_pointer);
+    let spec = read_at::<PodSpec>(object, &spec_pointer, &location_text)?.unwrap_or_default();
+    let meta = read_at::<ObjectMeta>(
+        object,
+        &metadata_pointer,
+        &pointer_to_location(&metadata_pointer),
+    )?
+    .unwrap_or_default();
+
+    let mut pods: u64 = 1;
+    for factor in &location.replicas {
+        let ptr = resolve(&factor.path);
+        let value = match object.pointer(&ptr) {
+            None | Some(Value::Null) => factor.default,
+            Some(v) => v.as_u64().ok_or_else(|| WorkloadError::Malformed {
+                location: pointer_to_location(&ptr),
+                reason: format!("must be a non-negative integer, got {}", short_json(v)),
+            })?,
+        };
+        let value = value.saturating_sub(factor.subtract).max(factor.at_least);
+        pods = pods
+            .checked_mul(value)
+            .ok_or_else(|| WorkloadError::TooManyPods {
+                location: location_text.clone(),
+            })?;
+    }
+    Ok(PodTemplate {
+        location: location_text,
+        spec_pointer,
+        metadata_pointer,
+        pods,
+        spec,
+        meta,
+    })
+}
+
+/// Deserializes the value at `pointer`, `None` when absent or null.
+fn read_at<T: serde::de::DeserializeOwned>(
+    object: &Value,
+    pointer: &str,
+    location: &str,
+) -> Result<Option<T>, WorkloadError> {
+    match object.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => T::deserialize(v)
+            .map(Some)
+            .map_err(|e| WorkloadError::Malformed {
+                location: location.to_string(),
+                reason: e.to_string(),
+            }),
+    }
+}
+
+/// The PodSpec of `template` in `object`, for changing it in place.
+pub fn spec_mut<'a>(
+    object: &'a mut Value,
+    template: &PodTemplate,
+) -> Result<&'a mut Map<String, Value>, WorkloadError> {
+    object_at_mut(object, &template.spec_pointer).ok_or_else(|| WorkloadError::Malformed {
+        location: template.location.clone(),
+        reason: "is not an object".into(),
+    })
+}
+
+/// The pod metadata of `template` in `object`, created (with any missing parents) if absent.
+pub fn metadata_mut<'a>(
+    object: &'a mut Value,
+    template: &PodTemplate,
+) -> Result<&'a mut Map<String, Value>, WorkloadError> {
+    object_at_mut(object, &template.metadata_pointer).ok_or_else(|| WorkloadError::Malformed {
+        location: pointer_to_location(&template.metadata_pointer),
+        reason: "is not an object".into(),
+    })
+}
+
+/// The object at `pointer`, creating missing (or null) members as empty objects.
+/// `None` when something on the way is not an object (or an array index out of range).
+pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut Map<String, Value>> {
+    let mut current = root;
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        current = match current {
+            Value::Object(map) => {
+                let slot = map.entry(token).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    current.as_object_mut()
+}
+
+/// `spec.template` -> `/spec/template`.
+pub fn dot_to_pointer(path: &str) -> String {
+    path.split('.')
+        .map(|s| format!("/{}", escape_token(s)))
+        .collect()
+}
+
+fn escape_token(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// `/spec/workerGroupSpecs/1/template/spec` -> `spec.workerGroupSpecs[1].template.spec`.
+pub fn pointer_to_location(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    if out.is_empty() {
+        "(object)".into()
+    } else {
+        out
+    }
+}
+
+fn short_json(v: &Value) -> String {
+    let s = v.to_string();
+    if s.len() > 40 {
+        let mut end = 40;
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &s[..end])
+    } else {
+        s
+    }
+}
+
+/// Ready-made descriptions of common AI custom resources, for documentation and tests.
+/// Policies do not enable them unless their settings list them.
+pub mod presets {
+    use super::*;
+
+    fn factor(path: &str, default: u64, subtract: u64, at_least: u64) -> ReplicaFactor {
+        ReplicaFactor {
+            path: path.into(),
+            default,
+            subtract,
+            at_least,
+        }
+    }
+
+    fn location(
+        path: &str,
+        spec: &[&str],
+        meta: &[&str],
+        replicas: Vec<ReplicaFactor>,
+    ) -> TemplateLocation {
+        let many = |v: &[&str]| OneOrMany::Many(v.iter().map(|s| s.to_string()).collect());
+        TemplateLocation {
+            path: path.into(),
+            pod_spec: many(spec),
+            metadata: many(meta),
+            replicas,
+        }
+    }
+
+    /// KServe InferenceService: the predictor is an inline PodSpec; multi-node serving adds
+    /// `workerSpec` with `pipelineParallelSize - 1` worker pods per replica. Pods carry the
+    /// InferenceService's labels. Scale-to-zero (`minReplicas: 0`) is counted as one replica.
+    pub fn kserve_inference_service() -> CustomKind {
+        CustomKind {
+            group: "serving.kserve.io".into(),
+            kind: "InferenceService".into(),
+            templates: vec![
+                location(
+                    "$.spec.predictor",
+                    &[""],
+                    &["$.metadata"],
+                    vec![factor("minReplicas", 1, 0, 1)],
+                ),
+                location(
+                    "$.spec.predictor.workerSpec",
+                    &[""],
+                    &["$.metadata"],
+                    vec![
+                        factor("$.spec.predictor.minReplicas", 1, 0, 1),
+                        factor("pipelineParallelSize", 2, 1, 1),
+                    ],
+                ),
+            ],
+        }
+    }
+
+    /// LeaderWorkerSet: `replicas` groups of `size` pods, one leader (leaderTemplate, or
+    /// the worker template when absent) and `size - 1` workers.
+    pub fn leader_worker_set() -> CustomKind {
+        CustomKind {
+            group: "leaderworkerset.x-k8s.io".into(),
+            kind: "LeaderWorkerSet".into(),
+            templates: vec![
+                location(
+                    "$.spec.leaderWorkerTemplate",
+                    &["leaderTemplate.spec", "workerTemplate.spec"],
+                    &["leaderTemplate.metadata", "workerTemplate.metadata"],
+                    vec![factor("$.spec.replicas", 1, 0, 0)],
+                ),
+                location(
+                    "$.spec.leaderWorkerTemplate",
+                    &["workerTemplate.spec"],
+                    &["workerTemplate.metadata"],
+                    vec![factor("$.spec.replicas", 1, 0, 0), factor("size", 1, 1, 0)],
+                ),
+            ],
+        }
+    }
+
+    /// KubeRay RayCluster: one head pod and `replicas` pods per worker group.
+    pub fn ray_cluster() -> CustomKind {
+        CustomKind {
+            group: "ray.io".into(),
+            kind: "RayCluster".into(),
+            templates: vec![
+                location(
+                    "$.spec.headGroupSpec",
+                    &["template.spec"],
+                    &["template.metadata"],
+                    vec![],
+                ),
+                location(
+                    "$.spec.workerGroupSpecs[*]",
+                    &["template.spec"],
+                    &["template.metadata"],
+                    vec![factor("replicas", 1, 0, 0)],
+                ),
+            ],
+        }
+    }
+
+    /// Kubeflow PyTorchJob: every replica type (Master, Worker) times its `replicas`.
+    pub fn pytorch_job() -> CustomKind {
+        CustomKind {
+            group: "kubeflow.org".into(),
+            kind: "PyTorchJob".into(),
+            templates: vec![location(
+                "$.spec.pytorchReplicaSpecs.*",
+                &["template.spec"],
+                &["template.metadata"],
+                vec![factor("replicas", 1, 0, 0)],
+            )],
+        }
+    }
+
+    /// All of the above.
+    pub fn all() -> Vec<CustomKind> {
+        vec![
+            kserve_inference_service(),
+            leader_worker_set(),
+            ray_cluster(),
+            pytorch_job(),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests;

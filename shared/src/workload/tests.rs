@@ -1,0 +1,369 @@
+use super::*;
+use rstest::rstest;
+use serde_json::json;
+
+fn gpu_spec(n: u32) -> Value {
+    json!({"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}]})
+}
+
+fn template(labels: Value, n: u32) -> Value {
+    json!({"metadata": {"labels": labels}, "spec": gpu_spec(n)})
+}
+
+fn workload(object: Value) -> Workload {
+    Workload::from_object(&object, &presets::all()).unwrap()
+}
+
+#[rstest]
+#[case::deployment("apps/v1", "Deployment", json!({"replicas": 3, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 3)]
+#[case::statefulset("apps/v1", "StatefulSet", json!({"replicas": 2, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 2)]
+#[case::replicaset("apps/v1", "ReplicaSet", json!({"template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 1)]
+#[case::daemonset("apps/v1", "DaemonSet", json!({"template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 1)]
+#[case::replication_controller("v1", "ReplicationController", json!({"replicas": 5, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 5)]
+#[case::job("batch/v1", "Job", json!({"parallelism": 4, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 4)]
+#[case::cronjob("batch/v1", "CronJob", json!({"schedule": "* * * * *", "jobTemplate": {"spec": {"parallelism": 2, "template": template(json!({"a": "1"}), 1)}}}), "spec.jobTemplate.spec.template.spec", 2)]
+#[case::scaled_to_zero("apps/v1", "Deployment", json!({"replicas": 0, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 0)]
+fn builtin_controllers(
+    #[case] api_version: &str,
+    #[case] kind: &str,
+    #[case] spec: Value,
+    #[case] location: &str,
+    #[case] pods: u64,
+) {
+    let w = workload(
+        json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}, "spec": spec}),
+    );
+    assert_eq!(w.kind, kind);
+    assert_eq!(w.templates.len(), 1);
+    let t = &w.templates[0];
+    assert_eq!(t.location, location);
+    assert_eq!(t.pods, pods);
+    assert_eq!(w.pods(), pods);
+    assert_eq!(t.meta.labels["a"], "1");
+    assert_eq!(t.spec.containers[0].name, "main");
+}
+
+#[test]
+fn bare_pod_uses_its_own_metadata() {
+    let w = workload(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"team": "x"}}, "spec": gpu_spec(1)}),
+    );
+    assert!(w.is_pod());
+    let t = &w.templates[0];
+    assert_eq!(t.location, "spec");
+    assert_eq!(t.spec_pointer, "/spec");
+    assert_eq!(t.metadata_pointer, "/metadata");
+    assert_eq!(t.meta.labels["team"], "x");
+    assert_eq!(w.meta.name, "p");
+    assert_eq!(w.pods(), 1);
+}
+
+#[test]
+fn kinds_without_templates_and_unconfigured_crds_have_none() {
+    let svc = workload(json!({"apiVersion": "v1", "kind": "Service", "spec": {}}));
+    assert!(svc.templates.is_empty());
+    let unknown = Workload::from_object(
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"headGroupSpec": {"template": template(json!({}), 1)}}}),
+        &[],
+    )
+    .unwrap();
+    assert!(unknown.templates.is_empty(), "not configured: no templates");
+}
+
+#[test]
+fn controller_without_template_is_malformed() {
+    let err = Workload::from_object(&json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {"metadata": {}}}}), &[]).unwrap_err();
+    assert!(matches!(err, WorkloadError::Malformed { .. }), "{err}");
+    assert!(err.to_string().contains("spec.template.spec"), "{err}");
+}
+
+#[rstest]
+#[case::no_kind(json!({"apiVersion": "v1"}))]
+#[case::no_version(json!({"kind": "Pod"}))]
+#[case::not_an_object(json!([1, 2]))]
+#[case::kind_not_a_string(json!({"apiVersion": "v1", "kind": 5}))]
+fn objects_without_kind_are_errors(#[case] object: Value) {
+    assert_eq!(
+        Workload::from_object(&object, &[]).unwrap_err(),
+        WorkloadError::NoKind
+    );
+}
+
+#[rstest]
+#[case::replicas_string(json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": "3", "template": template(json!({}), 1)}}))]
+#[case::replicas_negative(json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": -1, "template": template(json!({}), 1)}}))]
+#[case::spec_wrong_type(json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": 7}}))]
+#[case::labels_wrong_type(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": ["a"]}, "spec": {}}))]
+fn malformed_fields_are_errors(#[case] object: Value) {
+    let err = Workload::from_object(&object, &[]).unwrap_err();
+    assert!(matches!(err, WorkloadError::Malformed { .. }), "{err:?}");
+}
+
+#[test]
+fn kserve_predictor_is_an_inline_podspec_labelled_by_the_isvc() {
+    let w = workload(json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "llm", "labels": {"workload-type": "interactive"}},
+        "spec": {"predictor": {"minReplicas": 2, "model": {"storageUri": "hf://meta-llama/Llama-3.1-8B"},
+                               "containers": [{"name": "kserve-container", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+    }));
+    assert_eq!(w.templates.len(), 1);
+    let t = &w.templates[0];
+    assert_eq!(t.location, "spec.predictor");
+    assert_eq!(t.metadata_pointer, "/metadata");
+    assert_eq!(t.meta.labels["workload-type"], "interactive");
+    assert_eq!(t.pods, 2);
+}
+
+#[test]
+fn kserve_scale_to_zero_counts_one_replica_and_multinode_adds_workers() {
+    let w = workload(json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llm"},
+        "spec": {"predictor": {"minReplicas": 0, "containers": [],
+                               "workerSpec": {"pipelineParallelSize": 3, "containers": []}}}
+    }));
+    let pods: Vec<(String, u64)> = w
+        .templates
+        .iter()
+        .map(|t| (t.location.clone(), t.pods))
+        .collect();
+    assert_eq!(
+        pods,
+        vec![
+            ("spec.predictor".into(), 1),
+            ("spec.predictor.workerSpec".into(), 2)
+        ]
+    );
+}
+
+#[test]
+fn leader_worker_set_counts_leaders_and_workers() {
+    let w = workload(json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "vllm"},
+        "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 4,
+            "leaderTemplate": template(json!({"role": "leader"}), 1),
+            "workerTemplate": template(json!({"role": "worker"}), 8)}}
+    }));
+    let pods: Vec<(String, u64, String)> = w
+        .templates
+        .iter()
+        .map(|t| (t.location.clone(), t.pods, t.meta.labels["role"].clone()))
+        .collect();
+    assert_eq!(
+        pods,
+        vec![
+            (
+                "spec.leaderWorkerTemplate.leaderTemplate.spec".into(),
+                2,
+                "leader".into()
+            ),
+            (
+                "spec.leaderWorkerTemplate.workerTemplate.spec".into(),
+                6,
+                "worker".into()
+            ),
+        ]
+    );
+    assert_eq!(w.pods(), 8);
+}
+
+#[test]
+fn leader_worker_set_without_leader_template_uses_the_worker_template_for_all() {
+    let w = workload(json!({
+        "apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "vllm"},
+        "spec": {"replicas": 3, "leaderWorkerTemplate": {"size": 2, "workerTemplate": template(json!({}), 8)}}
+    }));
+    assert_eq!(w.templates.len(), 1, "one template, reached twice");
+    assert_eq!(w.templates[0].pods, 6, "3 groups x 2 pods");
+}
+
+#[test]
+fn ray_cluster_head_and_every_worker_group() {
+    let w = workload(json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+        "spec": {"headGroupSpec": {"template": template(json!({}), 0)},
+                 "workerGroupSpecs": [
+                    {"groupName": "small", "replicas": 2, "template": template(json!({}), 1)},
+                    {"groupName": "big", "replicas": 3, "template": template(json!({}), 8)}]}
+    }));
+    let pods: Vec<(String, u64)> = w
+        .templates
+        .iter()
+        .map(|t| (t.location.clone(), t.pods))
+        .collect();
+    assert_eq!(
+        pods,
+        vec![
+            ("spec.headGroupSpec.template.spec".into(), 1),
+            ("spec.workerGroupSpecs[0].template.spec".into(), 2),
+            ("spec.workerGroupSpecs[1].template.spec".into(), 3),
+        ]
+    );
+    assert_eq!(
+        w.templates[2].spec_pointer,
+        "/spec/workerGroupSpecs/1/template/spec"
+    );
+}
+
+#[test]
+fn ray_cluster_without_worker_groups_has_only_the_head() {
+    let w = workload(
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {},
+        "spec": {"headGroupSpec": {"template": template(json!({}), 1)}}}),
+    );
+    assert_eq!(w.templates.len(), 1);
+}
+
+#[test]
+fn pytorch_job_every_replica_type() {
+    let w = workload(json!({
+        "apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "t"},
+        "spec": {"pytorchReplicaSpecs": {
+            "Master": {"replicas": 1, "template": template(json!({}), 8)},
+            "Worker": {"replicas": 3, "template": template(json!({}), 8)}}}
+    }));
+    let mut pods: Vec<(String, u64)> = w
+        .templates
+        .iter()
+        .map(|t| (t.location.clone(), t.pods))
+        .collect();
+    pods.sort();
+    assert_eq!(
+        pods,
+        vec![
+            ("spec.pytorchReplicaSpecs.Master.template.spec".into(), 1),
+            ("spec.pytorchReplicaSpecs.Worker.template.spec".into(), 3),
+        ]
+    );
+}
+
+#[test]
+fn custom_kind_from_settings_json() {
+    let kinds: Vec<CustomKind> = serde_json::from_value(json!([{
+        "group": "example.com", "kind": "Trainer",
+        "templates": [{"path": "$.spec.nodes[*]", "podSpec": "pod", "metadata": "$.metadata",
+                       "replicas": [{"path": "count"}, {"path": "$.spec.multiplier", "default": 2}]}]
+    }]))
+    .unwrap();
+    kinds[0].validate("customKinds[0]").unwrap();
+    let w = Workload::from_object(
+        &json!({"apiVersion": "example.com/v1", "kind": "Trainer", "metadata": {"labels": {"t": "1"}},
+                "spec": {"nodes": [{"count": 3, "pod": gpu_spec(1)}, {"pod": gpu_spec(2)}]}}),
+        &kinds,
+    )
+    .unwrap();
+    assert_eq!(
+        w.templates.iter().map(|t| t.pods).collect::<Vec<_>>(),
+        vec![6, 2]
+    );
+    assert_eq!(w.templates[1].meta.labels["t"], "1");
+}
+
+#[rstest]
+#[case::empty_group(json!({"group": "", "kind": "K", "templates": [{"path": "$.spec"}]}), "customKinds[0].group")]
+#[case::empty_kind(json!({"group": "g", "kind": " ", "templates": [{"path": "$.spec"}]}), "customKinds[0].kind")]
+#[case::builtin(json!({"group": "apps", "kind": "Deployment", "templates": [{"path": "$.spec"}]}), "built in")]
+#[case::no_templates(json!({"group": "g", "kind": "K", "templates": []}), "customKinds[0].templates")]
+#[case::not_rooted(json!({"group": "g", "kind": "K", "templates": [{"path": "spec"}]}), "customKinds[0].templates[0].path")]
+#[case::bad_jsonpath(json!({"group": "g", "kind": "K", "templates": [{"path": "$.spec[?("}]}), "customKinds[0].templates[0].path: invalid JSONPath")]
+#[case::bad_pod_spec(json!({"group": "g", "kind": "K", "templates": [{"path": "$.spec", "podSpec": "a..b"}]}), "customKinds[0].templates[0].podSpec")]
+#[case::wildcard_metadata(json!({"group": "g", "kind": "K", "templates": [{"path": "$.spec", "metadata": "a.*"}]}), "customKinds[0].templates[0].metadata")]
+#[case::bad_replicas(json!({"group": "g", "kind": "K", "templates": [{"path": "$.spec", "replicas": [{"path": ""}]}]}), "customKinds[0].templates[0].replicas[0].path")]
+fn custom_kind_validation_names_the_field(#[case] kind: Value, #[case] expected: &str) {
+    let kind: CustomKind = serde_json::from_value(kind).unwrap();
+    let err = kind.validate("customKinds[0]").unwrap_err();
+    assert!(err.contains(expected), "{err}");
+}
+
+#[test]
+fn custom_kind_rejects_unknown_fields() {
+    let err = serde_json::from_value::<CustomKind>(
+        json!({"group": "g", "kind": "K", "templates": [], "typo": 1}),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("typo"), "{err}");
+}
+
+#[test]
+fn presets_are_valid() {
+    for (i, k) in presets::all().iter().enumerate() {
+        k.validate(&format!("presets[{i}]")).unwrap();
+    }
+}
+
+#[test]
+fn writes_back_into_the_matched_template() {
+    let mut object = json!({
+        "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {},
+        "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}},
+                 "workerGroupSpecs": [{"replicas": 1, "template": {"spec": {"containers": []}}}]}
+    });
+    let w = Workload::from_object(&object, &presets::all()).unwrap();
+    let worker = &w.templates[1];
+    spec_mut(&mut object, worker)
+        .unwrap()
+        .insert("nodeSelector".into(), json!({"pool": "batch"}));
+    metadata_mut(&mut object, worker)
+        .unwrap()
+        .insert("labels".into(), json!({"gpu-admission/pool": "batch"}));
+    assert_eq!(
+        object["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"]["pool"],
+        "batch"
+    );
+    assert_eq!(
+        object["spec"]["workerGroupSpecs"][0]["template"]["metadata"]["labels"]["gpu-admission/pool"],
+        "batch",
+        "missing metadata is created"
+    );
+    assert!(
+        object["spec"]["headGroupSpec"]["template"]["spec"]
+            .get("nodeSelector")
+            .is_none()
+    );
+}
+
+#[test]
+fn object_at_mut_refuses_non_objects() {
+    let mut v = json!({"a": 5, "b": [{"c": {}}]});
+    assert!(object_at_mut(&mut v, "/a").is_none());
+    assert!(object_at_mut(&mut v, "/a/x").is_none());
+    assert!(object_at_mut(&mut v, "/b/7").is_none());
+    assert!(object_at_mut(&mut v, "/b/0/c").is_some());
+    assert!(object_at_mut(&mut v, "/new/deep").is_some());
+    assert!(v["new"]["deep"].is_object());
+}
+
+#[test]
+fn too_many_templates_is_an_error() {
+    let groups: Vec<Value> = (0..=MAX_TEMPLATES)
+        .map(|_| json!({"template": {"spec": {}}}))
+        .collect();
+    let err = Workload::from_object(
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"workerGroupSpecs": groups}}),
+        &presets::all(),
+    )
+    .unwrap_err();
+    assert_eq!(err, WorkloadError::TooManyTemplates);
+}
+
+#[test]
+fn pod_count_overflow_is_an_error() {
+    let err = Workload::from_object(
+        &json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+                "spec": {"replicas": u64::MAX, "leaderWorkerTemplate": {"size": 3, "workerTemplate": {"spec": {}}}}}),
+        &presets::all(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, WorkloadError::TooManyPods { .. }), "{err}");
+}
+
+#[test]
+fn locations_and_pointers() {
+    assert_eq!(dot_to_pointer("spec.template"), "/spec/template");
+    assert_eq!(dot_to_pointer("a/b.c~d"), "/a~1b/c~0d");
+    assert_eq!(
+        pointer_to_location("/spec/workerGroupSpecs/1/template"),
+        "spec.workerGroupSpecs[1].template"
+    );
+    assert_eq!(pointer_to_location(""), "(object)");
+}
