@@ -1,5 +1,231 @@
 //! Settings fragments that several policies share, each with validation that names the
-//! field it found wrong. Policies embed these as fields of their own settings struct
-//! (serde's `deny_unknown_fields` does not combine with `flatten`).
+//! field it found wrong.
+//!
+//! Policies declare these as fields of their own settings struct, because serde's
+//! `deny_unknown_fields` (which every policy uses, so that a typo cannot silently turn
+//! a rule off) does not combine with `flatten`:
+//!
+//! | field | type | meaning |
+//! |---|---|---|
+//! | `extraGpuResources` | `Vec<String>` | more GPU resource names (exact, or a prefix ending in `*`) |
+//! | `customKinds` | `Vec<CustomKind>` | where custom resources keep their pod templates |
+//! | `exemptNamespaces` | [`NamespaceList`] | namespaces the policy lets through (exact, or prefix `*`) |
 
 pub use crate::workload::CustomKind;
+use serde::{Deserialize, Serialize};
+
+/// Checks `extraGpuResources`-style lists: each entry a Kubernetes resource name with a
+/// domain prefix (`example.com/tpu`), optionally ending in `*`.
+pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), String> {
+    for (i, name) in names.iter().enumerate() {
+        let bare = name.strip_suffix('*').unwrap_or(name);
+        let valid = match bare.split_once('/') {
+            Some((domain, rest)) => {
+                is_dns_subdomain(domain)
+                    && rest.len() <= 63
+                    && (rest.is_empty() && name.ends_with('*')
+                        || !rest.is_empty()
+                            && rest
+                                .chars()
+                                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+            }
+            None => false,
+        };
+        if !valid {
+            return Err(format!(
+                "{field}[{i}]: '{name}' is not a resource name like example.com/gpu (a trailing * matches a prefix)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a list of custom kinds; errors name `field[i]....`. Two entries for the same
+/// group and kind are an error (which one would apply?).
+pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), String> {
+    for (i, k) in kinds.iter().enumerate() {
+        k.validate(&format!("{field}[{i}]"))?;
+        if kinds[..i]
+            .iter()
+            .any(|o| o.group == k.group && o.kind == k.kind)
+        {
+            return Err(format!(
+                "{field}[{i}]: {}/{} is listed twice",
+                k.group, k.kind
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Namespace names, exact or a prefix ending in `*` (`kube-*`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NamespaceList(pub Vec<String>);
+
+impl NamespaceList {
+    /// True when `namespace` is in the list.
+    pub fn contains(&self, namespace: &str) -> bool {
+        self.0.iter().any(|p| match p.strip_suffix('*') {
+            Some(prefix) => namespace.starts_with(prefix),
+            None => p == namespace,
+        })
+    }
+
+    /// Each entry must be a namespace name (DNS label), optionally ending in `*`.
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        for (i, ns) in self.0.iter().enumerate() {
+            let bare = ns.strip_suffix('*').unwrap_or(ns);
+            let ok = (bare.is_empty() && ns == "*") || is_dns_label_prefix(bare, ns.ends_with('*'));
+            if !ok || ns == "*" {
+                return Err(format!(
+                    "{field}[{i}]: '{ns}' is not a namespace name (lowercase letters, digits and '-', optionally ending in *; a lone * would exempt everything)"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A label key: optional DNS-subdomain prefix and `/`, then a name of at most 63
+/// characters of alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
+pub fn validate_label_key(field: &str, key: &str) -> Result<(), String> {
+    let (prefix, name) = match key.rsplit_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(is_dns_subdomain);
+    if !prefix_ok || !is_label_name(name) {
+        return Err(format!(
+            "{field}: '{key}' is not a valid label key (e.g. team or example.com/team; at most 63 characters of letters, digits, '-', '_', '.')"
+        ));
+    }
+    Ok(())
+}
+
+/// A label value: empty, or at most 63 characters of alphanumerics, `-`, `_`, `.`,
+/// starting and ending alphanumeric.
+pub fn validate_label_value(field: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || is_label_name(value) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field}: '{value}' is not a valid label value (at most 63 characters of letters, digits, '-', '_', '.', starting and ending with a letter or digit)"
+        ))
+    }
+}
+
+fn is_label_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.first().is_some_and(u8::is_ascii_alphanumeric)
+        && b.last().is_some_and(u8::is_ascii_alphanumeric)
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || b"-_.".contains(c))
+}
+
+fn is_dns_label_prefix(s: &str, prefix: bool) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.first()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && (prefix
+            || b.last()
+                .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| is_dns_label_prefix(l, false))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::exact("example.com/tpu")]
+    #[case::prefix("amd.com/cpx_*")]
+    #[case::domain_prefix("habana.ai/*")]
+    #[case::dots("nvidia.com/gpu.shared")]
+    fn good_resource_names(#[case] name: &str) {
+        validate_resource_names("extraGpuResources", &[name.to_string()]).unwrap();
+    }
+
+    #[rstest]
+    #[case::no_domain("gpu")]
+    #[case::empty("")]
+    #[case::star("*")]
+    #[case::upper_domain("Example.com/gpu")]
+    #[case::space("example.com/g pu")]
+    #[case::empty_name("example.com/")]
+    fn bad_resource_names_name_the_index(#[case] name: &str) {
+        let err =
+            validate_resource_names("extraGpuResources", &["ok.io/a".into(), name.to_string()])
+                .unwrap_err();
+        assert!(err.starts_with("extraGpuResources[1]:"), "{err}");
+    }
+
+    #[test]
+    fn namespaces_exact_and_prefix() {
+        let list = NamespaceList(vec!["kube-system".into(), "gpu-ops-*".into()]);
+        list.validate("exemptNamespaces").unwrap();
+        assert!(list.contains("kube-system"));
+        assert!(list.contains("gpu-ops-team1"));
+        assert!(!list.contains("kube-public"));
+        assert!(!list.contains("gpu-ops"));
+    }
+
+    #[rstest]
+    #[case::lone_star("*")]
+    #[case::upper("Kube")]
+    #[case::underscore("a_b")]
+    #[case::empty("")]
+    #[case::trailing_dash("ns-")]
+    fn bad_namespaces(#[case] ns: &str) {
+        let err = NamespaceList(vec![ns.into()])
+            .validate("exemptNamespaces")
+            .unwrap_err();
+        assert!(err.starts_with("exemptNamespaces[0]:"), "{err}");
+    }
+
+    #[rstest]
+    #[case::plain("team", true)]
+    #[case::prefixed("example.com/team", true)]
+    #[case::kubernetes("app.kubernetes.io/name", true)]
+    #[case::empty("", false)]
+    #[case::too_long(&"a".repeat(64), false)]
+    #[case::bad_prefix("Example_com/x", false)]
+    #[case::bad_start("-team", false)]
+    #[case::space("te am", false)]
+    fn label_keys(#[case] key: &str, #[case] ok: bool) {
+        let r = validate_label_key("requiredLabels[0].key", key);
+        assert_eq!(r.is_ok(), ok, "{r:?}");
+        if let Err(e) = r {
+            assert!(e.starts_with("requiredLabels[0].key:"), "{e}");
+        }
+    }
+
+    #[rstest]
+    #[case::empty("", true)]
+    #[case::plain("batch", true)]
+    #[case::dots("v1.2_x-y", true)]
+    #[case::slash("a/b", false)]
+    #[case::too_long(&"a".repeat(64), false)]
+    #[case::ends_dash("a-", false)]
+    fn label_values(#[case] value: &str, #[case] ok: bool) {
+        assert_eq!(validate_label_value("f", value).is_ok(), ok);
+    }
+
+    #[test]
+    fn duplicate_custom_kinds_are_rejected() {
+        let k = crate::workload::presets::ray_cluster();
+        let err = validate_custom_kinds("customKinds", &[k.clone(), k]).unwrap_err();
+        assert!(err.starts_with("customKinds[1]:"), "{err}");
+        validate_custom_kinds("customKinds", &crate::workload::presets::all()).unwrap();
+    }
+}
