@@ -10,8 +10,15 @@
 //! - [`gpu`]: GPU resource names and the GPU demand of a pod.
 //! - [`scheduling`]: node selectors, required node affinity and tolerations.
 //! - [`settings`]: settings fragments that several policies share, with validation.
+//! - [`admission`]: the admission request as the rules read it, and the [`admission::Verdict`].
+//! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait.
+//! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers.
 
+pub mod admission;
+pub mod cluster;
 pub mod gpu;
+#[cfg(feature = "kubewarden")]
+pub mod kubewarden;
 pub mod podspec;
 pub mod quantity;
 pub mod scheduling;

@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 
 /// A `null` JSON value reads as the type's default (an empty list or map).
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,

@@ -1,0 +1,121 @@
+//! Reading live cluster state through Kubewarden's context-aware host calls.
+//!
+//! The requests are serialized exactly as the SDK's own `GetResourceRequest`,
+//! `ListAllResourcesRequest` and `ListResourcesByNamespaceRequest` (snake_case fields,
+//! `null` for absent options), so replay sessions recorded by `kwctl` match. Rules take a
+//! `&dyn Cluster`; the wasm glue implements it with waPC host calls, tests with fakes.
+
+use serde::Serialize;
+use std::collections::BTreeSet;
+
+/// One context-aware host call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterRequest {
+    Get(GetResource),
+    ListAll(ListAll),
+    ListInNamespace(ListInNamespace),
+}
+
+/// `kubewarden/kubernetes/get_resource`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GetResource {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub namespace: Option<String>,
+    pub disable_cache: bool,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// `kubewarden/kubernetes/list_resources_all`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ListAll {
+    pub api_version: String,
+    pub kind: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+/// `kubewarden/kubernetes/list_resources_by_namespace`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ListInNamespace {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: String,
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub field_masks: Option<BTreeSet<String>>,
+}
+
+impl ClusterRequest {
+    /// The waPC operation name.
+    pub fn operation(&self) -> &'static str {
+        match self {
+            ClusterRequest::Get(_) => "get_resource",
+            ClusterRequest::ListAll(_) => "list_resources_all",
+            ClusterRequest::ListInNamespace(_) => "list_resources_by_namespace",
+        }
+    }
+
+    /// The JSON payload the host expects.
+    pub fn payload(&self) -> Vec<u8> {
+        let r = match self {
+            ClusterRequest::Get(r) => serde_json::to_vec(r),
+            ClusterRequest::ListAll(r) => serde_json::to_vec(r),
+            ClusterRequest::ListInNamespace(r) => serde_json::to_vec(r),
+        };
+        // Serializing plain strings, bools and sets cannot fail.
+        r.unwrap_or_default()
+    }
+
+    /// `v1/Node` — what the request reads, for messages.
+    pub fn what(&self) -> String {
+        let (v, k) = match self {
+            ClusterRequest::Get(r) => (&r.api_version, &r.kind),
+            ClusterRequest::ListAll(r) => (&r.api_version, &r.kind),
+            ClusterRequest::ListInNamespace(r) => (&r.api_version, &r.kind),
+        };
+        format!("{v}/{k}")
+    }
+}
+
+/// Answers host calls: the raw JSON of the object or list, or the host's error text.
+pub trait Cluster {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_match_the_sdk_wire_format() {
+        let get = ClusterRequest::Get(GetResource {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: "models".into(),
+            namespace: Some("gpu".into()),
+            disable_cache: false,
+            field_masks: None,
+        });
+        assert_eq!(get.operation(), "get_resource");
+        assert_eq!(
+            String::from_utf8(get.payload()).unwrap(),
+            r#"{"api_version":"v1","kind":"ConfigMap","name":"models","namespace":"gpu","disable_cache":false,"field_masks":null}"#
+        );
+        let list = ClusterRequest::ListAll(ListAll {
+            api_version: "v1".into(),
+            kind: "Node".into(),
+            label_selector: Some("pool=a".into()),
+            field_selector: None,
+            field_masks: Some(BTreeSet::from(["status.allocatable".to_string()])),
+        });
+        assert_eq!(list.operation(), "list_resources_all");
+        assert_eq!(list.what(), "v1/Node");
+        assert_eq!(
+            String::from_utf8(list.payload()).unwrap(),
+            r#"{"api_version":"v1","kind":"Node","label_selector":"pool=a","field_selector":null,"field_masks":["status.allocatable"]}"#
+        );
+    }
+}
