@@ -369,6 +369,39 @@ fn same_quantity(a: &str, b: &str) -> bool {
     }
 }
 
+/// The GPU demand of every pod template of a workload.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadGpus {
+    /// One entry per template of the workload, in the same order.
+    pub per_template: Vec<PodGpus>,
+    /// Sum over templates of (pods x effective GPUs per pod).
+    pub total: GpuCounts,
+}
+
+impl WorkloadGpus {
+    /// True when any template holds a GPU or asks for one invalidly.
+    pub fn uses_gpu(&self) -> bool {
+        self.per_template.iter().any(PodGpus::uses_gpu)
+    }
+
+    /// Total GPUs of all kinds the workload stands for.
+    pub fn total_gpus(&self) -> u64 {
+        self.total.values().fold(0u64, |a, b| a.saturating_add(*b))
+    }
+}
+
+/// GPU demand of each template of `workload`, and the total over its pods.
+pub fn workload_gpus(workload: &crate::workload::Workload, names: &GpuResources) -> WorkloadGpus {
+    let mut result = WorkloadGpus::default();
+    for t in &workload.templates {
+        let pod = pod_gpus(&t.spec, names);
+        add_into(&mut result.total, &scale(&pod.effective, t.pods));
+        result.per_template.push(pod);
+    }
+    result.total.retain(|_, n| *n > 0);
+    result
+}
+
 /// `into[k] += from[k]` for every k.
 pub fn add_into(into: &mut GpuCounts, from: &GpuCounts) {
     for (k, v) in from {
@@ -632,6 +665,24 @@ mod tests {
             MigProfile::from_resource_name(name).map(|p| (p.slices, p.memory_gb)),
             expected
         );
+    }
+
+    #[test]
+    fn workload_total_is_pods_times_effective() {
+        let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {},
+            "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "h"}]}}},
+                     "workerGroupSpecs": [{"replicas": 3, "template": {"spec": {"containers": [limits("w", "nvidia.com/gpu", "2")]}}}]}});
+        let w = crate::workload::Workload::from_object(&object, &crate::workload::presets::all())
+            .unwrap();
+        let g = workload_gpus(&w, &GpuResources::default());
+        assert_eq!(g.per_template.len(), 2);
+        assert!(!g.per_template[0].uses_gpu());
+        assert_eq!(
+            g.total,
+            GpuCounts::from([("nvidia.com/gpu".to_string(), 6)])
+        );
+        assert_eq!(g.total_gpus(), 6);
+        assert!(g.uses_gpu());
     }
 
     #[test]

@@ -9,18 +9,25 @@
 //! - [`podspec`]: the few PodSpec fields the rules read, as lenient serde types.
 //! - [`gpu`]: GPU resource names and the GPU demand of a pod.
 //! - [`scheduling`]: node selectors, required node affinity and tolerations.
+//! - [`selector`]: label selectors, matched and as query strings.
 //! - [`settings`]: settings fragments that several policies share, with validation.
 //! - [`admission`]: the admission request as the rules read it, and the [`admission::Verdict`].
 //! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait.
+//! - [`labels`], [`routing`], [`vram`], [`capacity`]: the rules of the four policies.
 //! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers.
 
 pub mod admission;
+pub mod capacity;
 pub mod cluster;
 pub mod gpu;
 #[cfg(feature = "kubewarden")]
 pub mod kubewarden;
+pub mod labels;
 pub mod podspec;
 pub mod quantity;
+pub mod routing;
 pub mod scheduling;
+pub mod selector;
 pub mod settings;
+pub mod vram;
 pub mod workload;
