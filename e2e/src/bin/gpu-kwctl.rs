@@ -1,0 +1,319 @@
+//! `gpu-kwctl`: `kwctl run` (and a minimal `kwctl annotate`) for local modules,
+//! on the gpu-e2e harness.
+//!
+//! ```text
+//! gpu-kwctl run [--request-path FILE|-] [--settings-path FILE] [--settings-json JSON]
+//!               [--replay-host-capabilities-interactions FILE] [--allow-context-aware]
+//!               <module.wasm>
+//! gpu-kwctl annotate --metadata-path metadata.yml [--usage-path README.md]
+//!                    --output-path OUT <module.wasm>
+//! ```
+//!
+//! `run` exit status: 0 when the policy ran (accepted or rejected; one JSON
+//! `AdmissionResponse` line on stdout), 1 for invalid settings
+//! (`Provided settings are not valid: <message>` on stderr), 2 for usage errors,
+//! unreadable inputs and modules that cannot be loaded.
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use gpu_e2e::wasm_sections::annotate;
+use gpu_e2e::{
+    ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, parse_json_or_yaml,
+    read_settings,
+};
+use serde_json::Value;
+
+const USAGE: &str = "\
+Usage: gpu-kwctl run [OPTIONS] <module.wasm>
+       gpu-kwctl annotate -m <metadata.yml> [-u <README.md>] -o <output.wasm> <module.wasm>
+
+Evaluates an admission request against a local Kubewarden policy module,
+like `kwctl run`, and prints the AdmissionResponse as one JSON line.
+
+Options:
+  -r, --request-path <FILE>      AdmissionRequest or AdmissionReview, JSON or YAML ('-' = stdin)
+  -s, --settings-path <FILE>     policy settings, YAML or JSON
+      --settings-json <JSON>     policy settings as a JSON string
+      --replay-host-capabilities-interactions <FILE>
+                                 serve host capabilities from a kwctl session file
+      --allow-context-aware      grant the resources listed in the module's
+                                 io.kubewarden.metadata contextAwareResources
+                                 (an unannotated module gets every resource,
+                                 with a warning; kwctl would grant none)
+  -h, --help                     print this help
+
+annotate embeds metadata.yml (as JSON, with protocolVersion, and the usage file
+as annotation io.kubewarden.policy.usage) in the io.kubewarden.metadata custom
+section, like `kwctl annotate` without its metadata checks.
+
+Exit status: 0 accepted or rejected, 1 invalid settings, 2 usage or input errors.";
+
+/// Parsed `run` arguments.
+#[derive(Debug, Default)]
+struct RunArgs {
+    request_path: Option<String>,
+    settings_path: Option<PathBuf>,
+    settings_json: Option<String>,
+    replay_path: Option<PathBuf>,
+    allow_context_aware: bool,
+    module: Option<PathBuf>,
+}
+
+/// Parsed `annotate` arguments.
+#[derive(Debug, Default)]
+struct AnnotateArgs {
+    metadata_path: Option<PathBuf>,
+    usage_path: Option<PathBuf>,
+    output_path: Option<PathBuf>,
+    module: Option<PathBuf>,
+}
+
+enum Command {
+    Help,
+    Run(RunArgs),
+    Annotate(AnnotateArgs),
+}
+
+/// Splits `--flag=value` and yields `(flag, value source)` pairs.
+struct Args<'a> {
+    it: std::slice::Iter<'a, String>,
+}
+
+impl<'a> Args<'a> {
+    /// The next argument, as `(flag or positional, inline value)`.
+    fn next_arg(&mut self) -> Option<(&'a str, Option<&'a str>)> {
+        let arg = self.it.next()?;
+        Some(match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
+            _ => (arg.as_str(), None),
+        })
+    }
+
+    /// The value of `flag`: inline (`--flag=value`) or the next argument.
+    fn value(&mut self, flag: &str, inline: Option<&str>) -> Result<String> {
+        match inline {
+            Some(v) => Ok(v.to_string()),
+            None => self
+                .it
+                .next()
+                .cloned()
+                .ok_or_else(|| anyhow!("{flag} needs a value")),
+        }
+    }
+}
+
+fn set_module(module: &mut Option<PathBuf>, positional: &str) -> Result<()> {
+    if positional.starts_with('-') && positional != "-" {
+        bail!("unknown option {positional}");
+    }
+    if module.is_some() {
+        bail!("unexpected argument {positional:?}: only one module can be given");
+    }
+    *module = Some(positional.into());
+    Ok(())
+}
+
+fn parse_args(args: &[String]) -> Result<Command> {
+    let Some((subcommand, rest)) = args.split_first() else {
+        bail!("missing subcommand");
+    };
+    let mut args = Args { it: rest.iter() };
+    match subcommand.as_str() {
+        "-h" | "--help" | "help" => Ok(Command::Help),
+        "run" => {
+            let mut run = RunArgs::default();
+            while let Some((flag, inline)) = args.next_arg() {
+                match flag {
+                    "-h" | "--help" => return Ok(Command::Help),
+                    "-r" | "--request-path" => run.request_path = Some(args.value(flag, inline)?),
+                    "-s" | "--settings-path" => {
+                        run.settings_path = Some(args.value(flag, inline)?.into());
+                    }
+                    "--settings-json" => run.settings_json = Some(args.value(flag, inline)?),
+                    "--replay-host-capabilities-interactions" => {
+                        run.replay_path = Some(args.value(flag, inline)?.into());
+                    }
+                    "--allow-context-aware" => run.allow_context_aware = true,
+                    positional => set_module(&mut run.module, positional)?,
+                }
+            }
+            if run.module.is_none() {
+                bail!("missing <module.wasm>");
+            }
+            if run.settings_path.is_some() && run.settings_json.is_some() {
+                bail!("--settings-path and --settings-json cannot be used together");
+            }
+            Ok(Command::Run(run))
+        }
+        "annotate" => {
+            let mut annotate = AnnotateArgs::default();
+            while let Some((flag, inline)) = args.next_arg() {
+                match flag {
+                    "-h" | "--help" => return Ok(Command::Help),
+                    "-m" | "--metadata-path" => {
+                        annotate.metadata_path = Some(args.value(flag, inline)?.into());
+                    }
+                    "-u" | "--usage-path" => {
+                        annotate.usage_path = Some(args.value(flag, inline)?.into());
+                    }
+                    "-o" | "--output-path" => {
+                        annotate.output_path = Some(args.value(flag, inline)?.into());
+                    }
+                    positional => set_module(&mut annotate.module, positional)?,
+                }
+            }
+            Ok(Command::Annotate(annotate))
+        }
+        other => bail!("unknown subcommand {other:?} (only `run` and `annotate` are supported)"),
+    }
+}
+
+/// Outcome of `run` that is not an input error.
+enum RunOutcome {
+    Evaluated,
+    InvalidSettings(String),
+}
+
+fn run(args: RunArgs) -> Result<RunOutcome> {
+    let module = args.module.context("missing <module.wasm>")?;
+
+    let request_text = match args.request_path.as_deref() {
+        None => bail!("--request-path is required"),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the request from stdin")?;
+            text
+        }
+        Some(path) => {
+            std::fs::read_to_string(path).with_context(|| format!("cannot read request {path}"))?
+        }
+    };
+    let request = admission_request_from_str(&request_text).context("invalid request")?;
+
+    let settings = match (&args.settings_path, &args.settings_json) {
+        (Some(path), _) => read_settings(path)?,
+        (None, Some(json)) => serde_json::from_str(json).context("cannot parse --settings-json")?,
+        (None, None) => Value::Object(Default::default()),
+    };
+
+    let replay = args
+        .replay_path
+        .as_ref()
+        .map(ReplaySession::from_file)
+        .transpose()?;
+
+    let policy = Policy::load(&module)?;
+    // Like kwctl: no access without --allow-context-aware, and with it the
+    // contextAwareResources of the embedded metadata. Unlike kwctl, an unannotated
+    // module (what `make build` produces) is granted everything: there is no list
+    // to check it against, and kwctl would simply deny every call.
+    let access = match (args.allow_context_aware, policy.metadata()) {
+        (false, _) => ContextAwareAccess::none(),
+        (true, Some(metadata)) => ContextAwareAccess::from_metadata(Some(metadata)),
+        (true, None) => {
+            eprintln!(
+                "WARN {} has no io.kubewarden.metadata section: granting access to every Kubernetes resource (kwctl would grant none; annotate the module to check its contextAwareResources)",
+                module.display()
+            );
+            ContextAwareAccess::Unrestricted
+        }
+    };
+    let policy = policy.with_context_aware_access(access);
+
+    let validation = policy.validate_settings(&settings)?;
+    if !validation.valid {
+        return Ok(RunOutcome::InvalidSettings(
+            validation.message.unwrap_or_default(),
+        ));
+    }
+
+    let evaluation = policy.evaluate(&request, &settings, replay)?;
+    if !evaluation.unconsumed_exchanges.is_empty() {
+        eprintln!(
+            "WARN Some of the recorded exchanges have not been replayed: {:?}",
+            evaluation
+                .unconsumed_exchanges
+                .iter()
+                .map(|e| &e.request)
+                .collect::<Vec<_>>()
+        );
+    }
+    println!("{}", serde_json::to_string(&evaluation.response)?);
+    Ok(RunOutcome::Evaluated)
+}
+
+/// Annotation key `kwctl annotate -u` fills with the usage file (README).
+const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
+
+/// `annotate`: metadata.yml + `protocolVersion` (+ usage) into `io.kubewarden.metadata`.
+fn annotate_module(args: AnnotateArgs) -> Result<()> {
+    let module = args.module.context("missing <module.wasm>")?;
+    let metadata_path = args.metadata_path.context("--metadata-path is required")?;
+    let output = args.output_path.context("--output-path is required")?;
+    let bytes = std::fs::read(&module)
+        .with_context(|| format!("cannot read module {}", module.display()))?;
+    let text = std::fs::read_to_string(&metadata_path)
+        .with_context(|| format!("cannot read metadata {}", metadata_path.display()))?;
+    let mut metadata = parse_json_or_yaml(&text)
+        .with_context(|| format!("invalid metadata {}", metadata_path.display()))?;
+    if !metadata.is_object() {
+        bail!("{} is not a YAML mapping", metadata_path.display());
+    }
+    let protocol = Policy::from_bytes(&module, &bytes)?.protocol_version()?;
+    metadata["protocolVersion"] = Value::String(protocol);
+    if let Some(usage_path) = &args.usage_path {
+        let usage = std::fs::read_to_string(usage_path)
+            .with_context(|| format!("cannot read usage file {}", usage_path.display()))?;
+        let annotations = metadata
+            .as_object_mut()
+            .context("metadata is not a mapping")?
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        annotations
+            .as_object_mut()
+            .context("metadata annotations are not a mapping")?
+            .insert(USAGE_ANNOTATION.to_string(), Value::String(usage));
+    }
+    let annotated = annotate(&bytes, &metadata)?;
+    std::fs::write(&output, annotated).with_context(|| format!("cannot write {}", output.display()))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let command = match parse_args(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e:#}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match command {
+        Command::Help => {
+            println!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        Command::Run(args) => match run(args) {
+            Ok(RunOutcome::Evaluated) => ExitCode::SUCCESS,
+            Ok(RunOutcome::InvalidSettings(message)) => {
+                eprintln!("Provided settings are not valid: {message}");
+                ExitCode::from(1)
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+        Command::Annotate(args) => match annotate_module(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                ExitCode::from(2)
+            }
+        },
+    }
+}

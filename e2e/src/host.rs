@@ -1,0 +1,218 @@
+//! The waPC host callback: the host capabilities a policy may call during one evaluation.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use serde_json::Value;
+
+use crate::replay::{CallbackRequest, ReplaySession};
+
+/// Which Kubernetes resources a policy may read through host capabilities.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ContextAwareAccess {
+    /// Every resource (the harness default: tests need not annotate modules).
+    #[default]
+    Unrestricted,
+    /// Only these `(apiVersion, kind)` pairs, like a ClusterAdmissionPolicy's
+    /// `contextAwareResources`; an empty set is kwctl's default (no access).
+    Only(BTreeSet<(String, String)>),
+}
+
+impl ContextAwareAccess {
+    /// No access at all (`kwctl run` without `--allow-context-aware`).
+    pub fn none() -> Self {
+        Self::Only(BTreeSet::new())
+    }
+
+    /// The `contextAwareResources` of policy metadata (`kwctl run --allow-context-aware`);
+    /// no metadata, or metadata without the field, grants nothing.
+    pub fn from_metadata(metadata: Option<&Value>) -> Self {
+        let resources = metadata
+            .and_then(|m| m.get("contextAwareResources"))
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|r| {
+                        Some((
+                            r.get("apiVersion")?.as_str()?.to_string(),
+                            r.get("kind")?.as_str()?.to_string(),
+                        ))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Self::Only(resources)
+    }
+
+    /// Whether `api_version`/`kind` may be read.
+    pub fn allows(&self, api_version: &str, kind: &str) -> bool {
+        match self {
+            Self::Unrestricted => true,
+            Self::Only(set) => set.contains(&(api_version.to_string(), kind.to_string())),
+        }
+    }
+}
+
+/// One host call the guest made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostCall {
+    /// waPC binding (e.g. `kubewarden`).
+    pub binding: String,
+    /// waPC namespace (e.g. `kubernetes`).
+    pub namespace: String,
+    /// waPC operation (e.g. `get_resource`).
+    pub operation: String,
+    /// The guest's payload, as text.
+    pub payload: String,
+    /// `Ok(response text)` or `Err(error text given to the guest)`.
+    pub outcome: Result<String, String>,
+}
+
+/// State shared between the harness and the host callback of one evaluation.
+#[derive(Debug, Default)]
+pub(crate) struct HostContext {
+    access: ContextAwareAccess,
+    replay: Mutex<Option<ReplaySession>>,
+    calls: Mutex<Vec<HostCall>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding the lock cannot leave these plain values inconsistent.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl HostContext {
+    pub(crate) fn new(access: ContextAwareAccess, replay: Option<ReplaySession>) -> Self {
+        Self {
+            access,
+            replay: Mutex::new(replay),
+            calls: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The replay session as left by the evaluation, and every host call made.
+    pub(crate) fn finish(&self) -> (Option<ReplaySession>, Vec<HostCall>) {
+        (
+            lock(&self.replay).take(),
+            std::mem::take(&mut *lock(&self.calls)),
+        )
+    }
+
+    /// Serves one waPC host call.
+    pub(crate) fn handle(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        let outcome = self.dispatch(binding, namespace, operation, payload);
+        lock(&self.calls).push(HostCall {
+            binding: binding.to_string(),
+            namespace: namespace.to_string(),
+            operation: operation.to_string(),
+            payload: String::from_utf8_lossy(payload).into_owned(),
+            outcome: outcome
+                .as_ref()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+                .map_err(Clone::clone),
+        });
+        outcome
+    }
+
+    fn dispatch(
+        &self,
+        binding: &str,
+        namespace: &str,
+        operation: &str,
+        payload: &[u8],
+    ) -> Result<Vec<u8>, String> {
+        match (binding, namespace, operation) {
+            // The SDK's logging drain; policy-evaluator accepts and logs it.
+            ("kubewarden", "tracing", "log") => Ok(Vec::new()),
+            (
+                "kubewarden",
+                "kubernetes",
+                "get_resource" | "list_resources_all" | "list_resources_by_namespace",
+            ) => {
+                let request = CallbackRequest::from_guest_payload(operation, payload)
+                    .map_err(|e| format!("{e:#}"))?;
+                if !self.access.allows(request.api_version(), request.kind()) {
+                    return Err(format!(
+                        "Policy has not been granted access to Kubernetes {}/{} resources. The violation has been reported.",
+                        request.api_version(),
+                        request.kind()
+                    ));
+                }
+                match lock(&self.replay).as_mut() {
+                    Some(session) => session.answer(&request).map_err(|e| e.to_string()),
+                    None => Err(format!(
+                        "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
+                    )),
+                }
+            }
+            _ => Err(format!(
+                "unsupported host call {binding}/{namespace}/{operation}"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const GET_NS: &[u8] = br#"{"api_version":"v1","kind":"Namespace","name":"a","namespace":null,"disable_cache":false,"field_masks":null}"#;
+
+    #[test]
+    fn access_from_metadata() {
+        let m = json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "Namespace"}]});
+        let access = ContextAwareAccess::from_metadata(Some(&m));
+        assert!(access.allows("v1", "Namespace"));
+        assert!(!access.allows("v1", "Pod"));
+        assert_eq!(
+            ContextAwareAccess::from_metadata(None),
+            ContextAwareAccess::none()
+        );
+    }
+
+    #[test]
+    fn denied_resources_do_not_consume_the_session() {
+        let session = ReplaySession::from_yaml_str(
+            "- type: Exchange\n  request: \"!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\ndisable_cache: false\\n\"\n  response: {type: Success, payload: '{}'}\n",
+        )
+        .unwrap();
+        let ctx = HostContext::new(ContextAwareAccess::none(), Some(session));
+        let err = ctx
+            .handle("kubewarden", "kubernetes", "get_resource", GET_NS)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported."
+        );
+        let (left, calls) = ctx.finish();
+        assert_eq!(left.unwrap().len(), 1);
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].outcome, Err(err));
+    }
+
+    #[test]
+    fn unknown_calls_and_missing_sessions_are_named() {
+        let ctx = HostContext::new(ContextAwareAccess::Unrestricted, None);
+        assert_eq!(
+            ctx.handle("kubewarden", "net", "v1/dns_lookup_host", b"\"x\"")
+                .unwrap_err(),
+            "unsupported host call kubewarden/net/v1/dns_lookup_host"
+        );
+        assert_eq!(
+            ctx.handle("kubewarden", "kubernetes", "get_resource", GET_NS)
+                .unwrap_err(),
+            "no replay session: cannot serve host call kubewarden/kubernetes/get_resource"
+        );
+        assert_eq!(
+            ctx.handle("kubewarden", "tracing", "log", b"{}"),
+            Ok(Vec::new())
+        );
+    }
+}

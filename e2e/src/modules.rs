@@ -1,0 +1,41 @@
+//! Where the built policy modules are.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+
+/// Environment variable overriding the directory of built `.wasm` modules.
+pub const WASM_DIR_ENV: &str = "GPU_ADMISSION_WASM_DIR";
+
+/// The directory holding built modules: `$GPU_ADMISSION_WASM_DIR`, or
+/// `<workspace root>/target/wasm32-wasip1/release`.
+pub fn wasm_dir() -> PathBuf {
+    match std::env::var_os(WASM_DIR_ENV) {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => workspace_root().join("target/wasm32-wasip1/release"),
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> PathBuf {
+    let manifest_dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir
+        .parent()
+        .map(PathBuf::from)
+        .unwrap_or(manifest_dir)
+}
+
+/// Path of the built module of crate `crate_name` (`-` becomes `_`, as cargo names
+/// cdylib outputs). Missing modules are an error that says how to build them:
+/// tests must fail, not skip, when a module was not built.
+pub fn module_path(crate_name: &str) -> Result<PathBuf> {
+    let file = format!("{}.wasm", crate_name.replace('-', "_"));
+    let path = wasm_dir().join(file);
+    if !path.is_file() {
+        bail!(
+            "policy module {} not found: run `make build` first (`make build-test-modules` also builds the e2e fixture; or `cargo build --locked --release --target wasm32-wasip1 -p {crate_name}`; or set {WASM_DIR_ENV})",
+            path.display()
+        );
+    }
+    Ok(path)
+}

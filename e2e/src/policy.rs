@@ -1,0 +1,307 @@
+//! Loading a built policy module and evaluating it the way policy-evaluator does.
+//!
+//! Modules are compiled once per process (keyed by content) on one shared
+//! wasmtime [`Engine`](wasmtime::Engine); each call then gets a fresh
+//! `WapcHost` (a new store and instance, like policy-server's per-request
+//! isolation), so no guest state leaks between evaluations.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Value, json};
+use wapc::WapcHost;
+use wasmtime_provider::wasmtime;
+use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+
+use crate::host::{ContextAwareAccess, HostCall, HostContext};
+use crate::replay::{Exchange, ReplaySession};
+use crate::response::{AdmissionResponse, SettingsValidation, ValidationResponse};
+use crate::wasm_sections::read_kubewarden_metadata;
+
+/// How often the shared engine's epoch advances (the unit of guest deadlines).
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Default limit for one guest call (and for `wapc_init`); policy-server's
+/// `timeoutEvalSeconds` may be 2–30 s. Generous, since tests run in parallel on
+/// small machines; it only exists so a looping policy fails instead of hanging.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The process-wide engine, with epoch interruption driven by a ticker thread.
+fn engine() -> Result<&'static wasmtime::Engine> {
+    static ENGINE: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let mut config = wasmtime::Config::new();
+            config.epoch_interruption(true);
+            let engine = wasmtime::Engine::new(&config).map_err(|e| format!("{e:?}"))?;
+            let ticker = engine.clone();
+            std::thread::Builder::new()
+                .name("gpu-e2e-epoch".into())
+                .spawn(move || {
+                    loop {
+                        std::thread::sleep(EPOCH_TICK);
+                        ticker.increment_epoch();
+                    }
+                })
+                .map_err(|e| format!("cannot start the epoch ticker thread: {e}"))?;
+            Ok(engine)
+        })
+        .as_ref()
+        .map_err(|e| anyhow!("cannot create the wasmtime engine: {e}"))
+}
+
+type CompiledSlot = Arc<OnceLock<Result<WasmtimeEngineProviderPre, String>>>;
+
+/// Compiles `bytes` once per process; concurrent loads of the same module wait
+/// for one compilation, different modules compile in parallel.
+fn compile_cached(bytes: &[u8]) -> Result<WasmtimeEngineProviderPre> {
+    static MODULES: OnceLock<Mutex<HashMap<(u64, usize), CompiledSlot>>> = OnceLock::new();
+    let mut hasher = DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    let key = (hasher.finish(), bytes.len());
+    let slot = MODULES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(key)
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let engine = engine().map_err(|e| format!("{e:#}"))?;
+        let module = wasmtime::Module::new(engine, bytes).map_err(|e| format!("{e:?}"))?;
+        WasmtimeEngineProviderBuilder::new()
+            .engine(engine.clone())
+            .module(module)
+            .build_pre()
+            .map_err(|e| e.to_string())
+    })
+    .clone()
+    .map_err(|e| anyhow!("cannot compile the module: {e}"))
+}
+
+/// What one `validate` evaluation produced, beyond the response.
+#[derive(Debug, Clone)]
+pub struct Evaluation {
+    /// The `AdmissionResponse` kwctl would print.
+    pub response: AdmissionResponse,
+    /// Host calls the guest made, in order.
+    pub host_calls: Vec<HostCall>,
+    /// Replay exchanges left unconsumed (kwctl warns about these).
+    pub unconsumed_exchanges: Vec<Exchange>,
+}
+
+/// A compiled policy module, ready to be evaluated any number of times.
+#[derive(Clone)]
+pub struct Policy {
+    path: PathBuf,
+    pre: WasmtimeEngineProviderPre,
+    metadata: Option<Value>,
+    access: ContextAwareAccess,
+    timeout: Duration,
+    load_time: Duration,
+}
+
+impl fmt::Debug for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Policy")
+            .field("path", &self.path)
+            .field("metadata", &self.metadata)
+            .field("access", &self.access)
+            .field("timeout", &self.timeout)
+            .field("load_time", &self.load_time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Policy {
+    /// Loads and compiles the module at `path` (compiled once per process).
+    ///
+    /// A missing file is an error telling to build the modules (`make build`).
+    pub fn load(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        if !path.is_file() {
+            bail!(
+                "policy module {} not found: run `make build` first (`make build-test-modules` also builds the e2e fixture; or `cargo build --locked --release --target wasm32-wasip1 -p <crate>`)",
+                path.display()
+            );
+        }
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("cannot read policy module {}", path.display()))?;
+        Self::from_bytes(path, &bytes)
+            .with_context(|| format!("cannot load policy module {}", path.display()))
+    }
+
+    /// Compiles a module given as bytes (binary wasm, or WAT text); `name` is
+    /// only used in messages.
+    pub fn from_bytes(name: impl Into<PathBuf>, bytes: &[u8]) -> Result<Self> {
+        let started = Instant::now();
+        let pre = compile_cached(bytes)?;
+        Ok(Self {
+            path: name.into(),
+            pre,
+            metadata: read_kubewarden_metadata(bytes),
+            access: ContextAwareAccess::default(),
+            timeout: DEFAULT_TIMEOUT,
+            load_time: started.elapsed(),
+        })
+    }
+
+    /// Restricts which Kubernetes resources host calls may read (default:
+    /// [`ContextAwareAccess::Unrestricted`]).
+    pub fn with_context_aware_access(mut self, access: ContextAwareAccess) -> Self {
+        self.access = access;
+        self
+    }
+
+    /// Sets the limit for one guest call (default [`DEFAULT_TIMEOUT`]).
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Where the module was loaded from.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The `io.kubewarden.metadata` the module carries, if annotated.
+    pub fn metadata(&self) -> Option<&Value> {
+        self.metadata.as_ref()
+    }
+
+    /// How long [`Policy::load`] took (near zero when the module was cached).
+    pub fn load_time(&self) -> Duration {
+        self.load_time
+    }
+
+    /// Instantiates the module in a fresh waPC host (runs `wapc_init`) and calls
+    /// `operation`. The outer error is a harness failure, the inner one the
+    /// guest's (an `Err` returned by the policy, or a trap).
+    fn call_with(
+        &self,
+        operation: &str,
+        payload: &[u8],
+        ctx: Arc<HostContext>,
+    ) -> Result<Result<Vec<u8>, String>> {
+        let ticks = u64::try_from(self.timeout.as_millis() / EPOCH_TICK.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        let provider = self
+            .pre
+            .rehydrate(Some(EpochDeadlines {
+                wapc_init: ticks,
+                wapc_func: ticks,
+            }))
+            .with_context(|| format!("cannot instantiate {}", self.path.display()))?;
+        let callback = move |_id: u64, binding: &str, namespace: &str, op: &str, msg: &[u8]| {
+            ctx.handle(binding, namespace, op, msg)
+                .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
+        };
+        let host = WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .with_context(|| format!("cannot initialize {}", self.path.display()))?;
+        Ok(host.call(operation, payload).map_err(|e| e.to_string()))
+    }
+
+    /// Calls a guest function with a raw payload in a fresh instance; a guest
+    /// error (the policy's `Err`, or a trap) is returned as an error.
+    pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
+        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        self.call_with(operation, payload, ctx)?
+            .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
+    }
+
+    /// Calls `protocol_version`; SDK policies answer `"v1"`.
+    pub fn protocol_version(&self) -> Result<String> {
+        let bytes = self.call("protocol_version", &[])?;
+        serde_json::from_slice(&bytes).with_context(|| {
+            format!(
+                "protocol_version answered {:?}, not a JSON string",
+                String::from_utf8_lossy(&bytes)
+            )
+        })
+    }
+
+    /// Calls `validate_settings`, as policy-evaluator does: a guest failure or an
+    /// unreadable answer means invalid settings. `null` settings are sent as `{}`.
+    pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
+        let payload = serde_json::to_vec(settings_or_empty(settings))?;
+        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        Ok(match self.call_with("validate_settings", &payload, ctx)? {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| SettingsValidation {
+                valid: false,
+                message: Some(format!("error: {e:?}")),
+            }),
+            Err(e) => SettingsValidation {
+                valid: false,
+                message: Some(format!("Error invoking settings validation callback: {e}")),
+            },
+        })
+    }
+
+    /// Evaluates an `AdmissionRequest` (not an `AdmissionReview`) with `settings`,
+    /// serving host calls from `replay`, and returns the `AdmissionResponse`.
+    pub fn validate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        replay: Option<ReplaySession>,
+    ) -> Result<AdmissionResponse> {
+        Ok(self.evaluate(request, settings, replay)?.response)
+    }
+
+    /// Like [`Policy::validate`], also returning the host calls made and the
+    /// replay exchanges left unconsumed.
+    pub fn evaluate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        replay: Option<ReplaySession>,
+    ) -> Result<Evaluation> {
+        let uid = request
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        // A DELETE request has a null object: mutations are then refused.
+        let object = request.get("object").filter(|o| !o.is_null());
+        let payload = serde_json::to_vec(&json!({
+            "request": request,
+            "settings": settings_or_empty(settings),
+        }))?;
+
+        let ctx = Arc::new(HostContext::new(self.access.clone(), replay));
+        let outcome = self.call_with("validate", &payload, Arc::clone(&ctx))?;
+        let response = match outcome {
+            Ok(bytes) => serde_json::from_slice::<ValidationResponse>(&bytes)
+                .map_err(|e| anyhow!("cannot parse the policy's response: {e}"))
+                .and_then(|r| AdmissionResponse::from_validation_response(&uid, object, &r))
+                .unwrap_or_else(|e| {
+                    AdmissionResponse::reject_internal_server_error(&uid, format!("{e:#}"))
+                }),
+            Err(e) => AdmissionResponse::reject_internal_server_error(&uid, e),
+        };
+        let (replay, host_calls) = ctx.finish();
+        Ok(Evaluation {
+            response,
+            host_calls,
+            unconsumed_exchanges: replay
+                .map(|s| s.remaining().cloned().collect())
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// policy-evaluator's settings are a map; "no settings" is `{}`.
+fn settings_or_empty(settings: &Value) -> &Value {
+    static EMPTY: OnceLock<Value> = OnceLock::new();
+    if settings.is_null() {
+        EMPTY.get_or_init(|| json!({}))
+    } else {
+        settings
+    }
+}

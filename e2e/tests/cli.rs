@@ -1,0 +1,353 @@
+//! `gpu-kwctl run` on the fixture's files: output and exit codes like kwctl.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{fixture_metadata, test_data};
+use gpu_e2e::module_path;
+use gpu_e2e::wasm_sections::annotate;
+use serde_json::{Value, json};
+
+fn built_module() -> String {
+    module_path("fixture-policy").unwrap().display().to_string()
+}
+
+/// The fixture annotated with its metadata.yml, as `kwctl annotate` would.
+fn annotated_module() -> String {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| {
+        let bytes = std::fs::read(module_path("fixture-policy").unwrap()).unwrap();
+        let annotated = annotate(&bytes, &fixture_metadata()).unwrap();
+        let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "fixture-policy-annotated-{}.wasm",
+            std::process::id()
+        ));
+        std::fs::write(&path, annotated).unwrap();
+        path
+    })
+    .display()
+    .to_string()
+}
+
+fn data(name: &str) -> String {
+    test_data(name).display().to_string()
+}
+
+fn gpu_kwctl(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpu-kwctl"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    let text = String::from_utf8(out.stdout.clone()).unwrap();
+    assert_eq!(text.lines().count(), 1, "one JSON line expected: {text:?}");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn accept_prints_the_response_and_exits_0() {
+    let module = built_module();
+    let req = data("pod_in_team_a.json");
+    let out = gpu_kwctl(&["run", "--request-path", &req, &module]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"uid\":\"1299d386-525b-4032-98ae-1949f69f9cfc\",\"allowed\":true,\"auditAnnotations\":null,\"warnings\":null}\n"
+    );
+}
+
+#[test]
+fn reject_exits_0_with_the_message() {
+    let module = built_module();
+    let req = data("pod_in_team_a.json");
+    let settings = data("settings_required_label.yml");
+    let out = gpu_kwctl(&["run", "-r", &req, "--settings-path", &settings, &module]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout_json(&out),
+        json!({"uid": "1299d386-525b-4032-98ae-1949f69f9cfc", "allowed": false,
+               "status": {"message": "missing required label team"},
+               "auditAnnotations": null, "warnings": null})
+    );
+}
+
+#[test]
+fn mutation_from_settings_json_and_admission_review() {
+    let module = built_module();
+    let req = data("admission_review.json");
+    let out = gpu_kwctl(&[
+        "run",
+        "--request-path",
+        &req,
+        "--settings-json",
+        r#"{"addLabel":{"key":"team","value":"ml"}}"#,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let response: gpu_e2e::AdmissionResponse = serde_json::from_value(stdout_json(&out)).unwrap();
+    assert_eq!(response.uid, "0d5d1c5e-2b7f-4c55-a3d8-6e9f0a1b2c3d");
+    assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
+    assert_eq!(
+        response.patch_ops().unwrap(),
+        vec![json!({"op": "add", "path": "/metadata/labels", "value": {"team": "ml"}})]
+    );
+}
+
+#[test]
+fn request_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-kwctl"))
+        .args(["run", "--request-path", "-", &built_module()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let text = std::fs::read(test_data("pod_with_team_label.json")).unwrap();
+    child.stdin.take().unwrap().write_all(&text).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout_json(&out)["uid"],
+        "8c2f5b8e-3d6a-4b1e-9f2c-7a1d0e5b4c3a"
+    );
+    assert_eq!(stdout_json(&out)["allowed"], true);
+}
+
+#[test]
+fn invalid_settings_exit_1() {
+    let module = built_module();
+    let req = data("pod_in_team_a.json");
+    let settings = data("settings_invalid.yml");
+    let out = gpu_kwctl(&["run", "-r", &req, "-s", &settings, &module]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        stderr(&out).trim_end(),
+        "Provided settings are not valid: requiredLabel: must not be empty"
+    );
+}
+
+#[test]
+fn replay_success_with_allow_context_aware() {
+    let module = annotated_module();
+    let req = data("pod_in_team_a.json");
+    let settings = data("settings_lookup_namespace.yml");
+    let session = data("session_namespace_allowed.yml");
+    let out = gpu_kwctl(&[
+        "run",
+        "--request-path",
+        &req,
+        "--settings-path",
+        &settings,
+        "--allow-context-aware",
+        "--replay-host-capabilities-interactions",
+        &session,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["allowed"], true);
+    assert!(!stderr(&out).contains("WARN"), "{}", stderr(&out));
+}
+
+#[test]
+fn replay_error_exchange_rejects() {
+    let module = annotated_module();
+    let req = data("pod_in_team_a.json");
+    let settings = data("settings_lookup_namespace.yml");
+    let session = data("session_namespace_not_found.yml");
+    let out = gpu_kwctl(&[
+        "run",
+        "-r",
+        &req,
+        "-s",
+        &settings,
+        "--allow-context-aware",
+        "--replay-host-capabilities-interactions",
+        &session,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let response = stdout_json(&out);
+    assert_eq!(response["allowed"], false);
+    assert_eq!(
+        response["status"]["message"],
+        "cannot read Namespace team-a: Host error: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
+    );
+}
+
+#[test]
+fn without_allow_context_aware_access_is_denied() {
+    let module = annotated_module();
+    let req = data("pod_in_team_a.json");
+    let session = data("session_namespace_allowed.yml");
+    let out = gpu_kwctl(&[
+        "run",
+        "-r",
+        &req,
+        "--settings-json",
+        r#"{"lookupNamespace": true}"#,
+        "--replay-host-capabilities-interactions",
+        &session,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let message = stdout_json(&out)["status"]["message"].clone();
+    assert_eq!(
+        message,
+        "cannot read Namespace team-a: Host error: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported."
+    );
+    // The exchange was not consumed: kwctl-style warning on stderr.
+    assert!(
+        stderr(&out).contains("WARN Some of the recorded exchanges have not been replayed"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn unannotated_module_with_allow_context_aware_gets_every_resource() {
+    let module = built_module();
+    let req = data("pod_in_team_a.json");
+    let session = data("session_namespace_allowed.yml");
+    let out = gpu_kwctl(&[
+        "run",
+        "-r",
+        &req,
+        "--settings-json",
+        r#"{"lookupNamespace": true}"#,
+        "--allow-context-aware",
+        "--replay-host-capabilities-interactions",
+        &session,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["allowed"], true);
+    assert!(
+        stderr(&out).contains("has no io.kubewarden.metadata section"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn leftover_exchanges_are_warned_about() {
+    let module = annotated_module();
+    let req = data("pod_in_team_a.json");
+    let session = data("session_two_exchanges.yml");
+    let out = gpu_kwctl(&[
+        "run",
+        "-r",
+        &req,
+        "--settings-json",
+        r#"{"lookupNamespace": true}"#,
+        "--allow-context-aware",
+        "--replay-host-capabilities-interactions",
+        &session,
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout_json(&out)["allowed"], true);
+    let err = stderr(&out);
+    assert!(
+        err.contains("WARN Some of the recorded exchanges have not been replayed"),
+        "{err}"
+    );
+    assert!(err.contains("KubernetesListResourceAll"), "{err}");
+}
+
+#[test]
+fn unreadable_files_exit_2() {
+    let module = built_module();
+    let out = gpu_kwctl(&["run", "-r", "/nonexistent/request.json", &module]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read request /nonexistent/request.json"),
+        "{}",
+        stderr(&out)
+    );
+
+    let req = data("pod_in_team_a.json");
+    let out = gpu_kwctl(&[
+        "run",
+        "-r",
+        &req,
+        "--replay-host-capabilities-interactions",
+        "/nonexistent/session.yml",
+        &module,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot read replay session"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpu_kwctl(&["run", "-r", &req, "/nonexistent/policy.wasm"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("make build"), "{}", stderr(&out));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let out = gpu_kwctl(&["run", "--bogus", &built_module()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("unknown option --bogus"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpu_kwctl(&["run"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("missing <module.wasm>"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = gpu_kwctl(&["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("--replay-host-capabilities-interactions")
+    );
+}
+
+#[test]
+fn annotate_embeds_metadata_with_protocol_version() {
+    let output = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("cli-annotate-{}.wasm", std::process::id()));
+    let metadata = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixture-policy/metadata.yml");
+    let usage = data("settings_required_label.yml"); // any text file will do
+    let out = gpu_kwctl(&[
+        "annotate",
+        "-m",
+        &metadata.display().to_string(),
+        "-u",
+        &usage,
+        "-o",
+        &output.display().to_string(),
+        &built_module(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let annotated = std::fs::read(&output).unwrap();
+    std::fs::remove_file(&output).unwrap();
+    let mut embedded = gpu_e2e::read_kubewarden_metadata(&annotated).unwrap();
+    assert_eq!(embedded["protocolVersion"], "v1");
+    let annotations = embedded["annotations"].as_object_mut().unwrap();
+    assert_eq!(
+        annotations.remove("io.kubewarden.policy.usage"),
+        Some(json!("requiredLabel: team\n"))
+    );
+    assert_eq!(embedded, fixture_metadata());
+}
