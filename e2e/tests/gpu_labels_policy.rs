@@ -1,0 +1,428 @@
+//! gpu-labels-policy, built as wasm, through the harness: every request in
+//! `policies/gpu-labels-policy/test_data/` with the verdict, the exact message users see,
+//! warnings and audit annotations; settings validation; and the README quoting the
+//! messages verbatim.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gpu_e2e::{Policy, module_path, read_admission_request, read_settings};
+use serde_json::{Value, json};
+
+fn policy() -> Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let path = module_path("gpu-labels-policy").unwrap_or_else(|e| panic!("{e:#}"));
+            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
+
+fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-labels-policy")
+}
+
+fn settings(file: Option<&str>) -> Value {
+    match file {
+        Some(f) => read_settings(policy_dir().join("test_data").join(f)).unwrap(),
+        None => json!({}),
+    }
+}
+
+/// What one request must produce.
+struct Case {
+    request: &'static str,
+    settings: Option<&'static str>,
+    /// `None`: allowed; `Some(message)`: denied with exactly this message.
+    denied: Option<&'static str>,
+    /// Quoted verbatim in the README.
+    in_readme: bool,
+}
+
+const fn allowed(request: &'static str, settings: Option<&'static str>) -> Case {
+    Case {
+        request,
+        settings,
+        denied: None,
+        in_readme: false,
+    }
+}
+
+const fn denied(
+    request: &'static str,
+    settings: Option<&'static str>,
+    message: &'static str,
+    in_readme: bool,
+) -> Case {
+    Case {
+        request,
+        settings,
+        denied: Some(message),
+        in_readme,
+    }
+}
+
+const KINDS: Option<&str> = Some("settings_custom_kinds.yml");
+
+const CASES: &[Case] = &[
+    // Labelled, well-formed GPU workloads of every family pass.
+    allowed("pod_gpu_labelled.json", None),
+    allowed("deployment_labelled.json", None),
+    allowed("job_labelled.json", None),
+    allowed("cronjob_labelled.json", None),
+    allowed("inferenceservice_labelled.json", KINDS),
+    allowed("leaderworkerset_labelled.json", KINDS),
+    // No GPU, no GPU nodes: untouched, labels or not.
+    allowed("deployment_no_gpu.json", None),
+    allowed("pod_delete.json", None),
+    // Node agents may run on GPU nodes.
+    allowed("daemonset_node_agent.json", None),
+    allowed("pod_from_daemonset_controller.json", None),
+    // Labels.
+    denied(
+        "pod_gpu_missing_labels.json",
+        None,
+        "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels; 3) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it",
+        true,
+    ),
+    denied(
+        "deployment_missing_team.json",
+        None,
+        "Deployment 'llm-server' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
+        true,
+    ),
+    denied(
+        "deployment_label_on_object_only.json",
+        None,
+        "Deployment 'llm-server' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is on the Deployment's own metadata.labels but not on its pod template, and pods only get the template's labels: put workload-type: interactive on spec.template.metadata.labels; 2) label 'team' is on the Deployment's own metadata.labels but not on its pod template, and pods only get the template's labels: put team: ml-platform on spec.template.metadata.labels",
+        true,
+    ),
+    denied(
+        "cronjob_bad_workload_type.json",
+        None,
+        "CronJob 'nightly-eval' breaks the GPU admission rules (1 problem): 1) label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)",
+        true,
+    ),
+    denied(
+        "pod_gpu_labelled.json",
+        Some("settings_cost_center.yml"),
+        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) label 'cost-center' is missing (GPU pods must carry it): add cost-center: <a value matching cc-????> to metadata.labels",
+        true,
+    ),
+    denied(
+        "inferenceservice_missing_labels.json",
+        KINDS,
+        "InferenceService 'llama-3-8b' breaks the GPU admission rules (1 problem): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels",
+        true,
+    ),
+    denied(
+        "leaderworkerset_worker_unlabelled.json",
+        KINDS,
+        "LeaderWorkerSet 'vllm-llama-70b' breaks the GPU admission rules (2 problems): 1) spec.leaderWorkerTemplate.workerTemplate.spec: label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.leaderWorkerTemplate.workerTemplate.metadata.labels; 2) spec.leaderWorkerTemplate.workerTemplate.spec: label 'team' is on the LeaderWorkerSet's own metadata.labels but not on its pod template, and pods only get the template's labels: put team: ml-platform on spec.leaderWorkerTemplate.workerTemplate.metadata.labels",
+        true,
+    ),
+    denied(
+        "raycluster_worker_unlabelled.json",
+        KINDS,
+        "RayCluster 'rc-train' breaks the GPU admission rules (1 problem): 1) spec.workerGroupSpecs[0].template.spec: label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.workerGroupSpecs[0].template.metadata.labels",
+        true,
+    ),
+    // GPUs hidden or asked for unusually still make a GPU pod.
+    denied(
+        "pod_gpu_in_init_container.json",
+        None,
+        "Pod 'sneaky-warmup' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
+        false,
+    ),
+    denied(
+        "pod_amd_gpu_unlabelled.json",
+        None,
+        "Pod 'rocm-train' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
+        false,
+    ),
+    denied(
+        "pod_mig_slice_unlabelled.json",
+        None,
+        "Pod 'mig-notebook' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
+        false,
+    ),
+    // GPU request hygiene.
+    denied(
+        "pod_gpu_in_ephemeral_container.json",
+        None,
+        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) ephemeral container 'debugger' asks for nvidia.com/gpu: 1, but ephemeral containers cannot hold resources: remove them (debug GPU work from a separate pod that requests the GPU)",
+        true,
+    ),
+    denied(
+        "pod_gpu_request_without_limit.json",
+        None,
+        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its resources.limits (GPUs are allocated by limit)",
+        true,
+    ),
+    denied(
+        "pod_gpu_request_not_equal_limit.json",
+        None,
+        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' requests nvidia.com/gpu: 2 but limits it to 1: GPU requests must equal limits, so set both to the number of GPUs it needs (or drop the request; it defaults to the limit)",
+        true,
+    ),
+    denied(
+        "pod_fractional_gpu.json",
+        None,
+        "Pod 'notebook' breaks the GPU admission rules (1 problem): 1) container 'jupyter' asks for nvidia.com/gpu: 0.5, which is not a whole number: GPUs are whole devices, so ask for nvidia.com/gpu: 1 (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)",
+        true,
+    ),
+    denied(
+        "pod_too_many_gpus.json",
+        Some("settings_max_gpus.yml"),
+        "Pod 'llm-405b' breaks the GPU admission rules (2 problems): 1) container 'vllm' asks for 8 GPUs (nvidia.com/gpu: 8), more than the 4 allowed per container: ask for at most 4, and spread the work over more pods; 2) each pod holds 10 GPUs (nvidia.com/gpu: 10, counted as Kubernetes does: all app and sidecar containers, or the largest init container), more than the 8 allowed per pod: ask for at most 8 per pod and scale out with more pods",
+        true,
+    ),
+    // GPU nodes are for GPU work.
+    denied(
+        "pod_no_gpu_tolerates_gpu_taint.json",
+        None,
+        "Pod 'web-frontend' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists, effect: NoSchedule): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        true,
+    ),
+    denied(
+        "pod_zero_gpu_tolerates_gpu_taint.json",
+        None,
+        "Pod 'etl-worker' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        false,
+    ),
+    denied(
+        "deployment_no_gpu_selects_gpu_nodes.json",
+        None,
+        "Deployment 'batch-etl' breaks the GPU admission rules (1 problem): 1) the pod template requests no GPU but selects GPU nodes with required node affinity on nvidia.com/gpu.product: GPU nodes are for GPU work, so remove the selector, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        true,
+    ),
+    denied(
+        "pod_spoofed_daemonset_owner.json",
+        None,
+        "Pod 'node-exporter-x7k2p' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint: GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        true,
+    ),
+    denied(
+        "daemonset_node_agent.json",
+        Some("settings_strict_daemonsets.yml"),
+        "DaemonSet 'node-exporter' breaks the GPU admission rules (1 problem): 1) the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint: GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        false,
+    ),
+    // UPDATE judges the new object.
+    denied(
+        "deployment_update_removes_label.json",
+        None,
+        "Deployment 'llm-server' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
+        false,
+    ),
+    denied(
+        "deployment_update_adds_gpus.json",
+        None,
+        "Deployment 'llm-server' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.template.metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
+        false,
+    ),
+    // Fail closed.
+    denied(
+        "deployment_malformed.json",
+        None,
+        "Deployment 'llm-server' cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map, expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
+        true,
+    ),
+];
+
+#[test]
+fn every_test_data_request_gets_its_verdict_and_message() {
+    let policy = policy();
+    let mut failures = Vec::new();
+    for case in CASES {
+        let request = read_admission_request(policy_dir().join("test_data").join(case.request))
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.request));
+        let evaluation = policy
+            .evaluate(&request, &settings(case.settings), None)
+            .unwrap_or_else(|e| panic!("{}: {e:#}", case.request));
+        let r = &evaluation.response;
+        let label = format!("{} with {:?}", case.request, case.settings);
+        if r.uid != request["uid"].as_str().unwrap() {
+            failures.push(format!("{label}: uid {} not echoed", r.uid));
+        }
+        if r.patch.is_some() {
+            failures.push(format!("{label}: a validating policy returned a patch"));
+        }
+        if !evaluation.host_calls.is_empty() {
+            failures.push(format!("{label}: unexpected host calls"));
+        }
+        match case.denied {
+            None if !r.allowed => failures.push(format!("{label}: denied: {:?}", r.message())),
+            None if r.status.is_some() || r.warnings.is_some() => failures.push(format!(
+                "{label}: allowed with a message or warnings: {r:?}"
+            )),
+            Some(expected) if r.allowed || r.message() != Some(expected) => failures.push(format!(
+                "{label}:\n  expected {expected}\n  got      {:?}",
+                r.message()
+            )),
+            _ => {}
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn exempt_namespace_is_accepted_with_an_audit_annotation() {
+    let request =
+        read_admission_request(policy_dir().join("test_data/pod_in_exempt_namespace.json"))
+            .unwrap();
+    let denied = policy().validate(&request, &json!({}), None).unwrap();
+    assert!(
+        !denied.allowed,
+        "without the exemption the validator pod is unlabelled"
+    );
+    let r = policy()
+        .validate(&request, &settings(Some("settings_exempt.yml")), None)
+        .unwrap();
+    assert!(r.allowed);
+    assert_eq!(r.status, None);
+    assert_eq!(
+        r.audit_annotations
+            .as_ref()
+            .and_then(|a| a.get("exempt-namespace"))
+            .map(String::as_str),
+        Some(
+            "namespace gpu-operator is in exemptNamespaces: the GPU label, request and node rules were not applied"
+        )
+    );
+}
+
+#[test]
+fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
+    let request =
+        read_admission_request(policy_dir().join("test_data/deployment_update_scales_legacy.json"))
+            .unwrap();
+    let r = policy().validate(&request, &json!({}), None).unwrap();
+    assert!(r.allowed);
+    assert_eq!(
+        r.warnings.as_deref(),
+        Some(
+            &[
+                "Deployment 'legacy-trainer' breaks the GPU admission rules (2 problems); this update is allowed because it changes no pod template and no label, but the next change to them must fix:".to_string(),
+                "1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.template.metadata.labels".to_string(),
+                "2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels".to_string(),
+            ][..]
+        )
+    );
+    assert!(
+        r.audit_annotations.as_ref().unwrap()["unchanged-noncompliant-object"]
+            .starts_with("Deployment 'legacy-trainer' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing")
+    );
+    // The same object created anew is denied.
+    let mut create = request.clone();
+    create["operation"] = json!("CREATE");
+    create["oldObject"] = Value::Null;
+    assert!(
+        !policy()
+            .validate(&create, &json!({}), None)
+            .unwrap()
+            .allowed
+    );
+}
+
+#[test]
+fn custom_kinds_are_only_checked_when_configured() {
+    // Without customKinds a RayCluster carries no pod template the policy knows of; its
+    // pods are still judged when the Ray operator creates them.
+    let request =
+        read_admission_request(policy_dir().join("test_data/raycluster_worker_unlabelled.json"))
+            .unwrap();
+    assert!(
+        policy()
+            .validate(&request, &json!({}), None)
+            .unwrap()
+            .allowed
+    );
+}
+
+#[test]
+fn settings_files_are_valid_and_invalid_ones_name_the_field() {
+    let policy = policy();
+    for file in [
+        "settings_custom_kinds.yml",
+        "settings_max_gpus.yml",
+        "settings_exempt.yml",
+        "settings_strict_daemonsets.yml",
+        "settings_cost_center.yml",
+    ] {
+        let v = policy.validate_settings(&settings(Some(file))).unwrap();
+        assert!(v.valid, "{file}: {v:?}");
+    }
+    assert!(policy.validate_settings(&Value::Null).unwrap().valid);
+
+    let both = policy
+        .validate_settings(&settings(Some("settings_invalid_both.yml")))
+        .unwrap();
+    assert!(!both.valid);
+    assert_eq!(
+        both.message.as_deref(),
+        Some(
+            "requiredLabels[0]: give allowedValues or pattern, not both (a value would have to satisfy both; put the values in allowedValues, or widen the pattern)"
+        )
+    );
+
+    let typo = policy
+        .validate_settings(&settings(Some("settings_invalid_typo.yml")))
+        .unwrap();
+    assert!(!typo.valid);
+    let message = typo.message.unwrap();
+    assert!(
+        message.starts_with("settings: unknown field `requireGpuLimit`, expected one of"),
+        "{message}"
+    );
+
+    for (settings, prefix) in [
+        (json!({"maxGpusPerPod": 0}), "maxGpusPerPod: "),
+        (
+            json!({"gpuTaints": [{"key": "nvidia.com/gpu", "effect": "NoSchedul"}]}),
+            "gpuTaints[0].effect: ",
+        ),
+        (
+            json!({"requiredLabels": [{"key": "team", "pattern": "team-.+"}]}),
+            "requiredLabels[0].pattern: ",
+        ),
+        (json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]: "),
+    ] {
+        let v = policy.validate_settings(&settings).unwrap();
+        assert!(!v.valid, "{settings}");
+        let m = v.message.unwrap_or_default();
+        assert!(m.starts_with(prefix), "{settings}: {m}");
+    }
+}
+
+#[test]
+fn the_readme_quotes_the_messages_verbatim() {
+    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let missing: Vec<&str> = CASES
+        .iter()
+        .filter(|c| c.in_readme)
+        .filter_map(|c| c.denied)
+        .filter(|m| !readme.contains(m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md does not quote:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_request_in_test_data_is_exercised() {
+    let mut used: Vec<&str> = CASES.iter().map(|c| c.request).collect();
+    used.extend([
+        "pod_in_exempt_namespace.json",
+        "deployment_update_scales_legacy.json",
+    ]);
+    let unused: Vec<String> = std::fs::read_dir(policy_dir().join("test_data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".json") && !used.contains(&f.as_str()))
+        .collect();
+    assert!(unused.is_empty(), "not exercised: {unused:?}");
+}

@@ -1,0 +1,193 @@
+#!/usr/bin/env bats
+# gpu-labels-policy through kwctl, on the same test_data the Rust e2e tests use
+# (e2e/tests/gpu_labels_policy.rs). Needs kwctl on PATH and an annotated module:
+#   make annotate && cd policies/gpu-labels-policy && bats e2e.bats
+# POLICY_WASM overrides the module (default: annotated-policy.wasm in this directory).
+
+setup() {
+  if ! command -v kwctl >/dev/null 2>&1; then
+    skip "kwctl is not on PATH"
+  fi
+  POLICY="${POLICY_WASM:-annotated-policy.wasm}"
+  case "$POLICY" in /*) ;; *) POLICY="$BATS_TEST_DIRNAME/$POLICY" ;; esac
+  if [ ! -f "$POLICY" ]; then
+    echo "$POLICY not found: run make annotate" >&2
+    return 1
+  fi
+  DATA="$BATS_TEST_DIRNAME/test_data"
+}
+
+# run_policy <request.json> [settings file]
+run_policy() {
+  if [ -n "${2:-}" ]; then
+    run kwctl run --request-path "$DATA/$1" --settings-path "$DATA/$2" "$POLICY"
+  else
+    run kwctl run --request-path "$DATA/$1" "$POLICY"
+  fi
+  [ "$status" -eq 0 ]
+}
+
+allowed() { [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]; }
+denied() { [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]; }
+says() { [[ "$output" == *"$1"* ]]; }
+
+@test "labelled GPU workloads are accepted" {
+  for r in pod_gpu_labelled deployment_labelled job_labelled cronjob_labelled; do
+    run_policy "$r.json"
+    allowed
+  done
+}
+
+@test "workloads without GPUs pass untouched" {
+  run_policy deployment_no_gpu.json
+  allowed
+  run_policy pod_delete.json
+  allowed
+}
+
+@test "a GPU pod without labels gets every problem in one message" {
+  run_policy pod_gpu_missing_labels.json
+  denied
+  says "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing"
+  says "3) container 'vllm' holds GPUs but requests no cpu and no memory"
+}
+
+@test "a Deployment missing team is told where to add it" {
+  run_policy deployment_missing_team.json
+  denied
+  says "1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels"
+}
+
+@test "labels on the Deployment but not its template: put them on the template" {
+  run_policy deployment_label_on_object_only.json
+  denied
+  says "put team: ml-platform on spec.template.metadata.labels"
+}
+
+@test "a CronJob with a value in the wrong case" {
+  run_policy cronjob_bad_workload_type.json
+  denied
+  says "label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"
+}
+
+@test "a pattern label" {
+  run_policy pod_gpu_labelled.json settings_cost_center.yml
+  denied
+  says "add cost-center: <a value matching cc-????> to metadata.labels"
+}
+
+@test "KServe InferenceService via customKinds" {
+  run_policy inferenceservice_labelled.json settings_custom_kinds.yml
+  allowed
+  run_policy inferenceservice_missing_labels.json settings_custom_kinds.yml
+  denied
+  says "InferenceService 'llama-3-8b' breaks the GPU admission rules (1 problem): 1) label 'workload-type' is missing"
+}
+
+@test "LeaderWorkerSet via customKinds" {
+  run_policy leaderworkerset_labelled.json settings_custom_kinds.yml
+  allowed
+  run_policy leaderworkerset_worker_unlabelled.json settings_custom_kinds.yml
+  denied
+  says "1) spec.leaderWorkerTemplate.workerTemplate.spec: label 'workload-type' is missing"
+}
+
+@test "RayCluster workers via customKinds; not inspected without them" {
+  run_policy raycluster_worker_unlabelled.json settings_custom_kinds.yml
+  denied
+  says "spec.workerGroupSpecs[0].template.spec: label 'workload-type' is missing"
+  run_policy raycluster_worker_unlabelled.json
+  allowed
+}
+
+@test "GPUs in init containers, other vendors and MIG slices still need labels" {
+  for r in pod_gpu_in_init_container pod_amd_gpu_unlabelled pod_mig_slice_unlabelled; do
+    run_policy "$r.json"
+    denied
+    says "1) label 'workload-type' is missing"
+  done
+}
+
+@test "GPU request hygiene" {
+  run_policy pod_gpu_request_without_limit.json
+  denied
+  says "container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its resources.limits"
+  run_policy pod_gpu_request_not_equal_limit.json
+  denied
+  says "GPU requests must equal limits"
+  run_policy pod_fractional_gpu.json
+  denied
+  says "asks for nvidia.com/gpu: 0.5, which is not a whole number"
+  run_policy pod_gpu_in_ephemeral_container.json
+  denied
+  says "ephemeral container 'debugger' asks for nvidia.com/gpu: 1, but ephemeral containers cannot hold resources"
+}
+
+@test "per-container and per-pod maximums" {
+  run_policy pod_too_many_gpus.json settings_max_gpus.yml
+  denied
+  says "container 'vllm' asks for 8 GPUs (nvidia.com/gpu: 8), more than the 4 allowed per container"
+  says "each pod holds 10 GPUs"
+  run_policy pod_too_many_gpus.json
+  allowed
+}
+
+@test "non-GPU pods stay off GPU nodes" {
+  run_policy pod_no_gpu_tolerates_gpu_taint.json
+  denied
+  says "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"
+  run_policy pod_zero_gpu_tolerates_gpu_taint.json
+  denied
+  run_policy deployment_no_gpu_selects_gpu_nodes.json
+  denied
+  says "selects GPU nodes with required node affinity on nvidia.com/gpu.product"
+}
+
+@test "DaemonSets are node agents; a spoofed owner is not" {
+  run_policy daemonset_node_agent.json
+  allowed
+  run_policy pod_from_daemonset_controller.json
+  allowed
+  run_policy pod_spoofed_daemonset_owner.json
+  denied
+  run_policy daemonset_node_agent.json settings_strict_daemonsets.yml
+  denied
+}
+
+@test "UPDATE judges the new object" {
+  run_policy deployment_update_removes_label.json
+  denied
+  says "label 'team' is missing"
+  run_policy deployment_update_adds_gpus.json
+  denied
+}
+
+@test "an UPDATE that changes no template or label is allowed with warnings" {
+  run_policy deployment_update_scales_legacy.json
+  allowed
+  says "this update is allowed because it changes no pod template and no label"
+  says "unchanged-noncompliant-object"
+}
+
+@test "exempt namespaces are allowed with an audit annotation" {
+  run_policy pod_in_exempt_namespace.json
+  denied
+  run_policy pod_in_exempt_namespace.json settings_exempt.yml
+  allowed
+  says "namespace gpu-operator is in exemptNamespaces"
+}
+
+@test "malformed objects are denied" {
+  run_policy deployment_malformed.json
+  denied
+  says "cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map, expected a sequence"
+}
+
+@test "invalid settings name the field" {
+  run kwctl run --request-path "$DATA/pod_gpu_labelled.json" --settings-path "$DATA/settings_invalid_both.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says "requiredLabels[0]: give allowedValues or pattern, not both"
+  run kwctl run --request-path "$DATA/pod_gpu_labelled.json" --settings-path "$DATA/settings_invalid_typo.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says "unknown field \`requireGpuLimit\`"
+}

@@ -1,0 +1,194 @@
+//! The files shipped with the policy agree with its code: metadata, settings files, the
+//! example ClusterAdmissionPolicy, the README and the Rancher questions; and the waPC glue
+//! answers natively.
+
+use gpu_rules::admission::ValidateSettings;
+use gpu_rules::labels::Settings;
+use gpu_rules::workload::presets;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn yaml(path: impl AsRef<Path>) -> Value {
+    let text = std::fs::read_to_string(dir().join(path.as_ref())).unwrap();
+    serde_yaml::from_str(&text).unwrap()
+}
+
+fn settings_from(v: &Value) -> Result<Settings, String> {
+    let s: Settings = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
+    s.validate()?;
+    Ok(s)
+}
+
+#[test]
+fn metadata_matches_the_crate_and_covers_every_builtin_kind() {
+    let m = yaml("metadata.yml");
+    assert_eq!(
+        m["annotations"]["io.kubewarden.policy.version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        m["annotations"]["io.kubewarden.policy.title"],
+        env!("CARGO_PKG_NAME")
+    );
+    assert!(
+        m["annotations"]["io.kubewarden.policy.ociUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{}", env!("CARGO_PKG_NAME")))
+    );
+    assert_eq!(m["mutating"], false);
+    assert_eq!(m["backgroundAudit"], true);
+    assert_eq!(m["contextAwareResources"], json!([]));
+    let mut covered = Vec::new();
+    for rule in m["rules"].as_array().unwrap() {
+        assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]), "{rule}");
+        for r in rule["resources"].as_array().unwrap() {
+            covered.push(r.as_str().unwrap().to_string());
+        }
+    }
+    covered.sort();
+    assert_eq!(
+        covered,
+        [
+            "cronjobs",
+            "daemonsets",
+            "deployments",
+            "jobs",
+            "pods",
+            "replicasets",
+            "replicationcontrollers",
+            "statefulsets"
+        ]
+    );
+}
+
+#[test]
+fn settings_files_are_valid_or_invalid_as_named() {
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir().join("test_data")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.starts_with("settings_") {
+            continue;
+        }
+        seen += 1;
+        let result = settings_from(&yaml(format!("test_data/{name}")));
+        if name.starts_with("settings_invalid") {
+            assert!(result.is_err(), "{name} should be invalid");
+        } else {
+            assert!(result.is_ok(), "{name}: {result:?}");
+        }
+    }
+    assert!(seen >= 5);
+}
+
+#[test]
+fn the_custom_kinds_file_holds_exactly_the_presets() {
+    let s = settings_from(&yaml("test_data/settings_custom_kinds.yml")).unwrap();
+    assert_eq!(s.custom_kinds, presets::all());
+}
+
+#[test]
+fn the_example_policy_is_valid_and_routes_its_custom_kinds_to_the_policy() {
+    let cap = yaml("examples/cluster-admission-policy.yaml");
+    assert_eq!(cap["kind"], "ClusterAdmissionPolicy");
+    assert_eq!(
+        cap["spec"]["module"],
+        format!(
+            "registry://ghcr.io/gpu-admission/policies/{}:v{}",
+            env!("CARGO_PKG_NAME"),
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+    assert_eq!(cap["spec"]["mutating"], false);
+    let s = settings_from(&cap["spec"]["settings"]).unwrap();
+    assert_eq!(s.custom_kinds, presets::all());
+    let groups: Vec<&str> = cap["spec"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["apiGroups"].as_array().unwrap())
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    for kind in &s.custom_kinds {
+        assert!(
+            groups.contains(&kind.group.as_str()),
+            "{} not in rules",
+            kind.group
+        );
+    }
+}
+
+/// The settings' JSON field names.
+fn setting_names() -> Vec<String> {
+    let all = Settings {
+        max_gpus_per_pod: Some(1),
+        max_gpus_per_container: Some(1),
+        ..Settings::default()
+    };
+    serde_json::to_value(all)
+        .unwrap()
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn readme_and_questions_cover_every_setting() {
+    let readme = std::fs::read_to_string(dir().join("README.md")).unwrap();
+    let questions = yaml("questions-ui.yml");
+    let variables: Vec<&str> = questions["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["variable"].as_str().unwrap())
+        .collect();
+    let names = setting_names();
+    assert_eq!(names.len(), 14);
+    for name in &names {
+        assert!(
+            readme.contains(&format!("| `{name}` |")),
+            "README settings table lacks {name}"
+        );
+        assert!(
+            variables.contains(&name.as_str()),
+            "questions-ui lacks {name}"
+        );
+    }
+    assert_eq!(variables.len(), names.len());
+}
+
+#[test]
+fn the_wapc_glue_answers_natively() {
+    let request: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir().join("test_data/deployment_missing_team.json")).unwrap(),
+    )
+    .unwrap();
+    let payload = json!({"request": request, "settings": {}}).to_string();
+    let out: Value =
+        serde_json::from_slice(&gpu_labels_policy::validate(payload.as_bytes()).unwrap()).unwrap();
+    assert_eq!(out["accepted"], false);
+    assert!(
+        out["message"]
+            .as_str()
+            .unwrap()
+            .contains("label 'team' is missing")
+    );
+
+    let settings: Value = serde_json::from_slice(
+        &gpu_labels_policy::validate_settings(b"{\"maxGpusPerPod\": 0}").unwrap(),
+    )
+    .unwrap();
+    assert_eq!(settings["valid"], false);
+    assert!(
+        settings["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("maxGpusPerPod: ")
+    );
+}

@@ -1,0 +1,153 @@
+//! A small anchored glob for label values: `*` matches any run of characters (also an
+//! empty one), `?` exactly one character, every other character only itself. The whole
+//! value must match (`team-*` matches `team-a`, not `my-team-a`).
+//!
+//! Why not a regular expression: label values are at most 63 characters of letters,
+//! digits, `-`, `_` and `.`, and the patterns people need for them are prefixes, suffixes
+//! and fixed shapes (`team-*`, `cc-????`). A glob says that without a regex engine in
+//! every module (and without a way to write a catastrophic pattern): matching is a loop
+//! over two short character slices, at most `pattern length x value length` steps.
+
+/// Characters a pattern may contain besides `*` and `?`: those of label values.
+fn is_value_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')
+}
+
+/// Checks a pattern from settings; the error starts with `field`.
+pub fn validate_pattern(field: &str, pattern: &str) -> Result<(), String> {
+    if pattern.is_empty() {
+        return Err(format!(
+            "{field}: must not be empty (drop pattern to accept any non-empty value)"
+        ));
+    }
+    if let Some(bad) = pattern
+        .chars()
+        .find(|c| !is_value_char(*c) && *c != '*' && *c != '?')
+    {
+        return Err(format!(
+            "{field}: '{pattern}' contains '{bad}'; a pattern is letters, digits, '-', '_', '.' plus the wildcards '*' (any characters) and '?' (one character)"
+        ));
+    }
+    let literal_or_one = pattern.chars().filter(|c| *c != '*').count();
+    if literal_or_one > 63 {
+        return Err(format!(
+            "{field}: '{pattern}' needs more than 63 characters, longer than any label value"
+        ));
+    }
+    let ends = [pattern.chars().next(), pattern.chars().last()];
+    if ends
+        .iter()
+        .flatten()
+        .any(|c| is_value_char(*c) && !c.is_ascii_alphanumeric())
+    {
+        return Err(format!(
+            "{field}: '{pattern}' can never match: label values start and end with a letter or digit"
+        ));
+    }
+    Ok(())
+}
+
+/// A compiled pattern. Any text compiles; [`validate_pattern`] is what settings use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Glob {
+    chars: Vec<char>,
+}
+
+impl Glob {
+    pub fn new(pattern: &str) -> Glob {
+        Glob {
+            chars: pattern.chars().collect(),
+        }
+    }
+
+    /// True when the whole of `value` matches.
+    pub fn matches(&self, value: &str) -> bool {
+        let pattern = self.chars.as_slice();
+        let value: Vec<char> = value.chars().collect();
+        let (mut p, mut v) = (0usize, 0usize);
+        // After a `*`: where the pattern resumes, and the value position that star has
+        // swallowed up to. On a mismatch the star takes one more character and we retry.
+        let mut star: Option<(usize, usize)> = None;
+        while let Some(&c) = value.get(v) {
+            match pattern.get(p) {
+                Some('*') => {
+                    star = Some((p + 1, v));
+                    p += 1;
+                }
+                Some(&q) if q == '?' || q == c => {
+                    p += 1;
+                    v += 1;
+                }
+                _ => match star {
+                    Some((resume, swallowed)) => {
+                        p = resume;
+                        v = swallowed + 1;
+                        star = Some((resume, swallowed + 1));
+                    }
+                    None => return false,
+                },
+            }
+        }
+        pattern.get(p..).unwrap_or(&[]).iter().all(|c| *c == '*')
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    #[rstest]
+    #[case::exact("batch", "batch", true)]
+    #[case::exact_other("batch", "batches", false)]
+    #[case::anchored_start("team-*", "my-team-a", false)]
+    #[case::prefix("team-*", "team-a", true)]
+    #[case::prefix_empty_rest("team-*", "team-", true)]
+    #[case::suffix("*-prod", "api-prod", true)]
+    #[case::suffix_miss("*-prod", "api-production", false)]
+    #[case::middle("a*z", "abcz", true)]
+    #[case::middle_backtracks("a*bc", "abcbc", true)]
+    #[case::question("cc-????", "cc-1234", true)]
+    #[case::question_short("cc-????", "cc-123", false)]
+    #[case::question_long("cc-????", "cc-12345", false)]
+    #[case::star_only("*", "anything", true)]
+    #[case::star_matches_empty("*", "", true)]
+    #[case::empty_value("a*", "", false)]
+    #[case::many_stars("**a**b**", "xaybz", true)]
+    #[case::stars_then_question("*?", "", false)]
+    #[case::case_sensitive("Team-*", "team-a", false)]
+    #[case::unicode_value("t?m", "t\u{e9}m", true)]
+    fn matching(#[case] pattern: &str, #[case] value: &str, #[case] expected: bool) {
+        assert_eq!(Glob::new(pattern).matches(value), expected);
+    }
+
+    #[test]
+    fn pathological_patterns_stay_cheap() {
+        // Classic exponential case for backtracking matchers; here it is a bounded loop.
+        let pattern = "*a".repeat(30) + "b";
+        let value = "a".repeat(63);
+        assert!(!Glob::new(&pattern).matches(&value));
+    }
+
+    #[rstest]
+    #[case::plain("team-*")]
+    #[case::question("cc-????")]
+    #[case::star("*")]
+    #[case::dots("v1.*")]
+    fn good_patterns(#[case] p: &str) {
+        validate_pattern("requiredLabels[0].pattern", p).unwrap();
+    }
+
+    #[rstest]
+    #[case::empty("")]
+    #[case::regex("team-.+")]
+    #[case::slash("a/b")]
+    #[case::space("a b")]
+    #[case::too_long(&"a".repeat(64))]
+    #[case::starts_with_dash("-x*")]
+    #[case::ends_with_dot("x*.")]
+    fn bad_patterns_name_the_field(#[case] p: &str) {
+        let err = validate_pattern("requiredLabels[0].pattern", p).unwrap_err();
+        assert!(err.starts_with("requiredLabels[0].pattern: "), "{err}");
+    }
+}

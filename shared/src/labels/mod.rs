@@ -1,0 +1,201 @@
+//! The rules of gpu-labels-policy: GPU workloads must say what they are, ask for GPUs
+//! the way Kubernetes allocates them, and leave GPU nodes to GPU work.
+//!
+//! [`evaluate`] decides one admission request:
+//!
+//! 1. Operations other than CREATE and UPDATE are accepted.
+//! 2. A namespace in `exemptNamespaces` is accepted with the audit annotation
+//!    [`AUDIT_EXEMPT`].
+//! 3. The object's pod templates are read ([`Workload::from_object`]); an object whose
+//!    templates cannot be read is denied (fail closed), GPUs or not.
+//! 4. Every template that uses a GPU (holds one, or names a GPU resource with an invalid
+//!    quantity) is checked for the required labels ([`required`]) and for how it asks
+//!    for GPUs ([`hygiene`]); every template that uses no GPU is checked against GPU
+//!    nodes ([`gpu_nodes`]).
+//! 5. Any problem denies the request with one message that lists them all
+//!    ([`problems::rejection_message`]) — except an UPDATE that changes neither the pod
+//!    templates nor any label: that is accepted with a warning and the audit annotation
+//!    [`AUDIT_UNCHANGED`], so controllers can still scale, annotate and remove finalizers
+//!    from objects that predate the policy. Any change to a template or a label is judged
+//!    in full against the new object.
+
+pub mod glob;
+pub mod gpu_nodes;
+pub mod hygiene;
+pub mod problems;
+pub mod required;
+pub mod settings;
+
+pub use problems::{Expected, Finding, Problem, Subject};
+pub use settings::{GpuTaint, RequiredLabel, Settings};
+
+use crate::admission::{AdmissionRequest, Verdict};
+use crate::gpu::{GpuResources, pod_gpus};
+use crate::workload::Workload;
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// Audit annotation set when a request is let through because of `exemptNamespaces`.
+pub const AUDIT_EXEMPT: &str = "exempt-namespace";
+/// Audit annotation set when an UPDATE of a non-compliant object is let through
+/// because it changes no pod template and no label.
+pub const AUDIT_UNCHANGED: &str = "unchanged-noncompliant-object";
+
+/// Identities under which kube-controller-manager's DaemonSet controller creates pods
+/// (with and without `--use-service-account-credentials`).
+pub const DAEMON_SET_CONTROLLER_USERS: [&str; 2] = [
+    "system:serviceaccount:kube-system:daemon-set-controller",
+    "system:kube-controller-manager",
+];
+
+/// Decides one admission request (see the module documentation).
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    if !request.creates_or_updates() {
+        return Verdict::accept();
+    }
+    if settings.exempt_namespaces.contains(&request.namespace) {
+        return Verdict::accept().with_audit(
+            AUDIT_EXEMPT,
+            format!(
+                "namespace {} is in exemptNamespaces: the GPU label, request and node rules were not applied",
+                request.namespace
+            ),
+        );
+    }
+    let object = &request.object;
+    let workload = match Workload::from_object(object, &settings.custom_kinds) {
+        Ok(w) => w,
+        Err(e) => {
+            let kind = object
+                .get("kind")
+                .and_then(Value::as_str)
+                .filter(|k| !k.is_empty())
+                .unwrap_or(request.kind.kind.as_str());
+            return Verdict::reject(format!(
+                "{} cannot be checked against the GPU admission rules, so it is denied: {e}. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
+                object_name(if kind.is_empty() { "the object" } else { kind }, object)
+            ));
+        }
+    };
+
+    let findings = findings(&workload, request, settings);
+    if findings.is_empty() {
+        return Verdict::accept();
+    }
+    let message = problems::rejection_message(
+        &object_name(&workload.kind, object),
+        &findings,
+        workload.templates.len() > 1,
+    );
+    if request.is_update() && judged_parts_unchanged(request, &workload, settings) {
+        // The API server truncates each warning at 256 characters: one short lead, then
+        // one warning per problem.
+        let mut verdict = Verdict::accept()
+            .with_warning(format!(
+                "{} breaks the GPU admission rules ({}); this update is allowed because it changes no pod template and no label, but the next change to them must fix:",
+                object_name(&workload.kind, object),
+                problems::count_problems(findings.len())
+            ))
+            .with_audit(AUDIT_UNCHANGED, message);
+        for (i, f) in findings.iter().enumerate() {
+            verdict = verdict.with_warning(format!("{}) {}", i + 1, f.problem));
+        }
+        return verdict;
+    }
+    Verdict::reject(message)
+}
+
+/// Every problem of `workload`, in template order: labels, then GPU requests for GPU
+/// templates; GPU-node use for the others.
+pub fn findings(
+    workload: &Workload,
+    request: &AdmissionRequest,
+    settings: &Settings,
+) -> Vec<Finding> {
+    let names = GpuResources::new(&settings.extra_gpu_resources);
+    let node_rule = settings.deny_non_gpu_pods_on_gpu_nodes
+        && !(settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(workload, request));
+    let subject = if workload.is_pod() {
+        Subject::Pod
+    } else {
+        Subject::Template
+    };
+    // Templates sharing their metadata (KServe predictor and workers) are labelled once.
+    let mut labels_checked: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::new();
+    for template in &workload.templates {
+        let gpus = pod_gpus(&template.spec, &names);
+        let mut problems = Vec::new();
+        if gpus.uses_gpu() {
+            if labels_checked.insert(template.metadata_pointer.as_str()) {
+                problems.extend(required::check(
+                    template,
+                    workload,
+                    &settings.required_labels,
+                ));
+            }
+            problems.extend(hygiene::check(&template.spec, &gpus, settings));
+        } else if node_rule {
+            problems.extend(gpu_nodes::check(&template.spec, subject, settings));
+        }
+        out.extend(problems.into_iter().map(|problem| Finding {
+            location: template.location.clone(),
+            problem,
+        }));
+    }
+    out
+}
+
+/// A DaemonSet, or a Pod its controller creates: node agents that must run on every
+/// node, GPU nodes included. A Pod qualifies only when its controller owner is an
+/// apps/v1 DaemonSet *and* the request comes from the DaemonSet controller, so a user
+/// cannot borrow the exception by writing an ownerReference.
+fn is_node_agent(workload: &Workload, request: &AdmissionRequest) -> bool {
+    if workload.group == "apps" && workload.kind == "DaemonSet" {
+        return true;
+    }
+    if !workload.is_pod() {
+        return false;
+    }
+    let owned_by_daemon_set = request
+        .object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .is_some_and(|refs| {
+            refs.iter().any(|r| {
+                r.get("controller").and_then(Value::as_bool) == Some(true)
+                    && r.get("kind").and_then(Value::as_str) == Some("DaemonSet")
+                    && r.get("apiVersion").and_then(Value::as_str) == Some("apps/v1")
+            })
+        });
+    owned_by_daemon_set
+        && DAEMON_SET_CONTROLLER_USERS.contains(&request.user_info.username.as_str())
+}
+
+/// True when the old and new object have the same pod templates (every field of every
+/// PodSpec) and the same labels (object and templates): the verdict on the new object is
+/// then the verdict the old one already had.
+fn judged_parts_unchanged(request: &AdmissionRequest, new: &Workload, settings: &Settings) -> bool {
+    let Ok(old) = Workload::from_object(&request.old_object, &settings.custom_kinds) else {
+        return false;
+    };
+    old.group == new.group
+        && old.kind == new.kind
+        && old.meta.labels == new.meta.labels
+        && old.templates.len() == new.templates.len()
+        && old.templates.iter().zip(&new.templates).all(|(o, n)| {
+            o.spec_pointer == n.spec_pointer
+                && o.metadata_pointer == n.metadata_pointer
+                && o.meta.labels == n.meta.labels
+                && request.old_object.pointer(&o.spec_pointer)
+                    == request.object.pointer(&n.spec_pointer)
+        })
+}
+
+fn object_name(kind: &str, object: &Value) -> String {
+    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    problems::describe_object(kind, text("/metadata/name"), text("/metadata/generateName"))
+}
+
+#[cfg(test)]
+mod tests;

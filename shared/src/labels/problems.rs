@@ -1,0 +1,391 @@
+//! Every problem the policy reports, and how it is phrased. One place for the wording
+//! users see (the README quotes it): each text says what is wrong, with the numbers and
+//! names from the manifest, and exactly what to change.
+
+use std::fmt;
+
+/// What a required label must hold, as shown in a fix: `<one of interactive, batch>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected {
+    NonEmpty,
+    OneOf(Vec<String>),
+    Pattern(String),
+}
+
+impl fmt::Display for Expected {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expected::NonEmpty => f.write_str("<a non-empty value>"),
+            Expected::OneOf(values) => write!(f, "<one of {}>", values.join(", ")),
+            Expected::Pattern(p) => write!(f, "<a value matching {p}>"),
+        }
+    }
+}
+
+/// Whether a rule is about a bare pod or a pod template.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Subject {
+    Pod,
+    Template,
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Subject::Pod => "pod",
+            Subject::Template => "pod template",
+        })
+    }
+}
+
+/// One broken rule. `who` reads `container 'app'`, `init container 'warmup'`,
+/// `sidecar container 'proxy'`, `ephemeral container 'debug'` or `the pod-level
+/// resources (spec.resources)`; `labels_at` is where the labels belong, e.g.
+/// `spec.template.metadata.labels`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Problem {
+    /// A required label is absent (`empty: false`) or has an empty value.
+    MissingLabel {
+        key: String,
+        expected: Expected,
+        labels_at: String,
+        empty: bool,
+    },
+    /// The controller's own metadata has the label, its pod template does not.
+    LabelOnObjectOnly {
+        key: String,
+        kind: String,
+        suggestion: String,
+        labels_at: String,
+    },
+    ValueNotAllowed {
+        key: String,
+        value: String,
+        allowed: Vec<String>,
+        did_you_mean: Option<String>,
+        labels_at: String,
+    },
+    PatternMismatch {
+        key: String,
+        value: String,
+        pattern: String,
+        labels_at: String,
+    },
+    RequestWithoutLimit {
+        who: String,
+        resource: String,
+        request: String,
+    },
+    RequestNotEqualLimit {
+        who: String,
+        resource: String,
+        request: String,
+        limit: String,
+    },
+    FractionalGpu {
+        who: String,
+        resource: String,
+        value: String,
+        rounded: u64,
+    },
+    /// Negative, unreadable or absurdly large: always denied, whatever the settings.
+    InvalidGpuQuantity {
+        who: String,
+        resource: String,
+        error: String,
+    },
+    /// Kubernetes forbids resources on ephemeral containers: always denied.
+    GpuInEphemeralContainer {
+        who: String,
+        gpus: String,
+    },
+    TooManyGpusInContainer {
+        who: String,
+        total: u64,
+        gpus: String,
+        max: u64,
+    },
+    TooManyGpusInPod {
+        total: u64,
+        gpus: String,
+        max: u64,
+    },
+    NoCpuOrMemoryRequest {
+        who: String,
+        cpu: bool,
+        memory: bool,
+    },
+    ToleratesGpuTaint {
+        subject: Subject,
+        taints: Vec<String>,
+        tolerations: Vec<String>,
+    },
+    SelectsGpuNodes {
+        subject: Subject,
+        selectors: Vec<String>,
+    },
+}
+
+const REQUEST_A_GPU: &str =
+    "or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)";
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Problem::MissingLabel {
+                key,
+                expected,
+                labels_at,
+                empty: false,
+            } => write!(
+                f,
+                "label '{key}' is missing (GPU pods must carry it): add {key}: {expected} to {labels_at}"
+            ),
+            Problem::MissingLabel {
+                key,
+                expected,
+                labels_at,
+                empty: true,
+            } => write!(
+                f,
+                "label '{key}' is empty (GPU pods must carry it with a value): set {key}: {expected} in {labels_at}"
+            ),
+            Problem::LabelOnObjectOnly {
+                key,
+                kind,
+                suggestion,
+                labels_at,
+            } => write!(
+                f,
+                "label '{key}' is on the {kind}'s own metadata.labels but not on its pod template, and pods only get the template's labels: put {key}: {suggestion} on {labels_at}"
+            ),
+            Problem::ValueNotAllowed {
+                key,
+                value,
+                allowed,
+                did_you_mean,
+                labels_at,
+            } => {
+                write!(
+                    f,
+                    "label {key}={value} is not allowed: set {key} to one of {} in {labels_at}",
+                    allowed.join(", ")
+                )?;
+                if let Some(m) = did_you_mean {
+                    write!(f, " (values are case-sensitive: did you mean {m}?)")?;
+                }
+                Ok(())
+            }
+            Problem::PatternMismatch {
+                key,
+                value,
+                pattern,
+                labels_at,
+            } => write!(
+                f,
+                "label {key}={value} does not match the pattern {pattern} ('*' is any characters, '?' exactly one): change it in {labels_at}"
+            ),
+            Problem::RequestWithoutLimit {
+                who,
+                resource,
+                request,
+            } => write!(
+                f,
+                "{who} requests {resource}: {request} without a limit: put {resource}: {request} in its resources.limits (GPUs are allocated by limit)"
+            ),
+            Problem::RequestNotEqualLimit {
+                who,
+                resource,
+                request,
+                limit,
+            } => write!(
+                f,
+                "{who} requests {resource}: {request} but limits it to {limit}: GPU requests must equal limits, so set both to the number of GPUs it needs (or drop the request; it defaults to the limit)"
+            ),
+            Problem::FractionalGpu {
+                who,
+                resource,
+                value,
+                rounded,
+            } => {
+                write!(
+                    f,
+                    "{who} asks for {resource}: {value}, which is not a whole number: GPUs are whole devices, so ask for {resource}: {rounded}"
+                )?;
+                if resource == "nvidia.com/gpu" {
+                    f.write_str(
+                        " (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)",
+                    )?;
+                }
+                Ok(())
+            }
+            Problem::InvalidGpuQuantity {
+                who,
+                resource,
+                error,
+            } => write!(
+                f,
+                "{who} has an invalid {resource} quantity: {error}; give a whole number of GPUs such as 1"
+            ),
+            Problem::GpuInEphemeralContainer { who, gpus } => write!(
+                f,
+                "{who} asks for {gpus}, but ephemeral containers cannot hold resources: remove them (debug GPU work from a separate pod that requests the GPU)"
+            ),
+            Problem::TooManyGpusInContainer {
+                who,
+                total,
+                gpus,
+                max,
+            } => write!(
+                f,
+                "{who} asks for {total} GPUs ({gpus}), more than the {max} allowed per container: ask for at most {max}, and spread the work over more pods"
+            ),
+            Problem::TooManyGpusInPod { total, gpus, max } => write!(
+                f,
+                "each pod holds {total} GPUs ({gpus}, counted as Kubernetes does: all app and sidecar containers, or the largest init container), more than the {max} allowed per pod: ask for at most {max} per pod and scale out with more pods"
+            ),
+            Problem::NoCpuOrMemoryRequest { who, cpu, memory } => {
+                let (missing, fields) = match (cpu, memory) {
+                    (true, true) => (
+                        "cpu and no memory",
+                        "resources.requests.cpu and resources.requests.memory",
+                    ),
+                    (true, false) => ("cpu", "resources.requests.cpu"),
+                    _ => ("memory", "resources.requests.memory"),
+                };
+                write!(
+                    f,
+                    "{who} holds GPUs but requests no {missing}: set {fields} to what it uses, so it is not packed onto a GPU node without room for it"
+                )
+            }
+            Problem::ToleratesGpuTaint {
+                subject,
+                taints,
+                tolerations,
+            } => write!(
+                f,
+                "the {subject} requests no GPU but tolerates the GPU taint {} with {}: GPU nodes are for GPU work, so remove the toleration, {REQUEST_A_GPU}",
+                taints.join(" and "),
+                tolerations.join(" and ")
+            ),
+            Problem::SelectsGpuNodes { subject, selectors } => write!(
+                f,
+                "the {subject} requests no GPU but selects GPU nodes with {}: GPU nodes are for GPU work, so remove the selector, {REQUEST_A_GPU}",
+                selectors.join(" and ")
+            ),
+        }
+    }
+}
+
+/// A problem and the pod template it was found in (`spec.template.spec`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub location: String,
+    pub problem: Problem,
+}
+
+/// `Deployment 'llm'`, `Pod 'llm-5d8f-*'` (generateName), or just the kind.
+pub fn describe_object(kind: &str, name: &str, generate_name: &str) -> String {
+    if !name.is_empty() {
+        format!("{kind} '{name}'")
+    } else if !generate_name.is_empty() {
+        format!("{kind} '{generate_name}*'")
+    } else {
+        kind.to_string()
+    }
+}
+
+/// `1 problem`, `3 problems`.
+pub fn count_problems(n: usize) -> String {
+    format!("{n} problem{}", if n == 1 { "" } else { "s" })
+}
+
+/// The rejection message: every finding, numbered, prefixed with its template location
+/// when the object has several templates.
+pub fn rejection_message(object: &str, findings: &[Finding], several_templates: bool) -> String {
+    let mut out = format!(
+        "{object} breaks the GPU admission rules ({}): ",
+        count_problems(findings.len())
+    );
+    for (i, finding) in findings.iter().enumerate() {
+        if i > 0 {
+            out.push_str("; ");
+        }
+        out.push_str(&format!("{}) ", i + 1));
+        if several_templates {
+            out.push_str(&finding.location);
+            out.push_str(": ");
+        }
+        out.push_str(&finding.problem.to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    const AT: &str = "spec.template.metadata.labels";
+
+    #[rstest]
+    #[case::missing(Problem::MissingLabel { key: "workload-type".into(), expected: Expected::OneOf(vec!["interactive".into(), "batch".into()]), labels_at: AT.into(), empty: false },
+        "label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch> to spec.template.metadata.labels")]
+    #[case::empty(Problem::MissingLabel { key: "team".into(), expected: Expected::NonEmpty, labels_at: "metadata.labels".into(), empty: true },
+        "label 'team' is empty (GPU pods must carry it with a value): set team: <a non-empty value> in metadata.labels")]
+    #[case::on_object(Problem::LabelOnObjectOnly { key: "team".into(), kind: "Deployment".into(), suggestion: "ml".into(), labels_at: AT.into() },
+        "label 'team' is on the Deployment's own metadata.labels but not on its pod template, and pods only get the template's labels: put team: ml on spec.template.metadata.labels")]
+    #[case::not_allowed(Problem::ValueNotAllowed { key: "workload-type".into(), value: "Batch".into(), allowed: vec!["interactive".into(), "batch".into()], did_you_mean: Some("batch".into()), labels_at: AT.into() },
+        "label workload-type=Batch is not allowed: set workload-type to one of interactive, batch in spec.template.metadata.labels (values are case-sensitive: did you mean batch?)")]
+    #[case::pattern(Problem::PatternMismatch { key: "cost-center".into(), value: "42".into(), pattern: "cc-????".into(), labels_at: AT.into() },
+        "label cost-center=42 does not match the pattern cc-???? ('*' is any characters, '?' exactly one): change it in spec.template.metadata.labels")]
+    #[case::fraction_mig_hint(Problem::FractionalGpu { who: "container 'a'".into(), resource: "nvidia.com/gpu".into(), value: "0.5".into(), rounded: 1 },
+        "container 'a' asks for nvidia.com/gpu: 0.5, which is not a whole number: GPUs are whole devices, so ask for nvidia.com/gpu: 1 (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)")]
+    #[case::fraction_amd(Problem::FractionalGpu { who: "container 'a'".into(), resource: "amd.com/gpu".into(), value: "1500m".into(), rounded: 2 },
+        "container 'a' asks for amd.com/gpu: 1500m, which is not a whole number: GPUs are whole devices, so ask for amd.com/gpu: 2")]
+    #[case::cpu_only(Problem::NoCpuOrMemoryRequest { who: "container 'a'".into(), cpu: true, memory: false },
+        "container 'a' holds GPUs but requests no cpu: set resources.requests.cpu to what it uses, so it is not packed onto a GPU node without room for it")]
+    #[case::both(Problem::NoCpuOrMemoryRequest { who: "container 'a'".into(), cpu: true, memory: true },
+        "container 'a' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it")]
+    #[case::memory_only(Problem::NoCpuOrMemoryRequest { who: "container 'a'".into(), cpu: false, memory: true },
+        "container 'a' holds GPUs but requests no memory: set resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it")]
+    fn wording(#[case] problem: Problem, #[case] text: &str) {
+        assert_eq!(problem.to_string(), text);
+    }
+
+    #[rstest]
+    #[case::named("Pod", "p", "p-", "Pod 'p'")]
+    #[case::generated("Pod", "", "llm-5d8f-", "Pod 'llm-5d8f-*'")]
+    #[case::anonymous("Pod", "", "", "Pod")]
+    fn object_names(#[case] kind: &str, #[case] n: &str, #[case] g: &str, #[case] out: &str) {
+        assert_eq!(describe_object(kind, n, g), out);
+    }
+
+    #[test]
+    fn message_numbers_findings_and_names_locations_when_several() {
+        let finding = |location: &str, key: &str| Finding {
+            location: location.into(),
+            problem: Problem::MissingLabel {
+                key: key.into(),
+                expected: Expected::NonEmpty,
+                labels_at: "x.labels".into(),
+                empty: false,
+            },
+        };
+        let one = rejection_message("Pod 'p'", &[finding("spec", "team")], false);
+        assert_eq!(
+            one,
+            "Pod 'p' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to x.labels"
+        );
+        let two = rejection_message(
+            "RayCluster 'r'",
+            &[finding("a.spec", "team"), finding("b.spec", "owner")],
+            true,
+        );
+        assert!(
+            two.starts_with("RayCluster 'r' breaks the GPU admission rules (2 problems): 1) a.spec: label 'team'"),
+            "{two}"
+        );
+        assert!(two.contains("; 2) b.spec: label 'owner'"), "{two}");
+    }
+}
