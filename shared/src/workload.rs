@@ -13,7 +13,7 @@
 //! [`PodSpec`]/[`ObjectMeta`] and writes changes through [`spec_mut`] / [`metadata_mut`]
 //! on the original JSON, without losing fields the rules do not model.
 
-use crate::podspec::{ObjectMeta, PodSpec};
+use crate::podspec::{Container, ObjectMeta, PodSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -92,6 +92,11 @@ pub struct TemplateLocation {
     /// Factors whose product is the number of pods each element stands for.
     #[serde(default)]
     pub replicas: Vec<ReplicaFactor>,
+    /// Dot paths, relative to the PodSpec, of single containers kept outside its
+    /// `containers` list (KServe's `model`, `huggingface`, ... shortcuts). They count as
+    /// app containers, named after the path when they have no name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<String>,
 }
 
 fn default_pod_spec() -> OneOrMany {
@@ -109,10 +114,25 @@ pub struct CustomKind {
     /// API group, any version (`serving.kserve.io`).
     pub group: String,
     pub kind: String,
+    /// Where its pod templates are. May be left out for the kinds that have a ready-made
+    /// description in [`presets`] (KServe InferenceService, LeaderWorkerSet, RayCluster,
+    /// PyTorchJob): naming the kind is enough.
+    #[serde(default)]
     pub templates: Vec<TemplateLocation>,
 }
 
 impl CustomKind {
+    /// Its template locations: the ones given, or the built-in description when none are.
+    pub fn locations(&self) -> Vec<TemplateLocation> {
+        if self.templates.is_empty() {
+            presets::find(&self.group, &self.kind)
+                .map(|p| p.templates)
+                .unwrap_or_default()
+        } else {
+            self.templates.clone()
+        }
+    }
+
     /// Checks the description; errors name the field under `field` (e.g. `customKinds[0]`).
     pub fn validate(&self, field: &str) -> Result<(), String> {
         if self.group.trim().is_empty() {
@@ -129,9 +149,16 @@ impl CustomKind {
                 self.group, self.kind
             ));
         }
-        if self.templates.is_empty() {
+        if self.templates.is_empty() && presets::find(&self.group, &self.kind).is_none() {
             return Err(format!(
-                "{field}.templates: give at least one template location"
+                "{field}.templates: give at least one template location ({}/{} has no built-in description; those exist for {})",
+                self.group,
+                self.kind,
+                presets::all()
+                    .iter()
+                    .map(|p| format!("{}/{}", p.group, p.kind))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
         for (i, t) in self.templates.iter().enumerate() {
@@ -154,6 +181,9 @@ impl CustomKind {
                 for p in paths.candidates() {
                     check_dot_path(p, allow_empty).map_err(|e| format!("{f}.{name}: {e}"))?;
                 }
+            }
+            for (j, c) in t.containers.iter().enumerate() {
+                check_dot_path(c, false).map_err(|e| format!("{f}.containers[{j}]: {e}"))?;
             }
             for (j, r) in t.replicas.iter().enumerate() {
                 check_dot_path(&r.path, false)
@@ -228,7 +258,7 @@ impl Workload {
             None => custom
                 .iter()
                 .find(|c| c.group == group && c.kind == kind)
-                .map(|c| c.templates.clone())
+                .map(CustomKind::locations)
                 .unwrap_or_default(),
         };
         let mut templates: Vec<PodTemplate> = Vec::new();
@@ -291,6 +321,7 @@ fn builtin(group: &str, kind: &str) -> Option<Vec<TemplateLocation>> {
             })
             .into_iter()
             .collect(),
+        containers: Vec::new(),
     };
     let controller =
         |replicas: Option<&str>| vec![loc("$.spec.template", "spec", "metadata", replicas)];
@@ -416,7 +447,17 @@ fn read_template(
         .or_else(|| location.metadata.candidates().first().map(|p| resolve(p)))
         .unwrap_or_default();
     let location_text = pointer_to_location(&spec_pointer);
-    let spec = read_at::<PodSpec>(object, &spec_pointer, &location_text)?.unwrap_or_default();
+    let mut spec = read_at::<PodSpec>(object, &spec_pointer, &location_text)?.unwrap_or_default();
+    for path in &location.containers {
+        let pointer = format!("{spec_pointer}{}", dot_to_pointer(path));
+        let at = pointer_to_location(&pointer);
+        if let Some(mut container) = read_at::<Container>(object, &pointer, &at)? {
+            if container.name.is_empty() {
+                container.name = path.clone();
+            }
+            spec.containers.push(container);
+        }
+    }
     let meta = read_at::<ObjectMeta>(
         object,
         &metadata_pointer,
@@ -582,23 +623,45 @@ pub mod presets {
             pod_spec: many(spec),
             metadata: many(meta),
             replicas,
+            containers: Vec::new(),
         }
     }
 
-    /// KServe InferenceService: the predictor is an inline PodSpec; multi-node serving adds
+    /// KServe predictor fields that hold one container each (the model-server shortcuts).
+    pub const KSERVE_MODEL_CONTAINERS: &[&str] = &[
+        "model",
+        "huggingface",
+        "pytorch",
+        "triton",
+        "tensorflow",
+        "onnx",
+        "sklearn",
+        "xgboost",
+        "lightgbm",
+        "paddle",
+        "pmml",
+    ];
+
+    /// KServe InferenceService: the predictor is an inline PodSpec whose model-server
+    /// shortcuts (`model`, `huggingface`, ...) are containers too; multi-node serving adds
     /// `workerSpec` with `pipelineParallelSize - 1` worker pods per replica. Pods carry the
     /// InferenceService's labels. Scale-to-zero (`minReplicas: 0`) is counted as one replica.
     pub fn kserve_inference_service() -> CustomKind {
+        let mut predictor = location(
+            "$.spec.predictor",
+            &[""],
+            &["$.metadata"],
+            vec![factor("minReplicas", 1, 0, 1)],
+        );
+        predictor.containers = KSERVE_MODEL_CONTAINERS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         CustomKind {
             group: "serving.kserve.io".into(),
             kind: "InferenceService".into(),
             templates: vec![
-                location(
-                    "$.spec.predictor",
-                    &[""],
-                    &["$.metadata"],
-                    vec![factor("minReplicas", 1, 0, 1)],
-                ),
+                predictor,
                 location(
                     "$.spec.predictor.workerSpec",
                     &[""],
@@ -669,6 +732,13 @@ pub mod presets {
                 vec![factor("replicas", 1, 0, 0)],
             )],
         }
+    }
+
+    /// The ready-made description of `group`/`kind`, if there is one.
+    pub fn find(group: &str, kind: &str) -> Option<CustomKind> {
+        all()
+            .into_iter()
+            .find(|p| p.group == group && p.kind == kind)
     }
 
     /// All of the above.

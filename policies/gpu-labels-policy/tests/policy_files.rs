@@ -86,9 +86,11 @@ fn settings_files_are_valid_or_invalid_as_named() {
 }
 
 #[test]
-fn the_custom_kinds_file_holds_exactly_the_presets() {
+fn the_custom_kinds_file_names_exactly_the_presets() {
     let s = settings_from(&yaml("test_data/settings_custom_kinds.yml")).unwrap();
-    assert_eq!(s.custom_kinds, presets::all());
+    let locations: Vec<_> = s.custom_kinds.iter().map(|k| k.locations()).collect();
+    let preset_locations: Vec<_> = presets::all().into_iter().map(|k| k.templates).collect();
+    assert_eq!(locations, preset_locations);
 }
 
 #[test]
@@ -105,7 +107,22 @@ fn the_example_policy_is_valid_and_routes_its_custom_kinds_to_the_policy() {
     );
     assert_eq!(cap["spec"]["mutating"], false);
     let s = settings_from(&cap["spec"]["settings"]).unwrap();
-    assert_eq!(s.custom_kinds, presets::all());
+    let kinds: Vec<(&str, &str)> = s
+        .custom_kinds
+        .iter()
+        .map(|k| (k.group.as_str(), k.kind.as_str()))
+        .collect();
+    let preset_kinds: Vec<(String, String)> = presets::all()
+        .into_iter()
+        .map(|k| (k.group, k.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        preset_kinds
+            .iter()
+            .map(|(g, k)| (g.as_str(), k.as_str()))
+            .collect::<Vec<_>>()
+    );
     let groups: Vec<&str> = cap["spec"]["rules"]
         .as_array()
         .unwrap()

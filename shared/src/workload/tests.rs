@@ -116,6 +116,40 @@ fn kserve_predictor_is_an_inline_podspec_labelled_by_the_isvc() {
 }
 
 #[test]
+fn kserve_model_shortcut_containers_are_counted() {
+    let w = workload(json!({
+        "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llm"},
+        "spec": {"predictor": {
+            "model": {"modelFormat": {"name": "huggingface"}, "storageUri": "hf://m/x",
+                      "resources": {"limits": {"nvidia.com/gpu": "2"}}},
+            "huggingface": {"name": "hf", "resources": {"limits": {"nvidia.com/gpu": "1"}}}}}
+    }));
+    let names: Vec<&str> = w.templates[0]
+        .spec
+        .containers
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, vec!["model", "hf"]);
+    let g = crate::gpu::workload_gpus(&w, &crate::gpu::GpuResources::default());
+    assert_eq!(g.total_gpus(), 3);
+}
+
+#[test]
+fn kserve_malformed_model_container_is_an_error() {
+    let err = Workload::from_object(
+        &json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+                "spec": {"predictor": {"model": {"resources": {"limits": {"nvidia.com/gpu": true}}}}}}),
+        &presets::all(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().starts_with("spec.predictor.model:"),
+        "{err}"
+    );
+}
+
+#[test]
 fn kserve_scale_to_zero_counts_one_replica_and_multinode_adds_workers() {
     let w = workload(json!({
         "apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "metadata": {"name": "llm"},
@@ -273,6 +307,33 @@ fn custom_kind_validation_names_the_field(#[case] kind: Value, #[case] expected:
     let kind: CustomKind = serde_json::from_value(kind).unwrap();
     let err = kind.validate("customKinds[0]").unwrap_err();
     assert!(err.contains(expected), "{err}");
+}
+
+#[test]
+fn naming_a_preset_kind_is_enough() {
+    let kinds: Vec<CustomKind> = serde_json::from_value(json!([
+        {"group": "ray.io", "kind": "RayCluster"},
+        {"group": "serving.kserve.io", "kind": "InferenceService"}
+    ]))
+    .unwrap();
+    for (i, k) in kinds.iter().enumerate() {
+        k.validate(&format!("customKinds[{i}]")).unwrap();
+    }
+    assert_eq!(kinds[0].locations(), presets::ray_cluster().templates);
+    let w = Workload::from_object(
+        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {},
+                "spec": {"workerGroupSpecs": [{"replicas": 2, "template": template(json!({}), 1)}]}}),
+        &kinds,
+    )
+    .unwrap();
+    assert_eq!(w.pods(), 2);
+    let unknown: CustomKind =
+        serde_json::from_value(json!({"group": "example.com", "kind": "Trainer"})).unwrap();
+    let err = unknown.validate("customKinds[0]").unwrap_err();
+    assert!(
+        err.contains("no built-in description") && err.contains("ray.io/RayCluster"),
+        "{err}"
+    );
 }
 
 #[test]

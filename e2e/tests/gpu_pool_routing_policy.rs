@@ -1,0 +1,475 @@
+//! gpu-pool-routing-policy, built as wasm, through the harness: every request in
+//! `policies/gpu-pool-routing-policy/test_data/` with its verdict, the exact JSONPatch
+//! (decoded ops) or the exact message, and warnings; a second pass over every patched
+//! object that must produce no patch; settings validation; the README quoting the
+//! messages verbatim; metadata.yml consistent with the crate.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gpu_e2e::{AdmissionResponse, Policy, module_path, read_admission_request, read_settings};
+use serde_json::{Value, json};
+
+fn policy() -> Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let path = module_path("gpu-pool-routing-policy").unwrap_or_else(|e| panic!("{e:#}"));
+            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
+
+fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-pool-routing-policy")
+}
+
+fn request(name: &str) -> Value {
+    read_admission_request(policy_dir().join("test_data").join(name)).unwrap()
+}
+
+fn settings(name: &str) -> Value {
+    read_settings(policy_dir().join("test_data").join(name)).unwrap()
+}
+
+fn run(request: &Value, settings_file: &str) -> AdmissionResponse {
+    policy()
+        .validate(request, &settings(settings_file), None)
+        .unwrap()
+}
+
+/// Ops sorted by path: the order of a JSONPatch diff follows the host's map ordering.
+fn sorted(mut ops: Vec<Value>) -> Vec<Value> {
+    ops.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    ops
+}
+
+/// Applies the response's patch to the request's object and runs the policy again on the
+/// result: a routed object must be accepted with no patch and no warning.
+fn second_pass_is_quiet(req: &Value, response: &AdmissionResponse, settings_file: &str) {
+    let ops = response.patch_ops().unwrap();
+    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).unwrap();
+    let mut object = req["object"].clone();
+    json_patch::patch(&mut object, &patch).unwrap();
+    let mut again = req.clone();
+    again["object"] = object;
+    let second = run(&again, settings_file);
+    assert!(second.allowed, "second pass denied: {:?}", second.message());
+    assert_eq!(second.patch, None, "second pass patched");
+}
+
+const SETTINGS: &str = "settings.yml";
+
+const TOLERATION_BATCH: &str =
+    r#"{"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "batch"}"#;
+const TOLERATION_INTERACTIVE: &str =
+    r#"{"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "interactive"}"#;
+
+fn toleration(text: &str) -> Value {
+    serde_json::from_str(text).unwrap()
+}
+
+fn interactive_affinity() -> Value {
+    json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4", "NVIDIA-A10G"]}]}]}}})
+}
+
+/// The ops that route a `spec.template`-style template at `template` to pool batch.
+fn batch_ops(template: &str) -> Vec<Value> {
+    vec![
+        json!({"op": "add", "path": format!("{template}/metadata/labels/gpu-admission~1pool"), "value": "batch"}),
+        json!({"op": "add", "path": format!("{template}/spec/nodeSelector"), "value": {"gpu-admission/node-pool": "batch"}}),
+        json!({"op": "add", "path": format!("{template}/spec/priorityClassName"), "value": "batch-low"}),
+        json!({"op": "add", "path": format!("{template}/spec/tolerations"), "value": [toleration(TOLERATION_BATCH)]}),
+    ]
+}
+
+#[test]
+fn pod_is_routed_without_priority_class_and_warned() {
+    let req = request("pod_batch.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        vec![
+            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
+            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
+            json!({"op": "add", "path": "/spec/tolerations", "value": [toleration(TOLERATION_BATCH)]}),
+        ]
+    );
+    assert_eq!(
+        response.warnings,
+        Some(vec![
+            "spec.priorityClassName: pool batch runs its workloads with priority class batch-low, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: batch-low (Pods of routed Deployments, Jobs and other controllers already carry it)".to_string()
+        ])
+    );
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn deployment_is_routed_with_affinity_and_priority_class() {
+    let req = request("deployment_interactive.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        vec![
+            json!({"op": "add", "path": "/spec/template/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
+            json!({"op": "add", "path": "/spec/template/spec/affinity", "value": interactive_affinity()}),
+            json!({"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
+            json!({"op": "add", "path": "/spec/template/spec/priorityClassName", "value": "interactive-high"}),
+            json!({"op": "add", "path": "/spec/template/spec/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
+        ]
+    );
+    assert_eq!(response.warnings, None);
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn update_is_evaluated_like_create() {
+    let mut req = request("deployment_interactive.json");
+    req["operation"] = json!("UPDATE");
+    req["oldObject"] = req["object"].clone();
+    req["oldObject"]["spec"]["replicas"] = json!(1);
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(response.patch_ops().unwrap().len(), 5);
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn job_keeps_its_own_toleration_and_gets_the_pools() {
+    let req = request("job_batch.json");
+    let response = run(&req, SETTINGS);
+    let mut expected = batch_ops("/spec/template");
+    // The Job already tolerates nvidia.com/gpu: the pool's toleration is appended.
+    expected[3] = json!({"op": "add", "path": "/spec/template/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)});
+    assert_eq!(sorted(response.patch_ops().unwrap()), expected);
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn cronjob_keeps_its_product_selector_and_joins_the_pool() {
+    let req = request("cronjob_batch.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    let mut expected = batch_ops("/spec/jobTemplate/spec/template");
+    // The CronJob already selects a GPU product: the pool's key is added beside it.
+    expected[1] = json!({"op": "add", "path": "/spec/jobTemplate/spec/template/spec/nodeSelector/gpu-admission~1node-pool", "value": "batch"});
+    assert_eq!(sorted(response.patch_ops().unwrap()), expected);
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn inference_service_is_routed_through_its_custom_kind_paths() {
+    let req = request("inferenceservice_interactive.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        vec![
+            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
+            json!({"op": "add", "path": "/spec/predictor/affinity", "value": interactive_affinity()}),
+            json!({"op": "add", "path": "/spec/predictor/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
+            json!({"op": "add", "path": "/spec/predictor/priorityClassName", "value": "interactive-high"}),
+            json!({"op": "add", "path": "/spec/predictor/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
+        ]
+    );
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn ray_cluster_routes_the_gpu_workers_and_leaves_the_head() {
+    let req = request("raycluster_batch.json");
+    let response = run(&req, SETTINGS);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        batch_ops("/spec/workerGroupSpecs/0/template")
+    );
+    second_pass_is_quiet(&req, &response, SETTINGS);
+    // Without customKinds the RayCluster is not read at all (its Pods are routed).
+    let mut plain = settings(SETTINGS);
+    plain.as_object_mut().unwrap().remove("customKinds");
+    let response = policy().validate(&req, &plain, None).unwrap();
+    assert!(response.allowed);
+    assert_eq!(response.patch, None);
+}
+
+#[test]
+fn gpu_in_an_init_container_is_routed() {
+    let req = request("deployment_gpu_in_init_container.json");
+    let response = run(&req, SETTINGS);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        batch_ops("/spec/template")
+    );
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn default_pool_takes_what_matches_no_pool() {
+    let req = request("deployment_no_pool.json");
+    let response = run(&req, "settings_default_pool.yml");
+    assert!(response.allowed);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        batch_ops("/spec/template")
+    );
+    assert_eq!(
+        response.warnings,
+        Some(vec![
+            "spec.template.spec: the pod template's labels match no pool, so it runs in the default pool batch".to_string()
+        ])
+    );
+    second_pass_is_quiet(&req, &response, "settings_default_pool.yml");
+}
+
+/// Accepted without a patch, with these warnings.
+const UNCHANGED: &[(&str, &[&str])] = &[
+    ("deployment_no_gpu.json", &[]),
+    ("deployment_routed_update.json", &[]),
+    ("pod_exempt_namespace.json", &[]),
+    (
+        "pod_update_finalizer_removed.json",
+        &[
+            "Pod/embed-corpus-4xk9t is not routed as its pool requires (spec: pool batch: label gpu-admission/pool=batch, nodeSelector gpu-admission/node-pool=batch, toleration dedicated=batch:NoSchedule); it was admitted before, and its pod template cannot change after creation, so this update is let through unchanged",
+        ],
+    ),
+    (
+        "replicaset_owned_unrouted.json",
+        &[
+            "ReplicaSet/chat-llm-7d9c5b6f4 is controlled by Deployment/chat-llm, whose pod template is not routed (spec.template.spec: pool interactive: label gpu-admission/pool=interactive, nodeSelector gpu-admission/node-pool=interactive, toleration dedicated=interactive:NoSchedule, priorityClassName interactive-high, required node affinity nvidia.com/gpu.product In (NVIDIA-L4, NVIDIA-A10G)); the policy does not change objects another controller manages, and routes their Pods when they are created. Route Deployment/chat-llm itself: update it (e.g. kubectl rollout restart), or list its kind in customKinds",
+        ],
+    ),
+];
+
+#[test]
+fn accepted_without_patch() {
+    for (file, warnings) in UNCHANGED {
+        let response = run(&request(file), SETTINGS);
+        assert!(response.allowed, "{file}: {:?}", response.message());
+        assert_eq!(response.patch, None, "{file}");
+        assert_eq!(response.status, None, "{file}");
+        let expected = (!warnings.is_empty())
+            .then(|| warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>());
+        assert_eq!(response.warnings, expected, "{file}");
+    }
+}
+
+/// Denied with exactly this message (each is quoted in the README).
+const DENIED: &[(&str, &str)] = &[
+    (
+        "deployment_no_pool.json",
+        "spec.template.metadata.labels: the GPU pod template at spec.template.spec (labels app=research, team=research) in namespace team-a matches no GPU pool; pool interactive takes workload-type=interactive; pool batch takes workload-type=batch; pool training takes workload-type=training in namespaces ml-*. Label the pod template so that it matches one of them, or ask the cluster admins to set defaultPool",
+    ),
+    (
+        "deployment_nodeselector_other_pool.json",
+        "spec.template.spec.nodeSelector.gpu-admission/node-pool: 'interactive' points at the nodes of pool interactive, but the workload belongs to pool batch, whose nodes have gpu-admission/node-pool=batch. Remove this nodeSelector entry (the policy sets the pool's own)",
+    ),
+    (
+        "deployment_affinity_other_pool.json",
+        "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]: gpu-admission/node-pool In (training) points at the nodes of pool training, but the workload belongs to pool batch, whose nodes have gpu-admission/node-pool batch. Remove the requirement on gpu-admission/node-pool (the policy adds the pool's own)",
+    ),
+    (
+        "deployment_pool_label_spoofed.json",
+        "spec.template.metadata.labels.gpu-admission/pool: names pool interactive, but the workload's labels place it in pool batch. The pool is chosen from the workload's labels, not set by hand: remove the label (the policy sets it to batch)",
+    ),
+    (
+        "deployment_toleration_other_pool.json",
+        "spec.template.spec.tolerations[0]: operator Exists without a key (tolerates every taint) tolerates the taint of pool interactive (dedicated=interactive:NoSchedule), which the nodes of pool batch do not have. Remove it (the policy adds what pool batch needs: dedicated=batch:NoSchedule)",
+    ),
+    (
+        "deployment_priority_not_allowed.json",
+        "spec.template.spec.priorityClassName: 'system-cluster-critical' is not allowed: pool batch allows batch-low, batch-high; use one of them or remove it (the policy sets batch-low)",
+    ),
+];
+
+#[test]
+fn contradictions_and_unmatched_workloads_are_denied() {
+    for (file, message) in DENIED {
+        let req = request(file);
+        let response = run(&req, SETTINGS);
+        assert!(!response.allowed, "{file}");
+        assert_eq!(response.message(), Some(*message), "{file}");
+        assert_eq!(response.patch, None, "{file}");
+        assert_eq!(response.uid, req["uid"].as_str().unwrap(), "{file}");
+    }
+}
+
+#[test]
+fn malformed_object_is_rejected_not_a_500() {
+    let mut req = request("deployment_interactive.json");
+    req["object"]["spec"]["template"]["spec"]["containers"] = json!("vllm");
+    let response = run(&req, SETTINGS);
+    assert!(!response.allowed);
+    assert_eq!(response.code(), Some(400));
+    assert!(
+        response
+            .message()
+            .unwrap()
+            .starts_with("cannot route this Deployment: spec.template.spec: invalid type"),
+        "{:?}",
+        response.message()
+    );
+}
+
+const INVALID_SETTINGS: &[(&str, &str)] = &[
+    (
+        "settings_invalid_overlap.yml",
+        "pools[1].selector: pool everything overlaps pool batch (pools[0]): a pod template labelled workload-type=batch in any namespace matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
+    ),
+    (
+        "settings_invalid_toleration.yml",
+        "pools[0].tolerations[0].value: operator Exists takes no value (got 'batch'); remove the value, or use operator Equal",
+    ),
+];
+
+#[test]
+fn settings_validation() {
+    for file in [SETTINGS, "settings_default_pool.yml"] {
+        let v = policy().validate_settings(&settings(file)).unwrap();
+        assert!(v.valid, "{file}: {:?}", v.message);
+    }
+    for (file, message) in INVALID_SETTINGS {
+        let v = policy().validate_settings(&settings(file)).unwrap();
+        assert!(!v.valid, "{file}");
+        assert_eq!(v.message.as_deref(), Some(*message), "{file}");
+    }
+    let empty = policy().validate_settings(&Value::Null).unwrap();
+    assert!(!empty.valid);
+    assert!(
+        empty
+            .message
+            .unwrap()
+            .starts_with("pools: configure at least one pool")
+    );
+    let typo = policy()
+        .validate_settings(&json!({"pools": [], "defaultPol": "batch"}))
+        .unwrap();
+    assert!(!typo.valid);
+    assert!(typo.message.unwrap().contains("unknown field `defaultPol`"));
+}
+
+#[test]
+fn every_request_in_test_data_is_exercised() {
+    let mut covered: Vec<&str> = DENIED.iter().map(|(f, _)| *f).collect();
+    covered.extend(UNCHANGED.iter().map(|(f, _)| *f));
+    covered.extend([
+        "pod_batch.json",
+        "deployment_interactive.json",
+        "job_batch.json",
+        "cronjob_batch.json",
+        "inferenceservice_interactive.json",
+        "raycluster_batch.json",
+        "deployment_gpu_in_init_container.json",
+    ]);
+    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".json") {
+            assert!(covered.contains(&name.as_str()), "{name} is not tested");
+        }
+    }
+}
+
+#[test]
+fn the_readme_quotes_the_messages_verbatim() {
+    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let missing: Vec<&str> = DENIED
+        .iter()
+        .chain(INVALID_SETTINGS)
+        .map(|(_, m)| *m)
+        .chain(UNCHANGED.iter().flat_map(|(_, w)| w.iter().copied()))
+        .filter(|m| !readme.contains(m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md does not quote:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn metadata_is_mutating_and_versioned_like_the_crate() {
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    assert_eq!(metadata["mutating"], true);
+    assert_eq!(metadata["contextAwareResources"], json!([]));
+    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
+    let version = metadata["annotations"]["io.kubewarden.policy.version"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cargo.contains(&format!("version = \"{version}\"")),
+        "metadata.yml version {version} differs from Cargo.toml"
+    );
+    let resources: Vec<&str> = metadata["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["resources"].as_array().unwrap())
+        .filter_map(Value::as_str)
+        .collect();
+    for kind in [
+        "pods",
+        "deployments",
+        "statefulsets",
+        "daemonsets",
+        "replicasets",
+        "replicationcontrollers",
+        "jobs",
+        "cronjobs",
+    ] {
+        assert!(resources.contains(&kind), "metadata.yml misses {kind}");
+    }
+}
+
+#[test]
+fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
+        .unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|d| serde_json::to_value(serde_yaml::Value::deserialize(d).unwrap()).unwrap())
+        .collect();
+    let cap = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterAdmissionPolicy")
+        .expect("a ClusterAdmissionPolicy");
+    assert_eq!(cap["spec"]["mutating"], true);
+    assert_eq!(
+        cap["spec"]["module"],
+        "registry://ghcr.io/gpu-admission/policies/gpu-pool-routing-policy:v0.1.0"
+    );
+    let settings = &cap["spec"]["settings"];
+    let v = policy().validate_settings(settings).unwrap();
+    assert!(v.valid, "{:?}", v.message);
+    // Every priority class the pools name is created by the example.
+    let classes: Vec<&str> = docs
+        .iter()
+        .filter(|d| d["kind"] == "PriorityClass")
+        .filter_map(|d| d["metadata"]["name"].as_str())
+        .collect();
+    for pool in settings["pools"].as_array().unwrap() {
+        let named = pool["priorityClassName"].as_str().into_iter().chain(
+            pool["allowedPriorityClasses"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        );
+        for pc in named {
+            assert!(
+                classes.contains(&pc),
+                "PriorityClass {pc} is not in the example"
+            );
+        }
+    }
+    // Routes a RayCluster through the example's customKinds.
+    let response = policy()
+        .validate(&request("raycluster_batch.json"), settings, None)
+        .unwrap();
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        batch_ops("/spec/workerGroupSpecs/0/template")
+    );
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bats
+# kwctl checks over test_data/, the same requests e2e/tests/gpu_pool_routing_policy.rs runs
+# through the project's harness. Needs kwctl on PATH and an annotated module:
+#   kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm \
+#     ../../target/wasm32-wasip1/release/gpu_pool_routing_policy.wasm
+# Skipped cleanly when kwctl is not installed.
+
+setup() {
+  if ! command -v kwctl >/dev/null 2>&1; then
+    skip "kwctl is not on PATH"
+  fi
+  POLICY="${POLICY_WASM:-annotated-policy.wasm}"
+  DATA="$BATS_TEST_DIRNAME/test_data"
+  SETTINGS="$DATA/settings.yml"
+}
+
+# Runs kwctl on a request with settings.yml (or $2); output in $output.
+route() {
+  run kwctl run --request-path "$DATA/$1" --settings-path "${2:-$SETTINGS}" "$POLICY"
+}
+
+# The decoded JSONPatch of the last kwctl run.
+patch_ops() {
+  echo "$output" | sed -n 's/.*"patch":"\([^"]*\)".*/\1/p' | base64 -d
+}
+
+@test "Pod is routed: pool label, nodeSelector, toleration" {
+  route pod_batch.json
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"patchType":"JSONPatch".*') -ne 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/metadata/labels/gpu-admission~1pool","value":"batch".*') -ne 0 ]
+  [ $(expr "$ops" : '.*"path":"/spec/nodeSelector","value":{"gpu-admission/node-pool":"batch"}.*') -ne 0 ]
+  [ $(expr "$output" : '.*a Pod.s priority is resolved before this policy runs.*') -ne 0 ]
+}
+
+@test "Deployment is routed with affinity and priority class" {
+  route deployment_interactive.json
+  [ "$status" -eq 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/spec/template/spec/priorityClassName","value":"interactive-high".*') -ne 0 ]
+  [ $(expr "$ops" : '.*"path":"/spec/template/spec/affinity".*NVIDIA-L4.*') -ne 0 ]
+}
+
+@test "Job, CronJob, InferenceService and RayCluster are routed" {
+  for request in job_batch.json cronjob_batch.json inferenceservice_interactive.json raycluster_batch.json deployment_gpu_in_init_container.json; do
+    route "$request"
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+    [ $(expr "$output" : '.*"patchType":"JSONPatch".*') -ne 0 ]
+  done
+  route cronjob_batch.json
+  [ $(expr "$(patch_ops)" : '.*"path":"/spec/jobTemplate/spec/template/spec/nodeSelector/gpu-admission~1node-pool".*') -ne 0 ]
+  route raycluster_batch.json
+  [ $(expr "$(patch_ops)" : '.*/spec/headGroupSpec.*') -eq 0 ]
+}
+
+@test "routed, non-GPU, exempt and controller-owned objects get no patch" {
+  for request in deployment_routed_update.json deployment_no_gpu.json pod_exempt_namespace.json pod_update_finalizer_removed.json replicaset_owned_unrouted.json; do
+    route "$request"
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+    [ $(expr "$output" : '.*"patch":.*') -eq 0 ]
+  done
+}
+
+@test "default pool routes what matches no pool, with a warning" {
+  route deployment_no_pool.json "$DATA/settings_default_pool.yml"
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*runs in the default pool batch.*') -ne 0 ]
+}
+
+@test "no pool and no default pool is denied" {
+  route deployment_no_pool.json
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*matches no GPU pool; pool interactive takes workload-type=interactive.*') -ne 0 ]
+}
+
+@test "contradictions are denied with the pool and the fix" {
+  route deployment_nodeselector_other_pool.json
+  [ $(expr "$output" : ".*'interactive' points at the nodes of pool interactive, but the workload belongs to pool batch.*") -ne 0 ]
+  route deployment_affinity_other_pool.json
+  [ $(expr "$output" : '.*gpu-admission/node-pool In (training) points at the nodes of pool training.*') -ne 0 ]
+  route deployment_pool_label_spoofed.json
+  [ $(expr "$output" : '.*names pool interactive, but the workload.s labels place it in pool batch.*') -ne 0 ]
+  route deployment_toleration_other_pool.json
+  [ $(expr "$output" : '.*tolerates the taint of pool interactive (dedicated=interactive:NoSchedule).*') -ne 0 ]
+  route deployment_priority_not_allowed.json
+  [ $(expr "$output" : ".*'system-cluster-critical' is not allowed: pool batch allows batch-low, batch-high.*") -ne 0 ]
+  for request in deployment_nodeselector_other_pool.json deployment_affinity_other_pool.json deployment_pool_label_spoofed.json deployment_toleration_other_pool.json deployment_priority_not_allowed.json; do
+    route "$request"
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  done
+}
+
+@test "overlapping pools are invalid settings" {
+  route deployment_no_pool.json "$DATA/settings_invalid_overlap.yml"
+  [ "$status" -eq 1 ]
+  [ $(expr "$output" : '.*Provided settings are not valid: pools\[1\].selector: pool everything overlaps pool batch.*') -ne 0 ]
+}
+
+@test "an invalid toleration is invalid settings" {
+  route deployment_no_pool.json "$DATA/settings_invalid_toleration.yml"
+  [ "$status" -eq 1 ]
+  [ $(expr "$output" : '.*pools\[0\].tolerations\[0\].value: operator Exists takes no value.*') -ne 0 ]
+}

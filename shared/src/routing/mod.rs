@@ -1,0 +1,451 @@
+//! gpu-pool-routing-policy: steer every GPU workload to its node pool, by mutation.
+//!
+//! Settings describe pools: which workloads belong to one (a label selector on the pod
+//! template, optionally namespaces) and what joining it means (nodeSelector entries,
+//! tolerations, a priority class, required node affinity). For each GPU pod template of
+//! an admitted object the policy picks the one pool its labels match (pools are validated
+//! to be disjoint), or the default pool, or denies (fail closed). It then either denies
+//! the workload because it already contradicts its pool ([`conflicts`]), or adds what is
+//! missing ([`change`]) including a pool label other rules can select on.
+//!
+//! - [`settings`]: the settings and their validation.
+//! - [`constraint`] / [`overlap`]: label requirements as sets, and why two pools are disjoint.
+//! - [`conflicts`]: contradictions between a template and its pool.
+//! - [`change`]: the routing change as data ([`change::Routing`]) and writing it back.
+//! - [`plan`] (this module): one decision per template; [`evaluate`] turns it into a verdict.
+
+pub mod change;
+pub mod conflicts;
+pub mod constraint;
+pub mod overlap;
+pub mod settings;
+
+pub use change::Routing;
+pub use conflicts::Conflict;
+pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration, Settings};
+
+use crate::admission::{AdmissionRequest, Verdict};
+use crate::gpu::{GpuResources, pod_gpus};
+use crate::workload::{PodTemplate, Workload, pointer_to_location};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// A GPU pod template whose labels match no pool, with no default pool configured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoPool {
+    /// Where the template's labels are (`spec.template.metadata.labels`).
+    pub field: String,
+    pub location: String,
+    pub labels: BTreeMap<String, String>,
+    pub namespace: String,
+    /// Each pool and what it takes (`batch: workload-type=batch`).
+    pub pools: Vec<String>,
+}
+
+impl fmt::Display for NoPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let labels = if self.labels.is_empty() {
+            "no labels".to_string()
+        } else {
+            let pairs: Vec<String> = self
+                .labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            format!("labels {}", pairs.join(", "))
+        };
+        write!(
+            f,
+            "{}: the GPU pod template at {} ({labels}) in namespace {} matches no GPU pool; {}. Label the pod template so that it matches one of them, or ask the cluster admins to set defaultPool",
+            self.field,
+            self.location,
+            if self.namespace.is_empty() {
+                "(none)"
+            } else {
+                &self.namespace
+            },
+            self.pools.join("; ")
+        )
+    }
+}
+
+/// What the policy decided for one pod template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The template asks for no GPU: left alone.
+    NotGpu,
+    /// The template joins a pool; `routing` is what is missing (empty when routed already).
+    Route { routing: Routing, by_default: bool },
+    /// The template contradicts its pool.
+    Deny(Vec<Conflict>),
+    /// No pool matches and there is no default pool.
+    NoPool(NoPool),
+}
+
+/// One template's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TemplatePlan {
+    /// Where the PodSpec is (`spec.template.spec`).
+    pub location: String,
+    pub outcome: Outcome,
+}
+
+/// The decisions for every pod template of a workload.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub templates: Vec<TemplatePlan>,
+}
+
+impl Plan {
+    /// The denial messages, in template order.
+    pub fn denials(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for t in &self.templates {
+            match &t.outcome {
+                Outcome::Deny(conflicts) => out.extend(conflicts.iter().map(ToString::to_string)),
+                Outcome::NoPool(no_pool) => out.push(no_pool.to_string()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The non-empty routings, with the template index.
+    pub fn changes(&self) -> impl Iterator<Item = (usize, &Routing)> {
+        self.templates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| match &t.outcome {
+                Outcome::Route { routing, .. } if !routing.is_empty() => Some((i, routing)),
+                _ => None,
+            })
+    }
+
+    /// True when every template is left alone or already routed.
+    pub fn is_settled(&self) -> bool {
+        self.denials().is_empty() && self.changes().next().is_none()
+    }
+}
+
+/// The pool `labels` in `namespace` belong to (the first match; settings validation makes
+/// pools disjoint), and whether it is the default pool.
+pub fn choose_pool<'s>(
+    settings: &'s Settings,
+    labels: &BTreeMap<String, String>,
+    namespace: &str,
+) -> Option<(&'s Pool, bool)> {
+    if let Some(pool) = settings.pools.iter().find(|p| p.matches(labels, namespace)) {
+        return Some((pool, false));
+    }
+    settings
+        .default_pool
+        .as_deref()
+        .and_then(|name| settings.pool(name))
+        .map(|p| (p, true))
+}
+
+/// The GPU resource names a template asks for, or `None` when it asks for no GPU.
+fn gpu_resources(template: &PodTemplate, names: &GpuResources) -> Option<BTreeSet<String>> {
+    let gpus = pod_gpus(&template.spec, names);
+    if !gpus.uses_gpu() {
+        return None;
+    }
+    let mut out: BTreeSet<String> = gpus
+        .containers
+        .iter()
+        .flat_map(|c| c.gpus.keys().cloned())
+        .collect();
+    out.extend(gpus.pod_level.keys().cloned());
+    Some(out)
+}
+
+/// The decision for every pod template of `workload` in `namespace`.
+pub fn plan(
+    settings: &Settings,
+    workload: &Workload,
+    names: &GpuResources,
+    namespace: &str,
+) -> Plan {
+    // A bare Pod's priority is resolved by the Priority admission plugin before webhooks
+    // run: setting only the class name would leave the pod at the old priority.
+    let sets_priority = !workload.is_pod();
+    let mut templates = Vec::with_capacity(workload.templates.len());
+    for t in &workload.templates {
+        let outcome = match gpu_resources(t, names) {
+            None => Outcome::NotGpu,
+            Some(resources) => match choose_pool(settings, &t.meta.labels, namespace) {
+                None => Outcome::NoPool(NoPool {
+                    field: format!("{}.labels", pointer_to_location(&t.metadata_pointer)),
+                    location: t.location.clone(),
+                    labels: t.meta.labels.clone(),
+                    namespace: namespace.to_string(),
+                    pools: settings
+                        .pools
+                        .iter()
+                        .map(|p| format!("pool {} takes {}", p.name, p.describe_membership()))
+                        .collect(),
+                }),
+                Some((pool, by_default)) => {
+                    let conflicts = conflicts::find(settings, pool, t, &resources, sets_priority);
+                    if conflicts.is_empty() {
+                        Outcome::Route {
+                            routing: change::routing_for(
+                                pool,
+                                t,
+                                &settings.pool_label_key,
+                                sets_priority,
+                            ),
+                            by_default,
+                        }
+                    } else {
+                        Outcome::Deny(conflicts)
+                    }
+                }
+            },
+        };
+        templates.push(TemplatePlan {
+            location: t.location.clone(),
+            outcome,
+        });
+    }
+    Plan { templates }
+}
+
+/// What routing reads from one template; an UPDATE that leaves it unchanged cannot have
+/// changed which pool the template belongs to or how it is scheduled.
+#[derive(Debug, Clone, PartialEq)]
+struct RoutingView {
+    uses_gpu: bool,
+    pool: Option<String>,
+    pool_label: Option<String>,
+    scheduling: [Value; 4],
+}
+
+fn routing_views(
+    object: &Value,
+    settings: &Settings,
+    names: &GpuResources,
+    namespace: &str,
+) -> Option<BTreeMap<String, RoutingView>> {
+    let workload = Workload::from_object(object, &settings.custom_kinds).ok()?;
+    let views = workload
+        .templates
+        .iter()
+        .map(|t| {
+            let spec = object.pointer(&t.spec_pointer);
+            let field = |pointer: &str| {
+                spec.and_then(|s| s.pointer(pointer))
+                    .cloned()
+                    .unwrap_or(Value::Null)
+            };
+            let view = RoutingView {
+                uses_gpu: gpu_resources(t, names).is_some(),
+                pool: choose_pool(settings, &t.meta.labels, namespace).map(|(p, _)| p.name.clone()),
+                pool_label: t.meta.labels.get(&settings.pool_label_key).cloned(),
+                scheduling: [
+                    field("/nodeSelector"),
+                    field("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"),
+                    field("/tolerations"),
+                    field("/priorityClassName"),
+                ],
+            };
+            (t.spec_pointer.clone(), view)
+        })
+        .collect();
+    Some(views)
+}
+
+/// The namespace of the request (or of the object, for requests that omit it).
+fn namespace_of(request: &AdmissionRequest) -> String {
+    if !request.namespace.is_empty() {
+        return request.namespace.clone();
+    }
+    request
+        .object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `Deployment/name` of the object's controller, from `metadata.ownerReferences`.
+fn controller_of(object: &Value) -> Option<String> {
+    object
+        .pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
+        .map(|o| {
+            let text = |k: &str| o.get(k).and_then(Value::as_str).unwrap_or("?");
+            format!("{}/{}", text("kind"), text("name"))
+        })
+}
+
+/// Kinds whose pod template cannot change after creation: a routing mutation on UPDATE
+/// would be refused by the API server ("field is immutable").
+fn template_is_immutable(workload: &Workload) -> bool {
+    workload.is_pod() || (workload.group == "batch" && workload.kind == "Job")
+}
+
+/// At most this many problems are spelled out in one denial (a request with thousands of
+/// bad tolerations must not produce a megabyte of message).
+const MAX_REPORTED: usize = 10;
+
+/// Decides one admission request.
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    if !request.creates_or_updates() || request.object.is_null() {
+        return Verdict::accept();
+    }
+    let namespace = namespace_of(request);
+    if settings.exempt_namespaces.contains(&namespace) {
+        return Verdict::accept();
+    }
+    let object = &request.object;
+    // An object on its way out: never block the finalizer removals that delete it.
+    if request.is_update()
+        && object
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|v| !v.is_null())
+    {
+        return Verdict::accept();
+    }
+    let workload = match Workload::from_object(object, &settings.custom_kinds) {
+        Ok(w) => w,
+        Err(e) => {
+            let kind = object
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or("object");
+            return Verdict::reject(format!(
+                "cannot route this {kind}: {e}; fix the object so its pod templates can be read"
+            ))
+            .with_code(400);
+        }
+    };
+    let names = GpuResources::new(&settings.extra_gpu_resources);
+    let plan = plan(settings, &workload, &names, &namespace);
+    let kind = format!("{}/{}", workload.kind, workload.meta.name);
+
+    if request.is_update()
+        && template_is_immutable(&workload)
+        && !plan.is_settled()
+        && routing_views(object, settings, &names, &namespace)
+            == routing_views(&request.old_object, settings, &names, &namespace)
+    {
+        // The update does not touch what routing reads, and the template cannot change
+        // any more: let metadata updates (finalizers, annotations) through.
+        return Verdict::accept().with_warning(format!(
+            "{kind} is not routed as its pool requires ({}); it was admitted before, and its pod template cannot change after creation, so this update is let through unchanged",
+            summary(&plan)
+        ));
+    }
+
+    let mut denials = plan.denials();
+    if !denials.is_empty() {
+        if denials.len() > MAX_REPORTED {
+            let more = denials.len() - MAX_REPORTED;
+            denials.truncate(MAX_REPORTED);
+            denials.push(format!("and {more} more"));
+        }
+        return Verdict::reject(denials.join("; "));
+    }
+
+    let mut warnings = Vec::new();
+    for t in &plan.templates {
+        if let Outcome::Route {
+            routing,
+            by_default: true,
+        } = &t.outcome
+        {
+            warnings.push(format!(
+                "{}: the pod template's labels match no pool, so it runs in the default pool {}",
+                t.location, routing.pool
+            ));
+        }
+    }
+    // Only at CREATE: later metadata updates of the Pod need not hear it again.
+    if workload.is_pod() && request.is_create() {
+        for (t, tp) in workload.templates.iter().zip(&plan.templates) {
+            if let Outcome::Route { routing, .. } = &tp.outcome
+                && t.spec
+                    .priority_class_name
+                    .as_deref()
+                    .unwrap_or("")
+                    .is_empty()
+                && let Some(pc) = settings
+                    .pool(&routing.pool)
+                    .and_then(|p| p.priority_class_name.as_deref())
+            {
+                warnings.push(format!(
+                    "spec.priorityClassName: pool {} runs its workloads with priority class {pc}, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: {pc} (Pods of routed Deployments, Jobs and other controllers already carry it)",
+                    routing.pool
+                ));
+            }
+        }
+    }
+
+    let changes: Vec<(usize, &Routing)> = plan.changes().collect();
+    if changes.is_empty() {
+        return with_warnings(Verdict::accept(), warnings);
+    }
+    if request.is_update()
+        && workload.is_pod()
+        && let Some((routing, field)) = changes
+            .iter()
+            .find_map(|(_, r)| r.changes_spec().map(|f| (r, f)))
+    {
+        return Verdict::reject(format!(
+            "spec.{field}: this running Pod would have to join pool {} ({}), but a Pod's scheduling fields cannot change after creation; delete the Pod and create it again",
+            routing.pool,
+            summary(&plan)
+        ));
+    }
+    if !workload.is_pod()
+        && let Some(owner) = controller_of(object)
+    {
+        // Another controller manages this object and compares it with what it wants: the
+        // Deployment controller finds its ReplicaSet by pod template, so a changed template
+        // makes it create ReplicaSets in a loop; others re-apply their version. Leave it;
+        // its Pods are routed when they are created.
+        warnings.push(format!(
+            "{kind} is controlled by {owner}, whose pod template is not routed ({}); the policy does not change objects another controller manages, and routes their Pods when they are created. Route {owner} itself: update it (e.g. kubectl rollout restart), or list its kind in customKinds",
+            summary(&plan)
+        ));
+        return with_warnings(Verdict::accept(), warnings);
+    }
+
+    let mut mutated = object.clone();
+    for (i, routing) in changes {
+        let Some(template) = workload.templates.get(i) else {
+            continue;
+        };
+        if let Err(e) = change::apply(&mut mutated, template, routing) {
+            return Verdict::reject(format!("cannot route this {}: {e}", workload.kind))
+                .with_code(400);
+        }
+    }
+    with_warnings(Verdict::mutate(mutated), warnings)
+}
+
+fn with_warnings(mut verdict: Verdict, warnings: Vec<String>) -> Verdict {
+    verdict.warnings.extend(warnings);
+    verdict
+}
+
+/// One line per template that is not settled, for warnings.
+fn summary(plan: &Plan) -> String {
+    let mut parts: Vec<String> = plan
+        .changes()
+        .filter_map(|(i, r)| {
+            plan.templates
+                .get(i)
+                .map(|t| format!("{}: {r}", t.location))
+        })
+        .collect();
+    parts.extend(plan.denials());
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,609 @@
+//! The routing policy's settings: pools, the pool label, the default pool, and their
+//! validation. Every error starts with the field it found wrong.
+
+use super::constraint::KeyConstraint;
+use super::overlap;
+use crate::admission::ValidateSettings;
+use crate::podspec::Toleration;
+use crate::selector::LabelSelector;
+use crate::settings::{
+    CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
+    validate_resource_names,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// The pod label that records a workload's pool, unless `poolLabelKey` says otherwise.
+pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+
+/// Settings of gpu-pool-routing-policy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Settings {
+    /// The pod template label set to the pool's name (default `gpu-admission/pool`).
+    pub pool_label_key: String,
+    /// The pools, each with the workloads it takes and what joining it means.
+    pub pools: Vec<Pool>,
+    /// Where a GPU workload that matches no pool goes; unset (or empty): it is denied.
+    #[serde(deserialize_with = "empty_as_none")]
+    pub default_pool: Option<String>,
+    /// More GPU resource names (exact, or a prefix ending in `*`).
+    pub extra_gpu_resources: Vec<String>,
+    /// Where custom resources keep their pod templates.
+    pub custom_kinds: Vec<CustomKind>,
+    /// Namespaces the policy lets through untouched (exact, or a prefix ending in `*`).
+    pub exempt_namespaces: NamespaceList,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            pool_label_key: DEFAULT_POOL_LABEL_KEY.to_string(),
+            pools: Vec::new(),
+            default_pool: None,
+            extra_gpu_resources: Vec::new(),
+            custom_kinds: Vec::new(),
+            exempt_namespaces: NamespaceList::default(),
+        }
+    }
+}
+
+/// One pool: which GPU workloads belong to it and what joining it means.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Pool {
+    /// The pool's name, written as the value of the pool label.
+    pub name: String,
+    /// Matched against the pod template's labels; empty matches every workload.
+    pub selector: LabelSelector,
+    /// When set (and not empty), only workloads in these namespaces belong to the pool.
+    #[serde(deserialize_with = "empty_as_none")]
+    pub namespaces: Option<NamespaceList>,
+    /// Node labels of the pool's nodes, merged into the pod's `nodeSelector`.
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations for the taints of the pool's nodes.
+    pub tolerations: Vec<PoolToleration>,
+    /// Set on pod templates that have no priority class.
+    #[serde(deserialize_with = "empty_as_none")]
+    pub priority_class_name: Option<String>,
+    /// Priority classes a workload may set itself; unset: only `priorityClassName`.
+    pub allowed_priority_classes: Option<Vec<String>>,
+    /// Node selector requirements merged into every required node affinity term.
+    pub required_node_affinity: Vec<NodeRequirement>,
+}
+
+/// Values that have an empty form (`""`, `[]`) read as unset: forms such as Rancher's
+/// send empty values for fields left blank.
+trait Empty {
+    fn is_empty_value(&self) -> bool;
+}
+
+impl Empty for String {
+    fn is_empty_value(&self) -> bool {
+        self.is_empty()
+    }
+}
+
+impl Empty for NamespaceList {
+    fn is_empty_value(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn empty_as_none<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de> + Empty,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.filter(|v| !v.is_empty_value()))
+}
+
+/// A toleration in settings (strict: unknown fields are errors, so a typo cannot widen it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct PoolToleration {
+    pub key: String,
+    /// `Equal` (also when empty) or `Exists`.
+    pub operator: String,
+    pub value: String,
+    /// `NoSchedule`, `PreferNoSchedule`, `NoExecute`, or empty for all effects.
+    pub effect: String,
+    pub toleration_seconds: Option<i64>,
+}
+
+impl PoolToleration {
+    /// The toleration as written into a pod spec (empty fields omitted).
+    pub fn to_toleration(&self) -> Toleration {
+        let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        Toleration {
+            key: some(&self.key),
+            operator: some(&self.operator),
+            value: some(&self.value),
+            effect: some(&self.effect),
+            toleration_seconds: self.toleration_seconds,
+        }
+    }
+}
+
+/// A node selector requirement in settings: `key`, `operator` (`In`, `NotIn`, `Exists`,
+/// `DoesNotExist`, `Gt`, `Lt`) and `values`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct NodeRequirement {
+    pub key: String,
+    pub operator: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<String>,
+}
+
+impl NodeRequirement {
+    /// The requirement as written into a node selector term.
+    pub fn to_json(&self) -> Value {
+        if self.values.is_empty() {
+            json!({"key": self.key, "operator": self.operator})
+        } else {
+            json!({"key": self.key, "operator": self.operator, "values": self.values})
+        }
+    }
+
+    /// `key In (a, b)`, for messages.
+    pub fn describe(&self) -> String {
+        describe_requirement(&self.key, &self.operator, &self.values)
+    }
+}
+
+/// `key In (a, b)` / `key Exists`.
+pub fn describe_requirement(key: &str, operator: &str, values: &[String]) -> String {
+    if values.is_empty() {
+        format!("{key} {operator}")
+    } else {
+        format!("{key} {operator} ({})", values.join(", "))
+    }
+}
+
+impl Pool {
+    /// True when a workload in `namespace` may belong to this pool.
+    pub fn admits_namespace(&self, namespace: &str) -> bool {
+        self.namespaces
+            .as_ref()
+            .is_none_or(|list| list.contains(namespace))
+    }
+
+    /// True when a pod template with `labels` in `namespace` belongs to this pool.
+    pub fn matches(&self, labels: &BTreeMap<String, String>, namespace: &str) -> bool {
+        self.admits_namespace(namespace) && self.selector.matches(labels)
+    }
+
+    /// What the pool requires of its nodes' labels, per key: the nodeSelector entries and
+    /// the requiredNodeAffinity requirements, intersected.
+    pub fn node_constraints(&self) -> BTreeMap<String, KeyConstraint> {
+        let mut out: BTreeMap<String, KeyConstraint> = BTreeMap::new();
+        for (k, v) in &self.node_selector {
+            out.insert(k.clone(), KeyConstraint::equal(v));
+        }
+        for r in &self.required_node_affinity {
+            let c = KeyConstraint::from_operator(&r.operator, &r.values);
+            let merged = match out.get(&r.key) {
+                Some(prev) => prev.intersect(&c),
+                None => c,
+            };
+            out.insert(r.key.clone(), merged);
+        }
+        out
+    }
+
+    /// The priority classes a workload of this pool may carry.
+    pub fn allowed_priority_classes(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .allowed_priority_classes
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        if let Some(pc) = self.priority_class_name.as_deref()
+            && !out.contains(&pc)
+        {
+            out.insert(0, pc);
+        }
+        out
+    }
+
+    /// `workload-type=batch in namespaces ml-*`, for messages.
+    pub fn describe_membership(&self) -> String {
+        let labels = if self.selector.is_empty() {
+            "any labels".to_string()
+        } else {
+            self.selector.to_query()
+        };
+        match &self.namespaces {
+            Some(list) => format!("{labels} in namespaces {}", list.0.join(", ")),
+            None => labels,
+        }
+    }
+}
+
+impl Settings {
+    /// The pool named `name`.
+    pub fn pool(&self, name: &str) -> Option<&Pool> {
+        self.pools.iter().find(|p| p.name == name)
+    }
+}
+
+const TOLERATION_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecute"];
+const NODE_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
+
+impl ValidateSettings for Settings {
+    fn validate(&self) -> Result<(), String> {
+        validate_label_key("poolLabelKey", &self.pool_label_key)?;
+        if self.pools.is_empty() {
+            return Err(
+                "pools: configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied"
+                    .into(),
+            );
+        }
+        for (i, pool) in self.pools.iter().enumerate() {
+            validate_pool(&format!("pools[{i}]"), pool, &self.pool_label_key)?;
+            if let Some(j) = self.pools[..i].iter().position(|p| p.name == pool.name) {
+                return Err(format!(
+                    "pools[{i}].name: '{}' is already the name of pools[{j}]; pool names must be unique",
+                    pool.name
+                ));
+            }
+        }
+        for (i, pool) in self.pools.iter().enumerate() {
+            for (j, other) in self.pools[..i].iter().enumerate() {
+                if let Some(example) = overlap::overlap(other, pool) {
+                    return Err(format!(
+                        "pools[{i}].selector: pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
+                        pool.name, other.name
+                    ));
+                }
+            }
+        }
+        if let Some(default) = &self.default_pool
+            && self.pool(default).is_none()
+        {
+            let names: Vec<&str> = self.pools.iter().map(|p| p.name.as_str()).collect();
+            return Err(format!(
+                "defaultPool: '{default}' names no pool; use one of {} or remove defaultPool (GPU workloads that match no pool are then denied)",
+                names.join(", ")
+            ));
+        }
+        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
+        validate_custom_kinds("customKinds", &self.custom_kinds)?;
+        self.exempt_namespaces.validate("exemptNamespaces")?;
+        Ok(())
+    }
+}
+
+fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), String> {
+    if pool.name.is_empty() {
+        return Err(format!(
+            "{field}.name: must not be empty (it becomes the value of the pool label)"
+        ));
+    }
+    validate_label_value(&format!("{field}.name"), &pool.name)?;
+
+    let selector_field = format!("{field}.selector");
+    pool.selector.validate(&selector_field)?;
+    let uses_pool_label = pool.selector.match_labels.contains_key(pool_label_key)
+        || pool
+            .selector
+            .match_expressions
+            .iter()
+            .any(|r| r.key == pool_label_key);
+    if uses_pool_label {
+        return Err(format!(
+            "{selector_field}: must not select on the pool label {pool_label_key}: the policy sets it, and users could pick their pool by setting it themselves; select on what the workload is (e.g. workload-type: batch)"
+        ));
+    }
+    if let Some(key) = overlap::unsatisfiable_key(&pool.selector) {
+        return Err(format!(
+            "{selector_field}: the requirements on label {key} contradict each other, so the pool can never match; remove one of them"
+        ));
+    }
+    if let Some(list) = &pool.namespaces {
+        list.validate(&format!("{field}.namespaces"))?;
+    }
+
+    for (k, v) in &pool.node_selector {
+        validate_label_key(&format!("{field}.nodeSelector"), k)?;
+        validate_label_value(&format!("{field}.nodeSelector.{k}"), v)?;
+    }
+    for (j, r) in pool.required_node_affinity.iter().enumerate() {
+        validate_node_requirement(&format!("{field}.requiredNodeAffinity[{j}]"), r)?;
+    }
+    if pool.node_selector.is_empty() && pool.required_node_affinity.is_empty() {
+        return Err(format!(
+            "{field}: give a nodeSelector or requiredNodeAffinity: without either the pool cannot steer workloads to its nodes (tolerations only allow, they do not attract)"
+        ));
+    }
+    for (key, constraint) in pool.node_constraints() {
+        if constraint.is_empty() {
+            return Err(format!(
+                "{field}.requiredNodeAffinity: the requirements on node label {key} contradict the pool's nodeSelector or each other, so no node can match; make them agree"
+            ));
+        }
+    }
+
+    for (j, t) in pool.tolerations.iter().enumerate() {
+        validate_toleration(&format!("{field}.tolerations[{j}]"), t)?;
+    }
+
+    if let Some(pc) = &pool.priority_class_name {
+        validate_object_name(&format!("{field}.priorityClassName"), pc)?;
+    }
+    for (j, pc) in pool.allowed_priority_classes.iter().flatten().enumerate() {
+        validate_object_name(&format!("{field}.allowedPriorityClasses[{j}]"), pc)?;
+    }
+    Ok(())
+}
+
+fn validate_node_requirement(field: &str, r: &NodeRequirement) -> Result<(), String> {
+    validate_label_key(&format!("{field}.key"), &r.key)?;
+    match r.operator.as_str() {
+        "In" | "NotIn" if r.values.is_empty() => Err(format!(
+            "{field}.values: {} needs at least one value",
+            r.operator
+        )),
+        "Exists" | "DoesNotExist" if !r.values.is_empty() => Err(format!(
+            "{field}.values: {} takes no values; remove them",
+            r.operator
+        )),
+        "Gt" | "Lt"
+            if r.values.len() != 1
+                || r.values
+                    .first()
+                    .and_then(|v| v.parse::<i64>().ok())
+                    .is_none() =>
+        {
+            Err(format!(
+                "{field}.values: {} takes exactly one integer value (got {:?})",
+                r.operator, r.values
+            ))
+        }
+        op if !NODE_OPERATORS.contains(&op) => Err(format!(
+            "{field}.operator: '{op}' is not one of {}",
+            NODE_OPERATORS.join(", ")
+        )),
+        _ => {
+            for (k, v) in r.values.iter().enumerate() {
+                validate_label_value(&format!("{field}.values[{k}]"), v)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+fn validate_toleration(field: &str, t: &PoolToleration) -> Result<(), String> {
+    match t.operator.as_str() {
+        "Exists" => {
+            if !t.value.is_empty() {
+                return Err(format!(
+                    "{field}.value: operator Exists takes no value (got '{}'); remove the value, or use operator Equal",
+                    t.value
+                ));
+            }
+        }
+        "" | "Equal" => {}
+        other => {
+            return Err(format!(
+                "{field}.operator: '{other}' is not Equal or Exists"
+            ));
+        }
+    }
+    if t.key.is_empty() {
+        return Err(format!(
+            "{field}.key: name the taint key of the pool's nodes; a toleration without a key tolerates every taint"
+        ));
+    }
+    validate_label_key(&format!("{field}.key"), &t.key)?;
+    validate_label_value(&format!("{field}.value"), &t.value)?;
+    if !t.effect.is_empty() && !TOLERATION_EFFECTS.contains(&t.effect.as_str()) {
+        return Err(format!(
+            "{field}.effect: '{}' is not one of {} (or empty for all effects)",
+            t.effect,
+            TOLERATION_EFFECTS.join(", ")
+        ));
+    }
+    if let Some(seconds) = t.toleration_seconds
+        && t.effect != "NoExecute"
+    {
+        return Err(format!(
+            "{field}.tolerationSeconds: only applies to effect NoExecute (got {seconds} with effect '{}'); remove it or set effect: NoExecute",
+            t.effect
+        ));
+    }
+    Ok(())
+}
+
+/// A Kubernetes object name (DNS subdomain: lowercase letters, digits, '-', '.').
+fn validate_object_name(field: &str, name: &str) -> Result<(), String> {
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        !b.is_empty()
+            && b.len() <= 63
+            && b.iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+            && b.first().is_some_and(|c| c.is_ascii_alphanumeric())
+            && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
+    };
+    if name.len() <= 253 && name.split('.').all(label_ok) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{field}: '{name}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    /// Two disjoint pools that validate.
+    pub(crate) fn base() -> Value {
+        json!({
+            "pools": [
+                {"name": "batch", "selector": {"matchLabels": {"workload-type": "batch"}},
+                 "nodeSelector": {"gpu-admission/node-pool": "batch"},
+                 "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
+                 "priorityClassName": "batch-low"},
+                {"name": "interactive", "selector": {"matchLabels": {"workload-type": "interactive"}},
+                 "nodeSelector": {"gpu-admission/node-pool": "interactive"}}
+            ]
+        })
+    }
+
+    fn settings(v: Value) -> Settings {
+        serde_json::from_value(v).unwrap()
+    }
+
+    /// `v` with `value` at `pointer` (the last member is created when missing).
+    fn with(mut v: Value, pointer: &str, value: Value) -> Value {
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        match v.pointer_mut(parent).unwrap() {
+            Value::Array(items) => items[key.parse::<usize>().unwrap()] = value,
+            other => {
+                other
+                    .as_object_mut()
+                    .unwrap()
+                    .insert(key.to_string(), value);
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn defaults_and_base_settings() {
+        let d = Settings::default();
+        assert_eq!(d.pool_label_key, "gpu-admission/pool");
+        assert_eq!(settings(json!({})), d);
+        let err = d.validate().unwrap_err();
+        assert!(
+            err.starts_with("pools: configure at least one pool"),
+            "{err}"
+        );
+        settings(base()).validate().unwrap();
+    }
+
+    #[rstest]
+    #[case::top_level("", "pool")]
+    #[case::pool("/pools/0", "nodeselector")]
+    #[case::toleration("/pools/0/tolerations/0", "efect")]
+    #[case::selector("/pools/0/selector", "matchLabel")]
+    fn unknown_fields_are_rejected_at_every_level(#[case] at: &str, #[case] field: &str) {
+        let mut v = base();
+        v.pointer_mut(at)
+            .and_then(Value::as_object_mut)
+            .unwrap()
+            .insert(field.into(), json!({}));
+        let err = serde_json::from_value::<Settings>(v).unwrap_err();
+        assert!(err.to_string().contains(field), "{err}");
+    }
+
+    #[rstest]
+    #[case::bad_label_key(json!({"poolLabelKey": "bad key"}), "poolLabelKey:")]
+    #[case::empty_name(with(base(), "/pools/1/name", json!("")), "pools[1].name: must not be empty")]
+    #[case::name_not_a_label_value(with(base(), "/pools/1/name", json!("Inter active")), "pools[1].name:")]
+    #[case::duplicate_name(with(base(), "/pools/1/name", json!("batch")), "pools[1].name: 'batch' is already the name of pools[0]")]
+    #[case::selector_invalid(with(base(), "/pools/0/selector", json!({"matchLabels": {"bad key": "x"}})), "pools[0].selector.matchLabels:")]
+    #[case::selector_on_pool_label(with(base(), "/pools/0/selector", json!({"matchLabels": {"gpu-admission/pool": "batch"}})), "pools[0].selector: must not select on the pool label gpu-admission/pool")]
+    #[case::selector_contradicts_itself(with(base(), "/pools/0/selector", json!({"matchLabels": {"workload-type": "batch"}, "matchExpressions": [{"key": "workload-type", "operator": "NotIn", "values": ["batch"]}]})), "pools[0].selector: the requirements on label workload-type contradict")]
+    #[case::bad_namespace(with(base(), "/pools/0/namespaces", json!(["Team"])), "pools[0].namespaces[0]:")]
+    #[case::node_selector_key(with(base(), "/pools/0/nodeSelector", json!({"bad key": "x"})), "pools[0].nodeSelector:")]
+    #[case::node_selector_value(with(base(), "/pools/0/nodeSelector", json!({"pool": "a b"})), "pools[0].nodeSelector.pool:")]
+    #[case::cannot_steer(with(base(), "/pools/1/nodeSelector", json!({})), "pools[1]: give a nodeSelector or requiredNodeAffinity")]
+    #[case::affinity_operator(with(base(), "/pools/1/requiredNodeAffinity", json!([{"key": "k", "operator": "Maybe"}])), "pools[1].requiredNodeAffinity[0].operator: 'Maybe'")]
+    #[case::affinity_in_without_values(with(base(), "/pools/1/requiredNodeAffinity", json!([{"key": "k", "operator": "In"}])), "pools[1].requiredNodeAffinity[0].values: In needs")]
+    #[case::affinity_exists_with_values(with(base(), "/pools/1/requiredNodeAffinity", json!([{"key": "k", "operator": "Exists", "values": ["x"]}])), "pools[1].requiredNodeAffinity[0].values: Exists takes no values")]
+    #[case::affinity_gt_not_integer(with(base(), "/pools/1/requiredNodeAffinity", json!([{"key": "k", "operator": "Gt", "values": ["x"]}])), "pools[1].requiredNodeAffinity[0].values: Gt takes exactly one integer")]
+    #[case::affinity_contradicts_node_selector(with(base(), "/pools/1/requiredNodeAffinity", json!([{"key": "gpu-admission/node-pool", "operator": "NotIn", "values": ["interactive"]}])), "pools[1].requiredNodeAffinity: the requirements on node label gpu-admission/node-pool contradict")]
+    #[case::toleration_exists_with_value(with(base(), "/pools/0/tolerations/0/operator", json!("Exists")), "pools[0].tolerations[0].value: operator Exists takes no value")]
+    #[case::toleration_operator(with(base(), "/pools/0/tolerations/0/operator", json!("equals")), "pools[0].tolerations[0].operator: 'equals'")]
+    #[case::toleration_effect(with(base(), "/pools/0/tolerations/0/effect", json!("NoScheduling")), "pools[0].tolerations[0].effect: 'NoScheduling'")]
+    #[case::toleration_without_key(with(base(), "/pools/0/tolerations/0", json!({"operator": "Exists"})), "pools[0].tolerations[0].key: name the taint key")]
+    #[case::toleration_seconds_without_no_execute(with(base(), "/pools/0/tolerations/0/tolerationSeconds", json!(30)), "pools[0].tolerations[0].tolerationSeconds: only applies to effect NoExecute")]
+    #[case::priority_class_name(with(base(), "/pools/0/priorityClassName", json!("Batch_Low")), "pools[0].priorityClassName: 'Batch_Low'")]
+    #[case::allowed_priority_classes(with(base(), "/pools/0/allowedPriorityClasses", json!(["ok", "NOT OK"])), "pools[0].allowedPriorityClasses[1]:")]
+    #[case::default_pool_unknown(with(base(), "/defaultPool", json!("training")), "defaultPool: 'training' names no pool; use one of batch, interactive")]
+    #[case::extra_gpu_resources(with(base(), "/extraGpuResources", json!(["tpu"])), "extraGpuResources[0]:")]
+    #[case::exempt_namespaces(with(base(), "/exemptNamespaces", json!(["*"])), "exemptNamespaces[0]:")]
+    #[case::overlapping_pools(with(base(), "/pools/1/selector", json!({})), "pools[1].selector: pool interactive overlaps pool batch (pools[0]): a pod template labelled workload-type=batch in any namespace matches both")]
+    fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
+        let v = if v.get("pools").is_none() {
+            let mut b = base();
+            for (k, x) in v.as_object().unwrap() {
+                b[k] = x.clone();
+            }
+            b
+        } else {
+            v
+        };
+        let err = settings(v).validate().unwrap_err();
+        assert!(
+            err.starts_with(prefix),
+            "{err}\n  expected prefix: {prefix}"
+        );
+    }
+
+    #[rstest]
+    #[case::default_pool(with(base(), "/defaultPool", json!("interactive")))]
+    #[case::disjoint_by_namespace(with(with(with(base(), "/pools/1/selector", json!({})), "/pools/1/namespaces", json!(["serving-*"])), "/pools/0/namespaces", json!(["team-*", "ml"])))]
+    #[case::affinity_only(with(with(base(), "/pools/1/nodeSelector", json!({})), "/pools/1/requiredNodeAffinity", json!([{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4"]}])))]
+    #[case::toleration_no_execute_seconds(with(base(), "/pools/0/tolerations", json!([{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}])))]
+    #[case::custom_kinds(with(base(), "/customKinds", serde_json::to_value(crate::workload::presets::all()).unwrap()))]
+    fn valid_settings(#[case] v: Value) {
+        settings(v).validate().unwrap();
+    }
+
+    #[test]
+    fn empty_form_values_read_as_unset() {
+        let s = settings(
+            json!({"defaultPool": "", "pools": [{"name": "a", "namespaces": [],
+            "priorityClassName": "", "nodeSelector": {"pool": "a"}}]}),
+        );
+        assert_eq!(s.default_pool, None);
+        assert_eq!(s.pools[0].namespaces, None);
+        assert_eq!(s.pools[0].priority_class_name, None);
+        s.validate().unwrap();
+        assert!(s.pools[0].admits_namespace("any"));
+        let nulls = settings(
+            json!({"defaultPool": null, "pools": [{"name": "a", "namespaces": null,
+            "priorityClassName": null, "nodeSelector": {"pool": "a"}}]}),
+        );
+        assert_eq!(nulls, s);
+    }
+
+    #[test]
+    fn pool_helpers() {
+        let s = settings(with(
+            base(),
+            "/pools/0/allowedPriorityClasses",
+            json!(["batch-high"]),
+        ));
+        let batch = s.pool("batch").unwrap();
+        assert_eq!(
+            batch.allowed_priority_classes(),
+            vec!["batch-low", "batch-high"]
+        );
+        assert_eq!(
+            s.pool("interactive").unwrap().allowed_priority_classes(),
+            Vec::<&str>::new()
+        );
+        assert_eq!(batch.describe_membership(), "workload-type=batch");
+        assert_eq!(
+            batch.tolerations[0].to_toleration(),
+            Toleration {
+                key: Some("dedicated".into()),
+                operator: Some("Equal".into()),
+                value: Some("batch".into()),
+                effect: Some("NoSchedule".into()),
+                toleration_seconds: None
+            }
+        );
+        assert!(batch.admits_namespace("anything"));
+    }
+}
