@@ -1,6 +1,7 @@
-//! gpu-vram-fit-policy: waPC registration only. The rules live in `gpu_rules::vram`.
+//! gpu-vram-fit-policy: waPC registration only. The rules live in `gpu_rules::vram`; the
+//! model registry ConfigMap (when configured) is read through the host's `get_resource`.
 
-use gpu_rules::kubewarden as glue;
+use gpu_rules::kubewarden::{self as glue, HostCluster};
 use gpu_rules::vram::{Settings, evaluate};
 use kubewarden_policy_sdk::protocol_version_guest;
 use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
@@ -14,7 +15,9 @@ pub extern "C" fn wapc_init() {
 
 /// Decides one admission request.
 pub fn validate(payload: &[u8]) -> CallResult {
-    glue::validate(payload, evaluate)
+    glue::validate(payload, |request, settings| {
+        evaluate(request, settings, &HostCluster)
+    })
 }
 
 /// Checks the policy settings.

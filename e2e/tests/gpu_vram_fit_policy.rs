@@ -1,0 +1,673 @@
+//! gpu-vram-fit-policy, built as wasm, through the harness: every request in
+//! `policies/gpu-vram-fit-policy/test_data/` with its verdict, the exact message, warnings
+//! and audit annotations; the registry ConfigMap served from kwctl replay sessions
+//! (found, not found, malformed) and no host call without it; settings validation; the
+//! metadata; and the README quoting the messages verbatim.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gpu_e2e::metadata::Metadata;
+use gpu_e2e::{
+    CallbackRequest, ContextAwareAccess, Evaluation, Exchange, Policy, RecordedResponse,
+    ReplaySession, module_path, read_admission_request, read_settings,
+};
+use serde_json::{Value, json};
+
+fn policy() -> Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let path = module_path("gpu-vram-fit-policy").unwrap_or_else(|e| panic!("{e:#}"));
+            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
+
+fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-vram-fit-policy")
+}
+
+fn data(file: &str) -> PathBuf {
+    policy_dir().join("test_data").join(file)
+}
+
+fn evaluate(request: &str, settings: &str, session: Option<&str>) -> Evaluation {
+    let request = read_admission_request(data(request)).unwrap();
+    let settings = read_settings(data(settings)).unwrap();
+    let session = session.map(|s| ReplaySession::from_file(data(s)).unwrap());
+    policy().evaluate(&request, &settings, session).unwrap()
+}
+
+/// What one request must produce.
+struct Case {
+    request: &'static str,
+    settings: &'static str,
+    session: Option<&'static str>,
+    /// `None`: allowed; `Some(message)`: denied with exactly this message.
+    denied: Option<&'static str>,
+    warnings: &'static [&'static str],
+    /// Audit annotations that must be present with these values.
+    audit: &'static [(&'static str, &'static str)],
+    /// Quoted verbatim in the README.
+    in_readme: bool,
+}
+
+const S: &str = "settings.yml";
+
+const fn allowed(
+    request: &'static str,
+    settings: &'static str,
+    audit: &'static [(&'static str, &'static str)],
+) -> Case {
+    Case {
+        request,
+        settings,
+        session: None,
+        denied: None,
+        warnings: &[],
+        audit,
+        in_readme: false,
+    }
+}
+
+const fn denied(
+    request: &'static str,
+    settings: &'static str,
+    message: &'static str,
+    in_readme: bool,
+) -> Case {
+    Case {
+        request,
+        settings,
+        session: None,
+        denied: Some(message),
+        warnings: &[],
+        audit: &[],
+        in_readme,
+    }
+}
+
+const CASES: &[Case] = &[
+    // The DESIGN.md example: a 70B model on two 24 GB cards.
+    denied(
+        "deployment_llama_70b_on_2_a10g.json",
+        S,
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-A10G = 40 GiB usable at 90%. It does not fit on NVIDIA-A10G with up to 8 GPUs per pod. Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    allowed(
+        "deployment_llama_8b_on_l4.json",
+        S,
+        &[
+            (
+                "vram-fit",
+                "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB; the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%",
+            ),
+            ("vram-model", "meta-llama/Llama-3.1-8B-Instruct"),
+            ("vram-need-mib", "17975"),
+            ("vram-available-mib", "20730"),
+        ],
+    ),
+    allowed(
+        "deployment_llama_70b_on_4_h100.json",
+        S,
+        &[
+            ("vram-need-mib", "170653"),
+            ("vram-available-mib", "293612"),
+        ],
+    ),
+    denied(
+        "deployment_unknown_model.json",
+        S,
+        "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to the policy's models setting (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)",
+        true,
+    ),
+    Case {
+        warnings: &[
+            "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)",
+        ],
+        audit: &[(
+            "vram-fit",
+            "not checked: model 'gpt-j-6b' is not in the model registry",
+        )],
+        in_readme: true,
+        ..allowed("deployment_unknown_model.json", "settings_warn.yml", &[])
+    },
+    denied(
+        "deployment_unknown_gpu.json",
+        S,
+        "cannot check that model meta-llama/Llama-3.1-8B-Instruct fits: the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product> (e.g. NVIDIA-L4, NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3) or a pool with the pod label gpu-admission/pool",
+        true,
+    ),
+    Case {
+        warnings: &[
+            "GPU memory not checked: the GPU type of spec.template.spec is unknown (unknownGpu: warn)",
+        ],
+        in_readme: true,
+        ..allowed("deployment_unknown_gpu.json", "settings_warn.yml", &[])
+    },
+    allowed(
+        "deployment_no_model.json",
+        S,
+        &[("vram-fit", "not checked: the workload names no model")],
+    ),
+    Case {
+        warnings: &["GPU memory not checked: the workload names no model (noModel: warn)"],
+        in_readme: true,
+        ..allowed("deployment_no_model.json", "settings_warn.yml", &[])
+    },
+    denied(
+        "pod_mig_1g_10gb_llama_8b.json",
+        S,
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB GPU memory (weights 15 GiB bf16, KV cache 1 GiB for 1 x 8192 tokens, overhead 10%); the pod asks for 1 x MIG 1g.10gb = 9 GiB usable at 90%. Request nvidia.com/mig-1g.20gb: 1, or nvidia.com/gpu: 1 on NVIDIA-A10G, or 1 on NVIDIA-L4 (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    allowed(
+        "pod_mig_3g_40gb_llama_8b.json",
+        S,
+        &[(
+            "vram-fit",
+            "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB; the pod asks for 1 x MIG 3g.40gb = 36 GiB usable at 90%",
+        )],
+    ),
+    denied(
+        "pod_four_mig_slices.json",
+        S,
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB GPU memory (weights 15 GiB bf16, KV cache 1 GiB for 1 x 8192 tokens, overhead 10%); the pod asks for 4 x MIG 1g.10gb (MIG devices do not combine: counted as one per pod) = 9 GiB usable at 90%. Request nvidia.com/mig-1g.20gb: 1, or nvidia.com/gpu: 1 on NVIDIA-A10G, or 1 on NVIDIA-L4 (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    denied(
+        "pod_time_sliced_gpus.json",
+        S,
+        "model Qwen/Qwen2.5-7B-Instruct needs ~24 GiB GPU memory (weights 15 GiB bf16, KV cache 7 GiB for 4 x 32768 tokens, overhead 10%); the pod asks for 4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod) = 20 GiB usable at 90%. Request nvidia.com/gpu: 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    denied(
+        "statefulset_affinity_two_products.json",
+        S,
+        "model Qwen/Qwen2.5-7B-Instruct needs ~24 GiB GPU memory (weights 15 GiB bf16, KV cache 7 GiB for 4 x 32768 tokens, overhead 10%); the pod asks for 1 x NVIDIA-A10G = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-A10G, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    denied(
+        "deployment_pool_small.json",
+        "settings_pools.yml",
+        "model mistralai/Mixtral-8x7B-Instruct-v0.1 needs ~101 GiB GPU memory (weights 87 GiB bf16, KV cache 4 GiB for 1 x 32768 tokens, overhead 10%); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. Request nvidia.com/gpu: 8 on NVIDIA-L4, or 2 in pool large (NVIDIA-H100-80GB-HBM3), or 4 in pool medium (NVIDIA-L40S) (pod label gpu-admission/pool); counts are tensor-parallel sizes that divide the model's 32 attention heads.",
+        true,
+    ),
+    allowed(
+        "deployment_pool_large.json",
+        "settings_pools.yml",
+        &[(
+            "vram-fit",
+            "model mistralai/Mixtral-8x7B-Instruct-v0.1 needs ~101 GiB; the pod asks for 2 x NVIDIA-H100-80GB-HBM3 = 143 GiB usable at 90%",
+        )],
+    ),
+    allowed(
+        "leaderworkerset_llama_70b_fits.json",
+        S,
+        &[(
+            "vram-fit",
+            "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB; the LeaderWorkerSet group of 5 pods (1 leader + 4 workers) asks for 10 x NVIDIA-A10G = 202 GiB usable at 90%",
+        )],
+    ),
+    denied(
+        "leaderworkerset_llama_70b_too_small.json",
+        S,
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the LeaderWorkerSet group of 4 pods (1 leader + 3 workers) asks for 8 x NVIDIA-A10G = 161 GiB usable at 90%. Request nvidia.com/gpu: 4 per pod on NVIDIA-A10G, or 1 per pod on NVIDIA-H100-80GB-HBM3, or 1 per pod on NVIDIA-A100-SXM4-80GB (nodeSelector nvidia.com/gpu.product); counts are tensor-parallel sizes that divide the model's 64 attention heads.",
+        true,
+    ),
+    // The label names an 8B model; the storageUri (what is loaded) names the 70B one.
+    denied(
+        "inferenceservice_llama_70b_on_2_l40s.json",
+        S,
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-L40S = 80 GiB usable at 90%. Request nvidia.com/gpu: 8 on NVIDIA-L40S, or 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product); counts are tensor-parallel sizes that divide the model's 64 attention heads.",
+        true,
+    ),
+    allowed(
+        "inferenceservice_multinode_llama_70b.json",
+        S,
+        &[(
+            "vram-fit",
+            "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB; the multi-node predictor of 3 pods (1 head + 2 workers) asks for 6 x NVIDIA-L40S = 242 GiB usable at 90%",
+        )],
+    ),
+    allowed(
+        "raycluster_llama_70b.json",
+        S,
+        &[(
+            "vram-fit",
+            "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB; the RayCluster of 3 pods (1 head + 2 workers) asks for 4 x NVIDIA-A100-SXM4-80GB = 288 GiB usable at 90%",
+        )],
+    ),
+    denied(
+        "deployment_interactive_70b_capped.json",
+        "settings_caps.yml",
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%), more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: serve a smaller or quantized model, lower its contextLength or concurrency, or use another gpu-admission/workload-type",
+        true,
+    ),
+    allowed(
+        "deployment_update_unchanged.json",
+        S,
+        &[(
+            "vram-fit",
+            "not checked again: this update changes none of its GPUs, GPU products, pools or model",
+        )],
+    ),
+    denied(
+        "deployment_update_changes_gpus.json",
+        S,
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-L4 = 40 GiB usable at 90%. It does not fit on NVIDIA-L4 with up to 8 GPUs per pod. Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product).",
+        false,
+    ),
+    allowed(
+        "pod_in_exempt_namespace.json",
+        S,
+        &[("vram-fit", "not checked: namespace gpu-operator is exempt")],
+    ),
+    Case {
+        session: Some("session_registry_found.yml"),
+        ..allowed(
+            "deployment_registry_model.json",
+            "settings_registry.yml",
+            &[
+                ("vram-model", "microsoft/phi-4"),
+                ("vram-need-mib", "34362"),
+                ("vram-available-mib", "41461"),
+            ],
+        )
+    },
+    Case {
+        session: Some("session_registry_found.yml"),
+        ..denied(
+            "deployment_registry_model_too_big.json",
+            "settings_registry.yml",
+            "model microsoft/phi-4 needs ~34 GiB GPU memory (weights 28 GiB bf16, KV cache 3.2 GiB for 1 x 16384 tokens, overhead 10%); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).",
+            false,
+        )
+    },
+    Case {
+        session: Some("session_registry_not_found.yml"),
+        ..denied(
+            "deployment_registry_model.json",
+            "settings_registry.yml",
+            "the model registry ConfigMap gpu-system/gpu-models cannot be read (Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'). Create it, list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace gpu-system (settings.modelRegistry)",
+            true,
+        )
+    },
+    Case {
+        session: Some("session_registry_malformed.yml"),
+        ..denied(
+            "deployment_registry_model.json",
+            "settings_registry.yml",
+            "the model registry ConfigMap gpu-system/gpu-models is malformed: models.yaml: line 1: expected ',' or '}' in a flow mapping; fix the ConfigMap",
+            true,
+        )
+    },
+    denied(
+        "pod_gpu_request_without_limit.json",
+        S,
+        "the GPU request cannot be counted: container 'vllm' requests nvidia.com/gpu: 1 without a limit; set resources.limits.nvidia.com/gpu: 1",
+        true,
+    ),
+    denied(
+        "cronjob_qwen_on_a10g.json",
+        S,
+        "model Qwen/Qwen2.5-7B-Instruct needs ~24 GiB GPU memory (weights 15 GiB bf16, KV cache 7 GiB for 4 x 32768 tokens, overhead 10%); the pod asks for 1 x NVIDIA-A10G = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-A10G, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).",
+        false,
+    ),
+    denied(
+        "deployment_malformed.json",
+        S,
+        "cannot read the pod templates of this Deployment: spec.template.spec: invalid type: string \"vllm\", expected a sequence",
+        false,
+    ),
+    allowed("pod_delete.json", S, &[]),
+    Case {
+        warnings: &[
+            "3 GPUs per pod: tensor parallel size 3 does not divide the 32 attention heads of meta-llama/Llama-3.1-8B-Instruct; vLLM refuses it (use 1, 2, 4, 8)",
+        ],
+        in_readme: true,
+        ..allowed(
+            "deployment_three_gpus_tp_warning.json",
+            S,
+            &[("vram-available-mib", "62191")],
+        )
+    },
+];
+
+#[test]
+fn every_test_data_request_gets_its_verdict_and_message() {
+    let mut failures = Vec::new();
+    for case in CASES {
+        let what = format!("{} [{}] {:?}", case.request, case.settings, case.session);
+        let e = evaluate(case.request, case.settings, case.session);
+        let r = &e.response;
+        if r.allowed != case.denied.is_none() || r.message() != case.denied {
+            failures.push(format!(
+                "{what}: allowed={} message={:?}",
+                r.allowed,
+                r.message()
+            ));
+        }
+        let warnings: Vec<&str> = r.warnings.iter().flatten().map(String::as_str).collect();
+        if warnings != case.warnings {
+            failures.push(format!("{what}: warnings {warnings:?}"));
+        }
+        let audit: HashMap<String, String> = r.audit_annotations.clone().unwrap_or_default();
+        for (k, v) in case.audit {
+            if audit.get(*k).map(String::as_str) != Some(*v) {
+                failures.push(format!("{what}: audit {k} = {:?}", audit.get(*k)));
+            }
+        }
+        if case.denied.is_some() && r.audit_annotations.is_some() {
+            failures.push(format!("{what}: a rejection carries audit annotations"));
+        }
+        if r.patch.is_some() {
+            failures.push(format!("{what}: the policy is not mutating"));
+        }
+        let expected_calls = usize::from(case.session.is_some());
+        if e.host_calls.len() != expected_calls || !e.unconsumed_exchanges.is_empty() {
+            failures.push(format!(
+                "{what}: {} host calls, {} exchanges left",
+                e.host_calls.len(),
+                e.unconsumed_exchanges.len()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "\n{}", failures.join("\n"));
+}
+
+#[test]
+fn the_registry_is_read_with_the_sdk_get_resource_request() {
+    let e = evaluate(
+        "deployment_registry_model.json",
+        "settings_registry.yml",
+        Some("session_registry_found.yml"),
+    );
+    assert!(e.response.allowed, "{:?}", e.response);
+    let call = &e.host_calls[0];
+    assert_eq!(
+        (
+            call.binding.as_str(),
+            call.namespace.as_str(),
+            call.operation.as_str()
+        ),
+        ("kubewarden", "kubernetes", "get_resource")
+    );
+    assert_eq!(
+        serde_json::from_str::<Value>(&call.payload).unwrap(),
+        json!({"api_version": "v1", "kind": "ConfigMap", "name": "gpu-models",
+               "namespace": "gpu-system", "disable_cache": false, "field_masks": null})
+    );
+}
+
+#[test]
+fn no_host_call_when_nothing_needs_the_registry() {
+    // Registry configured, but the workload names no model, is exempt, is deleted, or
+    // (an UPDATE) changes nothing the rule reads: nothing to look up.
+    let settings = read_settings(data("settings_registry.yml")).unwrap();
+    for request in [
+        "deployment_no_model.json",
+        "pod_in_exempt_namespace.json",
+        "pod_delete.json",
+        "deployment_update_unchanged.json",
+    ] {
+        let request_json = read_admission_request(data(request)).unwrap();
+        let e = policy()
+            .evaluate(&request_json, &settings, Some(ReplaySession::default()))
+            .unwrap();
+        assert!(e.response.allowed, "{request}: {:?}", e.response);
+        assert!(e.host_calls.is_empty(), "{request}: {:?}", e.host_calls);
+    }
+}
+
+#[test]
+fn without_context_aware_access_the_denial_names_the_fix() {
+    // `kwctl run` without --allow-context-aware: the host refuses the ConfigMap.
+    let request = read_admission_request(data("deployment_registry_model.json")).unwrap();
+    let settings = read_settings(data("settings_registry.yml")).unwrap();
+    let r = policy()
+        .with_context_aware_access(ContextAwareAccess::none())
+        .validate(
+            &request,
+            &settings,
+            Some(ReplaySession::from_file(data("session_registry_found.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!r.allowed);
+    let message = r.message().unwrap();
+    assert!(
+        message.starts_with("the model registry ConfigMap gpu-system/gpu-models cannot be read ("),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources"
+        ),
+        "{message}"
+    );
+}
+
+#[test]
+fn settings_files_are_valid_and_invalid_ones_name_the_field() {
+    for file in [
+        "settings.yml",
+        "settings_pools.yml",
+        "settings_caps.yml",
+        "settings_warn.yml",
+        "settings_registry.yml",
+    ] {
+        let v = policy()
+            .validate_settings(&read_settings(data(file)).unwrap())
+            .unwrap();
+        assert!(v.valid, "{file}: {:?}", v.message);
+    }
+    for (file, message) in [
+        (
+            "settings_invalid.yml",
+            "models[meta-llama/Llama-3.1-8B-Instruct].dtype: 'bf17' is not a dtype; use one of fp32, bf16, fp16, fp8, int8, int4",
+        ),
+        (
+            "settings_invalid_percent.yml",
+            "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '0.9'",
+        ),
+    ] {
+        let v = policy()
+            .validate_settings(&read_settings(data(file)).unwrap())
+            .unwrap();
+        assert!(!v.valid, "{file}");
+        assert_eq!(v.message.as_deref(), Some(message), "{file}");
+    }
+    let empty = policy().validate_settings(&json!({})).unwrap();
+    assert!(
+        empty.valid,
+        "defaults work out of the box: {:?}",
+        empty.message
+    );
+    let typo = policy()
+        .validate_settings(&json!({"usableMemoryPercentage": 90}))
+        .unwrap();
+    assert!(!typo.valid);
+    assert!(
+        typo.message.unwrap().contains("usableMemoryPercentage"),
+        "unknown fields are named"
+    );
+    let zero_layers = policy()
+        .validate_settings(
+            &json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16",
+            "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}),
+        )
+        .unwrap();
+    assert_eq!(
+        zero_layers.message.as_deref(),
+        Some("models[m].layers: must be a whole number from 1 to 10000, got '0'")
+    );
+}
+
+#[test]
+fn metadata_is_valid_and_declares_the_configmap_read() {
+    let text = std::fs::read_to_string(policy_dir().join("metadata.yml")).unwrap();
+    let metadata = Metadata::from_yaml(&text).unwrap().annotated("v1", None);
+    metadata.validate().unwrap();
+    assert!(!metadata.mutating);
+    let resources: BTreeSet<String> = metadata
+        .rules
+        .iter()
+        .flat_map(|r| r.resources.iter().cloned())
+        .collect();
+    for r in [
+        "pods",
+        "replicationcontrollers",
+        "deployments",
+        "statefulsets",
+        "daemonsets",
+        "replicasets",
+        "jobs",
+        "cronjobs",
+        "inferenceservices",
+        "leaderworkersets",
+        "rayclusters",
+        "pytorchjobs",
+    ] {
+        assert!(resources.contains(r), "{r} missing from metadata.yml rules");
+    }
+    let json = serde_json::to_value(&metadata).unwrap();
+    assert_eq!(
+        json["contextAwareResources"],
+        json!([{"apiVersion": "v1", "kind": "ConfigMap"}])
+    );
+    assert_eq!(json["hostCapabilities"], json!(["kubernetes/get_resource"]));
+    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
+    let version = metadata.annotation("io.kubewarden.policy.version").unwrap();
+    assert!(
+        cargo.contains(&format!("version = \"{version}\"")),
+        "metadata version {version} differs from Cargo.toml"
+    );
+}
+
+#[test]
+fn the_readme_quotes_the_messages_verbatim() {
+    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let missing: Vec<&str> = CASES
+        .iter()
+        .filter(|c| c.in_readme)
+        .flat_map(|c| c.denied.into_iter().chain(c.warnings.iter().copied()))
+        .filter(|m| !readme.contains(*m))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README.md does not quote:\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn every_file_in_test_data_is_exercised() {
+    let used: BTreeSet<&str> = CASES
+        .iter()
+        .flat_map(|c| [Some(c.request), Some(c.settings), c.session])
+        .flatten()
+        .chain(["settings_invalid.yml", "settings_invalid_percent.yml"])
+        .collect();
+    let unused: Vec<String> = std::fs::read_dir(policy_dir().join("test_data"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| !used.contains(f.as_str()))
+        .collect();
+    assert!(unused.is_empty(), "not exercised: {unused:?}");
+}
+
+/// The documents of `examples/cluster-admission-policy.yaml`, by kind.
+fn example(kind: &str) -> Value {
+    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
+        .unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+        .find(|d| d["kind"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} in the example"))
+}
+
+#[test]
+fn the_example_policy_is_valid_and_its_registry_configmap_works() {
+    let policy_doc = example("ClusterAdmissionPolicy");
+    let spec = &policy_doc["spec"];
+    assert_eq!(
+        spec["module"],
+        "registry://ghcr.io/gpu-admission/policies/gpu-vram-fit-policy:v0.1.0"
+    );
+    assert_eq!(
+        spec["contextAwareResources"],
+        json!([{"apiVersion": "v1", "kind": "ConfigMap"}])
+    );
+    let settings = &spec["settings"];
+    let v = policy().validate_settings(settings).unwrap();
+    assert!(v.valid, "{:?}", v.message);
+
+    // The example's rules cover every resource of metadata.yml.
+    let text = std::fs::read_to_string(policy_dir().join("metadata.yml")).unwrap();
+    let metadata = Metadata::from_yaml(&text).unwrap();
+    let in_example: BTreeSet<String> = spec["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r["resources"].as_array().unwrap().iter())
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect();
+    for rule in &metadata.rules {
+        for r in &rule.resources {
+            assert!(
+                in_example.contains(r),
+                "{r} missing from the example's rules"
+            );
+        }
+    }
+
+    // Serve the example ConfigMap to the example settings: its models are read and valid.
+    let configmap = example("ConfigMap");
+    let registry = &settings["modelRegistry"];
+    assert_eq!(configmap["metadata"]["name"], registry["name"]);
+    assert_eq!(configmap["metadata"]["namespace"], registry["namespace"]);
+    let session = || {
+        ReplaySession::new([Exchange {
+            request: CallbackRequest::KubernetesGetResource {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                name: "gpu-models".into(),
+                namespace: Some("gpu-system".into()),
+                disable_cache: false,
+                field_masks: None,
+            },
+            response: RecordedResponse::Success {
+                payload: configmap.to_string(),
+            },
+        }])
+    };
+    let mut request = read_admission_request(data("deployment_registry_model.json")).unwrap();
+    let template = &mut request["object"]["spec"]["template"];
+    template["metadata"]["labels"]["gpu-admission/model"] = json!("deepseek-v3");
+    template["spec"]["nodeSelector"] = json!({"nvidia.com/gpu.product": "NVIDIA-H200"});
+    template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json!("8");
+    // DeepSeek-V3, 671B fp8 + 4 x 32k tokens of MLA latent cache, held whole by each of the
+    // 8 tensor-parallel GPUs (kvHeads 1 < 8): ~763 GiB; 8 H200 give 1,039,564 MiB.
+    let r = policy()
+        .validate(&request, settings, Some(session()))
+        .unwrap();
+    assert!(r.allowed, "{r:?}");
+    let audit = r.audit_annotations.unwrap();
+    assert_eq!(audit["vram-model"], "deepseek-ai/DeepSeek-V3");
+    assert_eq!(audit["vram-available-mib"], "1039564");
+    let template = &mut request["object"]["spec"]["template"];
+    template["spec"]["nodeSelector"] = json!({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"});
+    let r = policy()
+        .validate(&request, settings, Some(session()))
+        .unwrap();
+    assert!(!r.allowed);
+    assert!(
+        r.message()
+            .unwrap()
+            .starts_with("model deepseek-ai/DeepSeek-V3 needs ~763 GiB GPU memory (weights 625 GiB fp8, KV cache 69 GiB bf16 for 4 x 32768 tokens (tensor parallel 8 > 1 KV heads: heads replicated), overhead 10%); the pod asks for 8 x NVIDIA-H100-80GB-HBM3 = 573 GiB usable at 90%. It does not fit on NVIDIA-H100-80GB-HBM3 with up to 8 GPUs per pod. No pool's GPU fits it"),
+        "{r:?}"
+    );
+}

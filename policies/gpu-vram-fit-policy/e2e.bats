@@ -1,0 +1,200 @@
+#!/usr/bin/env bats
+# kwctl checks of gpu-vram-fit-policy over test_data/ (the same files as
+# e2e/tests/gpu_vram_fit_policy.rs). Needs kwctl and the annotated module:
+#   make build && kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm \
+#     ../../target/wasm32-wasip1/release/gpu_vram_fit_policy.wasm
+#   bats e2e.bats          # or POLICY_WASM=/path/to/module.wasm bats e2e.bats
+
+setup() {
+  if ! command -v kwctl >/dev/null 2>&1; then
+    skip "kwctl is not on PATH"
+  fi
+  POLICY="${POLICY_WASM:-annotated-policy.wasm}"
+  case "$POLICY" in
+    /*) ;;
+    *) POLICY="$BATS_TEST_DIRNAME/$POLICY" ;;
+  esac
+  if [ ! -f "$POLICY" ]; then
+    echo "$POLICY not found: build and annotate the module first (see the top of this file)" >&2
+    return 1
+  fi
+  DATA="$BATS_TEST_DIRNAME/test_data"
+}
+
+# run_policy REQUEST SETTINGS [SESSION]
+run_policy() {
+  local request="$1" settings="$2" session="${3:-}"
+  if [ -n "$session" ]; then
+    run kwctl run --request-path "$DATA/$request" --settings-path "$DATA/$settings" \
+      --allow-context-aware --replay-host-capabilities-interactions "$DATA/$session" "$POLICY"
+  else
+    run kwctl run --request-path "$DATA/$request" --settings-path "$DATA/$settings" "$POLICY"
+  fi
+  echo "$output"
+  [ "$status" -eq 0 ]
+}
+
+allowed() { [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]; }
+denied() { [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]; }
+says() { [[ "$output" == *"$1"* ]]; }
+
+@test "a 70B model on two A10G is denied with the fix" {
+  run_policy deployment_llama_70b_on_2_a10g.json settings.yml
+  denied
+  says 'model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-A10G = 40 GiB usable at 90%.'
+  says 'Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product).'
+}
+
+@test "an 8B model on one L4 fits, with audit annotations" {
+  run_policy deployment_llama_8b_on_l4.json settings.yml
+  allowed
+  says '"vram-need-mib":"17975"'
+  says '"vram-available-mib":"20730"'
+}
+
+@test "the 70B model on four H100 fits" {
+  run_policy deployment_llama_70b_on_4_h100.json settings.yml
+  allowed
+}
+
+@test "an unknown model is denied, or warned about" {
+  run_policy deployment_unknown_model.json settings.yml
+  denied
+  says "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry"
+  run_policy deployment_unknown_model.json settings_warn.yml
+  allowed
+  says "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)"
+}
+
+@test "an unknown GPU is denied, or warned about" {
+  run_policy deployment_unknown_gpu.json settings.yml
+  denied
+  says 'the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product>'
+  run_policy deployment_unknown_gpu.json settings_warn.yml
+  allowed
+  says 'GPU memory not checked: the GPU type of spec.template.spec is unknown (unknownGpu: warn)'
+}
+
+@test "a GPU workload naming no model is allowed by default" {
+  run_policy deployment_no_model.json settings.yml
+  allowed
+  says 'not checked: the workload names no model'
+}
+
+@test "MIG slices: profile memory, and slices do not combine" {
+  run_policy pod_mig_3g_40gb_llama_8b.json settings.yml
+  allowed
+  run_policy pod_mig_1g_10gb_llama_8b.json settings.yml
+  denied
+  says 'Request nvidia.com/mig-1g.20gb: 1'
+  run_policy pod_four_mig_slices.json settings.yml
+  denied
+  says 'MIG devices do not combine'
+}
+
+@test "time-sliced GPUs count once" {
+  run_policy pod_time_sliced_gpus.json settings.yml
+  denied
+  says "4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod)"
+}
+
+@test "node affinity with two products is judged on the smaller" {
+  run_policy statefulset_affinity_two_products.json settings.yml
+  denied
+  says 'the pod asks for 1 x NVIDIA-A10G'
+}
+
+@test "pools give the product and are suggested" {
+  run_policy deployment_pool_small.json settings_pools.yml
+  denied
+  says '2 in pool large (NVIDIA-H100-80GB-HBM3)'
+  run_policy deployment_pool_large.json settings_pools.yml
+  allowed
+}
+
+@test "a LeaderWorkerSet is judged on its whole group" {
+  run_policy leaderworkerset_llama_70b_fits.json settings.yml
+  allowed
+  run_policy leaderworkerset_llama_70b_too_small.json settings.yml
+  denied
+  says 'the LeaderWorkerSet group of 4 pods (1 leader + 3 workers) asks for 8 x NVIDIA-A10G'
+}
+
+@test "KServe: the storageUri wins over the label; multi-node counts head and workers" {
+  run_policy inferenceservice_llama_70b_on_2_l40s.json settings.yml
+  denied
+  says 'model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB'
+  run_policy inferenceservice_multinode_llama_70b.json settings.yml
+  allowed
+}
+
+@test "a RayCluster is one group" {
+  run_policy raycluster_llama_70b.json settings.yml
+  allowed
+}
+
+@test "interactive models are capped" {
+  run_policy deployment_interactive_70b_capped.json settings_caps.yml
+  denied
+  says 'more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads'
+}
+
+@test "an UPDATE that changes nothing relevant passes; one that changes GPUs is judged" {
+  run_policy deployment_update_unchanged.json settings.yml
+  allowed
+  run_policy deployment_update_changes_gpus.json settings.yml
+  denied
+}
+
+@test "exempt namespaces, DELETE, request problems, malformed objects" {
+  run_policy pod_in_exempt_namespace.json settings.yml
+  allowed
+  run_policy pod_delete.json settings.yml
+  allowed
+  run_policy pod_gpu_request_without_limit.json settings.yml
+  denied
+  says 'set resources.limits.nvidia.com/gpu: 1'
+  run_policy deployment_malformed.json settings.yml
+  denied
+  says 'cannot read the pod templates of this Deployment'
+  run_policy cronjob_qwen_on_a10g.json settings.yml
+  denied
+}
+
+@test "a tensor-parallel size that does not divide the heads is warned about" {
+  run_policy deployment_three_gpus_tp_warning.json settings.yml
+  allowed
+  says 'tensor parallel size 3 does not divide the 32 attention heads'
+}
+
+@test "replay: the registry ConfigMap is read" {
+  run_policy deployment_registry_model.json settings_registry.yml session_registry_found.yml
+  allowed
+  says '"vram-model":"microsoft/phi-4"'
+  run_policy deployment_registry_model_too_big.json settings_registry.yml session_registry_found.yml
+  denied
+  says 'model microsoft/phi-4 needs ~34 GiB GPU memory'
+}
+
+@test "replay: a missing registry ConfigMap is a clear denial" {
+  run_policy deployment_registry_model.json settings_registry.yml session_registry_not_found.yml
+  denied
+  says "the model registry ConfigMap gpu-system/gpu-models cannot be read"
+}
+
+@test "replay: a malformed registry ConfigMap is a clear denial" {
+  run_policy deployment_registry_model.json settings_registry.yml session_registry_malformed.yml
+  denied
+  says 'the model registry ConfigMap gpu-system/gpu-models is malformed: models.yaml: line 1'
+}
+
+@test "invalid settings name the field" {
+  run kwctl run --request-path "$DATA/deployment_llama_8b_on_l4.json" \
+    --settings-path "$DATA/settings_invalid.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says "models[meta-llama/Llama-3.1-8B-Instruct].dtype: 'bf17' is not a dtype"
+  run kwctl run --request-path "$DATA/deployment_llama_8b_on_l4.json" \
+    --settings-path "$DATA/settings_invalid_percent.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says 'usableMemoryPercent: give a whole percentage such as 90'
+}

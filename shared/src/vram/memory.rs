@@ -1,0 +1,397 @@
+//! How much GPU memory a pod gets: its GPUs, and the memory of each.
+//!
+//! Memory per GPU, in order:
+//! 1. a MIG resource (`nvidia.com/mig-3g.40gb`): the profile's memory;
+//! 2. the GPU product the pod is restricted to by `nodeSelector` or required node
+//!    affinity on the product label (several allowed: the smallest);
+//! 3. the pool: the pod template's pool label (or a node selector on the same key) ->
+//!    `poolProducts` (several allowed: the smallest).
+//!
+//! Time-sliced GPUs (`-SHARED` products, `*.shared` resources) share one physical GPU's
+//! memory: however many replicas a pod asks for, they count as one GPU's memory.
+
+use super::catalog::products::{DeviceMemory, GpuCatalog};
+use super::numbers::{Round, gib, percent_of};
+use crate::gpu::{GpuCounts, MIG_PREFIX};
+use crate::podspec::PodSpec;
+use crate::scheduling::required_label_values;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where the memory per GPU was read from, for messages and audit annotations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProductSource {
+    Mig,
+    /// The product label in a node selector or required node affinity.
+    Selector,
+    /// A pool (named) via the pool label.
+    Pool(String),
+}
+
+/// One GPU resource of a pod, with the memory of each device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Slice {
+    pub resource: String,
+    /// Devices per pod.
+    pub count: u64,
+    /// `NVIDIA-A10G`, `MIG 3g.40gb`.
+    pub label: String,
+    /// The product name when whole GPUs, for suggestions.
+    pub product: Option<String>,
+    pub device: DeviceMemory,
+    pub source: ProductSource,
+}
+
+impl Slice {
+    /// Devices whose memory counts for one model server: time-sliced replicas share one
+    /// GPU, and a CUDA process sees only one MIG device (MIG slices do not combine).
+    pub fn effective_count(&self) -> u64 {
+        if self.device.shared || self.device.mig.is_some() {
+            self.count.min(1)
+        } else {
+            self.count
+        }
+    }
+
+    /// MiB this slice gives one pod (before the usable percentage).
+    pub fn mib(&self) -> u64 {
+        self.effective_count().saturating_mul(self.device.mib)
+    }
+}
+
+/// The keys and tables memory resolution reads.
+pub struct Lookup<'a> {
+    pub catalog: &'a GpuCatalog,
+    pub product_label_key: &'a str,
+    pub pool_label_key: &'a str,
+    pub pool_products: &'a BTreeMap<String, String>,
+}
+
+/// The GPU memory of one pod with `gpus` (effective, per resource), or why it is unknown
+/// (a sentence that says what to add).
+pub fn pod_slices(
+    lookup: &Lookup<'_>,
+    spec: &PodSpec,
+    labels: &BTreeMap<String, String>,
+    gpus: &GpuCounts,
+) -> Result<Vec<Slice>, String> {
+    let mut slices = Vec::new();
+    let mut product: Option<Result<(String, DeviceMemory, ProductSource), String>> = None;
+    for (resource, count) in gpus {
+        if resource.starts_with(MIG_PREFIX) {
+            let device = lookup.catalog.mig_resource(resource).ok_or_else(|| {
+                format!("{resource} is not a MIG profile name like nvidia.com/mig-3g.40gb")
+            })?;
+            let profile = device.mig.clone().unwrap_or_default();
+            slices.push(Slice {
+                resource: resource.clone(),
+                count: *count,
+                label: format!("MIG {profile}"),
+                product: None,
+                device,
+                source: ProductSource::Mig,
+            });
+            continue;
+        }
+        let resolved = product
+            .get_or_insert_with(|| whole_gpu_product(lookup, spec, labels))
+            .clone()?;
+        let (name, mut device, source) = resolved;
+        if resource.ends_with(".shared") {
+            device.shared = true;
+        }
+        slices.push(Slice {
+            resource: resource.clone(),
+            count: *count,
+            label: name.clone(),
+            product: (device.mig.is_none()).then_some(name),
+            device,
+            source,
+        });
+    }
+    Ok(slices)
+}
+
+fn whole_gpu_product(
+    lookup: &Lookup<'_>,
+    spec: &PodSpec,
+    labels: &BTreeMap<String, String>,
+) -> Result<(String, DeviceMemory, ProductSource), String> {
+    let key = lookup.product_label_key;
+    if let Some(values) = required_label_values(spec, key) {
+        return smallest(lookup.catalog, &values, key)
+            .map(|(n, d)| (n, d, ProductSource::Selector));
+    }
+    let pool_key = lookup.pool_label_key;
+    if !pool_key.is_empty() {
+        let pools: Option<(BTreeSet<String>, &str)> = match labels.get(pool_key) {
+            Some(pool) => Some((BTreeSet::from([pool.clone()]), "label")),
+            None => required_label_values(spec, pool_key).map(|v| (v, "node selector")),
+        };
+        if let Some((pools, how)) = pools {
+            let mut products = BTreeSet::new();
+            for pool in &pools {
+                let product = lookup.pool_products.get(pool).ok_or_else(|| {
+                    format!(
+                        "pool '{pool}' (pod {how} {pool_key}) has no GPU product in the policy's poolProducts; ask the cluster admins to add it, or select a product with nodeSelector {key}"
+                    )
+                })?;
+                products.insert(product.clone());
+            }
+            let pool_name = pools.into_iter().collect::<Vec<_>>().join(", ");
+            return smallest(lookup.catalog, &products, key)
+                .map(|(n, d)| (n, d, ProductSource::Pool(pool_name)));
+        }
+    }
+    Err(format!(
+        "the GPU type is unknown: select one with nodeSelector {key}: <product> (e.g. NVIDIA-L4, NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3){}",
+        if pool_key.is_empty() {
+            String::new()
+        } else {
+            format!(" or a pool with the pod label {pool_key}")
+        }
+    ))
+}
+
+/// The product with the least memory among `values`; every one must be known.
+fn smallest(
+    catalog: &GpuCatalog,
+    values: &BTreeSet<String>,
+    key: &str,
+) -> Result<(String, DeviceMemory), String> {
+    let mut best: Option<(String, DeviceMemory)> = None;
+    for v in values {
+        let device = catalog.product(v).ok_or_else(|| {
+            format!(
+                "GPU product '{v}' ({key}) is not in the policy's catalog; use a known product name or ask the cluster admins to add it to gpuProducts"
+            )
+        })?;
+        if best.as_ref().is_none_or(|(_, b)| device.mib < b.mib) {
+            best = Some((v.clone(), device));
+        }
+    }
+    best.ok_or_else(|| {
+        format!(
+            "the pod's nodeSelector and node affinity on {key} allow no GPU product at all; it can never be scheduled"
+        )
+    })
+}
+
+/// `2 x NVIDIA-A10G + 1 x MIG 1g.10gb` for one pod, or summed over a group's pods.
+pub fn describe(parts: &[(u64, &Slice)]) -> String {
+    let mut by_label: Vec<(String, u64, Option<&str>)> = Vec::new();
+    for (pods, s) in parts {
+        let n = pods.saturating_mul(s.count);
+        let note = (s.count > s.effective_count()).then_some(if s.device.shared {
+            "time-sliced: counted as one GPU's memory per pod"
+        } else {
+            "MIG devices do not combine: counted as one per pod"
+        });
+        match by_label.iter_mut().find(|(l, _, _)| *l == s.label) {
+            Some((_, c, old)) => {
+                *c = c.saturating_add(n);
+                *old = old.or(note);
+            }
+            None => by_label.push((s.label.clone(), n, note)),
+        }
+    }
+    by_label
+        .iter()
+        .map(|(label, n, note)| match note {
+            Some(note) => format!("{n} x {label} ({note})"),
+            None => format!("{n} x {label}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
+/// `= 40 GiB usable at 90%`.
+pub fn usable_text(mib: u64, percent: u64) -> String {
+    format!(
+        "{} usable at {percent}%",
+        gib(percent_of(mib, percent), Round::Down)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn spec(v: Value) -> PodSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn counts(pairs: &[(&str, u64)]) -> GpuCounts {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    fn resolve(
+        spec_json: Value,
+        labels: &[(&str, &str)],
+        gpus: &[(&str, u64)],
+    ) -> Result<Vec<Slice>, String> {
+        let catalog = GpuCatalog::default();
+        let pools = BTreeMap::from([
+            ("a10g".to_string(), "NVIDIA-A10G".to_string()),
+            ("h100".to_string(), "NVIDIA-H100-80GB-HBM3".to_string()),
+        ]);
+        let lookup = Lookup {
+            catalog: &catalog,
+            product_label_key: "nvidia.com/gpu.product",
+            pool_label_key: "gpu-admission/pool",
+            pool_products: &pools,
+        };
+        let labels = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        pod_slices(&lookup, &spec(spec_json), &labels, &counts(gpus))
+    }
+
+    fn summary(slices: &[Slice]) -> Vec<(String, u64, u64)> {
+        slices
+            .iter()
+            .map(|s| (s.label.clone(), s.count, s.mib()))
+            .collect()
+    }
+
+    #[test]
+    fn mig_resources_need_no_selector() {
+        let s = resolve(json!({}), &[], &[("nvidia.com/mig-3g.40gb", 1)]).unwrap();
+        assert_eq!(summary(&s), vec![("MIG 3g.40gb".to_string(), 1, 40960)]);
+        assert_eq!(s[0].source, ProductSource::Mig);
+    }
+
+    #[test]
+    fn node_selector_gives_the_product() {
+        let s = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G"}}),
+            &[],
+            &[("nvidia.com/gpu", 2)],
+        )
+        .unwrap();
+        assert_eq!(summary(&s), vec![("NVIDIA-A10G".to_string(), 2, 46056)]);
+        assert_eq!(s[0].source, ProductSource::Selector);
+        assert_eq!(s[0].product.as_deref(), Some("NVIDIA-A10G"));
+    }
+
+    #[test]
+    fn affinity_with_several_products_takes_the_smallest() {
+        let s = resolve(
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                  "values": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-L4", "NVIDIA-A100-SXM4-80GB"]}]}]}}}}),
+            &[("gpu-admission/pool", "h100")],
+            &[("nvidia.com/gpu", 1)],
+        )
+        .unwrap();
+        assert_eq!(s[0].label, "NVIDIA-L4", "the selector beats the pool label");
+    }
+
+    #[test]
+    fn pool_label_gives_the_product() {
+        let s = resolve(
+            json!({}),
+            &[("gpu-admission/pool", "h100")],
+            &[("nvidia.com/gpu", 4)],
+        )
+        .unwrap();
+        assert_eq!(s[0].label, "NVIDIA-H100-80GB-HBM3");
+        assert_eq!(s[0].source, ProductSource::Pool("h100".into()));
+        let by_selector = resolve(
+            json!({"nodeSelector": {"gpu-admission/pool": "a10g"}}),
+            &[],
+            &[("nvidia.com/gpu", 1)],
+        )
+        .unwrap();
+        assert_eq!(by_selector[0].label, "NVIDIA-A10G");
+    }
+
+    #[test]
+    fn shared_gpus_count_once() {
+        let s = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G-SHARED"}}),
+            &[],
+            &[("nvidia.com/gpu", 4)],
+        )
+        .unwrap();
+        assert_eq!(s[0].mib(), 23028);
+        assert_eq!(
+            describe(&[(1, &s[0])]),
+            "4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod)"
+        );
+        let r = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}}),
+            &[],
+            &[("nvidia.com/gpu.shared", 2)],
+        )
+        .unwrap();
+        assert_eq!(r[0].mib(), 23034);
+    }
+
+    #[test]
+    fn mixed_resources_are_each_resolved() {
+        let s = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}),
+            &[],
+            &[("nvidia.com/gpu", 1), ("nvidia.com/mig-1g.10gb", 2)],
+        )
+        .unwrap();
+        assert_eq!(
+            describe(&[(1, &s[0]), (1, &s[1])]),
+            "1 x NVIDIA-A100-SXM4-80GB + 2 x MIG 1g.10gb (MIG devices do not combine: counted as one per pod)"
+        );
+        assert_eq!(s.iter().map(Slice::mib).sum::<u64>(), 81920 + 10240);
+        assert_eq!(
+            describe(&[(3, &s[0])]),
+            "3 x NVIDIA-A100-SXM4-80GB",
+            "pods add up"
+        );
+    }
+
+    #[test]
+    fn unknown_gpus_say_what_to_add() {
+        let none = resolve(json!({}), &[], &[("nvidia.com/gpu", 1)]).unwrap_err();
+        assert!(none.starts_with("the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product>"), "{none}");
+        assert!(
+            none.ends_with("or a pool with the pod label gpu-admission/pool"),
+            "{none}"
+        );
+        let product = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-Z9"}}),
+            &[],
+            &[("nvidia.com/gpu", 1)],
+        )
+        .unwrap_err();
+        assert!(
+            product.starts_with(
+                "GPU product 'NVIDIA-Z9' (nvidia.com/gpu.product) is not in the policy's catalog"
+            ),
+            "{product}"
+        );
+        let pool = resolve(
+            json!({}),
+            &[("gpu-admission/pool", "tpu")],
+            &[("nvidia.com/gpu", 1)],
+        )
+        .unwrap_err();
+        assert!(
+            pool.starts_with("pool 'tpu' (pod label gpu-admission/pool) has no GPU product"),
+            "{pool}"
+        );
+        let empty = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
+                   "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                     {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-A10G"]}]}]}}}}),
+            &[],
+            &[("nvidia.com/gpu", 1)],
+        )
+        .unwrap_err();
+        assert!(empty.contains("allow no GPU product at all"), "{empty}");
+    }
+
+    #[test]
+    fn usable_text_rounds_down() {
+        assert_eq!(usable_text(46056, 90), "40 GiB usable at 90%");
+    }
+}

@@ -1,0 +1,554 @@
+//! The policy's settings and their checks. [`Settings::check`] turns them into the
+//! [`Config`] the rule runs on; `validate_settings` and `validate` use the same checks.
+
+use super::catalog::model::ModelSpec;
+use super::catalog::products::GpuCatalog;
+use super::catalog::registry::RegistryRef;
+use super::numbers::NumText;
+use crate::admission::ValidateSettings;
+use crate::gpu::{GpuResources, MIG_PREFIX, MigProfile};
+use crate::settings::{
+    NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
+    validate_resource_names,
+};
+use crate::workload::CustomKind;
+use serde::{Deserialize, Deserializer};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// The default pod-template label (and annotation) naming the model.
+pub const DEFAULT_MODEL_KEY: &str = "gpu-admission/model";
+/// GFD's product label.
+pub const DEFAULT_PRODUCT_LABEL_KEY: &str = "nvidia.com/gpu.product";
+/// The pool label the routing policy sets on pod templates.
+pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+/// vLLM's default `--gpu-memory-utilization` (0.9), as a percentage.
+pub const DEFAULT_USABLE_MEMORY_PERCENT: u64 = 90;
+/// GPUs per pod considered when suggesting a count (a node rarely has more than 8).
+pub const DEFAULT_MAX_GPUS_PER_POD: u64 = 8;
+
+/// What to do in a case the rule cannot judge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Reject, saying what to add.
+    Deny,
+    /// Accept with a warning to the client.
+    Warn,
+    /// Accept silently (an audit annotation says why it was not checked).
+    Allow,
+    /// A value that is none of the above (reported by validation; acts as `Deny`).
+    Invalid(String),
+}
+
+impl<'de> Deserialize<'de> for Action {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(match text.as_str() {
+            "deny" => Action::Deny,
+            "warn" => Action::Warn,
+            "allow" => Action::Allow,
+            _ => Action::Invalid(text),
+        })
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Action::Deny => "deny",
+            Action::Warn => "warn",
+            Action::Allow => "allow",
+            Action::Invalid(s) => s,
+        })
+    }
+}
+
+impl Action {
+    fn check(&self, field: &str) -> Result<(), String> {
+        match self {
+            Action::Invalid(s) => Err(format!("{field}: '{s}' is not one of deny, warn, allow")),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Caps on model memory by the value of a pod-template label (e.g. interactive models at
+/// most 40 GiB).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct MemoryCaps {
+    /// The label whose value picks the cap, e.g. `gpu-admission/workload-type`.
+    pub label_key: String,
+    /// Label value -> the most GPU memory (GiB) a model may need.
+    #[serde(rename = "maxGiB")]
+    pub max_gib: BTreeMap<String, NumText>,
+}
+
+/// Settings of gpu-vram-fit-policy. Every field has a default that works out of the box.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Settings {
+    /// Pod-template label naming the model (`""` turns it off).
+    pub model_label_key: String,
+    /// Pod-template annotation naming the model, for ids with `/` (`""` turns it off).
+    pub model_annotation_key: String,
+    /// The model registry: id -> `{vramGiB}` or a description.
+    pub models: BTreeMap<String, ModelSpec>,
+    /// A ConfigMap holding more registry entries (read with `get_resource`).
+    pub model_registry: Option<RegistryRef>,
+    /// GPU products (GFD names) -> MiB per GPU, added to or overriding the catalog.
+    pub gpu_products: BTreeMap<String, NumText>,
+    /// MIG profiles (`3g.40gb`) -> MiB per device, overriding the nominal size.
+    pub mig_profiles: BTreeMap<String, NumText>,
+    /// Node label holding the GPU product.
+    pub product_label_key: String,
+    /// Pod-template label (or node label) naming the GPU pool (`""` turns pools off).
+    pub pool_label_key: String,
+    /// Pool -> GPU product of its nodes.
+    pub pool_products: BTreeMap<String, String>,
+    /// Percent of each GPU's memory the server may use (vLLM: 90).
+    pub usable_memory_percent: NumText,
+    /// The most GPUs per pod a suggestion may ask for.
+    pub max_gpus_per_pod: NumText,
+    /// Products suggestions may name (default: the pools' products, else the catalog).
+    pub suggest_products: Vec<String>,
+    /// A GPU workload whose GPU product cannot be told.
+    pub unknown_gpu: Action,
+    /// A GPU workload naming a model that is not in the registry.
+    pub unknown_model: Action,
+    /// A GPU workload naming no model.
+    pub no_model: Action,
+    /// Caps on model memory by label value.
+    pub model_memory_caps: Option<MemoryCaps>,
+    pub extra_gpu_resources: Vec<String>,
+    pub custom_kinds: Vec<CustomKind>,
+    pub exempt_namespaces: NamespaceList,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            model_label_key: DEFAULT_MODEL_KEY.into(),
+            model_annotation_key: DEFAULT_MODEL_KEY.into(),
+            models: BTreeMap::new(),
+            model_registry: None,
+            gpu_products: BTreeMap::new(),
+            mig_profiles: BTreeMap::new(),
+            product_label_key: DEFAULT_PRODUCT_LABEL_KEY.into(),
+            pool_label_key: DEFAULT_POOL_LABEL_KEY.into(),
+            pool_products: BTreeMap::new(),
+            usable_memory_percent: DEFAULT_USABLE_MEMORY_PERCENT.into(),
+            max_gpus_per_pod: DEFAULT_MAX_GPUS_PER_POD.into(),
+            suggest_products: Vec::new(),
+            unknown_gpu: Action::Deny,
+            unknown_model: Action::Deny,
+            no_model: Action::Allow,
+            model_memory_caps: None,
+            extra_gpu_resources: Vec::new(),
+            custom_kinds: Vec::new(),
+            exempt_namespaces: NamespaceList::default(),
+        }
+    }
+}
+
+/// Settings, checked and ready to use.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub catalog: GpuCatalog,
+    pub gpu_resources: GpuResources,
+    pub usable_percent: u64,
+    pub max_gpus_per_pod: u64,
+    /// Label value -> cap in MiB, with the label key.
+    pub caps: Option<(String, BTreeMap<String, u64>)>,
+    /// Targets suggestions may name: (pool, if any; product; MiB per GPU).
+    pub targets: Vec<Target>,
+}
+
+/// Something a suggestion can point at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub pool: Option<String>,
+    pub product: String,
+    pub mib: u64,
+}
+
+const MAX_DEVICE_MIB: u64 = 16 * 1024 * 1024; // 16 TiB per GPU: catches unit mistakes
+const MAX_CAP_GIB: u64 = 1_000_000;
+
+impl Settings {
+    /// Checks everything; errors start with the field path.
+    pub fn check(&self) -> Result<Config, String> {
+        for (field, key) in [
+            ("modelLabelKey", &self.model_label_key),
+            ("modelAnnotationKey", &self.model_annotation_key),
+            ("poolLabelKey", &self.pool_label_key),
+        ] {
+            if !key.is_empty() {
+                validate_label_key(field, key)?;
+            }
+        }
+        validate_label_key("productLabelKey", &self.product_label_key)?;
+
+        let mut names: BTreeMap<String, String> = BTreeMap::new();
+        for (id, spec) in &self.models {
+            let field = format!("models[{id}]");
+            if id.trim().is_empty() {
+                return Err("models: a model id must not be empty".into());
+            }
+            spec.resolve(&field)?;
+            for (i, name) in std::iter::once(id).chain(&spec.aliases).enumerate() {
+                let at = if i == 0 {
+                    field.clone()
+                } else {
+                    format!("{field}.aliases[{}]", i - 1)
+                };
+                if let Some(other) = names.insert(name.to_ascii_lowercase(), field.clone())
+                    && other != field
+                {
+                    return Err(format!(
+                        "{at}: '{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)"
+                    ));
+                }
+            }
+        }
+        if let Some(r) = self.registry() {
+            check_registry(r)?;
+        }
+
+        let mut products = BTreeMap::new();
+        for (name, mib) in &self.gpu_products {
+            let field = format!("gpuProducts[{name}]");
+            if name.is_empty() {
+                return Err("gpuProducts: a product name must not be empty".into());
+            }
+            validate_label_value(&field, name)?;
+            products.insert(name.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
+        }
+        let mut migs = BTreeMap::new();
+        for (profile, mib) in &self.mig_profiles {
+            let field = format!("migProfiles[{profile}]");
+            if MigProfile::from_resource_name(&format!("{MIG_PREFIX}{profile}")).is_none() {
+                return Err(format!(
+                    "{field}: '{profile}' is not a MIG profile like 3g.40gb (the part after nvidia.com/mig-)"
+                ));
+            }
+            migs.insert(profile.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
+        }
+        let catalog = GpuCatalog::new(products, migs);
+
+        for (pool, product) in &self.pool_products {
+            let field = format!("poolProducts[{pool}]");
+            if pool.is_empty() {
+                return Err("poolProducts: a pool name must not be empty".into());
+            }
+            validate_label_value(&field, pool)?;
+            known_product(&catalog, &field, product)?;
+        }
+        if !self.pool_products.is_empty() && self.pool_label_key.is_empty() {
+            return Err(
+                "poolLabelKey: must be set when poolProducts is given (e.g. gpu-admission/pool)"
+                    .into(),
+            );
+        }
+        for (i, product) in self.suggest_products.iter().enumerate() {
+            known_product(&catalog, &format!("suggestProducts[{i}]"), product)?;
+        }
+
+        let usable_percent = {
+            let text = self.usable_memory_percent.0.trim();
+            if text.starts_with("0.") || text == "1.0" {
+                return Err(format!(
+                    "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '{text}'"
+                ));
+            }
+            self.usable_memory_percent
+                .whole("usableMemoryPercent", 1, 100)?
+        };
+        let max_gpus_per_pod = self.max_gpus_per_pod.whole("maxGpusPerPod", 1, 64)?;
+        self.unknown_gpu.check("unknownGpu")?;
+        self.unknown_model.check("unknownModel")?;
+        self.no_model.check("noModel")?;
+
+        let caps = match &self.model_memory_caps {
+            // Empty is "no caps" (what a settings form leaves behind).
+            None => None,
+            Some(c) if c.label_key.is_empty() && c.max_gib.is_empty() => None,
+            Some(c) => {
+                validate_label_key("modelMemoryCaps.labelKey", &c.label_key)?;
+                if c.max_gib.is_empty() {
+                    return Err(
+                        "modelMemoryCaps.maxGiB: give at least one label value and its cap, e.g. interactive: 40"
+                            .into(),
+                    );
+                }
+                let mut caps = BTreeMap::new();
+                for (value, gib) in &c.max_gib {
+                    let field = format!("modelMemoryCaps.maxGiB[{value}]");
+                    validate_label_value(&field, value)?;
+                    caps.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
+                }
+                Some((c.label_key.clone(), caps))
+            }
+        };
+
+        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
+        validate_custom_kinds("customKinds", &self.custom_kinds)?;
+        self.exempt_namespaces.validate("exemptNamespaces")?;
+
+        let targets = self.targets(&catalog);
+        Ok(Config {
+            gpu_resources: GpuResources::new(&self.extra_gpu_resources),
+            catalog,
+            usable_percent,
+            max_gpus_per_pod,
+            caps,
+            targets,
+        })
+    }
+
+    /// The registry ConfigMap, unless unset or left empty (no name and no namespace).
+    pub fn registry(&self) -> Option<&RegistryRef> {
+        self.model_registry
+            .as_ref()
+            .filter(|r| !(r.name.is_empty() && r.namespace.is_empty()))
+    }
+
+    /// Pools (with their products) when pools are configured; else `suggestProducts`;
+    /// else every whole-GPU product of the catalog.
+    fn targets(&self, catalog: &GpuCatalog) -> Vec<Target> {
+        let mib = |p: &str| catalog.product(p).map(|d| d.mib).unwrap_or(0);
+        let mut targets: Vec<Target> = if !self.pool_products.is_empty() {
+            self.pool_products
+                .iter()
+                .filter(|(_, p)| catalog.product(p).is_some_and(|d| !d.shared))
+                .map(|(pool, p)| Target {
+                    pool: Some(pool.clone()),
+                    product: p.clone(),
+                    mib: mib(p),
+                })
+                .collect()
+        } else if !self.suggest_products.is_empty() {
+            let unique: BTreeSet<&String> = self.suggest_products.iter().collect();
+            unique
+                .into_iter()
+                .map(|p| Target {
+                    pool: None,
+                    product: p.clone(),
+                    mib: mib(p),
+                })
+                .collect()
+        } else {
+            catalog
+                .suggestable()
+                .into_iter()
+                .map(|(product, mib)| Target {
+                    pool: None,
+                    product,
+                    mib,
+                })
+                .collect()
+        };
+        targets.sort_by(|a, b| {
+            a.mib
+                .cmp(&b.mib)
+                .then_with(|| a.product.cmp(&b.product))
+                .then_with(|| a.pool.cmp(&b.pool))
+        });
+        targets
+    }
+}
+
+fn known_product(catalog: &GpuCatalog, field: &str, product: &str) -> Result<(), String> {
+    if catalog.product(product).is_none() {
+        return Err(format!(
+            "{field}: GPU product '{product}' is not in the catalog; add it to gpuProducts with its memory in MiB (nvidia.com/gpu.memory on its nodes)"
+        ));
+    }
+    Ok(())
+}
+
+fn check_registry(r: &RegistryRef) -> Result<(), String> {
+    let dns_label = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    };
+    if !dns_label(&r.namespace) {
+        return Err(format!(
+            "modelRegistry.namespace: '{}' is not a namespace name",
+            r.namespace
+        ));
+    }
+    let subdomain = !r.name.is_empty() && r.name.len() <= 253 && r.name.split('.').all(dns_label);
+    if !subdomain {
+        return Err(format!(
+            "modelRegistry.name: '{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
+            r.name
+        ));
+    }
+    if let Some(key) = r.key.as_ref().filter(|k| !k.is_empty()) {
+        let ok = !key.is_empty()
+            && key.len() <= 253
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+        if !ok {
+            return Err(format!(
+                "modelRegistry.key: '{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl ValidateSettings for Settings {
+    fn validate(&self) -> Result<(), String> {
+        self.check().map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+    use serde_json::{Value, json};
+
+    fn settings(v: Value) -> Settings {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn defaults_work_out_of_the_box() {
+        let s = settings(json!({}));
+        let c = s.check().unwrap();
+        assert_eq!(s.model_label_key, "gpu-admission/model");
+        assert_eq!(s.model_annotation_key, "gpu-admission/model");
+        assert_eq!(s.product_label_key, "nvidia.com/gpu.product");
+        assert_eq!(s.pool_label_key, "gpu-admission/pool");
+        assert_eq!((c.usable_percent, c.max_gpus_per_pod), (90, 8));
+        assert_eq!(
+            (&s.unknown_gpu, &s.unknown_model, &s.no_model),
+            (&Action::Deny, &Action::Deny, &Action::Allow)
+        );
+        assert!(c.caps.is_none());
+        assert!(
+            c.targets
+                .iter()
+                .any(|t| t.product == "NVIDIA-H100-80GB-HBM3")
+        );
+        assert!(c.targets.iter().all(|t| t.pool.is_none()));
+    }
+
+    #[test]
+    fn a_full_configuration_is_valid() {
+        let s = settings(json!({
+            "modelLabelKey": "example.com/model",
+            "modelAnnotationKey": "",
+            "models": {
+                "meta-llama/Llama-3.1-70B-Instruct": {"parametersBillions": 70.6, "dtype": "bf16",
+                    "layers": 80, "kvHeads": 8, "headDim": 128, "contextLength": 8192,
+                    "concurrency": 8, "attentionHeads": 64, "aliases": ["llama-3.1-70b"]},
+                "embedder": {"vramGiB": 2.5}
+            },
+            "modelRegistry": {"namespace": "gpu-system", "name": "gpu-models", "key": "models.yaml"},
+            "gpuProducts": {"NVIDIA-RTX-PRO-6000": 97887},
+            "migProfiles": {"1g.12gb": 11008},
+            "poolProducts": {"a10g": "NVIDIA-A10G", "h100": "NVIDIA-H100-80GB-HBM3", "rtx": "NVIDIA-RTX-PRO-6000"},
+            "usableMemoryPercent": 85,
+            "maxGpusPerPod": 4,
+            "unknownGpu": "warn", "unknownModel": "allow", "noModel": "deny",
+            "modelMemoryCaps": {"labelKey": "gpu-admission/workload-type", "maxGiB": {"interactive": 40}},
+            "extraGpuResources": ["example.com/tpu"],
+            "customKinds": crate::workload::presets::all(),
+            "exemptNamespaces": ["kube-system"]
+        }));
+        let c = s.check().unwrap();
+        assert_eq!(c.usable_percent, 85);
+        assert_eq!(
+            c.caps,
+            Some((
+                "gpu-admission/workload-type".to_string(),
+                BTreeMap::from([("interactive".to_string(), 40 * 1024)])
+            ))
+        );
+        let pools: Vec<(&str, u64)> = c
+            .targets
+            .iter()
+            .map(|t| (t.pool.as_deref().unwrap(), t.mib))
+            .collect();
+        assert_eq!(
+            pools,
+            vec![("a10g", 23028), ("h100", 81559), ("rtx", 97887)]
+        );
+    }
+
+    #[test]
+    fn empty_registry_and_caps_are_unset() {
+        let s = settings(
+            json!({"modelRegistry": {"namespace": "", "name": "", "key": ""},
+            "modelMemoryCaps": {"labelKey": "", "maxGiB": {}}}),
+        );
+        let c = s.check().unwrap();
+        assert!(s.registry().is_none());
+        assert!(c.caps.is_none());
+        let s = settings(json!({"modelRegistry": {"namespace": "gpu", "name": "m", "key": ""}}));
+        s.check().unwrap();
+        assert_eq!(s.registry().map(|r| r.name.as_str()), Some("m"));
+    }
+
+    #[test]
+    fn suggest_products_replace_the_catalog() {
+        let c = settings(
+            json!({"suggestProducts": ["NVIDIA-L4", "NVIDIA-H100-80GB-HBM3", "NVIDIA-L4"]}),
+        )
+        .check()
+        .unwrap();
+        let names: Vec<&str> = c.targets.iter().map(|t| t.product.as_str()).collect();
+        assert_eq!(names, vec!["NVIDIA-L4", "NVIDIA-H100-80GB-HBM3"]);
+    }
+
+    #[rstest]
+    #[case::model_key(json!({"modelLabelKey": "bad key"}), "modelLabelKey:")]
+    #[case::product_key(json!({"productLabelKey": ""}), "productLabelKey:")]
+    #[case::model_entry(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf17"}}}), "models[m].dtype: 'bf17' is not a dtype")]
+    #[case::zero_layers(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16", "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}), "models[m].layers: must be a whole number from 1 to 10000, got '0'")]
+    #[case::negative_vram(json!({"models": {"m": {"vramGiB": -1}}}), "models[m].vramGiB: must be a number")]
+    #[case::empty_id(json!({"models": {"": {"vramGiB": 1}}}), "models: a model id must not be empty")]
+    #[case::alias_clash(json!({"models": {"a": {"vramGiB": 1}, "b": {"vramGiB": 1, "aliases": ["A"]}}}), "models[b].aliases[0]: 'A' is also the id or an alias of models[a]")]
+    #[case::registry_namespace(json!({"modelRegistry": {"namespace": "Gpu", "name": "m"}}), "modelRegistry.namespace: 'Gpu' is not a namespace name")]
+    #[case::registry_name(json!({"modelRegistry": {"namespace": "gpu", "name": ""}}), "modelRegistry.name: '' is not a ConfigMap name")]
+    #[case::registry_half_empty(json!({"modelRegistry": {"namespace": "", "name": "m"}}), "modelRegistry.namespace: '' is not a namespace name")]
+    #[case::registry_key(json!({"modelRegistry": {"namespace": "gpu", "name": "m", "key": "a/b"}}), "modelRegistry.key: 'a/b' is not a ConfigMap data key")]
+    #[case::product_memory(json!({"gpuProducts": {"X": 0}}), "gpuProducts[X]: must be a whole number from 1 to 16777216, got '0'")]
+    #[case::product_name(json!({"gpuProducts": {"has space": 1}}), "gpuProducts[has space]:")]
+    #[case::mig_name(json!({"migProfiles": {"big": 1}}), "migProfiles[big]: 'big' is not a MIG profile like 3g.40gb")]
+    #[case::pool_product(json!({"poolProducts": {"a": "NVIDIA-Z1"}}), "poolProducts[a]: GPU product 'NVIDIA-Z1' is not in the catalog; add it to gpuProducts")]
+    #[case::pool_without_key(json!({"poolLabelKey": "", "poolProducts": {"a": "NVIDIA-L4"}}), "poolLabelKey: must be set when poolProducts is given")]
+    #[case::suggest(json!({"suggestProducts": ["Z"]}), "suggestProducts[0]: GPU product 'Z' is not in the catalog")]
+    #[case::fraction(json!({"usableMemoryPercent": 0.9}), "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '0.9'")]
+    #[case::zero_percent(json!({"usableMemoryPercent": 0}), "usableMemoryPercent: must be a whole number from 1 to 100, got '0'")]
+    #[case::over_percent(json!({"usableMemoryPercent": 101}), "usableMemoryPercent: must be a whole number from 1 to 100, got '101'")]
+    #[case::max_gpus(json!({"maxGpusPerPod": 0}), "maxGpusPerPod: must be a whole number from 1 to 64, got '0'")]
+    #[case::action(json!({"unknownGpu": "block"}), "unknownGpu: 'block' is not one of deny, warn, allow")]
+    #[case::action_model(json!({"unknownModel": "Deny"}), "unknownModel: 'Deny' is not one of deny, warn, allow")]
+    #[case::no_model(json!({"noModel": ""}), "noModel: '' is not one of deny, warn, allow")]
+    #[case::caps_key(json!({"modelMemoryCaps": {"labelKey": "", "maxGiB": {"a": 1}}}), "modelMemoryCaps.labelKey:")]
+    #[case::caps_empty(json!({"modelMemoryCaps": {"labelKey": "t"}}), "modelMemoryCaps.maxGiB: give at least one label value")]
+    #[case::caps_value(json!({"modelMemoryCaps": {"labelKey": "t", "maxGiB": {"interactive": -40}}}), "modelMemoryCaps.maxGiB[interactive]: must be a whole number from 1 to 1000000, got '-40'")]
+    #[case::extra(json!({"extraGpuResources": ["tpu"]}), "extraGpuResources[0]:")]
+    #[case::namespaces(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]:")]
+    #[case::custom_kind(json!({"customKinds": [{"group": "", "kind": "X", "templates": []}]}), "customKinds[0].group:")]
+    fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
+        let err = settings(v).validate().unwrap_err();
+        assert!(err.starts_with(prefix), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_and_wrong_types_are_refused() {
+        assert!(serde_json::from_value::<Settings>(json!({"modelLabel": "x"})).is_err());
+        assert!(serde_json::from_value::<Settings>(json!({"models": []})).is_err());
+    }
+}
