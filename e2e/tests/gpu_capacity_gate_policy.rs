@@ -1,0 +1,577 @@
+//! gpu-capacity-gate-policy, built as wasm, through the harness: every request in
+//! `policies/gpu-capacity-gate-policy/test_data/` with its replay session (kwctl's
+//! format: the exact host calls, selectors and field masks included), the verdict, the
+//! exact message, warnings and audit annotations; settings validation; and the README
+//! quoting the messages verbatim.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gpu_e2e::{
+    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
+    read_settings,
+};
+use serde_json::Value;
+
+fn policy() -> Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let path = module_path("gpu-capacity-gate-policy").unwrap_or_else(|e| panic!("{e:#}"));
+            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
+
+fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-capacity-gate-policy")
+}
+
+fn data(file: &str) -> PathBuf {
+    policy_dir().join("test_data").join(file)
+}
+
+fn settings(file: &str) -> Value {
+    read_settings(data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Evaluates `request` with `settings`, serving host calls from `session` (none: any
+/// host call fails the test through the harness's "no replay session" error).
+fn evaluate(request: &str, settings_file: &str, session: Option<&str>) -> Evaluation {
+    let request = read_admission_request(data(request)).unwrap_or_else(|e| panic!("{e:#}"));
+    let session =
+        session.map(|s| ReplaySession::from_file(data(s)).unwrap_or_else(|e| panic!("{e:#}")));
+    policy()
+        .evaluate(&request, &settings(settings_file), session)
+        .unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// What one request must produce.
+struct Case {
+    request: &'static str,
+    settings: &'static str,
+    session: Option<&'static str>,
+    /// `None`: allowed; `Some(message)`: denied with exactly this message.
+    denied: Option<&'static str>,
+    /// Expected `capacity` audit annotation (`None`: absent).
+    capacity: Option<&'static str>,
+    /// Other audit annotation expected: (key, value).
+    audit: Option<(&'static str, &'static str)>,
+    /// Quoted verbatim in the README.
+    in_readme: bool,
+}
+
+const S: &str = "settings.yml";
+
+const OVER: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
+const EMPTY: &str = "pool a100: no schedulable node offers nvidia.com/gpu for this workload's 8 (no node matches gpu-admission/pool=a100). Request a resource the pool offers, target another pool, or check the pool's nodeSelector in the policy settings and that its nodes are schedulable.";
+const NOT_GRANTED: &str = "pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const PODS_FORBIDDEN: &str = "pool a100: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const DEPLOYMENT_FORBIDDEN: &str = "scale of Deployment ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const MIG_OVER: &str = "pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 (10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or target another pool.";
+const MALFORMED: &str = "Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a non-negative integer, got \"four\"";
+
+const CASES: &[Case] = &[
+    // Below, over and exactly at the threshold; an empty pool.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_below.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_over.yml"),
+        denied: Some(OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_exact.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 64 + incoming 8 = 72 of 80 allocatable (90.0%), threshold 90%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_empty.yml"),
+        denied: Some(EMPTY),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 0 allocatable (n/a), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: true,
+    },
+    // Host-call failures: fail closed, or open with a warning.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_nodes_not_granted.yml"),
+        denied: Some(NOT_GRANTED),
+        capacity: Some("pool a100: not checked"),
+        audit: Some((
+            "host-error",
+            "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
+        )),
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: S,
+        session: Some("session_a100_pods_forbidden.yml"),
+        denied: Some(PODS_FORBIDDEN),
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_fail_open.yml",
+        session: Some("session_a100_nodes_not_granted.yml"),
+        denied: None,
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: false,
+    },
+    // UPDATE: only the increase is charged, no increase means no host call.
+    Case {
+        request: "deployment_update_more_replicas.json",
+        settings: S,
+        session: Some("session_a100_over.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 2 = 52 of 64 allocatable (81.3%), threshold 90%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_update_image_only.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: None,
+        in_readme: false,
+    },
+    // Scale subresource: the parent's GPUs per pod x the added replicas.
+    Case {
+        request: "deployment_scale_up.json",
+        settings: S,
+        session: Some("session_scale_a100_over.yml"),
+        denied: Some(OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_scale_up.json",
+        settings: S,
+        session: Some("session_scale_deployment_forbidden.yml"),
+        denied: Some(DEPLOYMENT_FORBIDDEN),
+        capacity: Some("scale of Deployment ml-serving/llm-a100: not checked"),
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_scale_down.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: None,
+        in_readme: false,
+    },
+    // Time-slicing and MIG: per resource name, in the unit pods request.
+    Case {
+        request: "deployment_l4_timesliced.json",
+        settings: S,
+        session: Some("session_l4_timesliced.yml"),
+        denied: None,
+        capacity: Some(
+            "l4-shared: nvidia.com/gpu used 110 + incoming 6 = 116 of 128 allocatable (90.6%), threshold 95%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "job_mig_3g.json",
+        settings: S,
+        session: Some("session_a100_mig.yml"),
+        denied: Some(MIG_OVER),
+        capacity: Some(
+            "a100-mig: nvidia.com/mig-3g.40gb used 10 + incoming 5 = 15 of 16 allocatable (93.8%), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    // A custom kind from settings (KServe preset), pool from the object's own label.
+    Case {
+        request: "inferenceservice_h100.json",
+        settings: S,
+        session: Some("session_h100_below.yml"),
+        denied: None,
+        capacity: Some(
+            "h100: nvidia.com/gpu used 16 + incoming 8 = 24 of 32 allocatable (75.0%), threshold 80%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    // Demand counted once: a pod of a gated controller is not charged again...
+    Case {
+        request: "pod_owned_by_replicaset.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: Some((
+            "not-charged",
+            "created by ReplicaSet llm-a100-7d9f8c6b5, which was charged for its pods (chargePods: ownerless)",
+        )),
+        in_readme: false,
+    },
+    // ...unless chargePods is all.
+    Case {
+        request: "pod_owned_by_replicaset.json",
+        settings: "settings_charge_all.yml",
+        session: Some("session_a100_over.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 2 = 52 of 64 allocatable (81.3%), threshold 90%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
+    // No host call for what the gate does not measure.
+    Case {
+        request: "deployment_cpu_only.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_no_pool.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: Some((
+            "no-pool",
+            "spec.template.spec (nvidia.com/gpu: 8): no configured pool is named by the pool label or selected by the node selector; capacity not checked",
+        )),
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_exempt_namespace.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: Some(("exempt", "namespace gpu-operator is in exemptNamespaces")),
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_malformed.json",
+        settings: S,
+        session: None,
+        denied: Some(MALFORMED),
+        capacity: None,
+        audit: None,
+        in_readme: false,
+    },
+];
+
+#[test]
+fn every_request_gives_its_verdict_message_and_annotations() {
+    for case in CASES {
+        let label = format!(
+            "{} with {} and {:?}",
+            case.request, case.settings, case.session
+        );
+        let eval = evaluate(case.request, case.settings, case.session);
+        let response = &eval.response;
+        assert_eq!(
+            response.allowed,
+            case.denied.is_none(),
+            "{label}: {response:?}"
+        );
+        assert_eq!(response.message(), case.denied, "{label}");
+        assert!(
+            eval.unconsumed_exchanges.is_empty(),
+            "{label}: host calls not made: {:?}",
+            eval.unconsumed_exchanges
+        );
+        if case.session.is_none() {
+            assert!(eval.host_calls.is_empty(), "{label}: {:?}", eval.host_calls);
+        }
+        let audit = response.audit_annotations.clone().unwrap_or_default();
+        assert_eq!(
+            audit.get("capacity").map(String::as_str),
+            case.capacity,
+            "{label}: {audit:?}"
+        );
+        if let Some((key, value)) = case.audit {
+            assert_eq!(
+                audit.get(key).map(String::as_str),
+                Some(value),
+                "{label}: {audit:?}"
+            );
+        }
+        if let Some(message) = case.denied.filter(|_| case.in_readme) {
+            assert!(
+                readme().contains(message),
+                "{label}: README does not quote {message:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_test_data_request_has_a_case() {
+    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".json") {
+            assert!(
+                CASES.iter().any(|c| c.request == name),
+                "{name} has no case"
+            );
+        }
+        if name.starts_with("session_") {
+            assert!(
+                CASES.iter().any(|c| c.session == Some(name.as_str())),
+                "{name} is unused"
+            );
+        }
+    }
+}
+
+#[test]
+fn host_calls_carry_the_exact_selectors_and_masks() {
+    let eval = evaluate(
+        "deployment_a100_4x2.json",
+        S,
+        Some("session_a100_below.yml"),
+    );
+    let payloads: Vec<Value> = eval
+        .host_calls
+        .iter()
+        .map(|c| serde_json::from_str(&c.payload).unwrap())
+        .collect();
+    assert_eq!(
+        eval.host_calls
+            .iter()
+            .map(|c| c.operation.as_str())
+            .collect::<Vec<_>>(),
+        vec!["list_resources_all", "list_resources_all"]
+    );
+    assert_eq!(
+        payloads,
+        vec![
+            serde_json::json!({"api_version": "v1", "kind": "Node",
+                "label_selector": "gpu-admission/pool=a100", "field_selector": null,
+                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]}),
+            serde_json::json!({"api_version": "v1", "kind": "Pod",
+                "label_selector": "gpu-admission/pool=a100",
+                "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
+                "field_masks": ["spec.containers.resources", "spec.ephemeralContainers.resources",
+                                "spec.initContainers.resources", "spec.initContainers.restartPolicy",
+                                "spec.resources"]}),
+        ]
+    );
+}
+
+#[test]
+fn scale_reads_the_deployment_then_the_pool() {
+    let eval = evaluate(
+        "deployment_scale_up.json",
+        S,
+        Some("session_scale_a100_over.yml"),
+    );
+    assert_eq!(
+        eval.host_calls
+            .iter()
+            .map(|c| c.operation.as_str())
+            .collect::<Vec<_>>(),
+        vec!["get_resource", "list_resources_all", "list_resources_all"]
+    );
+    let audit = eval.response.audit_annotations.unwrap_or_default();
+    assert!(audit["capacity"].contains("incoming 8 "), "{audit:?}");
+}
+
+#[test]
+fn fail_open_warns() {
+    let eval = evaluate(
+        "deployment_a100_4x2.json",
+        "settings_fail_open.yml",
+        Some("session_a100_nodes_not_granted.yml"),
+    );
+    assert_eq!(
+        eval.response.warnings,
+        Some(vec!["pool a100: GPU capacity was not checked: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources (accepted because failOpen is true)".to_string()])
+    );
+}
+
+#[test]
+fn without_the_context_aware_grant_the_gate_fails_closed() {
+    // What policy-server does when the ClusterAdmissionPolicy lists no contextAwareResources.
+    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
+    let denied = policy().with_context_aware_access(ContextAwareAccess::none());
+    let response = denied
+        .validate(
+            &request,
+            &settings(S),
+            Some(ReplaySession::from_file(data("session_a100_below.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert_eq!(response.message(), Some(NOT_GRANTED));
+}
+
+#[test]
+fn settings_validation() {
+    let p = policy();
+    for file in [
+        "settings.yml",
+        "settings_fail_open.yml",
+        "settings_charge_all.yml",
+    ] {
+        let v = p.validate_settings(&settings(file)).unwrap();
+        assert!(v.valid, "{file}: {:?}", v.message);
+    }
+    let cases = [
+        (
+            settings("settings_invalid.yml"),
+            "pools[1].name: 'a100' is already the name of pools[0]; pool names must be unique",
+        ),
+        (
+            settings("settings_invalid_threshold.yml"),
+            "pools[0].thresholdPercent: must be between 1 and 100 (got 120)",
+        ),
+        (
+            serde_json::json!({}),
+            "pools: define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure",
+        ),
+    ];
+    for (s, message) in cases {
+        let v = p.validate_settings(&s).unwrap();
+        assert!(!v.valid);
+        assert_eq!(v.message.as_deref(), Some(message));
+    }
+    let typo = p
+        .validate_settings(&serde_json::json!({"pools": [], "failopen": true}))
+        .unwrap();
+    assert!(!typo.valid);
+    assert!(typo.message.unwrap().contains("unknown field `failopen`"));
+}
+
+fn readme() -> &'static str {
+    static README: OnceLock<String> = OnceLock::new();
+    README
+        .get_or_init(|| std::fs::read_to_string(policy_dir().join("README.md")).unwrap_or_default())
+}
+
+/// The ClusterAdmissionPolicy of `examples/`, and the metadata it must agree with.
+fn example_documents() -> Vec<Value> {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
+        .unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .collect()
+}
+
+#[test]
+fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
+    let docs = example_documents();
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "ClusterAdmissionPolicy",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ]
+    );
+    let cap = &docs[0];
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+
+    let v = policy()
+        .validate_settings(&cap["spec"]["settings"])
+        .unwrap();
+    assert!(v.valid, "{:?}", v.message);
+    assert_eq!(
+        cap["spec"]["contextAwareResources"],
+        metadata["contextAwareResources"]
+    );
+    assert_eq!(cap["spec"]["mutating"], metadata["mutating"]);
+    assert_eq!(cap["spec"]["backgroundAudit"], metadata["backgroundAudit"]);
+    for rule in metadata["rules"].as_array().unwrap() {
+        assert!(
+            cap["spec"]["rules"].as_array().unwrap().contains(rule),
+            "rule {rule} of metadata.yml is missing from the example"
+        );
+    }
+    // Every kind the policy reads is granted to the ServiceAccount (get, list, watch).
+    let role = &docs[1];
+    for resource in metadata["contextAwareResources"].as_array().unwrap() {
+        let api_version = resource["apiVersion"].as_str().unwrap();
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        let plural = format!(
+            "{}s",
+            resource["kind"].as_str().unwrap().to_ascii_lowercase()
+        );
+        let granted = role["rules"].as_array().unwrap().iter().any(|r| {
+            r["apiGroups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g == group)
+                && r["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p == plural.as_str())
+                && ["get", "list", "watch"]
+                    .iter()
+                    .all(|verb| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
+        });
+        assert!(
+            granted,
+            "the ClusterRole does not grant get/list/watch on {plural}"
+        );
+    }
+    assert_eq!(docs[2]["roleRef"]["name"], role["metadata"]["name"]);
+}
+
+#[test]
+fn metadata_version_matches_the_crate() {
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
+    let version = metadata["annotations"]["io.kubewarden.policy.version"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cargo.contains(&format!("version = \"{version}\"")),
+        "Cargo.toml is not at {version}"
+    );
+}

@@ -1,0 +1,434 @@
+//! What a request charges to which pool: the pool each pod template targets, GPUs per
+//! pool for the object, the increase over the old object on UPDATE, and which objects
+//! are not charged because their controller already was.
+
+use super::settings::Settings;
+use crate::gpu::{GpuCounts, GpuResources, describe, pod_gpus, scale};
+use crate::podspec::PodSpec;
+use crate::scheduling::required_label_values;
+use crate::selector::Operator;
+use crate::workload::Workload;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// GPUs per pool (index into `settings.pools`, so pools are visited in settings order).
+pub type PoolDemand = BTreeMap<usize, GpuCounts>;
+
+/// The GPU demand of one admitted object.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Demand {
+    pub per_pool: PoolDemand,
+    /// Templates that hold GPUs but target no configured pool: `location (gpus)`.
+    pub no_pool: Vec<String>,
+    /// Templates not charged because of their priority class: `location (class)`.
+    pub exempt: Vec<String>,
+}
+
+impl Demand {
+    /// True when some template holds a GPU (charged, exempt or without pool).
+    pub fn uses_gpu(&self) -> bool {
+        !self.per_pool.is_empty() || !self.no_pool.is_empty() || !self.exempt.is_empty()
+    }
+}
+
+/// The pools a pod template targets: the pool its pool label names, and every pool whose
+/// node selector its node constraints satisfy. A template can target several pools; it is
+/// then checked against each (pods could land in any of them).
+///
+/// Node constraints are the template's `nodeSelector` plus every required node affinity
+/// key restricted to exactly one value. A pool label naming no configured pool is
+/// ignored (the nodeSelector still decides), so a made-up pool name does not escape.
+pub fn target_pools(
+    settings: &Settings,
+    labels: &BTreeMap<String, String>,
+    spec: &PodSpec,
+) -> Vec<usize> {
+    let mut pools = Vec::new();
+    if let Some((i, _)) = labels
+        .get(&settings.pool_label_key)
+        .and_then(|name| settings.pool_named(name))
+    {
+        pools.push(i);
+    }
+    let mut node_labels = spec.node_selector.clone();
+    let keys: BTreeSet<&str> = settings
+        .pools
+        .iter()
+        .flat_map(|p| {
+            p.node_selector
+                .match_labels
+                .keys()
+                .map(String::as_str)
+                .chain(
+                    p.node_selector
+                        .match_expressions
+                        .iter()
+                        .map(|r| r.key.as_str()),
+                )
+        })
+        .collect();
+    for key in keys {
+        if node_labels.contains_key(key) {
+            continue;
+        }
+        if let Some(values) = required_label_values(spec, key)
+            && values.len() == 1
+            && let Some(value) = values.into_iter().next()
+        {
+            node_labels.insert(key.to_string(), value);
+        }
+    }
+    for (i, pool) in settings.pools.iter().enumerate() {
+        if !pools.contains(&i) && selects(&pool.node_selector, &node_labels) {
+            pools.push(i);
+        }
+    }
+    pools
+}
+
+/// True when a node with (at least) `labels` would match `selector`. Requirements that
+/// only exclude (`NotIn`, `DoesNotExist`) cannot be decided from a partial label set; a
+/// selector made only of them is not taken as targeted (nothing positively asks for it).
+fn selects(selector: &crate::selector::LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+    let positive = !selector.match_labels.is_empty()
+        || selector
+            .match_expressions
+            .iter()
+            .any(|r| matches!(r.operator, Operator::In | Operator::Exists));
+    positive && selector.matches(labels)
+}
+
+/// GPUs per pool of every pod template of `workload` (pods x effective GPUs per pod).
+pub fn workload_demand(workload: &Workload, settings: &Settings, names: &GpuResources) -> Demand {
+    let mut demand = Demand::default();
+    for t in &workload.templates {
+        let pod = pod_gpus(&t.spec, names);
+        if pod.effective.is_empty() {
+            continue;
+        }
+        let gpus = scale(&pod.effective, t.pods);
+        if let Some(class) = t
+            .spec
+            .priority_class_name
+            .as_deref()
+            .filter(|c| settings.exempt_priority_classes.iter().any(|e| e == c))
+        {
+            demand
+                .exempt
+                .push(format!("{} (priorityClassName {class})", t.location));
+            continue;
+        }
+        let pools = target_pools(settings, &t.meta.labels, &t.spec);
+        if pools.is_empty() {
+            if gpus.values().any(|n| *n > 0) {
+                demand
+                    .no_pool
+                    .push(format!("{} ({})", t.location, describe(&gpus)));
+            }
+            continue;
+        }
+        for i in pools {
+            crate::gpu::add_into(demand.per_pool.entry(i).or_default(), &gpus);
+        }
+    }
+    for counts in demand.per_pool.values_mut() {
+        counts.retain(|_, n| *n > 0);
+    }
+    demand.per_pool.retain(|_, c| !c.is_empty());
+    demand
+}
+
+/// Per pool and resource, how much `new` asks beyond `old` (decreases are not credits).
+pub fn increase(new: &PoolDemand, old: &PoolDemand) -> PoolDemand {
+    let mut out = PoolDemand::new();
+    for (pool, counts) in new {
+        let before = old.get(pool);
+        let grown: GpuCounts = counts
+            .iter()
+            .filter_map(|(resource, n)| {
+                let was = before.and_then(|b| b.get(resource)).copied().unwrap_or(0);
+                (*n > was).then(|| (resource.clone(), n - was))
+            })
+            .collect();
+        if !grown.is_empty() {
+            out.insert(*pool, grown);
+        }
+    }
+    out
+}
+
+/// An object's controller, from its `ownerReferences`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OwnerRef {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    pub controller: Option<bool>,
+}
+
+/// The ownerReference with `controller: true`, if any (malformed entries are skipped).
+pub fn controller_of(object: &Value) -> Option<OwnerRef> {
+    object
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(|o| OwnerRef::deserialize(o).ok())
+        .find(|o| o.controller == Some(true))
+}
+
+/// True when objects of the owner's kind are charged for the pods they stand for, so
+/// what they create must not be charged again: Deployment, StatefulSet, ReplicaSet,
+/// ReplicationController, Job, CronJob and the configured custom kinds. Not DaemonSet:
+/// it is counted as one pod when admitted, so its pods are charged one by one.
+pub fn is_gated_controller(owner: &OwnerRef, settings: &Settings) -> bool {
+    let group = owner
+        .api_version
+        .rsplit_once('/')
+        .map(|(g, _)| g)
+        .unwrap_or("");
+    matches!(
+        (group, owner.kind.as_str()),
+        ("apps", "Deployment" | "StatefulSet" | "ReplicaSet")
+            | ("", "ReplicationController")
+            | ("batch", "Job" | "CronJob")
+    ) || settings
+        .custom_kinds
+        .iter()
+        .any(|c| c.group == group && c.kind == owner.kind)
+}
+
+/// The built-in workload behind a `<resource>/scale` request: (apiVersion, kind).
+pub fn scale_parent(group: &str, resource: &str) -> Option<(&'static str, &'static str)> {
+    Some(match (group, resource) {
+        ("apps", "deployments") => ("apps/v1", "Deployment"),
+        ("apps", "statefulsets") => ("apps/v1", "StatefulSet"),
+        ("apps", "replicasets") => ("apps/v1", "ReplicaSet"),
+        ("", "replicationcontrollers") => ("v1", "ReplicationController"),
+        _ => return None,
+    })
+}
+
+/// `spec.replicas` of an `autoscaling/v1` Scale: absent or null is 0; anything but a
+/// non-negative integer is an error.
+pub fn scale_replicas(scale: &Value) -> Result<u64, String> {
+    match scale.pointer("/spec/replicas") {
+        None | Some(Value::Null) => Ok(0),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("spec.replicas must be a non-negative integer, got {v}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::settings::Pool;
+    use crate::selector::LabelSelector;
+    use rstest::rstest;
+    use serde_json::json;
+
+    fn settings() -> Settings {
+        let pool = |name: &str, selector: Value| Pool {
+            name: name.into(),
+            node_selector: serde_json::from_value::<LabelSelector>(selector).unwrap(),
+            threshold_percent: 90,
+        };
+        Settings {
+            pools: vec![
+                pool(
+                    "a100",
+                    json!({"matchLabels": {"gpu-admission/pool": "a100"}}),
+                ),
+                pool(
+                    "h100",
+                    json!({"matchLabels": {"gpu-admission/pool": "h100"}}),
+                ),
+                pool(
+                    "l4",
+                    json!({"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4"]}]}),
+                ),
+                pool(
+                    "spare",
+                    json!({"matchExpressions": [{"key": "gpu-admission/pool", "operator": "DoesNotExist"}]}),
+                ),
+            ],
+            custom_kinds: crate::workload::presets::all(),
+            exempt_priority_classes: vec!["system-node-critical".into()],
+            ..Settings::default()
+        }
+    }
+
+    fn spec(v: Value) -> PodSpec {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn labels(v: Value) -> BTreeMap<String, String> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[rstest]
+    #[case::pool_label(json!({"gpu-admission/pool": "h100"}), json!({}), vec![1])]
+    #[case::node_selector(json!({}), json!({"nodeSelector": {"gpu-admission/pool": "a100", "zone": "x"}}), vec![0])]
+    #[case::label_and_other_selector(json!({"gpu-admission/pool": "h100"}), json!({"nodeSelector": {"gpu-admission/pool": "a100"}}), vec![1, 0])]
+    #[case::label_and_same_selector(json!({"gpu-admission/pool": "a100"}), json!({"nodeSelector": {"gpu-admission/pool": "a100"}}), vec![0])]
+    #[case::unknown_pool_label(json!({"gpu-admission/pool": "made-up"}), json!({"nodeSelector": {"gpu-admission/pool": "a100"}}), vec![0])]
+    #[case::expression_pool(json!({}), json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}}), vec![2])]
+    #[case::affinity_single_value(json!({}), json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-admission/pool", "operator": "In", "values": ["h100"]}]}]}}}}), vec![1])]
+    #[case::affinity_two_values(json!({}), json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": [{"key": "gpu-admission/pool", "operator": "In", "values": ["h100", "a100"]}]}]}}}}), vec![])]
+    #[case::nothing(json!({"team": "x"}), json!({}), vec![])]
+    #[case::other_label_key(json!({"pool": "a100"}), json!({}), vec![])]
+    fn pools_of_a_template(#[case] l: Value, #[case] s: Value, #[case] expected: Vec<usize>) {
+        assert_eq!(target_pools(&settings(), &labels(l), &spec(s)), expected);
+    }
+
+    fn demand(object: Value) -> Demand {
+        let w = Workload::from_object(&object, &crate::workload::presets::all()).unwrap();
+        workload_demand(&w, &settings(), &GpuResources::default())
+    }
+
+    fn deployment(replicas: u64, pool: &str, gpus: &str) -> Value {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+               "spec": {"replicas": replicas, "template": {
+                   "metadata": {"labels": {"gpu-admission/pool": pool}},
+                   "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}})
+    }
+
+    fn counts(pairs: &[(&str, u64)]) -> GpuCounts {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn deployment_is_replicas_times_gpus() {
+        let d = demand(deployment(4, "a100", "2"));
+        assert_eq!(
+            d.per_pool,
+            PoolDemand::from([(0, counts(&[("nvidia.com/gpu", 8)]))])
+        );
+        assert!(d.no_pool.is_empty() && d.uses_gpu());
+    }
+
+    #[test]
+    fn templates_of_one_object_go_to_their_own_pools() {
+        let d = demand(
+            json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+            "spec": {
+                "headGroupSpec": {"template": {"metadata": {"labels": {"gpu-admission/pool": "l4"}},
+                    "spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}, "containers": [{"name": "h", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}},
+                "workerGroupSpecs": [
+                    {"replicas": 3, "template": {"metadata": {"labels": {"gpu-admission/pool": "h100"}},
+                        "spec": {"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}},
+                    {"replicas": 2, "template": {"spec": {"containers": [{"name": "w", "resources": {"limits": {"amd.com/gpu": "1"}}}]}}}
+                ]}}),
+        );
+        assert_eq!(
+            d.per_pool,
+            PoolDemand::from([
+                (1, counts(&[("nvidia.com/gpu", 24)])),
+                (2, counts(&[("nvidia.com/gpu", 1)]))
+            ])
+        );
+        assert_eq!(
+            d.no_pool,
+            vec!["spec.workerGroupSpecs[1].template.spec (amd.com/gpu: 2)"]
+        );
+    }
+
+    #[test]
+    fn exempt_priority_class_is_not_charged() {
+        let mut object = deployment(2, "a100", "1");
+        object["spec"]["template"]["spec"]["priorityClassName"] = json!("system-node-critical");
+        let d = demand(object);
+        assert!(d.per_pool.is_empty());
+        assert_eq!(
+            d.exempt,
+            vec!["spec.template.spec (priorityClassName system-node-critical)"]
+        );
+        assert!(d.uses_gpu());
+    }
+
+    #[test]
+    fn non_gpu_and_zero_replicas_demand_nothing() {
+        let mut cpu = deployment(3, "a100", "1");
+        cpu["spec"]["template"]["spec"]["containers"][0]["resources"] =
+            json!({"limits": {"cpu": "2"}});
+        assert!(!demand(cpu).uses_gpu());
+        let zero = demand(deployment(0, "a100", "4"));
+        assert!(zero.per_pool.is_empty());
+        assert!(zero.no_pool.is_empty());
+    }
+
+    #[test]
+    fn gpus_in_init_containers_count() {
+        let d = demand(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"gpu-admission/pool": "a100"}},
+            "spec": {"containers": [{"name": "app"}],
+                     "initContainers": [{"name": "warm", "resources": {"requests": {"nvidia.com/gpu": "4"}}}]}}));
+        assert_eq!(d.per_pool[&0], counts(&[("nvidia.com/gpu", 4)]));
+    }
+
+    #[rstest]
+    #[case::grow(&[(0, "nvidia.com/gpu", 8)], &[(0, "nvidia.com/gpu", 4)], &[(0, "nvidia.com/gpu", 4)])]
+    #[case::same(&[(0, "nvidia.com/gpu", 8)], &[(0, "nvidia.com/gpu", 8)], &[])]
+    #[case::shrink(&[(0, "nvidia.com/gpu", 2)], &[(0, "nvidia.com/gpu", 8)], &[])]
+    #[case::moved_pool(&[(1, "nvidia.com/gpu", 8)], &[(0, "nvidia.com/gpu", 8)], &[(1, "nvidia.com/gpu", 8)])]
+    #[case::other_resource(&[(0, "nvidia.com/mig-1g.10gb", 2)], &[(0, "nvidia.com/gpu", 8)], &[(0, "nvidia.com/mig-1g.10gb", 2)])]
+    #[case::from_nothing(&[(0, "nvidia.com/gpu", 1)], &[], &[(0, "nvidia.com/gpu", 1)])]
+    fn increase_over_the_old_object(
+        #[case] new: &[(usize, &str, u64)],
+        #[case] old: &[(usize, &str, u64)],
+        #[case] expected: &[(usize, &str, u64)],
+    ) {
+        let build = |v: &[(usize, &str, u64)]| {
+            let mut d = PoolDemand::new();
+            for (p, r, n) in v {
+                d.entry(*p).or_default().insert(r.to_string(), *n);
+            }
+            d
+        };
+        assert_eq!(increase(&build(new), &build(old)), build(expected));
+    }
+
+    #[rstest]
+    #[case::replicaset(json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "1", "controller": true}]), true)]
+    #[case::job(json!([{"apiVersion": "batch/v1", "kind": "Job", "name": "j", "controller": true}]), true)]
+    #[case::statefulset(json!([{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "s", "controller": true}]), true)]
+    #[case::custom_kind(json!([{"apiVersion": "ray.io/v1", "kind": "RayCluster", "name": "r", "controller": true}]), true)]
+    #[case::daemonset(json!([{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "controller": true}]), false)]
+    #[case::unconfigured_kind(json!([{"apiVersion": "example.com/v1", "kind": "Trainer", "name": "t", "controller": true}]), false)]
+    #[case::not_controller(json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs"}]), false)]
+    #[case::controller_false(json!([{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "controller": false}]), false)]
+    #[case::wrong_group(json!([{"apiVersion": "example.com/v1", "kind": "ReplicaSet", "name": "rs", "controller": true}]), false)]
+    #[case::malformed(json!([{"kind": 5, "controller": true}]), false)]
+    #[case::not_a_list(json!({"kind": "ReplicaSet"}), false)]
+    fn gated_controllers(#[case] owners: Value, #[case] gated: bool) {
+        let object = json!({"metadata": {"ownerReferences": owners}});
+        let found = controller_of(&object).is_some_and(|o| is_gated_controller(&o, &settings()));
+        assert_eq!(found, gated);
+    }
+
+    #[rstest]
+    #[case::deployments("apps", "deployments", Some(("apps/v1", "Deployment")))]
+    #[case::statefulsets("apps", "statefulsets", Some(("apps/v1", "StatefulSet")))]
+    #[case::replicasets("apps", "replicasets", Some(("apps/v1", "ReplicaSet")))]
+    #[case::rc("", "replicationcontrollers", Some(("v1", "ReplicationController")))]
+    #[case::crd("leaderworkerset.x-k8s.io", "leaderworkersets", None)]
+    fn scale_parents(
+        #[case] group: &str,
+        #[case] resource: &str,
+        #[case] expected: Option<(&str, &str)>,
+    ) {
+        assert_eq!(scale_parent(group, resource), expected);
+    }
+
+    #[rstest]
+    #[case::set(json!({"spec": {"replicas": 5}}), Ok(5))]
+    #[case::absent(json!({"spec": {}}), Ok(0))]
+    #[case::null(json!(null), Ok(0))]
+    #[case::negative(json!({"spec": {"replicas": -1}}), Err(()))]
+    #[case::text(json!({"spec": {"replicas": "5"}}), Err(()))]
+    fn replicas_of_a_scale(#[case] scale: Value, #[case] expected: Result<u64, ()>) {
+        assert_eq!(scale_replicas(&scale).map_err(|_| ()), expected);
+    }
+}

@@ -1,0 +1,319 @@
+//! gpu-capacity-gate-policy: deny new GPU work when its pool is (nearly) full.
+//!
+//! For an admitted GPU workload the gate works out which pools its pod templates target
+//! ([`demand::target_pools`]) and how many GPUs of each resource name it adds to each
+//! ([`demand`]: pods x effective GPUs on CREATE, the increase on UPDATE and on `scale`
+//! subresource updates). For every pool it adds to, it lists the pool's Nodes and Pods
+//! through context-aware host calls ([`state`]) and checks `used + incoming` against the
+//! pool's threshold per resource name ([`decision::decide`]). Pod lists are read one pod
+//! at a time, skipping metadata with a byte-level scanner ([`scan`]).
+//!
+//! It fails closed: when cluster state cannot be read the workload is denied with a
+//! message naming the missing contextAwareResources entry or RBAC permission, unless
+//! `failOpen` is set.
+
+pub mod decision;
+pub mod demand;
+pub mod scan;
+pub mod settings;
+pub mod state;
+
+pub use decision::{Decision, PoolSnapshot, ResourceCheck, decide};
+pub use settings::{ChargePods, Pool, Settings};
+
+use crate::admission::{AdmissionRequest, Verdict};
+use crate::cluster::Cluster;
+use crate::gpu::GpuResources;
+use crate::workload::Workload;
+use demand::{Demand, PoolDemand};
+use serde_json::Value;
+use state::HostFailure;
+
+/// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
+pub mod audit {
+    /// Pools checked, comma-separated.
+    pub const POOL: &str = "pool";
+    /// Per pool and resource: used, incoming, allocatable, percent, threshold.
+    pub const CAPACITY: &str = "capacity";
+    /// GPU templates that target no configured pool (not checked).
+    pub const NO_POOL: &str = "no-pool";
+    /// Why nothing or part of the object was not charged.
+    pub const EXEMPT: &str = "exempt";
+    pub const NOT_CHARGED: &str = "not-charged";
+    /// The host's error text (truncated) when cluster state could not be read.
+    pub const HOST_ERROR: &str = "host-error";
+}
+
+/// Longest host error kept in the `host-error` audit annotation.
+pub const HOST_ERROR_MAX: usize = 512;
+
+/// What a request charges, or why it is decided without looking at the cluster.
+enum Plan {
+    Charge {
+        per_pool: PoolDemand,
+        notes: Vec<(&'static str, String)>,
+    },
+    Done(Verdict),
+    HostFailed {
+        failure: HostFailure,
+        context: String,
+    },
+}
+
+/// Decides one admission request, reading cluster state through `cluster`.
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    if !request.creates_or_updates() {
+        return Verdict::accept();
+    }
+    if settings.exempt_namespaces.contains(&request.namespace) {
+        return Verdict::accept().with_audit(
+            audit::EXEMPT,
+            format!("namespace {} is in exemptNamespaces", request.namespace),
+        );
+    }
+    let names = settings.gpu_resources();
+    let plan = match request.sub_resource.as_str() {
+        "" => object_plan(request, settings, &names),
+        "scale" if request.is_update() => scale_plan(request, settings, &names, cluster),
+        // status, ephemeralcontainers, resize...: GPU requests cannot change there.
+        _ => Plan::Done(Verdict::accept()),
+    };
+    let (per_pool, notes) = match plan {
+        Plan::Charge { per_pool, notes } => (per_pool, notes),
+        Plan::Done(verdict) => return verdict,
+        Plan::HostFailed { failure, context } => {
+            return host_failure(settings, &context, &failure, Vec::new());
+        }
+    };
+
+    let mut decisions = Vec::new();
+    for (index, demand) in &per_pool {
+        let Some(pool) = settings.pools.get(*index) else {
+            continue;
+        };
+        match state::read_pool(cluster, settings, pool, &names) {
+            Ok(snapshot) => decisions.push(decide(&snapshot, demand, pool)),
+            Err(failure) => {
+                return host_failure(settings, &format!("pool {}", pool.name), &failure, notes);
+            }
+        }
+    }
+
+    let denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
+    let mut verdict = if denials.is_empty() {
+        Verdict::accept()
+    } else {
+        Verdict::reject(denials.join(" "))
+    };
+    if !decisions.is_empty() {
+        let pools: Vec<&str> = decisions.iter().map(|d| d.pool.as_str()).collect();
+        let capacity: Vec<String> = decisions.iter().map(Decision::audit).collect();
+        verdict = verdict
+            .with_audit(audit::POOL, pools.join(","))
+            .with_audit(audit::CAPACITY, capacity.join("; "));
+    }
+    with_notes(verdict, notes)
+}
+
+fn with_notes(mut verdict: Verdict, notes: Vec<(&'static str, String)>) -> Verdict {
+    for (key, value) in notes {
+        verdict = verdict.with_audit(key, value);
+    }
+    verdict
+}
+
+/// CREATE or UPDATE of a workload object (Pod, Deployment, ..., custom kind).
+fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResources) -> Plan {
+    let workload = match Workload::from_object(&request.object, &settings.custom_kinds) {
+        Ok(w) => w,
+        Err(e) => {
+            return Plan::Done(
+                Verdict::reject(format!(
+                    "{} {}/{}: the pod templates cannot be read: {e}",
+                    request.kind.kind, request.namespace, request.name
+                ))
+                .with_code(400),
+            );
+        }
+    };
+    let new = demand::workload_demand(&workload, settings, names);
+    if !new.uses_gpu() {
+        return Plan::Done(Verdict::accept());
+    }
+    let mut notes = demand_notes(&new);
+
+    if let Some(reason) = not_charged(&workload, &request.object, settings) {
+        notes.push((audit::NOT_CHARGED, reason));
+        return Plan::Done(with_notes(Verdict::accept(), notes));
+    }
+
+    let per_pool = if request.is_update() {
+        // The old object was admitted before; if it cannot be read, charge everything.
+        let old = Workload::from_object(&request.old_object, &settings.custom_kinds)
+            .map(|w| demand::workload_demand(&w, settings, names))
+            .unwrap_or_default();
+        demand::increase(&new.per_pool, &old.per_pool)
+    } else {
+        new.per_pool
+    };
+    if per_pool.is_empty() {
+        return Plan::Done(with_notes(Verdict::accept(), notes));
+    }
+    Plan::Charge { per_pool, notes }
+}
+
+fn demand_notes(demand: &Demand) -> Vec<(&'static str, String)> {
+    let mut notes = Vec::new();
+    if !demand.no_pool.is_empty() {
+        notes.push((
+            audit::NO_POOL,
+            format!(
+                "{}: no configured pool is named by the pool label or selected by the node selector; capacity not checked",
+                demand.no_pool.join(", ")
+            ),
+        ));
+    }
+    if !demand.exempt.is_empty() {
+        notes.push((
+            audit::EXEMPT,
+            format!("{}: exemptPriorityClasses", demand.exempt.join(", ")),
+        ));
+    }
+    notes
+}
+
+/// Why an object is not charged: its controller was (or, for Pods, `chargePods`).
+fn not_charged(workload: &Workload, object: &Value, settings: &Settings) -> Option<String> {
+    if workload.is_pod() && settings.charge_pods == ChargePods::None {
+        return Some("Pod (chargePods: none)".into());
+    }
+    if workload.is_pod() && settings.charge_pods == ChargePods::All {
+        return None;
+    }
+    let owner = demand::controller_of(object)?;
+    demand::is_gated_controller(&owner, settings).then(|| {
+        format!(
+            "created by {} {}, which was charged for its pods (chargePods: {})",
+            owner.kind,
+            owner.name,
+            settings.charge_pods.as_str()
+        )
+    })
+}
+
+/// UPDATE of `<workload>/scale`: charge (new - old replicas) x GPUs per pod of the
+/// workload's template, read with `get_resource`.
+fn scale_plan(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    names: &GpuResources,
+    cluster: &dyn Cluster,
+) -> Plan {
+    let replicas = demand::scale_replicas(&request.object).and_then(|new| {
+        let old = demand::scale_replicas(&request.old_object)?;
+        Ok((new, old))
+    });
+    let (new, old) = match replicas {
+        Ok(r) => r,
+        Err(e) => {
+            return Plan::Done(
+                Verdict::reject(format!(
+                    "scale of {} {}/{}: {e}",
+                    request.resource.resource, request.namespace, request.name
+                ))
+                .with_code(400),
+            );
+        }
+    };
+    if new <= old {
+        return Plan::Done(Verdict::accept());
+    }
+    let Some((api_version, kind)) =
+        demand::scale_parent(&request.resource.group, &request.resource.resource)
+    else {
+        return Plan::Done(Verdict::accept().with_audit(
+            audit::NOT_CHARGED,
+            format!(
+                "scale of {}.{} is not gated (only deployments, statefulsets, replicasets and replicationcontrollers are)",
+                request.resource.resource, request.resource.group
+            ),
+        ));
+    };
+    let name = if request.name.is_empty() {
+        request
+            .object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    } else {
+        request.name.as_str()
+    };
+    let context = format!("scale of {kind} {}/{name}", request.namespace);
+    let query = state::parent_query(api_version, kind, name, &request.namespace);
+    let parent = match state::call(cluster, &query) {
+        Ok(bytes) => bytes,
+        Err(failure) => return Plan::HostFailed { failure, context },
+    };
+    let unreadable = |e: String| Plan::HostFailed {
+        failure: HostFailure {
+            request: Box::new(query.clone()),
+            error: state::HostError::Unreadable(e),
+        },
+        context: context.clone(),
+    };
+    let mut parent: Value = match serde_json::from_slice(&parent) {
+        Ok(Value::Object(map)) => Value::Object(map),
+        Ok(other) => return unreadable(format!("expected an object, got {other}")),
+        Err(e) => return unreadable(e.to_string()),
+    };
+    // Masks may drop apiVersion and kind; the template's pods become the added replicas.
+    if let Some(map) = parent.as_object_mut() {
+        map.insert("apiVersion".into(), Value::from(api_version));
+        map.insert("kind".into(), Value::from(kind));
+    }
+    match crate::workload::object_at_mut(&mut parent, "/spec") {
+        Some(spec) => {
+            spec.insert("replicas".into(), Value::from(new - old));
+        }
+        None => return unreadable("spec is not an object".into()),
+    }
+    let workload = match Workload::from_object(&parent, &settings.custom_kinds) {
+        Ok(w) => w,
+        Err(e) => return unreadable(e.to_string()),
+    };
+    let added = demand::workload_demand(&workload, settings, names);
+    let notes = demand_notes(&added);
+    if added.per_pool.is_empty() {
+        return Plan::Done(with_notes(Verdict::accept(), notes));
+    }
+    Plan::Charge {
+        per_pool: added.per_pool,
+        notes,
+    }
+}
+
+/// Cluster state could not be read: deny (fail closed) or accept with a warning.
+fn host_failure(
+    settings: &Settings,
+    context: &str,
+    failure: &HostFailure,
+    notes: Vec<(&'static str, String)>,
+) -> Verdict {
+    let explanation = failure.explanation();
+    let verdict = if settings.fail_open {
+        Verdict::accept().with_warning(format!(
+            "{context}: GPU capacity was not checked: {explanation} (accepted because failOpen is true)"
+        ))
+    } else {
+        Verdict::reject(format!(
+            "{context}: {explanation}. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation {}.",
+            audit::HOST_ERROR
+        ))
+    };
+    with_notes(verdict, notes)
+        .with_audit(audit::HOST_ERROR, failure.raw(HOST_ERROR_MAX))
+        .with_audit(audit::CAPACITY, format!("{context}: not checked"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,217 @@
+//! A minimal JSON scanner for list responses: finds the raw bytes of each item's `spec`
+//! in `{"items": [{..., "spec": {...}, ...}, ...]}` without parsing anything else.
+//!
+//! Kubewarden applies field masks to everything but `metadata`, so a masked Pod is
+//! mostly metadata (name, labels, annotations, owner references...). Parsing it with
+//! serde only to throw it away costs more than everything else the policy does; here
+//! other values are skipped by matching brackets outside strings, which is a tight byte
+//! loop. Each `spec` is then parsed (and validated) by serde_json. The framing itself is
+//! checked: unbalanced or truncated input is an error, never a partial count.
+//!
+//! Keys are compared as raw bytes: a key spelled with escapes (`"sp\u0065c"`) is not
+//! recognised. Kubernetes and Kubewarden never escape these keys.
+
+use std::fmt;
+
+/// Why a list could not be scanned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanError {
+    pub offset: usize,
+    pub expected: &'static str,
+}
+
+impl fmt::Display for ScanError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "expected {} at byte {}", self.expected, self.offset)
+    }
+}
+
+impl std::error::Error for ScanError {}
+
+/// Calls `on_item` once per element of the top-level `items` array, with the raw bytes
+/// of the element's `spec` value (`None` when it has none). `items` absent or `null` is
+/// an empty list. Stops at the first error of `on_item`.
+pub fn for_each_item_spec<E: From<ScanError>>(
+    bytes: &[u8],
+    mut on_item: impl FnMut(Option<&[u8]>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut s = Scanner { b: bytes, i: 0 };
+    s.ws();
+    s.expect(b'{', "'{' opening the list")?;
+    s.ws();
+    if !s.eat(b'}') {
+        loop {
+            s.ws();
+            let key = s.string()?;
+            s.ws();
+            s.expect(b':', "':' after a key")?;
+            s.ws();
+            if key == b"items" {
+                s.items(&mut on_item)?;
+            } else {
+                s.skip_value()?;
+            }
+            s.ws();
+            if s.eat(b'}') {
+                break;
+            }
+            s.expect(b',', "',' or '}' in the list object")?;
+        }
+    }
+    s.ws();
+    if s.i != s.b.len() {
+        return Err(s.error("the end of the input").into());
+    }
+    Ok(())
+}
+
+struct Scanner<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Scanner<'a> {
+    fn error(&self, expected: &'static str) -> ScanError {
+        ScanError {
+            offset: self.i,
+            expected,
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        if self.peek() == Some(c) {
+            self.i += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, c: u8, what: &'static str) -> Result<(), ScanError> {
+        if self.eat(c) {
+            Ok(())
+        } else {
+            Err(self.error(what))
+        }
+    }
+
+    /// A string; returns its raw contents (escapes not decoded).
+    fn string(&mut self) -> Result<&'a [u8], ScanError> {
+        self.expect(b'"', "a string")?;
+        let start = self.i;
+        self.skip_string_body()?;
+        Ok(self.b.get(start..self.i - 1).unwrap_or_default())
+    }
+
+    /// After an opening quote: up to and including the closing quote.
+    fn skip_string_body(&mut self) -> Result<(), ScanError> {
+        while let Some(c) = self.peek() {
+            self.i += 1;
+            match c {
+                b'"' => return Ok(()),
+                b'\\' => self.i += 1,
+                _ => {}
+            }
+        }
+        Err(self.error("a closing '\"'"))
+    }
+
+    /// Any value: strings and scalars directly, objects and arrays by matching brackets
+    /// outside strings (content is validated where it matters: by serde, in `spec`).
+    fn skip_value(&mut self) -> Result<(), ScanError> {
+        match self.peek() {
+            Some(b'"') => {
+                self.i += 1;
+                self.skip_string_body()
+            }
+            Some(b'{' | b'[') => {
+                let mut depth = 0usize;
+                while let Some(c) = self.peek() {
+                    self.i += 1;
+                    match c {
+                        b'"' => self.skip_string_body()?,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Ok(());
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                Err(self.error("a closing bracket"))
+            }
+            Some(c) if c == b'-' || c.is_ascii_alphanumeric() || c == b'.' || c == b'+' => {
+                while let Some(c) = self.peek() {
+                    if c == b'-' || c.is_ascii_alphanumeric() || c == b'.' || c == b'+' {
+                        self.i += 1;
+                    } else {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            _ => Err(self.error("a value")),
+        }
+    }
+
+    fn items<E: From<ScanError>>(
+        &mut self,
+        on_item: &mut impl FnMut(Option<&[u8]>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        if self.b.get(self.i..self.i + 4) == Some(b"null") {
+            self.i += 4;
+            return Ok(());
+        }
+        self.expect(b'[', "'[' opening items")?;
+        self.ws();
+        if self.eat(b']') {
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            self.expect(b'{', "'{' opening an item")?;
+            let mut spec = None;
+            self.ws();
+            if !self.eat(b'}') {
+                loop {
+                    self.ws();
+                    let key = self.string()?;
+                    self.ws();
+                    self.expect(b':', "':' after a key")?;
+                    self.ws();
+                    let start = self.i;
+                    self.skip_value()?;
+                    if key == b"spec" {
+                        spec = self.b.get(start..self.i);
+                    }
+                    self.ws();
+                    if self.eat(b'}') {
+                        break;
+                    }
+                    self.expect(b',', "',' or '}' in an item")?;
+                }
+            }
+            on_item(spec)?;
+            self.ws();
+            if self.eat(b']') {
+                return Ok(());
+            }
+            self.expect(b',', "',' or ']' in items")?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,129 @@
+use super::*;
+use rstest::rstest;
+
+/// The specs the scanner finds, as strings (`-` for an item without spec).
+fn specs(text: &str) -> Result<Vec<String>, ScanError> {
+    let mut out = Vec::new();
+    for_each_item_spec(text.as_bytes(), |spec| -> Result<(), ScanError> {
+        out.push(match spec {
+            Some(s) => String::from_utf8(s.to_vec()).unwrap(),
+            None => "-".into(),
+        });
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+#[rstest]
+#[case::plain(r#"{"items": [{"spec": {"a": 1}}]}"#, &[r#"{"a": 1}"#])]
+#[case::metadata_first(r#"{"kind":"PodList","items":[{"metadata":{"name":"p","labels":{"a":"}{]["}},"spec":{"x":[1,{"y":"\"}"}]},"status":{}}]}"#, &[r#"{"x":[1,{"y":"\"}"}]}"#])]
+#[case::items_last(r#"{"metadata": {"resourceVersion": "1", "x": [{"items": [1]}]}, "items": [{"spec": null}, {}]}"#, &["null", "-"])]
+#[case::whitespace(" {\n \"items\" : [ { \"spec\" : { } } , { \"metadata\" : { } } ] } \n", &["{ }", "-"])]
+#[case::scalars(r#"{"items": [{"a": true, "b": -1.5e3, "c": null, "spec": "text", "d": false}]}"#, &[r#""text""#])]
+#[case::escaped_backslash(r#"{"items": [{"metadata": {"a": "\\"}, "spec": {}}]}"#, &["{}"])]
+#[case::unicode(r#"{"items": [{"metadata": {"a": "é ☃ \u00e9"}, "spec": {"é": 1}}]}"#, &[r#"{"é": 1}"#])]
+#[case::no_items(r#"{"kind": "PodList"}"#, &[])]
+#[case::null_items(r#"{"items": null}"#, &[])]
+#[case::empty_items(r#"{"items": []}"#, &[])]
+#[case::empty_object("{}", &[])]
+fn finds_each_spec(#[case] text: &str, #[case] expected: &[&str]) {
+    assert_eq!(specs(text).unwrap(), expected);
+}
+
+#[rstest]
+#[case::empty("")]
+#[case::not_an_object("[]")]
+#[case::truncated_item(r#"{"items": [{"spec": {"a": 1}"#)]
+#[case::truncated_string(r#"{"items": [{"metadata": {"a": "x}]}"#)]
+#[case::unbalanced(r#"{"items": [{"metadata": {"a": [1, 2}}]"#)]
+#[case::item_not_an_object(r#"{"items": [5]}"#)]
+#[case::items_not_a_list(r#"{"items": 5}"#)]
+#[case::missing_colon(r#"{"items" [{}]}"#)]
+#[case::missing_comma(r#"{"items": [{} {}]}"#)]
+#[case::trailing(r#"{"items": []} x"#)]
+#[case::two_documents(r#"{} {}"#)]
+#[case::bare_key(r#"{items: []}"#)]
+#[case::missing_value(r#"{"items": [{"spec": }]}"#)]
+fn malformed_lists_are_errors(#[case] text: &str) {
+    assert!(specs(text).is_err(), "{text}");
+}
+
+#[test]
+fn errors_say_where() {
+    let e = specs(r#"{"items": 5}"#).unwrap_err();
+    assert_eq!(e.to_string(), "expected '[' opening items at byte 10");
+}
+
+#[test]
+fn callback_errors_stop_the_scan() {
+    let mut seen = 0;
+    let r = for_each_item_spec(br#"{"items": [{}, {}, {}]}"#, |_| {
+        seen += 1;
+        if seen == 2 {
+            Err(ScanError {
+                offset: 0,
+                expected: "stop",
+            })
+        } else {
+            Ok(())
+        }
+    });
+    assert!(r.is_err());
+    assert_eq!(seen, 2);
+}
+
+/// The scanner agrees with serde_json on arbitrary JSON lists.
+#[cfg(not(target_arch = "wasm32"))]
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            // Exact binary fractions: serde_json's default float parsing round-trips them.
+            (-4000i32..4000).prop_map(|n| Value::from(f64::from(n) / 4.0)),
+            ".*".prop_map(Value::from),
+            r#"[\\"{}\[\],:]{0,6}"#.prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 5, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z\"\\\\{}]{0,6}|spec|items", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn item() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map("[a-z]{1,8}|spec|metadata|status", json(), 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    proptest! {
+        #[test]
+        fn agrees_with_serde_json(items in prop::collection::vec(item(), 0..6), extra in json(), pretty in any::<bool>()) {
+            let list = serde_json::json!({"kind": "PodList", "metadata": extra, "items": items});
+            let text = if pretty { serde_json::to_string_pretty(&list) } else { serde_json::to_string(&list) }.unwrap();
+            let mut found: Vec<Option<Value>> = Vec::new();
+            for_each_item_spec(text.as_bytes(), |spec| -> Result<(), ScanError> {
+                found.push(spec.map(|s| serde_json::from_slice(s).unwrap()));
+                Ok(())
+            }).unwrap();
+            let expected: Vec<Option<Value>> = items.iter().map(|i| i.get("spec").cloned()).collect();
+            prop_assert_eq!(found, expected);
+        }
+
+        #[test]
+        fn truncated_lists_are_errors(items in prop::collection::vec(item(), 1..4), cut in 1usize..64) {
+            let text = serde_json::to_string(&serde_json::json!({"items": items})).unwrap();
+            let end = text.len().saturating_sub(cut);
+            prop_assume!(text.is_char_boundary(end));
+            let r = for_each_item_spec(&text.as_bytes()[..end], |_| -> Result<(), ScanError> { Ok(()) });
+            prop_assert!(r.is_err());
+        }
+    }
+}

@@ -1,0 +1,559 @@
+//! Reading a pool's state through context-aware host calls: the exact requests (label
+//! selectors, field selector, field masks), parsing the answers with small lenient types,
+//! and turning failures into messages that name the missing permission.
+//!
+//! Every pool always produces the same two list requests, so policy-server keeps one
+//! watch per pool and kind; nothing in a request depends on the admitted object.
+
+use super::decision::PoolSnapshot;
+use super::settings::{Pool, Settings};
+use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll};
+use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
+use crate::podspec::null_as_default;
+use serde::Deserialize;
+use serde::de::DeserializeSeed;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+/// Pods that hold GPUs: everything but finished pods (pending pods are demand too).
+pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// What crosses the host boundary for each Node.
+pub const NODE_FIELD_MASKS: &[&str] = &["spec.taints", "spec.unschedulable", "status.allocatable"];
+
+/// What crosses the host boundary for each Pod: the inputs of the effective-request rule.
+pub const POD_FIELD_MASKS: &[&str] = &[
+    "spec.containers.resources",
+    "spec.ephemeralContainers.resources",
+    "spec.initContainers.resources",
+    "spec.initContainers.restartPolicy",
+    "spec.resources",
+];
+
+/// What crosses the host boundary when a scaled workload is read: its pod template's
+/// GPU requests and what decides its pool.
+pub const TEMPLATE_FIELD_MASKS: &[&str] = &[
+    "spec.template.metadata.labels",
+    "spec.template.spec.affinity.nodeAffinity",
+    "spec.template.spec.containers.resources",
+    "spec.template.spec.ephemeralContainers.resources",
+    "spec.template.spec.initContainers.resources",
+    "spec.template.spec.initContainers.restartPolicy",
+    "spec.template.spec.nodeSelector",
+    "spec.template.spec.priorityClassName",
+    "spec.template.spec.resources",
+];
+
+/// Node taints that keep new pods off a node (set by the node lifecycle controller and
+/// by `kubectl cordon`): such nodes' GPUs are not counted as allocatable.
+const UNSCHEDULABLE_TAINTS: &[&str] = &[
+    "node.kubernetes.io/unschedulable",
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+fn masks(list: &[&str]) -> Option<BTreeSet<String>> {
+    Some(list.iter().map(|s| s.to_string()).collect())
+}
+
+/// The pool's Nodes: `list_resources_all` of `v1/Node` by the pool's node selector.
+pub fn node_query(pool: &Pool) -> ClusterRequest {
+    ClusterRequest::ListAll(ListAll {
+        api_version: "v1".into(),
+        kind: "Node".into(),
+        label_selector: Some(pool.node_selector.to_query()),
+        field_selector: None,
+        field_masks: masks(NODE_FIELD_MASKS),
+    })
+}
+
+/// The pool's Pods in every namespace: pool label, not finished.
+pub fn pod_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
+    ClusterRequest::ListAll(ListAll {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        label_selector: Some(format!("{pool_label_key}={}", pool.name)),
+        field_selector: Some(POD_FIELD_SELECTOR.into()),
+        field_masks: masks(POD_FIELD_MASKS),
+    })
+}
+
+/// The workload behind a `scale` subresource request.
+pub fn parent_query(api_version: &str, kind: &str, name: &str, namespace: &str) -> ClusterRequest {
+    ClusterRequest::Get(GetResource {
+        api_version: api_version.into(),
+        kind: kind.into(),
+        name: name.into(),
+        namespace: Some(namespace.into()),
+        disable_cache: false,
+        field_masks: masks(TEMPLATE_FIELD_MASKS),
+    })
+}
+
+/// A host call that failed, or whose answer could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostFailure {
+    /// Boxed: failures travel in `Result`s and are rare.
+    pub request: Box<ClusterRequest>,
+    pub error: HostError,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostError {
+    /// The host refused or failed the call (its text, possibly long).
+    Call(String),
+    /// The host answered, but not with what was asked for.
+    Unreadable(String),
+}
+
+impl HostFailure {
+    /// What the policy could not do and what to change, without the raw host text:
+    /// `cannot list v1/Node: add {apiVersion: v1, kind: Node} to the policy's
+    /// contextAwareResources and grant ...`.
+    pub fn explanation(&self) -> String {
+        let (verb, rbac_verbs, what) = match self.request.as_ref() {
+            ClusterRequest::Get(g) => (
+                "get",
+                "get",
+                format!(
+                    "{}/{} {}/{}",
+                    g.api_version,
+                    g.kind,
+                    g.namespace.as_deref().unwrap_or(""),
+                    g.name
+                ),
+            ),
+            ClusterRequest::ListAll(_) | ClusterRequest::ListInNamespace(_) => {
+                ("list", "list and watch", self.request.what())
+            }
+        };
+        let (api_version, kind) = api_version_kind(&self.request);
+        let group = api_version.rsplit_once('/').map(|(g, _)| g);
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let on = match group {
+            Some(g) => format!("{plural} (apiGroup {g})"),
+            None => plural,
+        };
+        let context_aware = format!(
+            "add {{apiVersion: {api_version}, kind: {kind}}} to the ClusterAdmissionPolicy's contextAwareResources"
+        );
+        let rbac = format!("grant the policy-server's ServiceAccount {rbac_verbs} on {on}");
+        match &self.error {
+            HostError::Unreadable(e) => {
+                format!("cannot {verb} {what}: the answer could not be read ({e})")
+            }
+            HostError::Call(raw) if raw.contains("has not been granted access") => {
+                format!("cannot {verb} {what}: {context_aware}")
+            }
+            HostError::Call(raw) if raw.to_ascii_lowercase().contains("forbidden") => {
+                format!("cannot {verb} {what}: {rbac}")
+            }
+            HostError::Call(_) => format!("cannot {verb} {what}: {context_aware} and {rbac}"),
+        }
+    }
+
+    /// The host's own text, cut to `max` bytes (at a character boundary), for an audit
+    /// annotation.
+    pub fn raw(&self, max: usize) -> String {
+        let text = match &self.error {
+            HostError::Call(s) | HostError::Unreadable(s) => s.as_str(),
+        };
+        if text.len() <= max {
+            return text.to_string();
+        }
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{}...", &text[..end])
+    }
+}
+
+fn api_version_kind(request: &ClusterRequest) -> (&str, &str) {
+    match request {
+        ClusterRequest::Get(r) => (&r.api_version, &r.kind),
+        ClusterRequest::ListAll(r) => (&r.api_version, &r.kind),
+        ClusterRequest::ListInNamespace(r) => (&r.api_version, &r.kind),
+    }
+}
+
+/// Makes `request` and returns the raw answer. The waPC guest library prefixes host
+/// errors with `Host error: `; that prefix is dropped.
+pub fn call(cluster: &dyn Cluster, request: &ClusterRequest) -> Result<Vec<u8>, HostFailure> {
+    cluster.call(request).map_err(|e| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Call(match e.strip_prefix("Host error: ") {
+            Some(rest) => rest.to_string(),
+            None => e,
+        }),
+    })
+}
+
+/// Lists the pool's Nodes and Pods and sums their GPUs.
+pub fn read_pool(
+    cluster: &dyn Cluster,
+    settings: &Settings,
+    pool: &Pool,
+    names: &GpuResources,
+) -> Result<PoolSnapshot, HostFailure> {
+    let unreadable = |request: &ClusterRequest, e: &dyn fmt::Display| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Unreadable(e.to_string()),
+    };
+    let nodes_request = node_query(pool);
+    let nodes = call(cluster, &nodes_request)?;
+    let nodes = parse_nodes(&nodes, names).map_err(|e| unreadable(&nodes_request, &e))?;
+    let pods_request = pod_query(&settings.pool_label_key, pool);
+    let pods = call(cluster, &pods_request)?;
+    let pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
+    Ok(PoolSnapshot {
+        nodes: nodes.nodes,
+        schedulable_nodes: nodes.schedulable,
+        allocatable: nodes.allocatable,
+        pods: pods.pods,
+        used: pods.used,
+    })
+}
+
+/// GPUs of a pool's Nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeTotals {
+    pub nodes: u64,
+    pub schedulable: u64,
+    /// GPU resources allocatable on schedulable nodes.
+    pub allocatable: GpuCounts,
+}
+
+/// GPUs held by a pool's Pods.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodTotals {
+    pub pods: u64,
+    pub used: GpuCounts,
+}
+
+// Every field optional: field masks drop whatever they do not name.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NodeList {
+    #[serde(deserialize_with = "null_as_default")]
+    items: Vec<NodeItem>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NodeItem {
+    spec: Option<NodeSpec>,
+    status: Option<NodeStatus>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NodeSpec {
+    unschedulable: Option<bool>,
+    #[serde(deserialize_with = "null_as_default")]
+    taints: Vec<Taint>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Taint {
+    key: Option<String>,
+    effect: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct NodeStatus {
+    #[serde(deserialize_with = "null_as_default")]
+    allocatable: BTreeMap<String, lean::Quantity>,
+}
+
+/// Sums the GPU resources of schedulable nodes in a `NodeList`. An allocatable GPU
+/// quantity that is not a whole number counts as 0 (less capacity, never more).
+pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, serde_json::Error> {
+    let list: NodeList = serde_json::from_slice(bytes)?;
+    let mut totals = NodeTotals::default();
+    for node in list.items {
+        totals.nodes += 1;
+        let spec = node.spec.unwrap_or_default();
+        let blocked = spec.unschedulable == Some(true)
+            || spec.taints.iter().any(|t| {
+                t.key
+                    .as_deref()
+                    .is_some_and(|k| UNSCHEDULABLE_TAINTS.contains(&k))
+                    && matches!(t.effect.as_deref(), Some("NoSchedule" | "NoExecute"))
+            });
+        if blocked {
+            continue;
+        }
+        totals.schedulable += 1;
+        let allocatable = node.status.unwrap_or_default().allocatable;
+        for (resource, quantity) in allocatable.iter().filter(|(k, _)| names.is_gpu(k)) {
+            let n = crate::quantity::Quantity::parse_count(&quantity.0).unwrap_or(0);
+            let e = totals.allocatable.entry(resource.clone()).or_insert(0);
+            *e = e.saturating_add(n);
+        }
+    }
+    Ok(totals)
+}
+
+/// Sums the effective GPU requests of the pods in a `PodList`, one pod at a time (the
+/// list is never held in memory as a whole). The list's framing is walked by
+/// [`super::scan`], which skips metadata and status without parsing them; each pod's
+/// `spec` is parsed by serde_json keeping only GPU entries of `limits` / `requests`
+/// (keys borrowed while reading), then goes through the shared effective-request rule
+/// ([`pod_gpus`]).
+pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
+    let mut totals = PodTotals::default();
+    super::scan::for_each_item_spec(bytes, |spec| -> Result<(), ListError> {
+        totals.pods += 1;
+        if let Some(spec) = spec {
+            let mut de = serde_json::Deserializer::from_slice(spec);
+            let seed = lean::SpecSeed { names };
+            if let Some(spec) = seed.deserialize(&mut de)? {
+                add_into(&mut totals.used, &pod_gpus(&spec, names).effective);
+            }
+        }
+        Ok(())
+    })?;
+    Ok(totals)
+}
+
+/// Why a list answer could not be read.
+#[derive(Debug)]
+pub enum ListError {
+    Scan(super::scan::ScanError),
+    Json(serde_json::Error),
+}
+
+impl From<super::scan::ScanError> for ListError {
+    fn from(e: super::scan::ScanError) -> Self {
+        ListError::Scan(e)
+    }
+}
+
+impl From<serde_json::Error> for ListError {
+    fn from(e: serde_json::Error) -> Self {
+        ListError::Json(e)
+    }
+}
+
+impl fmt::Display for ListError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListError::Scan(e) => write!(f, "{e}"),
+            ListError::Json(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Streaming readers for masked Pod lists (see [`parse_pods`]).
+mod lean {
+    use crate::gpu::GpuResources;
+    use crate::podspec::{Container, PodSpec, QuantityText, ResourceList, Resources};
+    use serde::de::{
+        DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor,
+    };
+    use std::borrow::Cow;
+    use std::fmt;
+
+    /// A map key, borrowed from the input when it has no escapes.
+    struct Key<'de>(Cow<'de, str>);
+
+    impl<'de> serde::Deserialize<'de> for Key<'de> {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Key<'de>;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a string")
+                }
+                fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
+                    Ok(Key(Cow::Borrowed(v)))
+                }
+                fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
+                    Ok(Key(Cow::Owned(v.to_string())))
+                }
+                fn visit_string<E>(self, v: String) -> Result<Key<'de>, E> {
+                    Ok(Key(Cow::Owned(v)))
+                }
+            }
+            d.deserialize_str(V)
+        }
+    }
+
+    /// A quantity given as a string or a number (as `QuantityText` reads it).
+    pub(super) struct Quantity(pub(super) String);
+
+    impl<'de> serde::Deserialize<'de> for Quantity {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            struct V;
+            impl Visitor<'_> for V {
+                type Value = Quantity;
+                fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                    f.write_str("a quantity (string or number)")
+                }
+                fn visit_str<E>(self, v: &str) -> Result<Quantity, E> {
+                    Ok(Quantity(v.to_string()))
+                }
+                fn visit_u64<E>(self, v: u64) -> Result<Quantity, E> {
+                    Ok(Quantity(v.to_string()))
+                }
+                fn visit_i64<E>(self, v: i64) -> Result<Quantity, E> {
+                    Ok(Quantity(v.to_string()))
+                }
+                fn visit_f64<E: Error>(self, v: f64) -> Result<Quantity, E> {
+                    serde_json::Number::from_f64(v)
+                        .map(|n| Quantity(n.to_string()))
+                        .ok_or_else(|| E::custom("a quantity must be a finite number"))
+                }
+            }
+            d.deserialize_any(V)
+        }
+    }
+
+    /// Declares a seed carrying the GPU names, read with `deserialize_any` (so `null`
+    /// reads as the empty value through `visit_unit`).
+    macro_rules! seed {
+        ($name:ident => $value:ty) => {
+            pub(super) struct $name<'n> {
+                pub(super) names: &'n GpuResources,
+            }
+            impl<'de> DeserializeSeed<'de> for $name<'_> {
+                type Value = $value;
+                fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
+                    d.deserialize_any(self)
+                }
+            }
+        };
+    }
+
+    seed!(GpuList => ResourceList);
+    seed!(ResourcesSeed => Resources);
+    seed!(ContainerSeed => Container);
+    seed!(ContainersSeed => Vec<Container>);
+    seed!(SpecSeed => Option<PodSpec>);
+
+    /// `limits` / `requests`: GPU entries only.
+    impl<'de> Visitor<'de> for GpuList<'_> {
+        type Value = ResourceList;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of resource quantities")
+        }
+        fn visit_unit<E>(self) -> Result<ResourceList, E> {
+            Ok(ResourceList::new())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
+            let mut list = ResourceList::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if self.names.is_gpu(&key) {
+                    let Quantity(q) = map.next_value()?;
+                    list.insert(key.into_owned(), QuantityText(q));
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(list)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ResourcesSeed<'_> {
+        type Value = Resources;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("resources (limits, requests)")
+        }
+        fn visit_unit<E>(self) -> Result<Resources, E> {
+            Ok(Resources::default())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Resources, A::Error> {
+            let mut r = Resources::default();
+            let names = self.names;
+            while let Some(Key(key)) = map.next_key()? {
+                match key.as_ref() {
+                    "limits" => r.limits = map.next_value_seed(GpuList { names })?,
+                    "requests" => r.requests = map.next_value_seed(GpuList { names })?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(r)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ContainerSeed<'_> {
+        type Value = Container;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a container")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Container, A::Error> {
+            let mut c = Container::default();
+            while let Some(Key(key)) = map.next_key()? {
+                match key.as_ref() {
+                    "resources" => {
+                        c.resources = map.next_value_seed(ResourcesSeed { names: self.names })?
+                    }
+                    "restartPolicy" => c.restart_policy = map.next_value()?,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(c)
+        }
+    }
+
+    impl<'de> Visitor<'de> for ContainersSeed<'_> {
+        type Value = Vec<Container>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a list of containers")
+        }
+        fn visit_unit<E>(self) -> Result<Vec<Container>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Container>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(c) = seq.next_element_seed(ContainerSeed { names: self.names })? {
+                out.push(c);
+            }
+            Ok(out)
+        }
+    }
+
+    impl<'de> Visitor<'de> for SpecSeed<'_> {
+        type Value = Option<PodSpec>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a pod spec")
+        }
+        fn visit_unit<E>(self) -> Result<Option<PodSpec>, E> {
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<PodSpec>, A::Error> {
+            let mut spec = PodSpec::default();
+            let names = self.names;
+            while let Some(Key(key)) = map.next_key()? {
+                match key.as_ref() {
+                    "containers" => {
+                        spec.containers = map.next_value_seed(ContainersSeed { names })?
+                    }
+                    "initContainers" => {
+                        spec.init_containers = map.next_value_seed(ContainersSeed { names })?
+                    }
+                    "ephemeralContainers" => {
+                        spec.ephemeral_containers = map.next_value_seed(ContainersSeed { names })?
+                    }
+                    "resources" => {
+                        spec.resources = Some(map.next_value_seed(ResourcesSeed { names })?)
+                    }
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(Some(spec))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

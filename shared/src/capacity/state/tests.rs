@@ -1,0 +1,339 @@
+use super::*;
+use crate::cluster::ListInNamespace;
+use crate::selector::LabelSelector;
+use rstest::rstest;
+use serde_json::json;
+use std::cell::RefCell;
+
+fn pool() -> Pool {
+    Pool {
+        name: "a100".into(),
+        node_selector: serde_json::from_value::<LabelSelector>(json!({
+            "matchLabels": {"gpu-admission/pool": "a100"},
+            "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
+        }))
+        .unwrap(),
+        threshold_percent: 90,
+    }
+}
+
+fn names() -> GpuResources {
+    GpuResources::default()
+}
+
+#[test]
+fn node_query_is_exact() {
+    let ClusterRequest::ListAll(q) = node_query(&pool()) else {
+        panic!("not a list_resources_all");
+    };
+    assert_eq!(q.api_version, "v1");
+    assert_eq!(q.kind, "Node");
+    assert_eq!(
+        q.label_selector.as_deref(),
+        Some("gpu-admission/pool=a100,nvidia.com/gpu.present")
+    );
+    assert_eq!(q.field_selector, None);
+    assert_eq!(
+        q.field_masks.unwrap().into_iter().collect::<Vec<_>>(),
+        vec!["spec.taints", "spec.unschedulable", "status.allocatable"]
+    );
+}
+
+#[test]
+fn pod_query_is_exact() {
+    let ClusterRequest::ListAll(q) = pod_query("gpu-admission/pool", &pool()) else {
+        panic!("not a list_resources_all");
+    };
+    assert_eq!((q.api_version.as_str(), q.kind.as_str()), ("v1", "Pod"));
+    assert_eq!(q.label_selector.as_deref(), Some("gpu-admission/pool=a100"));
+    assert_eq!(
+        q.field_selector.as_deref(),
+        Some("status.phase!=Succeeded,status.phase!=Failed")
+    );
+    assert_eq!(
+        q.field_masks.unwrap().into_iter().collect::<Vec<_>>(),
+        vec![
+            "spec.containers.resources",
+            "spec.ephemeralContainers.resources",
+            "spec.initContainers.resources",
+            "spec.initContainers.restartPolicy",
+            "spec.resources"
+        ]
+    );
+}
+
+#[test]
+fn parent_query_is_exact() {
+    assert_eq!(
+        String::from_utf8(parent_query("apps/v1", "Deployment", "llama", "ml").payload()).unwrap(),
+        r#"{"api_version":"apps/v1","kind":"Deployment","name":"llama","namespace":"ml","disable_cache":false,"field_masks":["spec.template.metadata.labels","spec.template.spec.affinity.nodeAffinity","spec.template.spec.containers.resources","spec.template.spec.ephemeralContainers.resources","spec.template.spec.initContainers.resources","spec.template.spec.initContainers.restartPolicy","spec.template.spec.nodeSelector","spec.template.spec.priorityClassName","spec.template.spec.resources"]}"#
+    );
+}
+
+fn node(allocatable: serde_json::Value, spec: serde_json::Value) -> serde_json::Value {
+    json!({"spec": spec, "status": {"allocatable": allocatable}})
+}
+
+#[test]
+fn nodes_sum_gpu_allocatable_of_schedulable_nodes() {
+    let list = json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [
+        node(json!({"nvidia.com/gpu": "8", "cpu": "96", "memory": "1Ti"}), json!({})),
+        node(json!({"nvidia.com/gpu": "8"}), json!(null)),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"unschedulable": true})),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]})),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"taints": [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}]})),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]})),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"taints": [{"key": "node.kubernetes.io/not-ready", "effect": "PreferNoSchedule"}]})),
+        node(json!({"nvidia.com/mig-3g.40gb": "2", "nvidia.com/mig-1g.10gb": 7}), json!({})),
+        node(json!({"nvidia.com/gpu": "lots"}), json!({})),
+        {"metadata": {"name": "masked-away"}},
+    ]});
+    let t = parse_nodes(list.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!(t.nodes, 10);
+    assert_eq!(t.schedulable, 7);
+    assert_eq!(
+        t.allocatable,
+        GpuCounts::from([
+            ("nvidia.com/gpu".to_string(), 32),
+            ("nvidia.com/mig-1g.10gb".to_string(), 7),
+            ("nvidia.com/mig-3g.40gb".to_string(), 2),
+        ])
+    );
+}
+
+#[test]
+fn time_sliced_nodes_report_replicas() {
+    // A node with 8 GPUs and 4 time-slicing replicas advertises 32 nvidia.com/gpu.
+    let list = json!({"items": [node(json!({"nvidia.com/gpu": "32"}), json!({}))]});
+    let t = parse_nodes(list.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!(t.allocatable["nvidia.com/gpu"], 32);
+}
+
+fn pod(spec: serde_json::Value) -> serde_json::Value {
+    json!({"spec": spec})
+}
+
+fn gpu(n: &str) -> serde_json::Value {
+    json!({"resources": {"limits": {"nvidia.com/gpu": n}}})
+}
+
+#[test]
+fn pods_sum_effective_requests() {
+    let list = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"}, "items": [
+        pod(json!({"containers": [gpu("2"), gpu("1")]})),
+        pod(json!({"containers": [gpu("1")], "initContainers": [gpu("4")]})),
+        pod(json!({"containers": [gpu("1")], "initContainers": [{"restartPolicy": "Always", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]})),
+        pod(json!({"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.10gb": "3"}}}]})),
+        pod(json!({"containers": [{"resources": {"limits": {"cpu": "1"}}}]})),
+        pod(json!({"containers": [{}], "resources": {"limits": {"amd.com/gpu": "2"}}})),
+        {"metadata": {"name": "no-spec"}},
+        pod(json!(null)),
+    ]});
+    let t = parse_pods(list.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!(t.pods, 8);
+    assert_eq!(
+        t.used,
+        GpuCounts::from([
+            ("amd.com/gpu".to_string(), 2),
+            ("nvidia.com/gpu".to_string(), 3 + 4 + 2),
+            ("nvidia.com/mig-1g.10gb".to_string(), 3),
+        ])
+    );
+}
+
+#[rstest]
+#[case::empty_items(r#"{"items": []}"#, 0)]
+#[case::null_items(r#"{"items": null}"#, 0)]
+#[case::no_items(r#"{"kind": "PodList"}"#, 0)]
+#[case::items_last(r#"{"metadata": {"x": [1, {"y": 2}]}, "items": [{"spec": {}}]}"#, 1)]
+fn pod_list_shapes(#[case] text: &str, #[case] pods: u64) {
+    assert_eq!(parse_pods(text.as_bytes(), &names()).unwrap().pods, pods);
+}
+
+#[rstest]
+#[case::not_json("Cannot list")]
+#[case::array("[]")]
+#[case::bad_items(r#"{"items": 5}"#)]
+#[case::bad_spec(r#"{"items": [{"spec": {"containers": "x"}}]}"#)]
+#[case::trailing(r#"{"items": []} x"#)]
+fn unreadable_pod_lists_are_errors(#[case] text: &str) {
+    assert!(parse_pods(text.as_bytes(), &names()).is_err());
+}
+
+#[rstest]
+#[case::not_json("nope")]
+#[case::bad_allocatable(r#"{"items": [{"status": {"allocatable": [1]}}]}"#)]
+fn unreadable_node_lists_are_errors(#[case] text: &str) {
+    assert!(parse_nodes(text.as_bytes(), &names()).is_err());
+}
+
+/// Answers from a script and checks each request is the one expected.
+struct Script {
+    answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
+}
+
+impl Cluster for Script {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        let mut answers = self.answers.borrow_mut();
+        assert!(!answers.is_empty(), "unexpected call {request:?}");
+        let (expected, answer) = answers.remove(0);
+        assert_eq!(&expected, request);
+        answer.map(String::into_bytes)
+    }
+}
+
+#[test]
+fn read_pool_lists_nodes_then_pods() {
+    let settings = Settings {
+        pools: vec![pool()],
+        ..Settings::default()
+    };
+    let cluster = Script {
+        answers: RefCell::new(vec![
+            (
+                node_query(&pool()),
+                Ok(json!({"items": [node(json!({"nvidia.com/gpu": "8"}), json!({}))]}).to_string()),
+            ),
+            (
+                pod_query("gpu-admission/pool", &pool()),
+                Ok(json!({"items": [pod(json!({"containers": [gpu("3")]}))]}).to_string()),
+            ),
+        ]),
+    };
+    let s = read_pool(&cluster, &settings, &pool(), &names()).unwrap();
+    assert_eq!(
+        s,
+        PoolSnapshot {
+            nodes: 1,
+            schedulable_nodes: 1,
+            allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
+            pods: 1,
+            used: GpuCounts::from([("nvidia.com/gpu".to_string(), 3)]),
+        }
+    );
+    assert!(cluster.answers.borrow().is_empty());
+}
+
+#[test]
+fn read_pool_stops_at_the_first_failure() {
+    let settings = Settings {
+        pools: vec![pool()],
+        ..Settings::default()
+    };
+    let cluster = Script {
+        answers: RefCell::new(vec![(node_query(&pool()), Err("boom".into()))]),
+    };
+    let f = read_pool(&cluster, &settings, &pool(), &names()).unwrap_err();
+    assert_eq!(*f.request, node_query(&pool()));
+    assert_eq!(f.error, HostError::Call("boom".into()));
+
+    let cluster = Script {
+        answers: RefCell::new(vec![
+            (node_query(&pool()), Ok(r#"{"items": []}"#.into())),
+            (
+                pod_query("gpu-admission/pool", &pool()),
+                Ok("not json".into()),
+            ),
+        ]),
+    };
+    let f = read_pool(&cluster, &settings, &pool(), &names()).unwrap_err();
+    assert!(matches!(f.error, HostError::Unreadable(_)), "{f:?}");
+    assert!(
+        f.explanation()
+            .starts_with("cannot list v1/Pod: the answer could not be read ("),
+        "{}",
+        f.explanation()
+    );
+}
+
+#[rstest]
+#[case::not_granted(
+    node_query(&pool()),
+    "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
+    "cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources"
+)]
+#[case::forbidden(
+    pod_query("gpu-admission/pool", &pool()),
+    "pods is forbidden: User \"system:serviceaccount:kubewarden:policy-server-default\" cannot list resource \"pods\" in API group \"\" at the cluster scope",
+    "cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods"
+)]
+#[case::other(
+    node_query(&pool()),
+    "connection refused",
+    "cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources and grant the policy-server's ServiceAccount list and watch on nodes"
+)]
+#[case::get_forbidden(
+    parent_query("apps/v1", "StatefulSet", "llama", "ml"),
+    "Forbidden",
+    "cannot get apps/v1/StatefulSet ml/llama: grant the policy-server's ServiceAccount get on statefulsets (apiGroup apps)"
+)]
+#[case::namespaced_list(
+    ClusterRequest::ListInNamespace(ListInNamespace { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: "ml".into(), label_selector: None, field_selector: None, field_masks: None }),
+    "has not been granted access",
+    "cannot list apps/v1/Deployment: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources"
+)]
+fn failures_name_what_is_missing(
+    #[case] request: ClusterRequest,
+    #[case] raw: &str,
+    #[case] explanation: &str,
+) {
+    let f = HostFailure {
+        request: Box::new(request),
+        error: HostError::Call(raw.into()),
+    };
+    assert_eq!(f.explanation(), explanation);
+    assert_eq!(f.raw(10_000), raw);
+}
+
+#[test]
+fn raw_errors_are_truncated_at_a_character_boundary() {
+    let f = HostFailure {
+        request: Box::new(node_query(&pool())),
+        error: HostError::Call("ééééé".into()),
+    };
+    assert_eq!(f.raw(5), "éé...");
+    assert_eq!(f.raw(4), "éé...");
+    assert_eq!(f.raw(100), "ééééé");
+}
+
+#[test]
+fn pod_quantities_as_numbers_and_escaped_keys() {
+    // JSON numbers and escaped key characters read the same as plain strings; fractions
+    // round up and garbage counts 0, as in the shared effective-request rule.
+    let text = r#"{"items": [
+        {"spec": {"containers": [{"resources": {"limits": {"nvidia.com\/gpu": 2, "cpu": 1.5}}}]}},
+        {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1.5}}}]}},
+        {"spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "lots"}}}]}},
+        {"spec": {"containers": [{"resources": {"limits": null, "requests": {"amd.com/gpu": "1"}}, "restartPolicy": null}]}}
+    ]}"#;
+    let t = parse_pods(text.as_bytes(), &names()).unwrap();
+    assert_eq!(t.pods, 4);
+    assert_eq!(
+        t.used,
+        GpuCounts::from([
+            ("amd.com/gpu".to_string(), 1),
+            ("nvidia.com/gpu".to_string(), 2 + 2),
+        ])
+    );
+}
+
+#[test]
+fn extra_gpu_resources_are_counted_in_pods_and_nodes() {
+    let names = GpuResources::new(&["habana.ai/gaudi"]);
+    let pods = r#"{"items": [{"spec": {"containers": [{"resources": {"limits": {"habana.ai/gaudi": "4"}}}]}}]}"#;
+    let nodes = r#"{"items": [{"status": {"allocatable": {"habana.ai/gaudi": "8"}}}]}"#;
+    assert_eq!(
+        parse_pods(pods.as_bytes(), &names).unwrap().used["habana.ai/gaudi"],
+        4
+    );
+    assert_eq!(
+        parse_nodes(nodes.as_bytes(), &names).unwrap().allocatable["habana.ai/gaudi"],
+        8
+    );
+    assert!(
+        parse_pods(pods.as_bytes(), &GpuResources::default())
+            .unwrap()
+            .used
+            .is_empty()
+    );
+}
