@@ -23,16 +23,34 @@ pub struct QuantityText(pub String);
 
 impl<'de> Deserialize<'de> for QuantityText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Text(String),
-            Number(serde_json::Number),
+        // A visitor, not an untagged enum: untagged enums buffer every value first, which
+        // made parsing long Pod lists (the capacity gate) several times slower.
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = QuantityText;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a quantity (a string like \"2\" or \"16Gi\", or a number)")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<QuantityText, E> {
+                Ok(QuantityText(v))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<QuantityText, E> {
+                Ok(QuantityText(v.to_string()))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<QuantityText, E> {
+                Ok(QuantityText(
+                    serde_json::Number::from_f64(v)
+                        .map_or_else(|| v.to_string(), |n| n.to_string()),
+                ))
+            }
         }
-        Ok(QuantityText(match Raw::deserialize(deserializer)? {
-            Raw::Text(s) => s,
-            Raw::Number(n) => n.to_string(),
-        }))
+        deserializer.deserialize_any(Visitor)
     }
 }
 
