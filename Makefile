@@ -1,10 +1,13 @@
 # gpu-admission: one Makefile for every policy under policies/*.
 #
 #   make run     build the policies, then evaluate each one on its example requests
-#   make test    fmt check, clippy -D warnings, unit tests (native and wasm32-wasip1), e2e on the built modules
+#   make test    fmt check, clippy -D warnings, unit tests (native and wasm32-wasip1), e2e on the built modules,
+#                distribution checks (metadata, annotated modules, push/pull through a real OCI registry,
+#                Artifact Hub files, deploy manifests)
 #
-# Both install what a fresh machine lacks (`make setup`). kwctl-based targets
-# (annotate, push, e2e-kwctl) say so and stop when kwctl is not installed.
+# Both install what a fresh machine lacks (`make setup`). annotate and push use kwctl when it is
+# installed and the project's own tools otherwise (gpu-kwctl annotate, gpu-dist push); set KWCTL=none
+# to use the project's tools anyway. e2e-kwctl needs kwctl and bats and says so when they are missing.
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,15 +19,22 @@ POLICIES := $(patsubst policies/%/Cargo.toml,%,$(wildcard policies/*/Cargo.toml)
 # Modules the e2e tests load: every policy plus the harness's own fixture policy.
 TEST_MODULES := $(POLICIES) fixture-policy
 KWCTL ?= kwctl
+# make push REGISTRY=host:port/path; extra flags for `kwctl push` (e.g. --sources-path sources.yml
+# for a plain-HTTP registry) or `gpu-dist push` (--plain-http / --https).
 REGISTRY ?=
+PUSH_FLAGS ?=
+# The harness (gpu-e2e) and the distribution tools (gpu-dist) are always built in one cargo
+# invocation: their shared dependencies (tokio, futures, ...) then resolve to one feature set and
+# wasmtime is compiled once; building either package alone compiles a second copy of wasmtime.
+E2E_PACKAGES := -p gpu-e2e -p gpu-dist
 
 .PHONY: all setup build build-test-modules run test fmt-check lint unit-test wasm-unit-test e2e \
-        annotate push e2e-kwctl bench clean help
+        dist-test annotate push artifacthub e2e-kwctl bench clean help
 
 all: build
 
 help:
-	@echo "make run | test | build | annotate | push REGISTRY=host:port/path | e2e-kwctl | clean"
+	@echo "make run | test | build | annotate | push REGISTRY=host:port/path | artifacthub | e2e-kwctl | clean"
 
 ## setup: what a fresh machine needs (idempotent, quick when already done)
 setup:
@@ -44,11 +54,11 @@ build-test-modules: setup
 
 ## run: build, then evaluate every policy on the examples listed in policies/<name>/examples.txt
 run: build
-	$(CARGO) build $(CARGO_FLAGS) -p gpu-e2e --bin gpu-kwctl
+	$(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl
 	@scripts/run-examples.sh target/debug/gpu-kwctl $(POLICIES)
 
 ## test: everything CI runs
-test: setup fmt-check lint unit-test wasm-unit-test e2e
+test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test
 	@echo "=== all checks passed"
 
 fmt-check:
@@ -58,46 +68,89 @@ lint:
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets --all-features -- -D warnings
 
 unit-test:
-	$(CARGO) test $(CARGO_FLAGS) --workspace --exclude gpu-e2e
+	$(CARGO) test $(CARGO_FLAGS) --workspace --exclude gpu-e2e --exclude gpu-dist
 
 ## wasm-unit-test: the rules crate's own tests, compiled to wasm32-wasip1 and run under node:wasi
 wasm-unit-test:
 	$(CARGO) test $(CARGO_FLAGS) -p gpu-rules --target $(WASM_TARGET)
 
-## e2e: the built modules in wapc + wasmtime, as Kubewarden runs them
+## e2e: the built modules in wapc + wasmtime, as Kubewarden runs them (the distribution checks,
+## named dist::*, need the annotated modules and run in dist-test)
 e2e: build-test-modules
-	$(CARGO) test $(CARGO_FLAGS) -p gpu-e2e
+	$(CARGO) test $(CARGO_FLAGS) $(E2E_PACKAGES) -- --skip dist::
 
-## annotate: annotated-policy.wasm per policy (metadata + README embedded)
+## dist-test: distribution (issue 7): metadata.yml against Cargo.toml and the modules, the annotated
+## modules, push and pull of every policy through a real OCI registry (docker-registry on 127.0.0.1),
+## the committed artifacthub/ files, and the settings of every deploy manifest
+dist-test: annotate
+	$(CARGO) test $(CARGO_FLAGS) $(E2E_PACKAGES) --test distribution
+
+# kwctl when installed (and not KWCTL=none), else "" (the project's own tools).
+kwctl_found = $(shell command -v $(KWCTL) 2>/dev/null)
+
+## annotate: policies/<name>/annotated-policy.wasm = policy.wasm + metadata.yml + README.md
+## (custom section io.kubewarden.metadata), with kwctl annotate or else gpu-kwctl annotate
 annotate: build
-	@if ! command -v $(KWCTL) >/dev/null; then \
-	  echo "kwctl is not installed: using the project's own annotate (gpu-kwctl annotate)"; \
-	  $(CARGO) build $(CARGO_FLAGS) -p gpu-e2e --bin gpu-kwctl; \
-	fi
+	@if [ -z "$(kwctl_found)" ]; then \
+	  echo "=== annotate with gpu-kwctl annotate (kwctl is not installed)"; \
+	  $(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl; \
+	else echo "=== annotate with $(kwctl_found)"; fi
 	@for p in $(POLICIES); do \
 	  d=policies/$$p; \
-	  if command -v $(KWCTL) >/dev/null; then \
+	  if [ -n "$(kwctl_found)" ]; then \
 	    $(KWCTL) annotate -m $$d/metadata.yml -u $$d/README.md -o $$d/annotated-policy.wasm $$d/policy.wasm; \
 	  else \
 	    target/debug/gpu-kwctl annotate -m $$d/metadata.yml -u $$d/README.md -o $$d/annotated-policy.wasm $$d/policy.wasm; \
 	  fi; \
-	  echo "    $$d/annotated-policy.wasm"; \
+	  printf '    %s: %s bytes\n' "$$d/annotated-policy.wasm" "$$(stat -c %s $$d/annotated-policy.wasm)"; \
 	done
 
-## push: publish each annotated module (needs kwctl): make push REGISTRY=host:port/path
+## push: publish each annotated module as a Kubewarden OCI artifact, tagged v<version>, and print its
+## immutable reference: make push REGISTRY=host:port/path (kwctl push, or else gpu-dist push)
 push: annotate
 	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path"; exit 2; }
-	@command -v $(KWCTL) >/dev/null || { echo "kwctl is not installed: 'make push' needs kwctl (https://github.com/kubewarden/kwctl)"; exit 2; }
-	@for p in $(POLICIES); do \
+	@if [ -n "$(kwctl_found)" ]; then pusher="$(KWCTL)"; else \
+	  $(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist; pusher=target/debug/gpu-dist; fi; \
+	for p in $(POLICIES); do \
 	  v=$$(grep -m1 '^version' policies/$$p/Cargo.toml | cut -d'"' -f2); \
-	  $(KWCTL) push -o json policies/$$p/annotated-policy.wasm registry://$(REGISTRY)/$$p:v$$v; \
+	  $$pusher push $(PUSH_FLAGS) -o json policies/$$p/annotated-policy.wasm registry://$(REGISTRY)/$$p:v$$v; \
 	done
 
-## e2e-kwctl: each policy's e2e.bats through kwctl (skipped cleanly without kwctl or bats)
-e2e-kwctl: annotate
-	@if ! command -v $(KWCTL) >/dev/null; then echo "kwctl is not installed: skipping the kwctl e2e tests (make e2e runs the same requests without it)"; exit 0; fi
-	@command -v bats >/dev/null || { echo "bats is not installed: apt-get install bats"; exit 2; }
-	@for p in $(POLICIES); do (cd policies/$$p && POLICY_WASM=annotated-policy.wasm bats e2e.bats); done
+## artifacthub: artifacthub/artifacthub-repo.yml and artifacthub/<policy>/<version>/{artifacthub-pkg.yml,
+## README.md} from metadata.yml, questions-ui.yml and README.md (the fields of kwctl scaffold artifacthub;
+## createdAt is kept while a package is otherwise unchanged). make test checks they are current.
+artifacthub: setup
+	$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
+	target/debug/gpu-dist artifacthub
+
+## e2e-kwctl: each policy's e2e.bats through kwctl on annotated-policy.wasm (skipped without kwctl or bats)
+e2e-kwctl:
+	@if [ -z "$(kwctl_found)" ]; then \
+	  echo "e2e-kwctl: SKIPPED: kwctl is not installed (make e2e runs the same requests without it)"; exit 0; fi; \
+	if ! command -v bats >/dev/null; then \
+	  echo "e2e-kwctl: SKIPPED: bats is not installed (apt-get install bats)"; exit 0; fi; \
+	$(MAKE) --no-print-directory annotate; \
+	failed=""; \
+	for p in $(POLICIES); do \
+	  echo "=== e2e-kwctl $$p"; \
+	  if [ ! -f policies/$$p/e2e.bats ]; then echo "    no e2e.bats"; failed="$$failed $$p"; continue; fi; \
+	  (cd policies/$$p && POLICY_WASM=annotated-policy.wasm bats e2e.bats) || failed="$$failed $$p"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "e2e-kwctl: FAILED:$$failed"; exit 1; fi; \
+	echo "e2e-kwctl: all policies passed"
+
+## bench: how fast and how small (issue 8): the built modules in wapc + wasmtime (compile, instantiate,
+## validate on kept and fresh instances), the same rules natively, the capacity gate over synthetic pools
+## of 100 to 50,000 GPU pods, module sizes and the release-profile experiment; writes BENCHMARKS.md.
+## Not part of `make test`. BENCH_FLAGS=--quick (a tenth of the calls), --skip-profiles, --skip-pools.
+BENCH_FLAGS ?=
+bench: annotate
+	@command -v wasm-opt >/dev/null || { echo "=== bench: installing binaryen (wasm-opt)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq binaryen >/dev/null; }
+	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p naive-capacity-gate
+	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
+	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
 
 clean:
 	$(CARGO) clean
