@@ -7,6 +7,8 @@ need_apt=()
 command -v node >/dev/null || need_apt+=(nodejs)      # runs the rules crate's wasm tests (node:wasi)
 command -v python3 >/dev/null || need_apt+=(python3)  # formats `make run` output
 command -v cc >/dev/null || need_apt+=(gcc)
+# The CNCF distribution registry: make test pushes and pulls every policy through it on 127.0.0.1.
+command -v docker-registry >/dev/null || need_apt+=(docker-registry)
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]} (apt-get)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

@@ -90,6 +90,13 @@ impl HostContext {
         }
     }
 
+    /// Starts another evaluation in a kept instance: its own replay session and
+    /// an empty host-call log.
+    pub(crate) fn start(&self, replay: Option<ReplaySession>) {
+        *lock(&self.replay) = replay;
+        lock(&self.calls).clear();
+    }
+
     /// The replay session as left by the evaluation, and every host call made.
     pub(crate) fn finish(&self) -> (Option<ReplaySession>, Vec<HostCall>) {
         (

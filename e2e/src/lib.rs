@@ -13,6 +13,9 @@
 //!   `list_resources_all`, `list_resources_by_namespace`) are served from a
 //!   [`ReplaySession`] in kwctl's own session format, with kwctl's error texts.
 //! - [`wasm_sections`] reads and writes custom sections (`io.kubewarden.metadata`).
+//! - [`metadata`] is policy-evaluator's `Metadata` model: what `kwctl annotate`
+//!   embeds, and its validation; [`wasm_scanner`] finds the host capabilities a
+//!   module calls, like `kwctl annotate` does.
 //!
 //! ```no_run
 //! use gpu_e2e::{Policy, ReplaySession, module_path};
@@ -30,10 +33,12 @@
 
 mod host;
 mod inputs;
+pub mod metadata;
 mod modules;
 mod policy;
 pub mod replay;
 mod response;
+pub mod wasm_scanner;
 pub mod wasm_sections;
 
 pub use host::{ContextAwareAccess, HostCall};
@@ -41,7 +46,7 @@ pub use inputs::{
     admission_request_from_str, parse_json_or_yaml, read_admission_request, read_settings,
 };
 pub use modules::{WASM_DIR_ENV, module_path, wasm_dir, workspace_root};
-pub use policy::{DEFAULT_TIMEOUT, Evaluation, Policy};
+pub use policy::{DEFAULT_TIMEOUT, Evaluation, Instance, Policy};
 pub use replay::{CallbackRequest, Exchange, RecordedResponse, ReplayError, ReplaySession};
 pub use response::{
     AdmissionResponse, AdmissionResponseStatus, MUTATION_WITHOUT_OBJECT, SettingsValidation,

@@ -4,6 +4,9 @@
 //! wasmtime [`Engine`](wasmtime::Engine); each call then gets a fresh
 //! `WapcHost` (a new store and instance, like policy-server's per-request
 //! isolation), so no guest state leaks between evaluations.
+//!
+//! [`Policy::instantiate`] gives an [`Instance`] to keep and reuse instead (for
+//! benchmarks of a warm instance); the per-call API above is unchanged.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -188,6 +191,13 @@ impl Policy {
         payload: &[u8],
         ctx: Arc<HostContext>,
     ) -> Result<Result<Vec<u8>, String>> {
+        let host = self.host(ctx)?;
+        Ok(host.call(operation, payload).map_err(|e| e.to_string()))
+    }
+
+    /// A new waPC host (store, instance, `wapc_init` run) whose host calls are
+    /// served by `ctx`.
+    fn host(&self, ctx: Arc<HostContext>) -> Result<WapcHost> {
         let ticks = u64::try_from(self.timeout.as_millis() / EPOCH_TICK.as_millis())
             .unwrap_or(u64::MAX)
             .max(1);
@@ -202,9 +212,23 @@ impl Policy {
             ctx.handle(binding, namespace, op, msg)
                 .map_err(|e| -> Box<dyn std::error::Error + Send + Sync> { e.into() })
         };
-        let host = WapcHost::new(Box::new(provider), Some(Box::new(callback)))
-            .with_context(|| format!("cannot initialize {}", self.path.display()))?;
-        Ok(host.call(operation, payload).map_err(|e| e.to_string()))
+        WapcHost::new(Box::new(provider), Some(Box::new(callback)))
+            .with_context(|| format!("cannot initialize {}", self.path.display()))
+    }
+
+    /// Instantiates the module once (runs `wapc_init`) and returns the instance,
+    /// to evaluate many requests in it: what a runtime that keeps instances
+    /// warm does. Guest state (heap, globals) carries over between its calls.
+    pub fn instantiate(&self) -> Result<Instance> {
+        let started = Instant::now();
+        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        let host = self.host(Arc::clone(&ctx))?;
+        Ok(Instance {
+            path: self.path.clone(),
+            host,
+            ctx,
+            instantiate_time: started.elapsed(),
+        })
     }
 
     /// Calls a guest function with a raw payload in a fresh instance; a guest
@@ -262,37 +286,110 @@ impl Policy {
         settings: &Value,
         replay: Option<ReplaySession>,
     ) -> Result<Evaluation> {
-        let uid = request
-            .get("uid")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        // A DELETE request has a null object: mutations are then refused.
-        let object = request.get("object").filter(|o| !o.is_null());
-        let payload = serde_json::to_vec(&json!({
-            "request": request,
-            "settings": settings_or_empty(settings),
-        }))?;
-
+        let payload = validate_payload(request, settings)?;
         let ctx = Arc::new(HostContext::new(self.access.clone(), replay));
         let outcome = self.call_with("validate", &payload, Arc::clone(&ctx))?;
-        let response = match outcome {
-            Ok(bytes) => serde_json::from_slice::<ValidationResponse>(&bytes)
-                .map_err(|e| anyhow!("cannot parse the policy's response: {e}"))
-                .and_then(|r| AdmissionResponse::from_validation_response(&uid, object, &r))
-                .unwrap_or_else(|e| {
-                    AdmissionResponse::reject_internal_server_error(&uid, format!("{e:#}"))
-                }),
-            Err(e) => AdmissionResponse::reject_internal_server_error(&uid, e),
-        };
-        let (replay, host_calls) = ctx.finish();
-        Ok(Evaluation {
-            response,
-            host_calls,
-            unconsumed_exchanges: replay
-                .map(|s| s.remaining().cloned().collect())
-                .unwrap_or_default(),
-        })
+        Ok(evaluation(request, outcome, &ctx))
+    }
+}
+
+/// A kept waPC instance of a [`Policy`] (from [`Policy::instantiate`]), evaluated
+/// any number of times. Each call gets its own replay session and host-call log.
+pub struct Instance {
+    path: PathBuf,
+    host: WapcHost,
+    ctx: Arc<HostContext>,
+    instantiate_time: Duration,
+}
+
+impl fmt::Debug for Instance {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Instance")
+            .field("path", &self.path)
+            .field("instantiate_time", &self.instantiate_time)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Instance {
+    /// How long [`Policy::instantiate`] took (store, instance and `wapc_init`).
+    pub fn instantiate_time(&self) -> Duration {
+        self.instantiate_time
+    }
+
+    /// Calls a guest function with a raw payload, serving host calls from
+    /// `replay`; a guest error (the policy's `Err`, or a trap) is an error.
+    pub fn call(
+        &self,
+        operation: &str,
+        payload: &[u8],
+        replay: Option<ReplaySession>,
+    ) -> Result<Vec<u8>> {
+        self.ctx.start(replay);
+        let outcome = self.host.call(operation, payload);
+        self.ctx.finish();
+        outcome.map_err(|e| anyhow!("guest call {operation} failed: {e}"))
+    }
+
+    /// [`Policy::validate`] in this instance.
+    pub fn validate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        replay: Option<ReplaySession>,
+    ) -> Result<AdmissionResponse> {
+        Ok(self.evaluate(request, settings, replay)?.response)
+    }
+
+    /// [`Policy::evaluate`] in this instance.
+    pub fn evaluate(
+        &self,
+        request: &Value,
+        settings: &Value,
+        replay: Option<ReplaySession>,
+    ) -> Result<Evaluation> {
+        let payload = validate_payload(request, settings)?;
+        self.ctx.start(replay);
+        let outcome = self
+            .host
+            .call("validate", &payload)
+            .map_err(|e| e.to_string());
+        Ok(evaluation(request, outcome, &self.ctx))
+    }
+}
+
+/// The `validate` payload policy-evaluator sends: `{"request", "settings"}`.
+fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    Ok(serde_json::to_vec(&json!({
+        "request": request,
+        "settings": settings_or_empty(settings),
+    }))?)
+}
+
+/// Turns the guest's answer to `validate` into the [`Evaluation`] kwctl reports.
+fn evaluation(request: &Value, outcome: Result<Vec<u8>, String>, ctx: &HostContext) -> Evaluation {
+    let uid = request
+        .get("uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    // A DELETE request has a null object: mutations are then refused.
+    let object = request.get("object").filter(|o| !o.is_null());
+    let response = match outcome {
+        Ok(bytes) => serde_json::from_slice::<ValidationResponse>(&bytes)
+            .map_err(|e| anyhow!("cannot parse the policy's response: {e}"))
+            .and_then(|r| AdmissionResponse::from_validation_response(uid, object, &r))
+            .unwrap_or_else(|e| {
+                AdmissionResponse::reject_internal_server_error(uid, format!("{e:#}"))
+            }),
+        Err(e) => AdmissionResponse::reject_internal_server_error(uid, e),
+    };
+    let (replay, host_calls) = ctx.finish();
+    Evaluation {
+        response,
+        host_calls,
+        unconsumed_exchanges: replay
+            .map(|s| s.remaining().cloned().collect())
+            .unwrap_or_default(),
     }
 }
 

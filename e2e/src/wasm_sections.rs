@@ -15,13 +15,13 @@ const HEADER_LEN: usize = 8;
 const MAGIC: &[u8; 4] = b"\0asm";
 
 /// One section: its id and the byte ranges of the whole section and of its contents.
-struct Section {
-    id: u8,
+pub(crate) struct Section {
+    pub(crate) id: u8,
     start: usize,
-    contents: std::ops::Range<usize>,
+    pub(crate) contents: std::ops::Range<usize>,
 }
 
-fn read_leb128_u32(bytes: &[u8], pos: &mut usize) -> Result<u32> {
+pub(crate) fn read_leb128_u32(bytes: &[u8], pos: &mut usize) -> Result<u32> {
     let mut result: u32 = 0;
     for shift in (0..35).step_by(7) {
         let Some(&byte) = bytes.get(*pos) else {
@@ -52,7 +52,7 @@ fn write_leb128_u32(out: &mut Vec<u8>, mut value: u32) {
     }
 }
 
-fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
+pub(crate) fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
     if bytes.len() < HEADER_LEN || &bytes[..4] != MAGIC {
         bail!("not a WebAssembly module (bad magic number)");
     }
@@ -152,12 +152,19 @@ pub fn read_kubewarden_metadata(bytes: &[u8]) -> Option<Value> {
 /// `kwctl annotate` stores it, replacing an earlier annotation. Unlike kwctl this
 /// does not validate the metadata nor fill in `protocolVersion`.
 pub fn annotate(bytes: &[u8], metadata: &Value) -> Result<Vec<u8>> {
-    let stripped = remove_custom_sections(bytes, KUBEWARDEN_METADATA_SECTION)?;
     let payload = serde_json::to_vec(metadata).context("cannot serialize metadata")?;
+    annotate_bytes(bytes, &payload)
+}
+
+/// Replaces the module's `io.kubewarden.metadata` section(s) with one holding
+/// `payload` (already serialized metadata, e.g.
+/// [`crate::metadata::Metadata::to_section_bytes`]).
+pub fn annotate_bytes(bytes: &[u8], payload: &[u8]) -> Result<Vec<u8>> {
+    let stripped = remove_custom_sections(bytes, KUBEWARDEN_METADATA_SECTION)?;
     Ok(add_custom_section(
         &stripped,
         KUBEWARDEN_METADATA_SECTION,
-        &payload,
+        payload,
     ))
 }
 

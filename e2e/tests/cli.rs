@@ -349,5 +349,17 @@ fn annotate_embeds_metadata_with_protocol_version() {
         annotations.remove("io.kubewarden.policy.usage"),
         Some(json!("requiredLabel: team\n"))
     );
+    // kwctl's shape: policy-evaluator's Metadata, defaults filled in (the fixture
+    // leaves out only policyType), in its field order.
+    assert_eq!(embedded["policyType"], "kubernetes");
+    embedded.as_object_mut().unwrap().remove("policyType");
     assert_eq!(embedded, fixture_metadata());
+    let expected =
+        gpu_e2e::metadata::Metadata::from_yaml(&std::fs::read_to_string(&metadata).unwrap())
+            .unwrap()
+            .annotated("v1", Some("requiredLabel: team\n"));
+    assert_eq!(
+        gpu_e2e::wasm_custom_section(&annotated, gpu_e2e::KUBEWARDEN_METADATA_SECTION),
+        Some(expected.to_section_bytes().unwrap())
+    );
 }

@@ -6,7 +6,7 @@
 //!               [--replay-host-capabilities-interactions FILE] [--allow-context-aware]
 //!               <module.wasm>
 //! gpu-kwctl annotate --metadata-path metadata.yml [--usage-path README.md]
-//!                    --output-path OUT <module.wasm>
+//!                    --output-path OUT <module.wasm>   (output = kwctl annotate's)
 //! ```
 //!
 //! `run` exit status: 0 when the policy ran (accepted or rejected; one JSON
@@ -19,10 +19,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use gpu_e2e::wasm_sections::annotate;
+use gpu_e2e::metadata::Metadata;
+use gpu_e2e::wasm_scanner::{capability_allowed, scan_host_capabilities};
+use gpu_e2e::wasm_sections;
 use gpu_e2e::{
-    ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, parse_json_or_yaml,
-    read_settings,
+    ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, read_settings,
 };
 use serde_json::Value;
 
@@ -45,9 +46,10 @@ Options:
                                  with a warning; kwctl would grant none)
   -h, --help                     print this help
 
-annotate embeds metadata.yml (as JSON, with protocolVersion, and the usage file
-as annotation io.kubewarden.policy.usage) in the io.kubewarden.metadata custom
-section, like `kwctl annotate` without its metadata checks.
+annotate embeds metadata.yml in the io.kubewarden.metadata custom section as
+`kwctl annotate` does: policy-evaluator's Metadata as JSON, with protocolVersion
+and the usage file as annotation io.kubewarden.policy.usage, after the same
+validation (and warnings about undeclared host capabilities).
 
 Exit status: 0 accepted or rejected, 1 invalid settings, 2 usage or input errors.";
 
@@ -247,10 +249,14 @@ fn run(args: RunArgs) -> Result<RunOutcome> {
     Ok(RunOutcome::Evaluated)
 }
 
-/// Annotation key `kwctl annotate -u` fills with the usage file (README).
-const USAGE_ANNOTATION: &str = "io.kubewarden.policy.usage";
-
-/// `annotate`: metadata.yml + `protocolVersion` (+ usage) into `io.kubewarden.metadata`.
+/// `annotate`, like `kwctl annotate`: parse metadata.yml into policy-evaluator's
+/// `Metadata` (unknown keys dropped, defaults filled in), set `protocolVersion`
+/// from the module and the usage file as `io.kubewarden.policy.usage`, validate
+/// it, warn when the host capabilities the module calls differ from the declared
+/// ones, and embed its JSON as the `io.kubewarden.metadata` custom section.
+/// Differences from kwctl: no `io.kubewarden.kwctl` annotation (this is not
+/// kwctl), an existing annotation is replaced without `--force`, and the module's
+/// other bytes are kept as they are (kwctl re-encodes the module with walrus).
 fn annotate_module(args: AnnotateArgs) -> Result<()> {
     let module = args.module.context("missing <module.wasm>")?;
     let metadata_path = args.metadata_path.context("--metadata-path is required")?;
@@ -259,27 +265,42 @@ fn annotate_module(args: AnnotateArgs) -> Result<()> {
         .with_context(|| format!("cannot read module {}", module.display()))?;
     let text = std::fs::read_to_string(&metadata_path)
         .with_context(|| format!("cannot read metadata {}", metadata_path.display()))?;
-    let mut metadata = parse_json_or_yaml(&text)
+    let metadata = Metadata::from_yaml(&text)
         .with_context(|| format!("invalid metadata {}", metadata_path.display()))?;
-    if !metadata.is_object() {
-        bail!("{} is not a YAML mapping", metadata_path.display());
-    }
+    let usage = args
+        .usage_path
+        .as_ref()
+        .map(|path| {
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read usage file {}", path.display()))
+        })
+        .transpose()?;
     let protocol = Policy::from_bytes(&module, &bytes)?.protocol_version()?;
-    metadata["protocolVersion"] = Value::String(protocol);
-    if let Some(usage_path) = &args.usage_path {
-        let usage = std::fs::read_to_string(usage_path)
-            .with_context(|| format!("cannot read usage file {}", usage_path.display()))?;
-        let annotations = metadata
-            .as_object_mut()
-            .context("metadata is not a mapping")?
-            .entry("annotations")
-            .or_insert_with(|| Value::Object(Default::default()));
-        annotations
-            .as_object_mut()
-            .context("metadata annotations are not a mapping")?
-            .insert(USAGE_ANNOTATION.to_string(), Value::String(usage));
+    let metadata = metadata.annotated(&protocol, usage.as_deref());
+    if let Err(problems) = metadata.validate() {
+        bail!("Metadata is invalid: {}", problems.join("; "));
     }
-    let annotated = annotate(&bytes, &metadata)?;
+    let declared = metadata.host_capabilities.clone().unwrap_or_default();
+    let detected = scan_host_capabilities(&bytes)?;
+    let undeclared: Vec<&String> = detected
+        .iter()
+        .filter(|c| !capability_allowed(&declared, c))
+        .collect();
+    if !undeclared.is_empty() {
+        eprintln!(
+            "WARN host capabilities used by the policy but not declared in metadata: {undeclared:?}"
+        );
+    }
+    let unused: Vec<&String> = declared
+        .iter()
+        .filter(|p| !detected.iter().any(|c| capability_allowed([*p], c)))
+        .collect();
+    if !unused.is_empty() {
+        eprintln!(
+            "WARN host capabilities declared in metadata but not detected in the policy: {unused:?}"
+        );
+    }
+    let annotated = wasm_sections::annotate_bytes(&bytes, &metadata.to_section_bytes()?)?;
     std::fs::write(&output, annotated).with_context(|| format!("cannot write {}", output.display()))
 }
 
