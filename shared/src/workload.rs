@@ -734,11 +734,17 @@ pub mod presets {
         }
     }
 
-    /// The ready-made description of `group`/`kind`, if there is one.
+    /// The ready-made description of `group`/`kind`, if there is one. Builds only that
+    /// one: workload readers call this for every admitted custom resource.
     pub fn find(group: &str, kind: &str) -> Option<CustomKind> {
-        all()
-            .into_iter()
-            .find(|p| p.group == group && p.kind == kind)
+        let make = match (group, kind) {
+            ("serving.kserve.io", "InferenceService") => kserve_inference_service,
+            ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => leader_worker_set,
+            ("ray.io", "RayCluster") => ray_cluster,
+            ("kubeflow.org", "PyTorchJob") => pytorch_job,
+            _ => return None,
+        };
+        Some(make())
     }
 
     /// All of the above.

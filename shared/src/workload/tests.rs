@@ -353,6 +353,15 @@ fn presets_are_valid() {
 }
 
 #[test]
+fn every_preset_is_found_by_its_group_and_kind() {
+    for k in presets::all() {
+        assert_eq!(presets::find(&k.group, &k.kind).as_ref(), Some(&k));
+    }
+    assert_eq!(presets::find("ray.io", "RayJob"), None);
+    assert_eq!(presets::find("apps", "Deployment"), None);
+}
+
+#[test]
 fn writes_back_into_the_matched_template() {
     let mut object = json!({
         "apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {},

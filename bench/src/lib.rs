@@ -1,0 +1,27 @@
+//! gpu-bench: how fast and how small the policies are (issue 8), run by `make bench`.
+//!
+//! It measures the **built modules** in the e2e harness's runtime (`gpu_e2e`: wapc +
+//! wasmtime, the pieces Kubewarden's policy-evaluator is built on) and the same rules
+//! called natively, and writes `BENCHMARKS.md`:
+//!
+//! - [`wasm`]: module compile and instantiate times; `validate` on representative
+//!   requests ([`cases`]) in a kept instance and in a fresh instance per call, against
+//!   [`native`] calls of the same rules.
+//! - [`pools`]: the capacity gate over synthetic pools ([`synth`]) of 100 to 50,000 GPU
+//!   pods, masked vs whole objects vs a naive full-object parse.
+//! - [`profiles`]: module sizes and the release-profile experiment (opt-level, LTO,
+//!   codegen units, panic, strip, wasm-opt).
+//! - [`report`]: the Markdown, with the targets of issue 8 checked; [`machine`]: what the
+//!   numbers were taken on; [`stats`]: timing loops.
+//!
+//! Not a test: nothing here asserts timings. `make test` runs only the unit tests below.
+
+pub mod cases;
+pub mod machine;
+pub mod native;
+pub mod pools;
+pub mod profiles;
+pub mod report;
+pub mod stats;
+pub mod synth;
+pub mod wasm;

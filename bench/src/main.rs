@@ -1,0 +1,515 @@
+//! `gpu-bench`: runs the benchmarks of issue 8 and writes BENCHMARKS.md (`make bench`).
+//!
+//! ```text
+//! gpu-bench [--out BENCHMARKS.md] [--quick] [--skip-pools] [--skip-profiles]
+//!           [--sizes 100,1000,10000,50000] [--policies gpu-labels-policy,...]
+//! gpu-bench generate --pods N --dir DIR     (a synthetic pool and its kwctl replay session)
+//! gpu-bench native-loop POLICY SECONDS      (the policy's requests natively, for perf record)
+//! ```
+//!
+//! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
+//! benchmark) in `target/wasm32-wasip1/release` (or `$GPU_ADMISSION_WASM_DIR`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use gpu_bench::cases::{self, CASES, Case, Outcome};
+use gpu_bench::machine::{self, Machine};
+use gpu_bench::native;
+use gpu_bench::pools::{self, SIZES, Setup};
+use gpu_bench::profiles::{self, VARIANTS};
+use gpu_bench::report::{ModuleRow, ProfileRow, Results, VariantPolicy};
+use gpu_bench::stats::{Plan, fmt_bytes, fmt_duration, measure};
+use gpu_bench::wasm::{self, Plans};
+use gpu_e2e::{Policy, module_path, workspace_root};
+
+const USAGE: &str = "usage: gpu-bench [--out FILE] [--quick] [--skip-pools] [--skip-profiles] [--sizes N,N,...] [--policies a,b,...]";
+
+#[derive(Debug, Default)]
+struct Args {
+    out: Option<PathBuf>,
+    quick: bool,
+    skip_pools: bool,
+    skip_profiles: bool,
+    sizes: Option<Vec<usize>>,
+    policies: Option<Vec<String>>,
+}
+
+fn parse_args(args: &[String]) -> Result<Args> {
+    let mut parsed = Args::default();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |flag: &str| {
+            it.next()
+                .cloned()
+                .with_context(|| format!("{flag} needs a value; {USAGE}"))
+        };
+        match arg.as_str() {
+            "--out" | "-o" => parsed.out = Some(PathBuf::from(value(arg)?)),
+            "--quick" => parsed.quick = true,
+            "--skip-pools" => parsed.skip_pools = true,
+            "--skip-profiles" => parsed.skip_profiles = true,
+            "--sizes" => {
+                let sizes = value(arg)?
+                    .split(',')
+                    .map(|s| s.trim().replace('_', "").parse::<usize>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .with_context(|| format!("--sizes takes numbers; {USAGE}"))?;
+                if sizes.contains(&0) {
+                    bail!("--sizes: a pool needs at least one pod");
+                }
+                parsed.sizes = Some(sizes);
+            }
+            "--policies" => {
+                parsed.policies = Some(
+                    value(arg)?
+                        .split(',')
+                        .map(|s| s.trim().to_string())
+                        .collect(),
+                )
+            }
+            "-h" | "--help" => bail!("{USAGE}"),
+            other => bail!("unknown argument {other:?}; {USAGE}"),
+        }
+    }
+    Ok(parsed)
+}
+
+fn progress(text: impl AsRef<str>) {
+    eprintln!("gpu-bench: {}", text.as_ref());
+}
+
+/// Measures one policy's module and requests.
+fn bench_policy(root: &Path, policy: &str, plans: &Plans) -> Result<ModuleRow> {
+    let path = module_path(policy)?;
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (loaded, times) = wasm::module_times(&path, &bytes, plans)?;
+    progress(format!(
+        "{policy}: {} raw, compile {}, instantiate {}",
+        fmt_bytes(bytes.len() as u64),
+        fmt_duration(times.compile.median),
+        fmt_duration(times.instantiate.median)
+    ));
+    let annotated =
+        std::fs::metadata(cases::policy_dir(root, policy).join("annotated-policy.wasm"))
+            .ok()
+            .map(|m| m.len());
+    let mut results = Vec::new();
+    for case in CASES.iter().filter(|c| c.policy == policy) {
+        let case = cases::load(root, case)?;
+        let result = wasm::measure_case(&loaded, policy, &case, plans)
+            .with_context(|| format!("{policy}: {}", case.name()))?;
+        progress(format!(
+            "  {} ({}): guest call {} (p99 {}), fresh {}, native {}",
+            result.name,
+            result.observed.as_str(),
+            fmt_duration(result.warm_call.median),
+            fmt_duration(result.warm_call.p99),
+            fmt_duration(result.fresh_validate.median),
+            result.native.map_or("-".into(), |n| fmt_duration(n.median)),
+        ));
+        for note in &result.notes {
+            progress(format!("    NOTE {note}"));
+        }
+        results.push(result);
+    }
+    Ok(ModuleRow {
+        policy: policy.to_string(),
+        raw: bytes.len() as u64,
+        annotated,
+        times,
+        cases: results,
+    })
+}
+
+/// The capacity gate over synthetic pools.
+/// The capacity gate over synthetic pools; a size or variant that fails is reported
+/// (in `failures`) and the others still run.
+fn bench_pools(
+    root: &Path,
+    sizes: &[usize],
+    factor: f64,
+    failures: &mut Vec<String>,
+) -> Result<Vec<pools::PoolRow>> {
+    let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?;
+    let naive = Policy::load(module_path(native::NAIVE_CAPACITY).context(
+        "the naive baseline module: cargo build --release --target wasm32-wasip1 -p naive-capacity-gate",
+    )?)?;
+    let setup = Setup::new(root, gate, naive)?;
+    let mut rows = Vec::new();
+    for &n in sizes {
+        let started = Instant::now();
+        let data = pools::generate(n);
+        progress(format!(
+            "pool of {n} pods, {} nodes: generated in {} ({} masked, {} whole)",
+            data.nodes,
+            fmt_duration(started.elapsed()),
+            fmt_bytes(data.bytes(true)),
+            fmt_bytes(data.bytes(false))
+        ));
+        for variant in pools::Variant::ALL {
+            let row = match pools::measure_pool(&setup, &data, variant, &pools::plan(n, factor)) {
+                Ok(row) => row,
+                Err(e) => {
+                    let why = format!("pool of {n} pods, {}: {e:#}", variant.short());
+                    progress(format!("  FAILED {why}"));
+                    failures.push(why);
+                    continue;
+                }
+            };
+            progress(format!(
+                "  {}: wasm kept {} (p99 {}), fresh {}, native {}",
+                variant.short(),
+                fmt_duration(row.wasm_warm.median),
+                fmt_duration(row.wasm_warm.p99),
+                fmt_duration(row.wasm_fresh.median),
+                fmt_duration(row.native.median)
+            ));
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The request each policy is measured on in the profile experiment: its first
+/// Deployment that is not denied.
+fn profile_case(policy: &str) -> Option<&'static Case> {
+    CASES.iter().find(|c| {
+        c.policy == policy && c.kind.starts_with("Deployment") && c.intent != Outcome::Deny
+    })
+}
+
+/// One policy built one way: size, compile time, kept and fresh `validate`, and its answer.
+fn measure_variant(
+    path: &Path,
+    case: &cases::Loaded,
+    warm: &Plan,
+    fresh: &Plan,
+) -> Result<(VariantPolicy, Vec<u8>)> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (loaded, compiles) = wasm::load_module(path, &bytes, 1)?;
+    let instance = loaded.instantiate()?;
+    let answer = instance.call("validate", &case.payload, case.session.clone())?;
+    let warm = measure(
+        warm,
+        || case.session.clone(),
+        |s| instance.call("validate", &case.payload, s).map(drop),
+    )?;
+    let fresh = measure(
+        fresh,
+        || case.session.clone(),
+        |s| loaded.validate(&case.request, &case.settings, s).map(drop),
+    )?;
+    let variant = VariantPolicy {
+        size: bytes.len() as u64,
+        compile: compiles.iter().sum(),
+        warm,
+        fresh,
+        same_answer: true,
+    };
+    Ok((variant, answer))
+}
+
+/// The experiment's rows, and the request measured per policy (policy, request name).
+type ProfileResults = (Vec<ProfileRow>, Vec<(String, String)>);
+
+fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<ProfileResults> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let wasm_opt = profiles::have_wasm_opt();
+    let mut chosen = Vec::new();
+    for p in policies {
+        if let Some(case) = profile_case(p) {
+            chosen.push((p.clone(), cases::load(root, case)?));
+        }
+    }
+    let names: Vec<String> = chosen.iter().map(|(p, _)| p.clone()).collect();
+    let warm = Plan::thousands(2_000).scaled(factor);
+    let fresh = Plan::thousands(500).scaled(factor);
+    let mut shipped_answers: Vec<Vec<u8>> = Vec::new();
+    let mut rows = Vec::new();
+    for variant in VARIANTS {
+        if variant.wasm_opt.is_some() && !wasm_opt {
+            rows.push(ProfileRow {
+                label: variant.label,
+                build_time: Duration::ZERO,
+                policies: names
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.clone(),
+                            Err("wasm-opt is not installed (apt-get install binaryen)".into()),
+                        )
+                    })
+                    .collect(),
+            });
+            continue;
+        }
+        progress(format!("profile variant: {}", variant.label));
+        let built = profiles::build(root, &cargo, variant, &names)?;
+        let mut measured = Vec::new();
+        for (i, ((policy, module), (_, case))) in built.modules.into_iter().zip(&chosen).enumerate()
+        {
+            let result = module.and_then(|path| {
+                measure_variant(&path, case, &warm, &fresh).map_err(|e| format!("{e:#}"))
+            });
+            let result = result.map(|(mut v, answer)| {
+                match shipped_answers.get(i) {
+                    Some(shipped) => v.same_answer = wasm::same_answer(shipped, &answer),
+                    None => shipped_answers.push(answer),
+                }
+                v
+            });
+            match &result {
+                Ok(v) => progress(format!(
+                    "  {policy}: {} kept {} fresh {}",
+                    fmt_bytes(v.size),
+                    fmt_duration(v.warm.median),
+                    fmt_duration(v.fresh.median)
+                )),
+                Err(e) => progress(format!("  {policy}: {e}")),
+            }
+            measured.push((policy, result));
+        }
+        rows.push(ProfileRow {
+            label: variant.label,
+            build_time: built.build_time,
+            policies: measured,
+        });
+    }
+    let described = chosen.iter().map(|(p, c)| (p.clone(), c.name())).collect();
+    Ok((rows, described))
+}
+
+fn command_line(args: &[String]) -> String {
+    let mut words = vec!["target/bench-harness/gpu-bench".to_string()];
+    words.extend(args.iter().cloned());
+    let direct = words.join(" ");
+    if std::env::var_os("MAKELEVEL").is_some() {
+        format!("make bench` (runs `{direct}")
+    } else {
+        direct
+    }
+}
+
+/// `gpu-bench generate --pods N --dir DIR`: writes a synthetic pool (whole and masked
+/// Node and Pod lists) and a kwctl replay session answering the capacity gate's two
+/// calls with the masked lists, for `kwctl run` on the gate's
+/// `test_data/deployment_a100_4x2.json` and `settings.yml`.
+fn generate(args: &[String]) -> Result<()> {
+    let (mut pods, mut dir) = (None, None);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--pods" => {
+                pods = it
+                    .next()
+                    .and_then(|v| v.replace('_', "").parse::<usize>().ok())
+            }
+            "--dir" => dir = it.next().map(PathBuf::from),
+            other => {
+                bail!("unknown argument {other:?}; usage: gpu-bench generate --pods N --dir DIR")
+            }
+        }
+    }
+    let (Some(pods), Some(dir)) = (pods.filter(|n| *n > 0), dir) else {
+        bail!("usage: gpu-bench generate --pods N --dir DIR");
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let data = pools::generate(pods);
+    let root = workspace_root();
+    let settings: gpu_rules::capacity::Settings = serde_json::from_value(gpu_e2e::read_settings(
+        root.join("policies/gpu-capacity-gate-policy/test_data/settings.yml"),
+    )?)?;
+    let Some(pool) = settings
+        .pools
+        .iter()
+        .find(|p| p.name == gpu_bench::synth::POOL)
+    else {
+        bail!(
+            "the gate's settings.yml has no pool {}",
+            gpu_bench::synth::POOL
+        );
+    };
+    let session = gpu_bench::synth::session(&[
+        (
+            gpu_rules::capacity::state::node_query(pool),
+            &data.nodes_masked,
+        ),
+        (
+            gpu_rules::capacity::state::pod_query(&settings.pool_label_key, pool),
+            &data.pods_masked,
+        ),
+    ])?;
+    let session = session.to_yaml_string()?;
+    let files: [(&str, &[u8]); 5] = [
+        ("nodes.json", &data.nodes_full),
+        ("nodes_masked.json", &data.nodes_masked),
+        ("pods.json", &data.pods_full),
+        ("pods_masked.json", &data.pods_masked),
+        ("session_masked.yml", session.as_bytes()),
+    ];
+    for (name, bytes) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+        progress(format!(
+            "wrote {} ({})",
+            path.display(),
+            fmt_bytes(bytes.len() as u64)
+        ));
+    }
+    Ok(())
+}
+
+/// `gpu-bench native-loop POLICY SECONDS`: the policy's requests, natively, in a loop:
+/// something to run under `perf record` (the wasm runs are mostly JIT frames).
+fn native_loop(args: &[String]) -> Result<()> {
+    let [policy, seconds] = args else {
+        bail!("usage: gpu-bench native-loop POLICY SECONDS");
+    };
+    let seconds: f64 = seconds.parse().context("SECONDS")?;
+    let root = workspace_root();
+    let loaded = CASES
+        .iter()
+        .filter(|c| c.policy == policy)
+        .map(|c| cases::load(&root, c))
+        .collect::<Result<Vec<_>>>()?;
+    if loaded.is_empty() {
+        bail!("no cases for {policy}");
+    }
+    let started = Instant::now();
+    let mut calls = 0u64;
+    while started.elapsed().as_secs_f64() < seconds {
+        for case in &loaded {
+            native::validate(policy, &case.payload, case.session.clone())?;
+            calls += 1;
+        }
+    }
+    progress(format!(
+        "{calls} native calls, {} each on average",
+        fmt_duration(started.elapsed() / calls.max(1) as u32)
+    ));
+    Ok(())
+}
+
+fn run(args: &[String]) -> Result<()> {
+    match args.first().map(String::as_str) {
+        Some("generate") => return generate(&args[1..]),
+        Some("native-loop") => return native_loop(&args[1..]),
+        _ => {}
+    }
+    let opts = parse_args(args)?;
+    let started = Instant::now();
+    let root = workspace_root();
+    let factor = if opts.quick { 0.1 } else { 1.0 };
+    let plans = Plans::full().scaled(factor);
+    let machine = Machine::probe(&root);
+    let (load_start, builds_start) = (machine::load_average(), machine::other_builds());
+    let date = machine::utc_now();
+
+    let mut policies = cases::policies(&root)?;
+    if let Some(only) = &opts.policies {
+        policies.retain(|p| only.contains(p));
+    }
+    let mut modules = Vec::new();
+    for policy in &policies {
+        modules.push(bench_policy(&root, policy, &plans)?);
+    }
+
+    let (pool_rows, pools_skipped) = if opts.skip_pools {
+        (Vec::new(), Some("`--skip-pools`".to_string()))
+    } else if !policies.iter().any(|p| p == "gpu-capacity-gate-policy") {
+        (
+            Vec::new(),
+            Some("gpu-capacity-gate-policy not selected".to_string()),
+        )
+    } else {
+        let sizes = opts.sizes.clone().unwrap_or_else(|| SIZES.to_vec());
+        let mut failures = Vec::new();
+        let rows = bench_pools(&root, &sizes, factor, &mut failures)?;
+        let failed = (!failures.is_empty()).then(|| format!("failed: {}", failures.join("; ")));
+        (rows, failed)
+    };
+
+    let (profile_rows, profile_case, profiles_skipped) = if opts.skip_profiles {
+        (
+            Vec::new(),
+            Vec::new(),
+            Some("`--skip-profiles`".to_string()),
+        )
+    } else {
+        let (rows, cases) = bench_profiles(&root, &policies, factor)?;
+        (rows, cases, None)
+    };
+
+    let results = Results {
+        machine,
+        started: date,
+        elapsed: started.elapsed(),
+        command: command_line(args),
+        load_start,
+        load_end: machine::load_average(),
+        builds_start,
+        builds_end: machine::other_builds(),
+        quick: opts.quick,
+        modules,
+        pools: pool_rows,
+        pools_skipped,
+        profiles: profile_rows,
+        profile_case,
+        profiles_skipped,
+    };
+    let markdown = results.markdown();
+    match &opts.out {
+        Some(path) => {
+            std::fs::write(path, &markdown)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            progress(format!(
+                "wrote {} in {}",
+                path.display(),
+                fmt_duration(started.elapsed())
+            ));
+        }
+        None => print!("{markdown}"),
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gpu-bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments() {
+        let a = parse_args(&args(&["--out", "B.md", "--quick", "--sizes", "100,1_000"])).unwrap();
+        assert_eq!(a.out, Some(PathBuf::from("B.md")));
+        assert!(a.quick && !a.skip_profiles);
+        assert_eq!(a.sizes, Some(vec![100, 1000]));
+        assert!(parse_args(&args(&["--sizes", "0"])).is_err());
+        assert!(parse_args(&args(&["--out"])).is_err());
+        assert!(parse_args(&args(&["--frobnicate"])).is_err());
+    }
+
+    #[test]
+    fn every_policy_with_cases_has_a_profile_case() {
+        for case in CASES {
+            assert!(profile_case(case.policy).is_some(), "{}", case.policy);
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The same rules, called natively: what each policy's `validate` does inside the
+//! module (`gpu_rules::kubewarden::validate` over the policy's `evaluate`: parse the
+//! payload, decide, serialize the answer), with host calls served from the same replay
+//! sessions as in wasm.
+
+use std::cell::RefCell;
+
+use anyhow::{Result, anyhow, bail};
+use gpu_e2e::{CallbackRequest, ReplaySession};
+use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::kubewarden::validate as glue;
+use gpu_rules::{capacity, labels, routing, vram};
+
+/// Host calls answered from a replay session, as the harness does for wasm.
+#[derive(Debug, Default)]
+pub struct ReplayCluster {
+    session: RefCell<Option<ReplaySession>>,
+}
+
+impl ReplayCluster {
+    pub fn new(session: Option<ReplaySession>) -> ReplayCluster {
+        ReplayCluster {
+            session: RefCell::new(session),
+        }
+    }
+}
+
+impl Cluster for ReplayCluster {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        let request = CallbackRequest::from_guest_payload(request.operation(), &request.payload())
+            .map_err(|e| format!("{e:#}"))?;
+        match self.session.borrow_mut().as_mut() {
+            Some(session) => session.answer(&request).map_err(|e| e.to_string()),
+            None => Err("no replay session".into()),
+        }
+    }
+}
+
+/// The module name of the benchmark's naive capacity gate.
+pub const NAIVE_CAPACITY: &str = "naive-capacity-gate";
+
+/// Whether `policy` has a native counterpart here.
+pub fn supported(policy: &str) -> bool {
+    matches!(
+        policy,
+        "gpu-labels-policy"
+            | "gpu-pool-routing-policy"
+            | "gpu-vram-fit-policy"
+            | "gpu-capacity-gate-policy"
+            | NAIVE_CAPACITY
+    )
+}
+
+/// `validate` of `policy`, natively: the bytes the module would answer.
+pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) -> Result<Vec<u8>> {
+    let cluster = ReplayCluster::new(session);
+    let answer = match policy {
+        "gpu-labels-policy" => glue(payload, labels::evaluate),
+        "gpu-pool-routing-policy" => glue(payload, routing::evaluate),
+        "gpu-vram-fit-policy" => glue(payload, |r, s: &vram::Settings| {
+            vram::evaluate(r, s, &cluster)
+        }),
+        "gpu-capacity-gate-policy" => glue(payload, |r, s: &capacity::Settings| {
+            capacity::evaluate(r, s, &cluster)
+        }),
+        NAIVE_CAPACITY => glue(payload, |r, s: &capacity::Settings| {
+            naive_capacity_gate::evaluate(r, s, &cluster)
+        }),
+        other => bail!("no native counterpart for {other}"),
+    };
+    answer.map_err(|e| anyhow!("native validate of {policy} failed: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    #[test]
+    fn answers_like_the_module() {
+        let payload = json!({"request": {"uid": "1", "operation": "DELETE"}, "settings": {}});
+        let bytes = validate("gpu-labels-policy", payload.to_string().as_bytes(), None).unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(answer["accepted"], true);
+        assert!(validate("nope", b"{}", None).is_err());
+        assert!(supported(NAIVE_CAPACITY) && !supported("nope"));
+    }
+
+    #[test]
+    fn host_calls_without_a_session_fail_with_a_message() {
+        let cluster = ReplayCluster::new(None);
+        let request = gpu_rules::capacity::state::parent_query("apps/v1", "Deployment", "x", "ml");
+        assert_eq!(cluster.call(&request), Err("no replay session".into()));
+    }
+}
