@@ -18,7 +18,9 @@ for policy in "$@"; do
     [ "$settings" != "-" ] && args+=(--settings-path "$settings")
     [ -n "${replay:-}" ] && args+=(--replay-host-capabilities-interactions "$replay" --allow-context-aware)
     if out=$(cd "$dir" && "$kwctl_bin" "${args[@]}" policy.wasm 2>&1); then
-      python3 - "$request" "$out" <<'PY'
+      label="$request"
+      [ -n "${replay:-}" ] && label="$request + $(basename "$replay")"
+      python3 - "$label" "$out" <<'PY'
 import base64, json, sys
 name, out = sys.argv[1], sys.argv[2]
 r = json.loads(out.strip().splitlines()[-1])
