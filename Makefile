@@ -29,7 +29,7 @@ PUSH_FLAGS ?=
 E2E_PACKAGES := -p gpu-e2e -p gpu-dist
 
 .PHONY: all setup build build-test-modules run test fmt-check lint unit-test wasm-unit-test e2e \
-        dist-test annotate push artifacthub e2e-kwctl bench clean help
+        dist-test annotate push artifacthub e2e-kwctl bench fuzz clean help
 
 all: build
 
@@ -151,6 +151,17 @@ bench: annotate
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p naive-capacity-gate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
+
+## fuzz: each cargo-fuzz target for FUZZ_SECONDS (not in CI). cargo-fuzz needs nightly features:
+## with only a stable toolchain, RUSTC_BOOTSTRAP=1 enables them. Crashes land in fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= quantity workload_bytes workload_structured
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "=== fuzz $$t ($(FUZZ_SECONDS) s)"; \
+	  (cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048); \
+	done
 
 clean:
 	$(CARGO) clean
