@@ -5,6 +5,7 @@
 //!           [--sizes 100,1000,10000,50000] [--policies gpu-labels-policy,...]
 //! gpu-bench generate --pods N --dir DIR     (a synthetic pool and its kwctl replay session)
 //! gpu-bench native-loop POLICY SECONDS      (the policy's requests natively, for perf record)
+//! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
 //! ```
 //!
 //! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
@@ -21,9 +22,12 @@ use gpu_bench::native;
 use gpu_bench::pools::{self, SIZES, Setup};
 use gpu_bench::profiles::{self, VARIANTS};
 use gpu_bench::report::{ModuleRow, ProfileRow, Results, VariantPolicy};
-use gpu_bench::stats::{Plan, fmt_bytes, fmt_duration, measure};
+use gpu_bench::stats::{Plan, Summary, fmt_bytes, fmt_duration, measure_samples};
 use gpu_bench::wasm::{self, Plans};
 use gpu_e2e::{Policy, module_path, workspace_root};
+
+/// Guest call limit for the pool benchmark.
+const POOL_TIMEOUT: Duration = Duration::from_secs(600);
 
 const USAGE: &str = "usage: gpu-bench [--out FILE] [--quick] [--skip-pools] [--skip-profiles] [--sizes N,N,...] [--policies a,b,...]";
 
@@ -133,10 +137,12 @@ fn bench_pools(
     factor: f64,
     failures: &mut Vec<String>,
 ) -> Result<Vec<pools::PoolRow>> {
-    let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?;
-    let naive = Policy::load(module_path(native::NAIVE_CAPACITY).context(
+    // The naive baseline takes more than the harness's default 10 s on the largest pools.
+    let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?.with_timeout(POOL_TIMEOUT);
+    let naive_path = module_path(native::NAIVE_CAPACITY).context(
         "the naive baseline module: cargo build --release --target wasm32-wasip1 -p naive-capacity-gate",
-    )?)?;
+    )?;
+    let naive = Policy::load(naive_path)?.with_timeout(POOL_TIMEOUT);
     let setup = Setup::new(root, gate, naive)?;
     let mut rows = Vec::new();
     for &n in sizes {
@@ -181,39 +187,25 @@ fn profile_case(policy: &str) -> Option<&'static Case> {
     })
 }
 
-/// One policy built one way: size, compile time, kept and fresh `validate`, and its answer.
-fn measure_variant(
-    path: &Path,
-    case: &cases::Loaded,
-    warm: &Plan,
-    fresh: &Plan,
-) -> Result<(VariantPolicy, Vec<u8>)> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let (loaded, compiles) = wasm::load_module(path, &bytes, 1)?;
-    let instance = loaded.instantiate()?;
-    let answer = instance.call("validate", &case.payload, case.session.clone())?;
-    let warm = measure(
-        warm,
-        || case.session.clone(),
-        |s| instance.call("validate", &case.payload, s).map(drop),
-    )?;
-    let fresh = measure(
-        fresh,
-        || case.session.clone(),
-        |s| loaded.validate(&case.request, &case.settings, s).map(drop),
-    )?;
-    let variant = VariantPolicy {
-        size: bytes.len() as u64,
-        compile: compiles.iter().sum(),
-        warm,
-        fresh,
-        same_answer: true,
-    };
-    Ok((variant, answer))
+/// One policy built one way, compiled and ready to measure.
+struct Candidate {
+    policy: Policy,
+    size: u64,
+    compile: Duration,
+    warm: Vec<Duration>,
+    fresh: Vec<Duration>,
+    same_answer: bool,
 }
+
+/// A variant's label, build time and per-policy candidates (or why there is none).
+type BuiltVariant = (String, Duration, Vec<(String, Result<Candidate, String>)>);
 
 /// The experiment's rows, and the request measured per policy (policy, request name).
 type ProfileResults = (Vec<ProfileRow>, Vec<(String, String)>);
+
+/// Timing rounds over all variants: a slow spell of the machine then spreads over every
+/// variant instead of falling on one.
+const PROFILE_ROUNDS: usize = 3;
 
 fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<ProfileResults> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
@@ -225,58 +217,138 @@ fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<Profi
         }
     }
     let names: Vec<String> = chosen.iter().map(|(p, _)| p.clone()).collect();
-    let warm = Plan::thousands(2_000).scaled(factor);
-    let fresh = Plan::thousands(500).scaled(factor);
-    let mut shipped_answers: Vec<Vec<u8>> = Vec::new();
-    let mut rows = Vec::new();
+    let shipped = profiles::release_profile(
+        &std::fs::read_to_string(root.join("Cargo.toml")).context("the root Cargo.toml")?,
+    );
+
+    // Build (or find up to date) and compile every variant first.
+    let mut variants: Vec<BuiltVariant> = Vec::new();
     for variant in VARIANTS {
+        let label = if matches!(variant.base, profiles::Base::Shipped) && variant.wasm_opt.is_none()
+        {
+            format!("shipped: {}", shipped.join(", "))
+        } else {
+            variant.label.to_string()
+        };
         if variant.wasm_opt.is_some() && !wasm_opt {
-            rows.push(ProfileRow {
-                label: variant.label,
-                build_time: Duration::ZERO,
-                policies: names
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.clone(),
-                            Err("wasm-opt is not installed (apt-get install binaryen)".into()),
-                        )
-                    })
-                    .collect(),
-            });
+            let why = "wasm-opt is not installed (apt-get install binaryen)".to_string();
+            let modules = names
+                .iter()
+                .map(|p| (p.clone(), Err(why.clone())))
+                .collect();
+            variants.push((label, Duration::ZERO, modules));
             continue;
         }
-        progress(format!("profile variant: {}", variant.label));
+        progress(format!("profile variant: {label}"));
         let built = profiles::build(root, &cargo, variant, &names)?;
-        let mut measured = Vec::new();
-        for (i, ((policy, module), (_, case))) in built.modules.into_iter().zip(&chosen).enumerate()
-        {
-            let result = module.and_then(|path| {
-                measure_variant(&path, case, &warm, &fresh).map_err(|e| format!("{e:#}"))
-            });
-            let result = result.map(|(mut v, answer)| {
-                match shipped_answers.get(i) {
-                    Some(shipped) => v.same_answer = wasm::same_answer(shipped, &answer),
-                    None => shipped_answers.push(answer),
+        let modules = built
+            .modules
+            .into_iter()
+            .map(|(policy, module)| {
+                let candidate = module.and_then(|path| {
+                    let bytes =
+                        std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let (loaded, compiles) =
+                        wasm::load_module(&path, &bytes, 1).map_err(|e| format!("{e:#}"))?;
+                    Ok(Candidate {
+                        policy: loaded,
+                        size: bytes.len() as u64,
+                        compile: compiles.iter().sum(),
+                        warm: Vec::new(),
+                        fresh: Vec::new(),
+                        same_answer: true,
+                    })
+                });
+                (policy, candidate)
+            })
+            .collect();
+        variants.push((label, built.build_time, modules));
+    }
+
+    // The shipped answers, to compare every variant's with.
+    let mut shipped_answers = Vec::new();
+    for (i, (_, case)) in chosen.iter().enumerate() {
+        let answer = match variants.first().and_then(|v| v.2.get(i)) {
+            Some((_, Ok(c))) => Some(c.policy.instantiate()?.call(
+                "validate",
+                &case.payload,
+                case.session.clone(),
+            )?),
+            _ => None,
+        };
+        shipped_answers.push(answer);
+    }
+
+    let warm = Plan::thousands(2_000 / PROFILE_ROUNDS).scaled(factor);
+    let fresh = Plan::thousands(500 / PROFILE_ROUNDS).scaled(factor);
+    for round in 0..PROFILE_ROUNDS {
+        progress(format!(
+            "profile variants: timing round {} of {PROFILE_ROUNDS}",
+            round + 1
+        ));
+        let n = variants.len();
+        for k in 0..n {
+            let (_, _, modules) = &mut variants[(k + round * n / PROFILE_ROUNDS) % n];
+            for (i, (_, candidate)) in modules.iter_mut().enumerate() {
+                let (Ok(c), Some((_, case))) = (candidate.as_mut(), chosen.get(i)) else {
+                    continue;
+                };
+                let instance = c.policy.instantiate()?;
+                let answer = instance.call("validate", &case.payload, case.session.clone())?;
+                if let Some(Some(shipped)) = shipped_answers.get(i) {
+                    c.same_answer &= wasm::same_answer(shipped, &answer);
                 }
-                v
-            });
-            match &result {
-                Ok(v) => progress(format!(
-                    "  {policy}: {} kept {} fresh {}",
-                    fmt_bytes(v.size),
-                    fmt_duration(v.warm.median),
-                    fmt_duration(v.fresh.median)
-                )),
-                Err(e) => progress(format!("  {policy}: {e}")),
+                c.warm.extend(measure_samples(
+                    &warm,
+                    || case.session.clone(),
+                    |s| instance.call("validate", &case.payload, s).map(drop),
+                )?);
+                let policy = &c.policy;
+                c.fresh.extend(measure_samples(
+                    &fresh,
+                    || case.session.clone(),
+                    |s| policy.validate(&case.request, &case.settings, s).map(drop),
+                )?);
             }
-            measured.push((policy, result));
         }
-        rows.push(ProfileRow {
-            label: variant.label,
-            build_time: built.build_time,
-            policies: measured,
-        });
+    }
+
+    let rows = variants
+        .into_iter()
+        .map(|(label, build_time, modules)| ProfileRow {
+            label,
+            build_time,
+            policies: modules
+                .into_iter()
+                .map(|(policy, candidate)| {
+                    let measured = candidate.and_then(|c| {
+                        Ok(VariantPolicy {
+                            size: c.size,
+                            compile: c.compile,
+                            warm: Summary::from_samples(c.warm).ok_or("not timed")?,
+                            fresh: Summary::from_samples(c.fresh).ok_or("not timed")?,
+                            same_answer: c.same_answer,
+                        })
+                    });
+                    (policy, measured)
+                })
+                .collect(),
+        })
+        .collect::<Vec<_>>();
+    for row in &rows {
+        let line: Vec<String> = row
+            .policies
+            .iter()
+            .map(|(p, m)| match m {
+                Ok(v) => format!(
+                    "{p} {} kept {}",
+                    fmt_bytes(v.size),
+                    fmt_duration(v.warm.median)
+                ),
+                Err(e) => format!("{p}: {e}"),
+            })
+            .collect();
+        progress(format!("  {}: {}", row.label, line.join("; ")));
     }
     let described = chosen.iter().map(|(p, c)| (p.clone(), c.name())).collect();
     Ok((rows, described))
@@ -393,10 +465,54 @@ fn native_loop(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `gpu-bench pool-loop PODS SECONDS [masked|unmasked|naive]`: one capacity decision over
+/// a synthetic pool, natively, in a loop (for `perf record`).
+fn pool_loop(args: &[String]) -> Result<()> {
+    let (pods, seconds, variant) = match args {
+        [p, s] => (p, s, "masked"),
+        [p, s, v] => (p, s, v.as_str()),
+        _ => bail!("usage: gpu-bench pool-loop PODS SECONDS [masked|unmasked|naive]"),
+    };
+    let pods: usize = pods.replace('_', "").parse().context("PODS")?;
+    let seconds: f64 = seconds.parse().context("SECONDS")?;
+    let variant = match pools::Variant::ALL
+        .into_iter()
+        .find(|v| v.short() == variant)
+    {
+        Some(v) => v,
+        None => bail!("unknown variant {variant}: masked, unmasked or naive"),
+    };
+    let root = workspace_root();
+    let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?;
+    let setup = Setup::new(&root, gate.clone(), gate)?;
+    let data = pools::generate(pods);
+    let session = setup.session(variant, &data)?;
+    let module = match variant {
+        pools::Variant::Naive => native::NAIVE_CAPACITY,
+        _ => "gpu-capacity-gate-policy",
+    };
+    let (started, mut calls) = (Instant::now(), 0u32);
+    let mut busy = Duration::ZERO;
+    while started.elapsed().as_secs_f64() < seconds {
+        let s = session.clone();
+        let t = Instant::now();
+        native::validate(module, &setup.payload, Some(s))?;
+        busy += t.elapsed();
+        calls += 1;
+    }
+    progress(format!(
+        "{calls} decisions over {pods} pods ({}), {} each",
+        variant.short(),
+        fmt_duration(busy / calls.max(1))
+    ));
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<()> {
     match args.first().map(String::as_str) {
         Some("generate") => return generate(&args[1..]),
         Some("native-loop") => return native_loop(&args[1..]),
+        Some("pool-loop") => return pool_loop(&args[1..]),
         _ => {}
     }
     let opts = parse_args(args)?;

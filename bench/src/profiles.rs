@@ -64,17 +64,21 @@ const fn wasm_opt_of_shipped(label: &'static str, flags: &'static [&'static str]
 }
 
 const Z: &[(&str, &str)] = &[("opt-level", "\"z\"")];
+const O3: &[(&str, &str)] = &[("opt-level", "3")];
 
-/// The variants, the shipped one first. Each changes one setting of the shipped
-/// profile (opt-level "s", fat LTO, 1 codegen unit, panic abort, strip).
+/// The variants, the shipped `[profile.release]` first. The opt-level variants set it
+/// explicitly (one of them equals the shipped profile: a check of the noise); the others
+/// change one setting of the shipped profile.
 pub const VARIANTS: &[Variant] = &[
     Variant {
-        label: "shipped (s, fat LTO, 1 CGU, abort, strip)",
+        label: "shipped",
         base: Base::Shipped,
         wasm_opt: None,
     },
+    profile("opt-level s", "gpu-bench-s", &[("opt-level", "\"s\"")]),
     profile("opt-level z", "gpu-bench-z", Z),
-    profile("opt-level 3", "gpu-bench-o3", &[("opt-level", "3")]),
+    profile("opt-level 2", "gpu-bench-o2", &[("opt-level", "2")]),
+    profile("opt-level 3", "gpu-bench-o3", O3),
     profile("LTO off", "gpu-bench-nolto", &[("lto", "false")]),
     profile("thin LTO", "gpu-bench-thinlto", &[("lto", "\"thin\"")]),
     profile(
@@ -88,7 +92,6 @@ pub const VARIANTS: &[Variant] = &[
         &[("panic", "\"unwind\"")],
     ),
     profile("strip off", "gpu-bench-nostrip", &[("strip", "false")]),
-    wasm_opt_of_shipped("shipped + wasm-opt -Os", &["-Os"]),
     wasm_opt_of_shipped("shipped + wasm-opt -Oz", &["-Oz"]),
     wasm_opt_of_shipped("shipped + wasm-opt -O3", &["-O3"]),
     Variant {
@@ -99,7 +102,33 @@ pub const VARIANTS: &[Variant] = &[
         },
         wasm_opt: Some(&["-Oz"]),
     },
+    Variant {
+        label: "opt-level 3 + wasm-opt -O3",
+        base: Base::Profile {
+            name: "gpu-bench-o3",
+            settings: O3,
+        },
+        wasm_opt: Some(&["-O3"]),
+    },
 ];
+
+/// The settings of `[profile.release]` in the root Cargo.toml, as `key = value` items
+/// (comments dropped), for the label of the shipped variant.
+pub fn release_profile(cargo_toml: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let mut inside = false;
+    for line in cargo_toml.lines() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.starts_with('[') {
+            inside = line == "[profile.release]";
+            continue;
+        }
+        if inside && let Some((key, value)) = line.split_once('=') {
+            items.push(format!("{} {}", key.trim(), value.trim().trim_matches('"')));
+        }
+    }
+    items
+}
 
 /// `crate-name` -> `crate_name.wasm`.
 pub fn wasm_file(crate_name: &str) -> String {
@@ -268,6 +297,12 @@ mod tests {
         );
         assert_eq!(first_error(""), "failed without a message");
         assert!(first_error(&"error ".repeat(100)).ends_with("..."));
+    }
+
+    #[test]
+    fn the_release_profile_is_read_from_cargo_toml() {
+        let toml = "[profile.dev]\nopt-level = 1\n[profile.release]\nopt-level = \"s\"  # small\nlto = true\n\n[profile.bench]\ndebug = true\n";
+        assert_eq!(release_profile(toml), ["opt-level s", "lto true"]);
     }
 
     #[test]

@@ -71,9 +71,19 @@ impl Plan {
 /// input outside the timed section (e.g. a fresh replay session).
 pub fn measure<T>(
     plan: &Plan,
+    setup: impl FnMut() -> T,
+    timed: impl FnMut(T) -> Result<()>,
+) -> Result<Summary> {
+    Summary::from_samples(measure_samples(plan, setup, timed)?)
+        .ok_or_else(|| anyhow::anyhow!("no timed calls (plan {plan:?})"))
+}
+
+/// [`measure`], returning every timed call (to pool samples taken in several rounds).
+pub fn measure_samples<T>(
+    plan: &Plan,
     mut setup: impl FnMut() -> T,
     mut timed: impl FnMut(T) -> Result<()>,
-) -> Result<Summary> {
+) -> Result<Vec<Duration>> {
     for _ in 0..plan.warmup {
         timed(setup())?;
     }
@@ -86,7 +96,7 @@ pub fn measure<T>(
         timed(input)?;
         samples.push(t.elapsed());
     }
-    Summary::from_samples(samples).ok_or_else(|| anyhow::anyhow!("no timed calls (plan {plan:?})"))
+    Ok(samples)
 }
 
 /// A duration for tables: `830 ns`, `23.4 µs`, `1.25 ms`, `2.1 s`.
