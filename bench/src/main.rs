@@ -22,7 +22,7 @@ use gpu_bench::native;
 use gpu_bench::pools::{self, SIZES, Setup};
 use gpu_bench::profiles::{self, VARIANTS};
 use gpu_bench::report::{ModuleRow, ProfileRow, Results, VariantPolicy};
-use gpu_bench::stats::{Plan, Summary, fmt_bytes, fmt_duration, measure_samples};
+use gpu_bench::stats::{Plan, Summary, fmt_bytes, fmt_duration, measure};
 use gpu_bench::wasm::{self, Plans};
 use gpu_e2e::{Policy, module_path, workspace_root};
 
@@ -192,9 +192,16 @@ struct Candidate {
     policy: Policy,
     size: u64,
     compile: Duration,
-    warm: Vec<Duration>,
-    fresh: Vec<Duration>,
+    /// One summary per timing round.
+    warm: Vec<Summary>,
+    fresh: Vec<Summary>,
     same_answer: bool,
+}
+
+/// The round with the lowest median: with other work on the machine coming and going,
+/// the quietest round is the best estimate of the module's own speed.
+fn best_round(rounds: Vec<Summary>) -> Option<Summary> {
+    rounds.into_iter().min_by_key(|s| s.median)
 }
 
 /// A variant's label, build time and per-policy candidates (or why there is none).
@@ -203,8 +210,8 @@ type BuiltVariant = (String, Duration, Vec<(String, Result<Candidate, String>)>)
 /// The experiment's rows, and the request measured per policy (policy, request name).
 type ProfileResults = (Vec<ProfileRow>, Vec<(String, String)>);
 
-/// Timing rounds over all variants: a slow spell of the machine then spreads over every
-/// variant instead of falling on one.
+/// Timing rounds over all variants, each variant's best round reported: a slow spell of
+/// the machine then costs one round, not a variant's whole measurement.
 const PROFILE_ROUNDS: usize = 3;
 
 fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<ProfileResults> {
@@ -298,13 +305,13 @@ fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<Profi
                 if let Some(Some(shipped)) = shipped_answers.get(i) {
                     c.same_answer &= wasm::same_answer(shipped, &answer);
                 }
-                c.warm.extend(measure_samples(
+                c.warm.push(measure(
                     &warm,
                     || case.session.clone(),
                     |s| instance.call("validate", &case.payload, s).map(drop),
                 )?);
                 let policy = &c.policy;
-                c.fresh.extend(measure_samples(
+                c.fresh.push(measure(
                     &fresh,
                     || case.session.clone(),
                     |s| policy.validate(&case.request, &case.settings, s).map(drop),
@@ -325,8 +332,8 @@ fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<Profi
                         Ok(VariantPolicy {
                             size: c.size,
                             compile: c.compile,
-                            warm: Summary::from_samples(c.warm).ok_or("not timed")?,
-                            fresh: Summary::from_samples(c.fresh).ok_or("not timed")?,
+                            warm: best_round(c.warm).ok_or("not timed")?,
+                            fresh: best_round(c.fresh).ok_or("not timed")?,
                             same_answer: c.same_answer,
                         })
                     });
@@ -354,14 +361,15 @@ fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<Profi
     Ok((rows, described))
 }
 
+/// The command that produced the report, as Markdown.
 fn command_line(args: &[String]) -> String {
     let mut words = vec!["target/bench-harness/gpu-bench".to_string()];
     words.extend(args.iter().cloned());
     let direct = words.join(" ");
     if std::env::var_os("MAKELEVEL").is_some() {
-        format!("make bench` (runs `{direct}")
+        format!("`make bench` (runs `{direct}`)")
     } else {
-        direct
+        format!("`{direct}`")
     }
 }
 
