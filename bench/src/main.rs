@@ -473,13 +473,13 @@ fn native_loop(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `gpu-bench pool-loop PODS SECONDS [masked|unmasked|naive]`: one capacity decision over
+/// `gpu-bench pool-loop PODS SECONDS [masked|distinct|unmasked|naive]`: one capacity decision over
 /// a synthetic pool, natively, in a loop (for `perf record`).
 fn pool_loop(args: &[String]) -> Result<()> {
     let (pods, seconds, variant) = match args {
         [p, s] => (p, s, "masked"),
         [p, s, v] => (p, s, v.as_str()),
-        _ => bail!("usage: gpu-bench pool-loop PODS SECONDS [masked|unmasked|naive]"),
+        _ => bail!("usage: gpu-bench pool-loop PODS SECONDS [masked|distinct|unmasked|naive]"),
     };
     let pods: usize = pods.replace('_', "").parse().context("PODS")?;
     let seconds: f64 = seconds.parse().context("SECONDS")?;
@@ -488,7 +488,7 @@ fn pool_loop(args: &[String]) -> Result<()> {
         .find(|v| v.short() == variant)
     {
         Some(v) => v,
-        None => bail!("unknown variant {variant}: masked, unmasked or naive"),
+        None => bail!("unknown variant {variant}: masked, distinct, unmasked or naive"),
     };
     let root = workspace_root();
     let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?;

@@ -32,16 +32,26 @@ pub const SIZES: &[usize] = &[100, 1_000, 10_000, 50_000];
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Variant {
     Masked,
+    /// Masked, every pod and node spelled differently: nothing is read only once.
+    Distinct,
     Unmasked,
     Naive,
 }
 
 impl Variant {
-    pub const ALL: [Variant; 3] = [Variant::Masked, Variant::Unmasked, Variant::Naive];
+    pub const ALL: [Variant; 4] = [
+        Variant::Masked,
+        Variant::Distinct,
+        Variant::Unmasked,
+        Variant::Naive,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Variant::Masked => "masked, streaming GPU-only parse (shipped)",
+            Variant::Distinct => {
+                "masked, every pod and node different (shipped; each spec read once)"
+            }
             Variant::Unmasked => "whole objects, streaming parse (shipped module, no masks)",
             Variant::Naive => "whole objects, full Value parse (naive baseline)",
         }
@@ -50,6 +60,7 @@ impl Variant {
     pub fn short(self) -> &'static str {
         match self {
             Variant::Masked => "masked",
+            Variant::Distinct => "distinct",
             Variant::Unmasked => "unmasked",
             Variant::Naive => "naive",
         }
@@ -107,6 +118,10 @@ impl Setup {
             Variant::Masked => synth::session(&[
                 (node_query(pool), &data.nodes_masked),
                 (pod_query(key, pool), &data.pods_masked),
+            ]),
+            Variant::Distinct => synth::session(&[
+                (node_query(pool), &data.nodes_distinct),
+                (pod_query(key, pool), &data.pods_distinct),
             ]),
             Variant::Unmasked => synth::session(&[
                 (node_query(pool), &data.nodes_full),
@@ -207,7 +222,11 @@ pub fn measure_pool(
         pods: data.pods,
         nodes: data.nodes,
         variant,
-        bytes: data.bytes(variant == Variant::Masked),
+        bytes: match variant {
+            Variant::Masked => data.bytes(true),
+            Variant::Distinct => (data.nodes_distinct.len() + data.pods_distinct.len()) as u64,
+            Variant::Unmasked | Variant::Naive => data.bytes(false),
+        },
         wasm_warm,
         wasm_fresh,
         native,

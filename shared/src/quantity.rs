@@ -75,14 +75,16 @@ impl Quantity {
         let (binary_shift, decimal_exp) = parse_suffix(suffix).ok_or_else(malformed)?;
 
         // value = mantissa * 10^(decimal_exp - frac_len) * 2^binary_shift, in base units.
-        let digits = format!("{int_part}{frac_part}");
-        let significant = digits.trim_start_matches('0');
-        if significant.len() > MAX_DIGITS {
-            return Err(QuantityError::TooLarge(shorten(text)));
-        }
         let too_large = || QuantityError::TooLarge(shorten(text));
+        let significant = int_part
+            .bytes()
+            .chain(frac_part.bytes())
+            .skip_while(|&d| d == b'0');
         let mut mantissa: i128 = 0;
-        for d in significant.bytes() {
+        for (n, d) in significant.enumerate() {
+            if n == MAX_DIGITS {
+                return Err(too_large());
+            }
             mantissa = mantissa * 10 + i128::from(d - b'0');
         }
         // Scale to nano-units: exponent of ten relative to nanos.

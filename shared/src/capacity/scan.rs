@@ -1,11 +1,13 @@
-//! A minimal JSON scanner for list responses: finds the raw bytes of each item's `spec`
-//! in `{"items": [{..., "spec": {...}, ...}, ...]}` without parsing anything else.
+//! A minimal JSON scanner for list responses: finds the raw bytes of chosen top-level
+//! fields of each item (`spec`, `status`) in `{"items": [{..., "spec": {...}, ...}, ...]}`
+//! without parsing anything else.
 //!
 //! Kubewarden applies field masks to everything but `metadata`, so a masked Pod is
 //! mostly metadata (name, labels, annotations, owner references...). Parsing it with
 //! serde only to throw it away costs more than everything else the policy does; here
 //! other values are skipped by matching brackets outside strings, which is a tight byte
-//! loop. Each `spec` is then parsed (and validated) by serde_json. The framing itself is
+//! loop (strings, most of the bytes of metadata, are skipped eight bytes at a time). The
+//! chosen fields are then parsed (and validated) by serde_json. The framing itself is
 //! checked: unbalanced or truncated input is an error, never a partial count.
 //!
 //! Keys are compared as raw bytes: a key spelled with escapes (`"sp\u0065c"`) is not
@@ -31,9 +33,21 @@ impl std::error::Error for ScanError {}
 /// Calls `on_item` once per element of the top-level `items` array, with the raw bytes
 /// of the element's `spec` value (`None` when it has none). `items` absent or `null` is
 /// an empty list. Stops at the first error of `on_item`.
-pub fn for_each_item_spec<E: From<ScanError>>(
-    bytes: &[u8],
-    mut on_item: impl FnMut(Option<&[u8]>) -> Result<(), E>,
+pub fn for_each_item_spec<'a, E: From<ScanError>>(
+    bytes: &'a [u8],
+    mut on_item: impl FnMut(Option<&'a [u8]>) -> Result<(), E>,
+) -> Result<(), E> {
+    for_each_item(bytes, [b"spec"], |[spec]| on_item(spec))
+}
+
+/// Calls `on_item` once per element of the top-level `items` array, with the raw bytes
+/// of the element's values for `keys` (in the order of `keys`; `None` where absent; the
+/// last one wins if a key repeats). `items` absent or `null` is an empty list. Stops at
+/// the first error of `on_item`.
+pub fn for_each_item<'a, E: From<ScanError>, const N: usize>(
+    bytes: &'a [u8],
+    keys: [&[u8]; N],
+    mut on_item: impl FnMut([Option<&'a [u8]>; N]) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut s = Scanner { b: bytes, i: 0 };
     s.ws();
@@ -47,7 +61,7 @@ pub fn for_each_item_spec<E: From<ScanError>>(
             s.expect(b':', "':' after a key")?;
             s.ws();
             if key == b"items" {
-                s.items(&mut on_item)?;
+                s.items(&keys, &mut on_item)?;
             } else {
                 s.skip_value()?;
             }
@@ -63,6 +77,17 @@ pub fn for_each_item_spec<E: From<ScanError>>(
         return Err(s.error("the end of the input").into());
     }
     Ok(())
+}
+
+/// A mask with the high bit set in (at least) the lowest byte of `word` that is a quote
+/// or a backslash, zero when there is none. The classic zero-byte test on
+/// `word ^ byte * 0x0101...`: it can flag bytes *above* a true match (borrows), never
+/// below one, so the lowest flagged byte is exact.
+fn quote_or_backslash(word: u64) -> u64 {
+    const ONES: u64 = u64::from_le_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    let zero_bytes = |x: u64| x.wrapping_sub(ONES) & !x & HIGHS;
+    zero_bytes(word ^ (ONES * u64::from(b'"'))) | zero_bytes(word ^ (ONES * u64::from(b'\\')))
 }
 
 struct Scanner<'a> {
@@ -113,9 +138,21 @@ impl<'a> Scanner<'a> {
         Ok(self.b.get(start..self.i - 1).unwrap_or_default())
     }
 
-    /// After an opening quote: up to and including the closing quote.
+    /// After an opening quote: up to and including the closing quote, jumping eight
+    /// bytes at a time to the next quote or backslash.
     fn skip_string_body(&mut self) -> Result<(), ScanError> {
-        while let Some(c) = self.peek() {
+        loop {
+            while let Some(chunk) = self.b.get(self.i..).and_then(|r| r.first_chunk::<8>()) {
+                let found = quote_or_backslash(u64::from_le_bytes(*chunk));
+                if found != 0 {
+                    self.i += found.trailing_zeros() as usize / 8;
+                    break;
+                }
+                self.i += 8;
+            }
+            let Some(c) = self.peek() else {
+                return Err(self.error("a closing '\"'"));
+            };
             self.i += 1;
             match c {
                 b'"' => return Ok(()),
@@ -123,7 +160,6 @@ impl<'a> Scanner<'a> {
                 _ => {}
             }
         }
-        Err(self.error("a closing '\"'"))
     }
 
     /// Any value: strings and scalars directly, objects and arrays by matching brackets
@@ -166,9 +202,10 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    fn items<E: From<ScanError>>(
+    fn items<E: From<ScanError>, const N: usize>(
         &mut self,
-        on_item: &mut impl FnMut(Option<&[u8]>) -> Result<(), E>,
+        keys: &[&[u8]; N],
+        on_item: &mut impl FnMut([Option<&'a [u8]>; N]) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.b.get(self.i..self.i + 4) == Some(b"null") {
             self.i += 4;
@@ -182,7 +219,7 @@ impl<'a> Scanner<'a> {
         loop {
             self.ws();
             self.expect(b'{', "'{' opening an item")?;
-            let mut spec = None;
+            let mut found = [None; N];
             self.ws();
             if !self.eat(b'}') {
                 loop {
@@ -193,8 +230,8 @@ impl<'a> Scanner<'a> {
                     self.ws();
                     let start = self.i;
                     self.skip_value()?;
-                    if key == b"spec" {
-                        spec = self.b.get(start..self.i);
+                    if let Some(k) = keys.iter().position(|k| *k == key) {
+                        found[k] = self.b.get(start..self.i);
                     }
                     self.ws();
                     if self.eat(b'}') {
@@ -203,7 +240,7 @@ impl<'a> Scanner<'a> {
                     self.expect(b',', "',' or '}' in an item")?;
                 }
             }
-            on_item(spec)?;
+            on_item(found)?;
             self.ws();
             if self.eat(b']') {
                 return Ok(());

@@ -12,7 +12,8 @@ use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
 use crate::podspec::null_as_default;
 use serde::Deserialize;
 use serde::de::DeserializeSeed;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
 /// Pods that hold GPUs: everything but finished pods (pending pods are demand too).
@@ -234,20 +235,6 @@ pub struct PodTotals {
 // Every field optional: field masks drop whatever they do not name.
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct NodeList {
-    #[serde(deserialize_with = "null_as_default")]
-    items: Vec<NodeItem>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct NodeItem {
-    spec: Option<NodeSpec>,
-    status: Option<NodeStatus>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
 struct NodeSpec {
     unschedulable: Option<bool>,
     #[serde(deserialize_with = "null_as_default")]
@@ -261,40 +248,75 @@ struct Taint {
     effect: Option<String>,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct NodeStatus {
-    #[serde(deserialize_with = "null_as_default")]
-    allocatable: BTreeMap<String, lean::Quantity>,
+/// Sums the GPU resources of schedulable nodes in a `NodeList`. An allocatable GPU
+/// quantity that is not a whole number counts as 0 (less capacity, never more). Like
+/// [`parse_pods`], the list is walked by [`super::scan`] and only each node's `spec` and
+/// `status` are parsed: metadata (GPU Feature Discovery puts dozens of labels there) is
+/// skipped without being read. Nodes of one machine type have the same masked `spec`
+/// and `status` text, so each distinct pair is read once.
+pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, ListError> {
+    let mut totals = NodeTotals::default();
+    // (spec, status) text -> allocatable GPUs, `None` when unschedulable.
+    type Memo<'a> = HashMap<(Option<&'a [u8]>, Option<&'a [u8]>), Option<GpuCounts>>;
+    let mut seen = Memo::new();
+    super::scan::for_each_item(bytes, [b"spec", b"status"], |[spec, status]| {
+        totals.nodes += 1;
+        let gpus = match seen.entry((spec, status)) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?),
+        };
+        if let Some(gpus) = gpus {
+            totals.schedulable += 1;
+            add_into(&mut totals.allocatable, gpus);
+        }
+        Ok::<(), ListError>(())
+    })?;
+    Ok(totals)
 }
 
-/// Sums the GPU resources of schedulable nodes in a `NodeList`. An allocatable GPU
-/// quantity that is not a whole number counts as 0 (less capacity, never more).
-pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, serde_json::Error> {
-    let list: NodeList = serde_json::from_slice(bytes)?;
-    let mut totals = NodeTotals::default();
-    for node in list.items {
-        totals.nodes += 1;
-        let spec = node.spec.unwrap_or_default();
-        let blocked = spec.unschedulable == Some(true)
-            || spec.taints.iter().any(|t| {
-                t.key
-                    .as_deref()
-                    .is_some_and(|k| UNSCHEDULABLE_TAINTS.contains(&k))
-                    && matches!(t.effect.as_deref(), Some("NoSchedule" | "NoExecute"))
-            });
-        if blocked {
-            continue;
-        }
-        totals.schedulable += 1;
-        let allocatable = node.status.unwrap_or_default().allocatable;
-        for (resource, quantity) in allocatable.iter().filter(|(k, _)| names.is_gpu(k)) {
-            let n = crate::quantity::Quantity::parse_count(&quantity.0).unwrap_or(0);
-            let e = totals.allocatable.entry(resource.clone()).or_insert(0);
-            *e = e.saturating_add(n);
-        }
+/// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
+fn node_gpus(
+    spec: Option<&[u8]>,
+    status: Option<&[u8]>,
+    names: &GpuResources,
+) -> Result<Option<GpuCounts>, serde_json::Error> {
+    let spec: NodeSpec = parse_or_default(spec)?;
+    let blocked = spec.unschedulable == Some(true)
+        || spec.taints.iter().any(|t| {
+            t.key
+                .as_deref()
+                .is_some_and(|k| UNSCHEDULABLE_TAINTS.contains(&k))
+                && matches!(t.effect.as_deref(), Some("NoSchedule" | "NoExecute"))
+        });
+    if blocked {
+        return Ok(None);
     }
-    Ok(totals)
+    let allocatable = match status {
+        None | Some(b"null") => Default::default(),
+        Some(status) => {
+            let mut de = serde_json::Deserializer::from_slice(status);
+            let allocatable = lean::AllocatableSeed { names }.deserialize(&mut de)?;
+            de.end()?;
+            allocatable
+        }
+    };
+    let mut gpus = GpuCounts::new();
+    for (resource, quantity) in allocatable {
+        let n = crate::quantity::Quantity::parse_count(&quantity.0).unwrap_or(0);
+        let e = gpus.entry(resource).or_insert(0);
+        *e = e.saturating_add(n);
+    }
+    Ok(Some(gpus))
+}
+
+/// A field's value parsed as `T`; absent or `null` is `T::default()`.
+fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
+    bytes: Option<&[u8]>,
+) -> Result<T, serde_json::Error> {
+    match bytes {
+        None | Some(b"null") => Ok(T::default()),
+        Some(b) => serde_json::from_slice(b),
+    }
 }
 
 /// Sums the effective GPU requests of the pods in a `PodList`, one pod at a time (the
@@ -303,20 +325,39 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, ser
 /// `spec` is parsed by serde_json keeping only GPU entries of `limits` / `requests`
 /// (keys borrowed while reading), then goes through the shared effective-request rule
 /// ([`pod_gpus`]).
+///
+/// Replicas of one workload have the same masked `spec` (the masks keep only resources),
+/// so each distinct `spec` text is read once and its GPUs are counted per occurrence: a
+/// pool of thousands of pods from a few dozen workloads parses a few dozen specs. The
+/// memo borrows the input and holds one entry per distinct spec.
 pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
     let mut totals = PodTotals::default();
+    let mut seen: HashMap<&[u8], GpuCounts> = HashMap::new();
     super::scan::for_each_item_spec(bytes, |spec| -> Result<(), ListError> {
         totals.pods += 1;
-        if let Some(spec) = spec {
-            let mut de = serde_json::Deserializer::from_slice(spec);
-            let seed = lean::SpecSeed { names };
-            if let Some(spec) = seed.deserialize(&mut de)? {
-                add_into(&mut totals.used, &pod_gpus(&spec, names).effective);
-            }
-        }
+        let Some(spec) = spec else {
+            return Ok(());
+        };
+        let gpus = match seen.entry(spec) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(spec_gpus(spec, names)?),
+        };
+        add_into(&mut totals.used, gpus);
         Ok(())
     })?;
     Ok(totals)
+}
+
+/// The effective GPU request of one masked pod `spec` (empty for `null`).
+fn spec_gpus(spec: &[u8], names: &GpuResources) -> Result<GpuCounts, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_slice(spec);
+    let seed = lean::SpecSeed { names };
+    let gpus = match seed.deserialize(&mut de)? {
+        Some(spec) => pod_gpus(&spec, names).effective,
+        None => GpuCounts::new(),
+    };
+    de.end()?;
+    Ok(gpus)
 }
 
 /// Why a list answer could not be read.
@@ -433,6 +474,29 @@ mod lean {
     seed!(ContainerSeed => Container);
     seed!(ContainersSeed => Vec<Container>);
     seed!(SpecSeed => Option<PodSpec>);
+    seed!(AllocatableSeed => ResourceList);
+
+    /// A Node's `status`: the GPU entries of `allocatable` (nothing else is read).
+    impl<'de> Visitor<'de> for AllocatableSeed<'_> {
+        type Value = ResourceList;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a node status")
+        }
+        fn visit_unit<E>(self) -> Result<ResourceList, E> {
+            Ok(ResourceList::new())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
+            let mut allocatable = ResourceList::new();
+            while let Some(Key(key)) = map.next_key()? {
+                if key == "allocatable" {
+                    allocatable = map.next_value_seed(GpuList { names: self.names })?;
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(allocatable)
+        }
+    }
 
     /// `limits` / `requests`: GPU entries only.
     impl<'de> Visitor<'de> for GpuList<'_> {

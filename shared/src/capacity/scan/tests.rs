@@ -127,3 +127,68 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn escaped_quotes_at_every_position_of_the_eight_byte_steps() {
+    for len in 0..40 {
+        for at in 0..=len {
+            let mut text = "x".repeat(len);
+            text.insert_str(at, "\\\"");
+            let list = format!(
+                r#"{{"items": [{{"metadata": {{"name": "{text}"}}, "spec": {{"n": {len}}}}}]}}"#
+            );
+            let mut specs = Vec::new();
+            for_each_item_spec(list.as_bytes(), |spec| -> Result<(), ScanError> {
+                specs.push(spec.map(|s| String::from_utf8_lossy(s).into_owned()));
+                Ok(())
+            })
+            .unwrap();
+            assert_eq!(specs, [Some(format!(r#"{{"n": {len}}}"#))], "{list}");
+        }
+    }
+}
+
+#[test]
+fn quote_or_backslash_flags_the_first_match_exactly() {
+    let lowest = |bytes: [u8; 8]| match super::quote_or_backslash(u64::from_le_bytes(bytes)) {
+        0 => None,
+        m => Some(m.trailing_zeros() / 8),
+    };
+    for at in 0..8 {
+        for special in [b'"', b'\\'] {
+            let mut bytes = [b'a'; 8];
+            bytes[at] = special;
+            // Bytes after the match that could confuse the borrow chain.
+            for later in at + 1..8 {
+                bytes[later] = [b'"' + 1, b'\\' + 1, 0, b'\\'][later % 4];
+            }
+            assert_eq!(lowest(bytes), Some(at as u32), "{bytes:?}");
+        }
+    }
+    for byte in 0..=255u8 {
+        let expected = (byte == b'"' || byte == b'\\').then_some(0);
+        assert_eq!(lowest([byte; 8]), expected, "{byte}");
+    }
+}
+
+#[test]
+fn node_fields_are_found_beside_spec() {
+    let list = br#"{"items": [{"metadata": {"labels": {"a": "{"}}, "status": {"s": 1}, "spec": [2]}, {"spec": null}]}"#;
+    let mut seen = Vec::new();
+    super::for_each_item(
+        list,
+        [b"spec", b"status"],
+        |[spec, status]| -> Result<(), ScanError> {
+            seen.push((spec.map(<[u8]>::to_vec), status.map(<[u8]>::to_vec)));
+            Ok(())
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        seen,
+        [
+            (Some(b"[2]".to_vec()), Some(br#"{"s": 1}"#.to_vec())),
+            (Some(b"null".to_vec()), None)
+        ]
+    );
+}

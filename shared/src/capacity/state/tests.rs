@@ -102,6 +102,21 @@ fn nodes_sum_gpu_allocatable_of_schedulable_nodes() {
 }
 
 #[test]
+fn identical_nodes_are_each_counted_and_cordoning_one_is_seen() {
+    let same = || node(json!({"nvidia.com/gpu": "8"}), json!({}));
+    let list = json!({"items": [
+        same(),
+        same(),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"unschedulable": true})),
+        same(),
+        node(json!({"nvidia.com/gpu": "8"}), json!({"unschedulable": true})),
+    ]});
+    let t = parse_nodes(list.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!((t.nodes, t.schedulable), (5, 3));
+    assert_eq!(t.allocatable["nvidia.com/gpu"], 24);
+}
+
+#[test]
 fn time_sliced_nodes_report_replicas() {
     // A node with 8 GPUs and 4 time-slicing replicas advertises 32 nvidia.com/gpu.
     let list = json!({"items": [node(json!({"nvidia.com/gpu": "32"}), json!({}))]});
@@ -148,6 +163,33 @@ fn pods_sum_effective_requests() {
 #[case::items_last(r#"{"metadata": {"x": [1, {"y": 2}]}, "items": [{"spec": {}}]}"#, 1)]
 fn pod_list_shapes(#[case] text: &str, #[case] pods: u64) {
     assert_eq!(parse_pods(text.as_bytes(), &names()).unwrap().pods, pods);
+}
+
+#[test]
+fn replicas_with_the_same_spec_are_each_counted() {
+    let spec = r#"{"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}"#;
+    let other = r#"{"containers": [{"resources": {"limits": {"nvidia.com/gpu": "3"}}}]}"#;
+    // Same text read once, counted per pod; a different text is read on its own, and a
+    // spec that reads the same but is spelled differently is still counted right.
+    let spaced = r#"{ "containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}"#;
+    let text = format!(
+        r#"{{"items": [{{"spec": {spec}}}, {{"spec": {other}}}, {{"spec": {spec}}}, {{"spec": {spaced}}}, {{"spec": {spec}}}]}}"#
+    );
+    let t = parse_pods(text.as_bytes(), &names()).unwrap();
+    assert_eq!(t.pods, 5);
+    assert_eq!(
+        t.used,
+        GpuCounts::from([("nvidia.com/gpu".to_string(), 2 * 4 + 3)])
+    );
+}
+
+#[test]
+fn a_bad_spec_is_an_error_even_after_good_copies_of_others() {
+    let good = r#"{"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}"#;
+    let text = format!(
+        r#"{{"items": [{{"spec": {good}}}, {{"spec": {good}}}, {{"spec": {{"containers": 7}}}}]}}"#
+    );
+    assert!(parse_pods(text.as_bytes(), &names()).is_err());
 }
 
 #[rstest]
