@@ -8,7 +8,7 @@
 
 use super::catalog::model::{Dtype, Model, Need};
 use super::catalog::products::STANDARD_MIG_PROFILES;
-use super::memory::Slice;
+use super::memory::{Slice, usable_per_device};
 use super::numbers::{Round, gib, percent_of};
 use super::settings::{Config, Target};
 use crate::gpu::MIG_PREFIX;
@@ -35,10 +35,7 @@ pub fn count_for(
     (1..=max).find(|&n| {
         (!respect_tp || model.tp_ok(n))
             && model.estimate(n).total_mib
-                <= percent_of(
-                    gpu_pods.saturating_mul(n).saturating_mul(mib_per_gpu),
-                    usable,
-                )
+                <= usable_per_device(gpu_pods.saturating_mul(n), mib_per_gpu, usable)
     })
 }
 
@@ -256,7 +253,7 @@ mod tests {
     fn design_example_llama_70b_on_a10g() {
         let a10g = slice("NVIDIA-A10G", "nvidia.com/gpu", 2);
         // Need 170,653 MiB (gpu.md figures, 8 x 8k tokens); 8 A10G give 8 x 23,028 x 90% =
-        // 165,801 MiB, and maxGpusPerPod is 8. Two H100 NVL give 172,494 MiB.
+        // 165,800 MiB, and maxGpusPerPod is 8. Two H100 NVL give 172,494 MiB.
         let text = advice(&llama_70b(), Some(&a10g), 1, json!({}));
         assert_eq!(
             text,

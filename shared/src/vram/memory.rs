@@ -56,6 +56,19 @@ impl Slice {
     pub fn mib(&self) -> u64 {
         self.effective_count().saturating_mul(self.device.mib)
     }
+
+    /// MiB this slice gives one model server at `percent` usable: the percentage is taken
+    /// of each device (as `--gpu-memory-utilization` is), rounded down per device. Taking
+    /// it of the sum instead made one more GPU able to turn a fit into a misfit: the
+    /// rounding of a sum is not additive, while the need grows with the GPU count.
+    pub fn usable_mib(&self, percent: u64) -> u64 {
+        usable_per_device(self.effective_count(), self.device.mib, percent)
+    }
+}
+
+/// MiB that `devices` GPUs of `mib` each give at `percent` usable, rounded down per device.
+pub fn usable_per_device(devices: u64, mib: u64, percent: u64) -> u64 {
+    devices.saturating_mul(percent_of(mib, percent))
 }
 
 /// The keys and tables memory resolution reads.
@@ -204,12 +217,9 @@ pub fn describe(parts: &[(u64, &Slice)]) -> String {
         .join(" + ")
 }
 
-/// `= 40 GiB usable at 90%`.
-pub fn usable_text(mib: u64, percent: u64) -> String {
-    format!(
-        "{} usable at {percent}%",
-        gib(percent_of(mib, percent), Round::Down)
-    )
+/// `40 GiB usable at 90%`, from the usable MiB ([`Slice::usable_mib`]).
+pub fn usable_text(usable_mib: u64, percent: u64) -> String {
+    format!("{} usable at {percent}%", gib(usable_mib, Round::Down))
 }
 
 #[cfg(test)]
@@ -392,6 +402,22 @@ mod tests {
 
     #[test]
     fn usable_text_rounds_down() {
-        assert_eq!(usable_text(46056, 90), "40 GiB usable at 90%");
+        assert_eq!(usable_text(41450, 90), "40 GiB usable at 90%");
+    }
+
+    #[test]
+    fn usable_memory_is_rounded_per_device() {
+        // 0.9 x 23,028 = 20,725.2 per A10G: two give 41,450, three 62,175 (not 62,175.6
+        // rounded once, which can exceed what each GPU's share adds).
+        let s = resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G"}}),
+            &[],
+            &[("nvidia.com/gpu", 3)],
+        )
+        .unwrap();
+        assert_eq!(s[0].usable_mib(90), 3 * 20725);
+        assert_eq!(usable_per_device(3, 20001, 50), 30000);
+        let mig = resolve(json!({}), &[], &[("nvidia.com/mig-1g.10gb", 4)]).unwrap();
+        assert_eq!(mig[0].usable_mib(90), 9216, "MIG devices do not combine");
     }
 }

@@ -34,7 +34,7 @@ use crate::gpu::{GpuCounts, MIG_PREFIX, pod_gpus};
 use crate::workload::Workload;
 use catalog::registry::{FoundModel, Registry};
 use memory::{Lookup, Slice, describe, pod_slices, usable_text};
-use numbers::{Round, gib, percent_of};
+use numbers::{Round, gib};
 use units::{Unit, UnitKind};
 
 /// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
@@ -63,7 +63,8 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     };
     let new = match plan_object(&request.object, settings, &config) {
         Ok(p) => p,
-        Err(e) => return Verdict::reject(e),
+        // The object's pod templates cannot be read: a malformed (or oversized) request.
+        Err(e) => return Verdict::reject(e).with_code(400),
     };
     if new.plans.is_empty() {
         return match new.unconfigured {
@@ -442,13 +443,21 @@ impl Judge<'_> {
         let model = &found.model;
 
         // The tensor-parallel size: the most whole GPUs one pod of the unit holds.
+        // Time-sliced replicas share one GPU: one device, as for their memory.
         let tp = plan
             .gpu_members()
             .flat_map(|m| {
                 m.gpus
                     .iter()
                     .filter(|(r, _)| !r.starts_with(MIG_PREFIX))
-                    .map(|(_, n)| *n)
+                    .map(|(r, n)| match &m.memory {
+                        Ok(slices)
+                            if slices.iter().any(|s| &s.resource == r && s.device.shared) =>
+                        {
+                            (*n).min(1)
+                        }
+                        _ => *n,
+                    })
             })
             .max()
             .unwrap_or(1)
@@ -490,10 +499,9 @@ impl Judge<'_> {
                 }
             }
         }
-        let total_mib = parts.iter().fold(0u64, |a, (pods, s)| {
-            a.saturating_add(pods.saturating_mul(s.mib()))
+        let available = parts.iter().fold(0u64, |a, (pods, s)| {
+            a.saturating_add(pods.saturating_mul(s.usable_mib(self.config.usable_percent)))
         });
-        let available = percent_of(total_mib, self.config.usable_percent);
         let who = match &plan.kind {
             UnitKind::Pod => "the pod".to_string(),
             UnitKind::Group { name } => {
@@ -503,7 +511,7 @@ impl Judge<'_> {
         let asks = format!(
             "{who} asks for {} = {}",
             describe(&parts),
-            usable_text(total_mib, self.config.usable_percent)
+            usable_text(available, self.config.usable_percent)
         );
 
         let mut warnings = Vec::new();

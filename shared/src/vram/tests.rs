@@ -161,7 +161,7 @@ fn a_fitting_model_is_accepted_with_the_numbers() {
 #[case::mixtral_on_2_a100("mixtral-8x7b", "nvidia.com/gpu", 2, "NVIDIA-A100-SXM4-80GB", true)]
 // ... one H100 NVL gives 86,247 MiB.
 #[case::mixtral_on_1_h100_nvl("mixtral-8x7b", "nvidia.com/gpu", 1, "NVIDIA-H100-NVL", false)]
-// Qwen2.5-7B (32k x 4, 4 KV heads): 23,831 MiB; two L4 give 41,461.
+// Qwen2.5-7B (32k x 4, 4 KV heads): 23,831 MiB; two L4 give 41,460 (20,730 each).
 #[case::qwen_on_2_l4("qwen2.5-7b", "nvidia.com/gpu", 2, "NVIDIA-L4", true)]
 // ... one L40S gives 41,461 MiB.
 #[case::qwen_on_l40s("qwen2.5-7b", "nvidia.com/gpu", 1, "NVIDIA-L40S", true)]
@@ -264,6 +264,27 @@ fn time_sliced_gpus_count_once() {
             .contains("4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod) = 20 GiB usable"),
         "{v:?}"
     );
+}
+
+#[test]
+fn time_sliced_replicas_are_one_device_for_tensor_parallelism() {
+    // Found by the property tests: replicas of a time-sliced GPU were taken as the
+    // tensor-parallel size (KV heads replicated up to it) while counting as one GPU's
+    // memory, so 1 replica could fit and 2 not. Replicas of one GPU are one device.
+    // Qwen2.5-7B has 4 KV heads: at tensor parallel 8 it would need 31,716 MiB.
+    let s = settings_with(json!({}));
+    for n in [1, 2, 8, 16] {
+        let v = run(
+            &s,
+            labelled(
+                "qwen2.5-7b",
+                pod_spec("nvidia.com/gpu", n, Some("NVIDIA-L40S-SHARED")),
+            ),
+        );
+        assert!(v.allowed, "{n} replicas: {v:?}");
+        assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "23831", "{n} replicas");
+        assert!(v.warnings.is_empty(), "no tensor-parallel warning: {v:?}");
+    }
 }
 
 #[test]
@@ -434,6 +455,36 @@ fn caps_by_workload_type() {
     );
     assert!(run(&s, object("batch")).allowed);
     assert!(run(&s, object("training")).allowed, "no cap for that value");
+}
+
+#[rstest]
+// Found by the property tests (shared/tests/vram_properties.rs): one KV head, so every GPU
+// added replicates it and the need grows by ~44,042 MiB per GPU. With the usable
+// percentage taken of the sum, 7 H100s at 54% gave 308,293 MiB (7 x 81,559 x 0.54 =
+// 308,293.02) for a need of 308,293, but 8 gave 352,334 for 352,335: accepted on 7,
+// denied on 8. Per device (44,041 MiB each) the model fits on no count.
+#[case::at_the_old_limit(59_634_655, None)]
+#[case::just_below(59_630_000, Some(1))]
+fn one_more_gpu_never_turns_a_fit_into_a_misfit(
+    #[case] context_length: u64,
+    #[case] fits_from: Option<u64>,
+) {
+    let s = settings_with(json!({
+        "models": {"m": {"parametersBillions": "0.001", "dtype": "fp8", "layers": 2,
+            "kvHeads": 1, "headDim": 88, "contextLength": context_length}},
+        "usableMemoryPercent": 54
+    }));
+    let accepted: Vec<u64> = (1..=10)
+        .filter(|n| {
+            let object = labelled(
+                "m",
+                pod_spec("nvidia.com/gpu", *n, Some("NVIDIA-H100-80GB-HBM3")),
+            );
+            run(&s, object).allowed
+        })
+        .collect();
+    let expected: Vec<u64> = fits_from.map(|n| (n..=10).collect()).unwrap_or_default();
+    assert_eq!(accepted, expected);
 }
 
 #[test]

@@ -1,0 +1,333 @@
+//! Property tests of the capacity gate (issue 9): the decision is monotonic in demand and
+//! in what the pool already holds, both in [`decide`] and through `evaluate` with a fake
+//! cluster serving generated Node and Pod lists. (Run natively; the unit tests also run in
+//! wasm.)
+#![cfg(not(target_arch = "wasm32"))]
+
+use gpu_rules::admission::{AdmissionRequest, Verdict};
+use gpu_rules::capacity::{Pool, PoolSnapshot, Settings, decide, evaluate};
+use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::gpu::GpuCounts;
+use gpu_rules::selector::LabelSelector;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+const GPU: &str = "nvidia.com/gpu";
+const MIG: &str = "nvidia.com/mig-3g.40gb";
+const AMD: &str = "amd.com/gpu";
+const RESOURCES: [&str; 3] = [GPU, MIG, AMD];
+const POOL_KEY: &str = "gpu-admission/pool";
+
+fn pool(threshold_percent: u32) -> Pool {
+    Pool {
+        name: "a100".into(),
+        node_selector: LabelSelector::from_labels([(POOL_KEY.to_string(), "a100".to_string())]),
+        threshold_percent,
+    }
+}
+
+/// Per resource: 0 (absent) or a count, so pools that offer nothing of a resource appear.
+fn counts(max: u64) -> impl Strategy<Value = GpuCounts> {
+    prop::collection::vec(prop_oneof![1 => Just(0u64), 4 => 0..=max], RESOURCES.len()).prop_map(
+        |ns| {
+            RESOURCES
+                .iter()
+                .zip(ns)
+                .filter(|(_, n)| *n > 0)
+                .map(|(r, n)| (r.to_string(), n))
+                .collect()
+        },
+    )
+}
+
+fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
+    (counts(256), counts(300), 0u64..40).prop_map(|(allocatable, used, pods)| PoolSnapshot {
+        nodes: 4,
+        schedulable_nodes: 4,
+        allocatable,
+        pods,
+        used,
+    })
+}
+
+/// A demand of 1 to 3 resources, each at least 1.
+fn demand() -> impl Strategy<Value = GpuCounts> {
+    prop::collection::btree_map(
+        prop::sample::select(RESOURCES.to_vec()).prop_map(str::to_string),
+        1u64..64,
+        1..=3,
+    )
+}
+
+fn allowed(s: &PoolSnapshot, d: &GpuCounts, threshold: u32) -> bool {
+    let decision = decide(s, d, &pool(threshold));
+    assert_eq!(
+        decision.allowed(),
+        decision.denial().is_none(),
+        "allowed() and denial() disagree: {decision:?}"
+    );
+    decision.allowed()
+}
+
+fn plus(counts: &GpuCounts, resource: &str, n: u64) -> GpuCounts {
+    let mut out = counts.clone();
+    *out.entry(resource.to_string()).or_insert(0) += n;
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// One more GPU of any demanded resource never turns a denial into an acceptance (and
+    /// so an acceptance at d + 1 implies one at d).
+    #[test]
+    fn decision_is_monotonic_in_demand(
+        s in snapshot(), d in demand(), threshold in 1u32..=100, which in 0usize..3, extra in 1u64..8,
+    ) {
+        let resource = d.keys().nth(which % d.len()).unwrap().clone();
+        let more = plus(&d, &resource, extra);
+        let (at_d, at_more) = (allowed(&s, &d, threshold), allowed(&s, &more, threshold));
+        prop_assert!(at_d || !at_more, "denied at {d:?} but accepted at {more:?} ({s:?}, {threshold}%)");
+    }
+
+    /// A demand for one more resource kind never turns a denial into an acceptance.
+    #[test]
+    fn decision_is_monotonic_in_demanded_resources(
+        s in snapshot(), d in demand(), threshold in 1u32..=100, which in 0usize..3, n in 1u64..8,
+    ) {
+        let more = plus(&d, RESOURCES[which], n);
+        prop_assert!(allowed(&s, &d, threshold) || !allowed(&s, &more, threshold));
+    }
+
+    /// More GPUs already held by the pool's pods never turn a denial into an acceptance.
+    #[test]
+    fn decision_is_monotonic_in_existing_allocation(
+        s in snapshot(), d in demand(), threshold in 1u32..=100, which in 0usize..3, extra in 1u64..16,
+    ) {
+        let mut fuller = s.clone();
+        fuller.used = plus(&s.used, RESOURCES[which], extra);
+        fuller.pods += 1;
+        prop_assert!(
+            allowed(&s, &d, threshold) || !allowed(&fuller, &d, threshold),
+            "denied with {:?} in use but accepted with {:?}", s.used, fuller.used
+        );
+    }
+
+    /// More allocatable GPUs, or a higher threshold, never turn an acceptance into a denial.
+    #[test]
+    fn decision_is_monotonic_in_capacity_and_threshold(
+        s in snapshot(), d in demand(), threshold in 1u32..100, which in 0usize..3, extra in 1u64..16,
+    ) {
+        let mut bigger = s.clone();
+        bigger.allocatable = plus(&s.allocatable, RESOURCES[which], extra);
+        let before = allowed(&s, &d, threshold);
+        prop_assert!(!before || allowed(&bigger, &d, threshold));
+        prop_assert!(!before || allowed(&s, &d, threshold + 1));
+    }
+
+    /// The limit is exact: `floor(threshold% x allocatable)` GPUs in use fit, one more
+    /// does not (random sampling rarely lands on the boundary itself).
+    #[test]
+    fn exactly_at_the_limit_fits_and_one_more_does_not(
+        allocatable in 1u64..5000, threshold in 1u32..=100, used_share in 0u64..=100,
+    ) {
+        let limit = u64::from(threshold) * allocatable / 100;
+        let used = limit * used_share / 100;
+        let s = PoolSnapshot {
+            nodes: 1,
+            schedulable_nodes: 1,
+            allocatable: [(GPU.to_string(), allocatable)].into(),
+            pods: 1,
+            used: [(GPU.to_string(), used)].into(),
+        };
+        let demand = |n: u64| -> GpuCounts { [(GPU.to_string(), n)].into() };
+        if limit > used {
+            prop_assert!(allowed(&s, &demand(limit - used), threshold), "{} + {} of limit {}", used, limit - used, limit);
+        }
+        prop_assert!(!allowed(&s, &demand(limit - used + 1), threshold));
+    }
+
+    /// The check is exact: a resource fits iff its incoming GPUs fit in the room the
+    /// denial quotes, and a denial never quotes a percentage at or below its threshold.
+    #[test]
+    fn room_and_percent_agree_with_the_decision(
+        allocatable in 0u64..5000, used in 0u64..6000, incoming in 1u64..500, threshold in 1u32..=100,
+    ) {
+        let s = PoolSnapshot {
+            nodes: 1,
+            schedulable_nodes: 1,
+            allocatable: [(GPU.to_string(), allocatable)].into(),
+            pods: 1,
+            used: [(GPU.to_string(), used)].into(),
+        };
+        let decision = decide(&s, &[(GPU.to_string(), incoming)].into(), &pool(threshold));
+        let check = &decision.checks[0];
+        prop_assert_eq!(check.fits(), incoming <= check.room());
+        prop_assert_eq!(check.fits(), decision.allowed());
+        if !check.fits() && allocatable > 0 {
+            let text = check.percent_after();
+            let shown: f64 = text.trim_end_matches('%').parse().unwrap();
+            prop_assert!(shown > f64::from(threshold), "{} quoted against {}%", text, threshold);
+            let room = format!("room for {} more", check.room());
+            prop_assert!(decision.denial().unwrap().contains(&room));
+        }
+    }
+}
+
+/// Answers the gate's two list calls from generated Nodes and Pods; fails anything else.
+struct FakeCluster {
+    nodes: String,
+    pods: String,
+}
+
+impl Cluster for FakeCluster {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        match request.what().as_str() {
+            "v1/Node" => Ok(self.nodes.clone().into_bytes()),
+            "v1/Pod" => Ok(self.pods.clone().into_bytes()),
+            other => Err(format!("unexpected host call for {other}")),
+        }
+    }
+}
+
+/// One generated Node: its allocatable GPUs and whether it takes new pods.
+#[derive(Debug, Clone)]
+struct Node {
+    gpus: u64,
+    cordoned: bool,
+}
+
+fn nodes() -> impl Strategy<Value = Vec<Node>> {
+    prop::collection::vec(
+        (0u64..=8, prop::bool::weighted(0.15)).prop_map(|(gpus, cordoned)| Node { gpus, cordoned }),
+        0..8,
+    )
+}
+
+/// One generated Pod of the pool: the GPUs of each app container and of one init container.
+#[derive(Debug, Clone)]
+struct PoolPod {
+    containers: Vec<u64>,
+    init: u64,
+}
+
+impl PoolPod {
+    /// The effective request (Kubernetes' rule: max of the apps' sum and any init container).
+    fn effective(&self) -> u64 {
+        self.containers.iter().sum::<u64>().max(self.init)
+    }
+
+    fn to_json(&self) -> Value {
+        let limits = |n: u64| json!({"limits": {GPU: n.to_string()}});
+        let containers: Vec<Value> = self
+            .containers
+            .iter()
+            .map(|n| json!({"name": "c", "resources": limits(*n)}))
+            .collect();
+        json!({"metadata": {"name": "p", "labels": {POOL_KEY: "a100"}},
+               "spec": {"containers": containers,
+                        "initContainers": [{"name": "i", "resources": limits(self.init)}]},
+               "status": {"phase": "Running"}})
+    }
+}
+
+fn pool_pods() -> impl Strategy<Value = Vec<PoolPod>> {
+    prop::collection::vec(
+        (prop::collection::vec(0u64..=4, 1..3), 0u64..=6)
+            .prop_map(|(containers, init)| PoolPod { containers, init }),
+        0..10,
+    )
+}
+
+fn cluster(nodes: &[Node], pods: &[PoolPod]) -> FakeCluster {
+    let node_items: Vec<Value> = nodes
+        .iter()
+        .map(|n| {
+            json!({"metadata": {"name": "n", "labels": {POOL_KEY: "a100"}},
+                   "spec": {"unschedulable": n.cordoned},
+                   "status": {"allocatable": {GPU: n.gpus.to_string(), "cpu": "64"}}})
+        })
+        .collect();
+    let pod_items: Vec<Value> = pods.iter().map(PoolPod::to_json).collect();
+    FakeCluster {
+        nodes: json!({"apiVersion": "v1", "kind": "NodeList", "items": node_items}).to_string(),
+        pods: json!({"apiVersion": "v1", "kind": "PodList", "items": pod_items}).to_string(),
+    }
+}
+
+fn gate_settings(threshold: u32) -> Settings {
+    serde_json::from_value(json!({"pools": [
+        {"name": "a100", "nodeSelector": {"matchLabels": {POOL_KEY: "a100"}}, "thresholdPercent": threshold}
+    ]}))
+    .unwrap()
+}
+
+fn create_deployment(replicas: u64, gpus_per_pod: u64) -> AdmissionRequest {
+    serde_json::from_value(json!({
+        "uid": "u", "operation": "CREATE", "namespace": "ml", "name": "llm",
+        "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+        "object": {"apiVersion": "apps/v1", "kind": "Deployment",
+                   "metadata": {"name": "llm", "namespace": "ml"},
+                   "spec": {"replicas": replicas, "template": {
+                       "metadata": {"labels": {"app": "llm", POOL_KEY: "a100"}},
+                       "spec": {"containers": [{"name": "server",
+                           "resources": {"limits": {GPU: gpus_per_pod.to_string()}}}]}}}}
+    }))
+    .unwrap()
+}
+
+fn gate(
+    threshold: u32,
+    nodes: &[Node],
+    pods: &[PoolPod],
+    replicas: u64,
+    gpus_per_pod: u64,
+) -> Verdict {
+    evaluate(
+        &create_deployment(replicas, gpus_per_pod),
+        &gate_settings(threshold),
+        &cluster(nodes, pods),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Through `evaluate`: the verdict is exactly `(used + replicas x GPUs) x 100 <=
+    /// threshold x allocatable` on the schedulable nodes, so it is monotonic in replicas,
+    /// in GPUs per pod and in the pods already in the pool.
+    #[test]
+    fn gate_is_exact_and_monotonic(
+        threshold in 1u32..=100,
+        nodes in nodes(),
+        pods in pool_pods(),
+        replicas in 0u64..6,
+        gpus_per_pod in 1u64..=4,
+        newcomer in (prop::collection::vec(0u64..=4, 1..3), 0u64..=6),
+    ) {
+        let allocatable: u64 = nodes.iter().filter(|n| !n.cordoned).map(|n| n.gpus).sum();
+        let used: u64 = pods.iter().map(PoolPod::effective).sum();
+        let v = gate(threshold, &nodes, &pods, replicas, gpus_per_pod);
+        let demand = replicas * gpus_per_pod;
+        let expected = demand == 0
+            || u128::from(used + demand) * 100 <= u128::from(threshold) * u128::from(allocatable);
+        prop_assert_eq!(v.allowed, expected, "{:?}", v);
+        prop_assert_eq!(v.allowed, v.message.is_none());
+
+        // At the boundary: exactly the room left, in pods of one GPU, fits; one more does not.
+        let limit = u64::from(threshold) * allocatable / 100;
+        if allocatable > 0 && used < limit {
+            prop_assert!(gate(threshold, &nodes, &pods, limit - used, 1).allowed);
+            prop_assert!(!gate(threshold, &nodes, &pods, limit - used + 1, 1).allowed);
+        }
+
+        let more_replicas = gate(threshold, &nodes, &pods, replicas + 1, gpus_per_pod);
+        let more_gpus = gate(threshold, &nodes, &pods, replicas, gpus_per_pod + 1);
+        let mut fuller = pods.clone();
+        fuller.push(PoolPod { containers: newcomer.0, init: newcomer.1 });
+        let busier = gate(threshold, &nodes, &fuller, replicas, gpus_per_pod);
+        for (what, other) in [("one more replica", &more_replicas), ("one more GPU per pod", &more_gpus), ("one more pod in the pool", &busier)] {
+            prop_assert!(v.allowed || !other.allowed, "denied, but accepted with {}: {:?}", what, other);
+        }
+    }
+}
