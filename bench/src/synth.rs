@@ -3,7 +3,7 @@
 //! (`{"apiVersion", "kind", "metadata", "items"}`) and replay sessions serving them.
 //!
 //! The Pod shapes follow the capacity gate's own bench
-//! (`policies/gpu-capacity-gate-policy/benches/decision.rs`): a vLLM inference server with
+//! (first written as a benchmark inside the policy crate): a vLLM inference server with
 //! a metrics sidecar and an init container, here alternating with a torchrun training
 //! pod. Every pod holds one `nvidia.com/gpu`; a pool of `n` pods has `ceil(n / 4)` nodes of
 //! 8 GPUs (about 50% allocated). Objects carry no `managedFields` (the API server would

@@ -7,6 +7,11 @@
 //!
 //! [`Policy::instantiate`] gives an [`Instance`] to keep and reuse instead (for
 //! benchmarks of a warm instance); the per-call API above is unchanged.
+//!
+//! Guests run with a deadline ([`Policy::with_timeout`], epoch interruption) and,
+//! when asked, a cap on their linear memory ([`Policy::with_memory_limit`],
+//! wasmtime-provider's `ResourceLimits`); [`Policy::memory_needed`] measures how
+//! large a guest's memory grows on one call.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,7 +24,9 @@ use anyhow::{Context, Result, anyhow, bail};
 use serde_json::{Value, json};
 use wapc::WapcHost;
 use wasmtime_provider::wasmtime;
-use wasmtime_provider::{EpochDeadlines, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre};
+use wasmtime_provider::{
+    EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
+};
 
 use crate::host::{ContextAwareAccess, HostCall, HostContext};
 use crate::replay::{Exchange, ReplaySession};
@@ -58,11 +65,32 @@ fn engine() -> Result<&'static wasmtime::Engine> {
         .map_err(|e| anyhow!("cannot create the wasmtime engine: {e}"))
 }
 
-type CompiledSlot = Arc<OnceLock<Result<WasmtimeEngineProviderPre, String>>>;
+/// Size of a WebAssembly memory page: linear memory grows in these steps.
+pub const WASM_PAGE_SIZE: usize = 64 * 1024;
+
+/// A compiled module and its pre-linked provider without resource limits.
+type Compiled = (wasmtime::Module, WasmtimeEngineProviderPre);
+type CompiledSlot = Arc<OnceLock<Result<Compiled, String>>>;
+
+/// A provider for `module`, linked (WASI and waPC imports) with these limits.
+fn build_pre(
+    module: &wasmtime::Module,
+    limits: Option<ResourceLimits>,
+) -> Result<WasmtimeEngineProviderPre> {
+    let mut builder = WasmtimeEngineProviderBuilder::new()
+        .engine(module.engine().clone())
+        .module(module.clone());
+    if let Some(limits) = limits {
+        builder = builder.enable_resource_limits(limits);
+    }
+    builder
+        .build_pre()
+        .map_err(|e| anyhow!("cannot link the module: {e}"))
+}
 
 /// Compiles `bytes` once per process; concurrent loads of the same module wait
 /// for one compilation, different modules compile in parallel.
-fn compile_cached(bytes: &[u8]) -> Result<WasmtimeEngineProviderPre> {
+fn compile_cached(bytes: &[u8]) -> Result<Compiled> {
     static MODULES: OnceLock<Mutex<HashMap<(u64, usize), CompiledSlot>>> = OnceLock::new();
     let mut hasher = DefaultHasher::new();
     bytes.hash(&mut hasher);
@@ -77,11 +105,8 @@ fn compile_cached(bytes: &[u8]) -> Result<WasmtimeEngineProviderPre> {
     slot.get_or_init(|| {
         let engine = engine().map_err(|e| format!("{e:#}"))?;
         let module = wasmtime::Module::new(engine, bytes).map_err(|e| format!("{e:?}"))?;
-        WasmtimeEngineProviderBuilder::new()
-            .engine(engine.clone())
-            .module(module)
-            .build_pre()
-            .map_err(|e| e.to_string())
+        let pre = build_pre(&module, None).map_err(|e| format!("{e:#}"))?;
+        Ok((module, pre))
     })
     .clone()
     .map_err(|e| anyhow!("cannot compile the module: {e}"))
@@ -102,7 +127,9 @@ pub struct Evaluation {
 #[derive(Clone)]
 pub struct Policy {
     path: PathBuf,
+    module: wasmtime::Module,
     pre: WasmtimeEngineProviderPre,
+    memory_limit: Option<usize>,
     metadata: Option<Value>,
     access: ContextAwareAccess,
     timeout: Duration,
@@ -116,6 +143,7 @@ impl fmt::Debug for Policy {
             .field("metadata", &self.metadata)
             .field("access", &self.access)
             .field("timeout", &self.timeout)
+            .field("memory_limit", &self.memory_limit)
             .field("load_time", &self.load_time)
             .finish_non_exhaustive()
     }
@@ -143,10 +171,12 @@ impl Policy {
     /// only used in messages.
     pub fn from_bytes(name: impl Into<PathBuf>, bytes: &[u8]) -> Result<Self> {
         let started = Instant::now();
-        let pre = compile_cached(bytes)?;
+        let (module, pre) = compile_cached(bytes)?;
         Ok(Self {
             path: name.into(),
+            module,
             pre,
+            memory_limit: None,
             metadata: read_kubewarden_metadata(bytes),
             access: ContextAwareAccess::default(),
             timeout: DEFAULT_TIMEOUT,
@@ -165,6 +195,66 @@ impl Policy {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// Caps each linear memory of the guest at `bytes` (rounded down to whole
+    /// 64 KiB pages by the runtime), with wasmtime-provider's `ResourceLimits`
+    /// as an embedder such as policy-server can: a `memory.grow` beyond it fails,
+    /// so a Rust guest aborts its allocation and the call traps (a 500). A guest
+    /// whose initial memory is larger cannot be instantiated at all.
+    pub fn with_memory_limit(mut self, bytes: usize) -> Result<Self> {
+        self.pre = build_pre(
+            &self.module,
+            Some(ResourceLimits {
+                max_memory_size: Some(bytes),
+                max_table_elements: None,
+            }),
+        )?;
+        self.memory_limit = Some(bytes);
+        Ok(self)
+    }
+
+    /// The cap set by [`Policy::with_memory_limit`], if any.
+    pub fn memory_limit(&self) -> Option<usize> {
+        self.memory_limit
+    }
+
+    /// How large the guest's linear memory grows on one call of `operation` with
+    /// `payload` in a fresh instance, in bytes (whole 64 KiB pages).
+    ///
+    /// wasmtime-provider keeps the store to itself, so the size cannot be read
+    /// after the call; it is measured instead as the smallest memory cap under
+    /// which the call completes, by bisection between 0 and `ceiling`. The two
+    /// are the same number: memory never shrinks, and a guest allocates the same
+    /// way on the same input until a growth fails. Each probe is a full call in a
+    /// fresh instance (about log2(ceiling / 64 KiB) of them). Errors when the
+    /// call fails even with `ceiling`.
+    pub fn memory_needed(&self, operation: &str, payload: &[u8], ceiling: usize) -> Result<usize> {
+        let completes = |pages: usize| -> Result<bool> {
+            let capped = self.clone().with_memory_limit(pages * WASM_PAGE_SIZE)?;
+            let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+            // A harness error here is the instantiation failing under the cap.
+            Ok(matches!(
+                capped.call_with(operation, payload, ctx),
+                Ok(Ok(_))
+            ))
+        };
+        let (mut too_small, mut enough) = (0, ceiling / WASM_PAGE_SIZE);
+        if !completes(enough)? {
+            bail!(
+                "{operation} on {} does not complete within {ceiling} bytes of guest memory",
+                self.path.display()
+            );
+        }
+        while enough - too_small > 1 {
+            let middle = too_small + (enough - too_small) / 2;
+            if completes(middle)? {
+                enough = middle;
+            } else {
+                too_small = middle;
+            }
+        }
+        Ok(enough * WASM_PAGE_SIZE)
     }
 
     /// Where the module was loaded from.

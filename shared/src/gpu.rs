@@ -291,8 +291,14 @@ fn container_gpus(
         .chain(requests.keys().filter(|k| !limits.contains_key(*k)))
         .filter(|k| names.is_gpu(k));
     for resource in gpu_names {
+        let before = problems.len();
         let limit = count(&container.name, resource, limits, problems);
         let request = count(&container.name, resource, requests, problems);
+        // The same invalid text as limit and as request is one problem. Only these two can
+        // repeat each other: checking against every earlier problem was quadratic.
+        if problems.len() == before + 2 && problems[before] == problems[before + 1] {
+            problems.pop();
+        }
         match (limits.get(resource), requests.get(resource)) {
             (None, Some(req)) => problems.push(GpuProblem::RequestWithoutLimit {
                 container: container.name.clone(),
@@ -349,14 +355,11 @@ fn count(
                 (QuantityError::NotWhole(_), Ok(q)) => q.units_ceil(),
                 _ => 0,
             };
-            let problem = GpuProblem::Invalid {
+            problems.push(GpuProblem::Invalid {
                 container: container.to_string(),
                 resource: resource.to_string(),
                 error,
-            };
-            if !problems.contains(&problem) {
-                problems.push(problem);
-            }
+            });
             rounded
         }
     }

@@ -3,10 +3,13 @@
 //!
 //! A payload that cannot be read is *rejected with a message* (code 400), never turned
 //! into a 500 "internal server error": with `failurePolicy: Fail` a 500 blocks every
-//! deploy, with `Ignore` it lets everything through.
+//! deploy, with `Ignore` it lets everything through. A payload over the limits of
+//! [`crate::limits`] is rejected before it is parsed (code 413). Messages about a field
+//! name it (`settings.pools[0].name: invalid type...`).
 
 use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
 use crate::cluster::{Cluster, ClusterRequest};
+use crate::limits;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
@@ -28,24 +31,70 @@ where
     S: DeserializeOwned,
     F: FnOnce(&AdmissionRequest, &S) -> Verdict,
 {
+    if let Err(message) = limits::check_request(payload) {
+        return Verdict::reject(message).with_code(413);
+    }
     match serde_json::from_slice::<Payload<S>>(payload) {
         Ok(p) => decide(&p.request, &p.settings),
-        Err(e) => {
-            Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
+        Err(e) => Verdict::reject(format!(
+            "the admission request could not be read: {}",
+            read_error::<Payload<S>>(payload, &e)
+        ))
+        .with_code(400),
+    }
+}
+
+/// serde_json's error `e` about `payload`, with the path of the field it is about
+/// (`settings.exemptNamespaces: invalid type...`): serde_json itself gives only a line
+/// and column. The path comes from reading the payload again with serde_path_to_error,
+/// on this error path only, so a readable payload is parsed once. Nesting beyond
+/// serde_json's recursion limit is said in words, without the path (`[0][0][0]...`).
+fn read_error<T: DeserializeOwned>(payload: &[u8], e: &serde_json::Error) -> String {
+    if e.to_string().starts_with("recursion limit exceeded") {
+        return limits::too_deep_text(e.line(), e.column());
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(payload);
+    let Err(located) = serde_path_to_error::deserialize::<_, T>(&mut deserializer) else {
+        return e.to_string();
+    };
+    let inner = located.inner().to_string();
+    let mut segments: Vec<_> = located.path().iter().collect();
+    // "unknown field `x`" names the field itself: the path is where it was found.
+    if inner.starts_with("unknown field") {
+        segments.pop();
+    }
+    let mut path = String::new();
+    for segment in segments {
+        if !path.is_empty() && !matches!(segment, serde_path_to_error::Segment::Seq { .. }) {
+            path.push('.');
         }
+        path.push_str(&segment.to_string());
+    }
+    if path.is_empty() {
+        inner
+    } else {
+        format!("{path}: {inner}")
     }
 }
 
 /// The `validate_settings` entry point. Unknown fields and wrong types are reported
-/// as invalid settings (with serde's message, which names the field), not as errors.
+/// as invalid settings (`settings: <field path>: <serde's message>`), not as errors;
+/// so are settings over [`limits::MAX_SETTINGS_BYTES`], before they are parsed.
 pub fn validate_settings<S>(payload: &[u8]) -> CallResult
 where
     S: DeserializeOwned + ValidateSettings,
 {
-    let result = match serde_json::from_slice::<S>(payload) {
-        Ok(settings) => settings.validate(),
-        Err(e) => Err(format!("settings: {e}")),
-    };
+    let result = limits::check_settings(payload)
+        .and_then(|()| {
+            // serde reads a struct from a list too (its fields in order): `[]` would pass
+            // as the defaults.
+            if payload.trim_ascii_start().starts_with(b"[") {
+                return Err("must be a map of settings, not a list".to_string());
+            }
+            serde_json::from_slice::<S>(payload).map_err(|e| read_error::<S>(payload, &e))
+        })
+        .map_err(|e| format!("settings: {e}"))
+        .and_then(|settings| settings.validate());
     let response = SettingsValidationResponse {
         valid: result.is_ok(),
         message: result.err(),
@@ -53,11 +102,12 @@ where
     Ok(serde_json::to_vec(&response)?)
 }
 
-/// Serializes a verdict as Kubewarden's `ValidationResponse`.
+/// Serializes a verdict as Kubewarden's `ValidationResponse`, its message cut to
+/// [`limits::MAX_MESSAGE_BYTES`].
 pub fn respond(v: Verdict) -> CallResult {
     let response = ValidationResponse {
         accepted: v.allowed,
-        message: v.message,
+        message: v.message.map(limits::cap_message),
         code: v.code,
         mutated_object: v.mutated_object,
         audit_annotations: (!v.audit_annotations.is_empty())
@@ -120,11 +170,116 @@ mod tests {
             settings(json!({"limit": 30}))["message"],
             "limit: must be at most 10"
         );
+        assert_eq!(
+            settings(json!([3]))["message"],
+            "settings: must be a map of settings, not a list"
+        );
         let unknown = settings(json!({"limt": 3}));
         assert_eq!(unknown["valid"], false);
         assert!(
+            unknown["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("settings: unknown field `limt`, expected `limit`"),
+            "{unknown}"
+        );
+        assert!(
             unknown["message"].as_str().unwrap().contains("limt"),
             "{unknown}"
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let wrong = settings(json!({"limit": "three"}));
+        assert_eq!(wrong["valid"], false);
+        assert!(
+            wrong["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("settings: limit: invalid type: string \"three\""),
+            "{wrong}"
+        );
+        let out = validate::<S, _>(
+            json!({"request": {"operation": "CREATE"}, "settings": {"limit": []}})
+                .to_string()
+                .as_bytes(),
+            |_, _| Verdict::accept(),
+        )
+        .unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["code"], 400);
+        assert!(
+            v["message"].as_str().unwrap().starts_with(
+                "the admission request could not be read: settings.limit: invalid type: sequence"
+            ),
+            "{v}"
+        );
+    }
+
+    #[test]
+    fn payloads_over_the_limits_are_413_before_parsing() {
+        let mut big = br#"{"request": {}, "settings": {}}"#.to_vec();
+        big.resize(limits::MAX_REQUEST_BYTES + 1, b' ');
+        let decided = std::cell::Cell::new(false);
+        let v = evaluate::<S, _>(&big, |_, _| {
+            decided.set(true);
+            Verdict::accept()
+        });
+        assert!(!v.allowed && !decided.get());
+        assert_eq!(v.code, Some(413));
+        assert!(
+            v.message
+                .unwrap()
+                .starts_with("the admission request is 8.1 MiB;"),
+            "over the byte limit"
+        );
+        let many = format!(
+            r#"{{"request": {{"object": [{}]}}, "settings": {{}}}}"#,
+            vec!["0"; limits::MAX_REQUEST_VALUES].join(",")
+        );
+        let v = evaluate::<S, _>(many.as_bytes(), |_, _| Verdict::accept());
+        assert_eq!(v.code, Some(413));
+        assert!(
+            v.message.unwrap().contains("JSON values"),
+            "over the value limit"
+        );
+        let mut big_settings = br#"{"limit": 1}"#.to_vec();
+        big_settings.resize(limits::MAX_SETTINGS_BYTES + 1, b' ');
+        let out: Value =
+            serde_json::from_slice(&validate_settings::<S>(&big_settings).unwrap()).unwrap();
+        assert_eq!(out["valid"], false);
+        assert_eq!(
+            out["message"],
+            "settings: the settings are 1.1 MiB; gpu-admission policies read at most 1 MiB of settings"
+        );
+    }
+
+    #[test]
+    fn deep_nesting_is_a_rejection_that_says_so() {
+        let deep = format!(
+            r#"{{"request": {{"object": {}{}}}, "settings": {{}}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let v = evaluate::<S, _>(deep.as_bytes(), |_, _| Verdict::accept());
+        assert_eq!(v.code, Some(400));
+        assert_eq!(
+            v.message.unwrap(),
+            "the admission request could not be read: its JSON is nested more than 127 levels deep (at line 1, column 149); gpu-admission policies read at most 127 levels"
+        );
+        // Typed settings stop at the first value of the wrong type, before the depth
+        // matters; an untyped reader meets the recursion limit and says so.
+        let out: Value =
+            serde_json::from_slice(&validate_settings::<S>("[".repeat(10_000).as_bytes()).unwrap())
+                .unwrap();
+        assert_eq!(out["valid"], false);
+        let deep = "[".repeat(10_000);
+        let e = serde_json::from_str::<Value>(&deep).unwrap_err();
+        assert!(
+            read_error::<Value>(deep.as_bytes(), &e).starts_with(
+                "its JSON is nested more than 127 levels deep (at line 1, column 128)"
+            )
         );
     }
 

@@ -4,6 +4,8 @@
 //! unit-tested natively and (the same tests) compiled to wasm32-wasip1. Policies parse
 //! their settings, call into this crate and turn the result into accept / reject / mutate.
 //!
+//! - [`limits`]: every bound on what the policies read (payload size, JSON values,
+//!   pod templates, containers), in one place.
 //! - [`quantity`]: Kubernetes resource quantities, parsed exactly.
 //! - [`workload`]: every pod template an admitted object carries, and writing one back.
 //! - [`podspec`]: the few PodSpec fields the rules read, as lenient serde types.
@@ -23,6 +25,7 @@ pub mod gpu;
 #[cfg(feature = "kubewarden")]
 pub mod kubewarden;
 pub mod labels;
+pub mod limits;
 pub mod podspec;
 pub mod quantity;
 pub mod routing;

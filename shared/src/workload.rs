@@ -13,12 +13,10 @@
 //! [`PodSpec`]/[`ObjectMeta`] and writes changes through [`spec_mut`] / [`metadata_mut`]
 //! on the original JSON, without losing fields the rules do not model.
 
+pub use crate::limits::{MAX_CONTAINERS, MAX_RESOURCES, MAX_TEMPLATES};
 use crate::podspec::{Container, ObjectMeta, PodSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-
-/// More pod templates than this in one object is rejected rather than truncated.
-pub const MAX_TEMPLATES: usize = 64;
 
 /// Why the pod templates of an object could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,6 +33,14 @@ pub enum WorkloadError {
     },
     #[error("the object has more than {MAX_TEMPLATES} pod templates")]
     TooManyTemplates,
+    #[error(
+        "{location} has {count} containers (containers, initContainers and ephemeralContainers together); gpu-admission policies read at most {MAX_CONTAINERS} per pod template"
+    )]
+    TooManyContainers { location: String, count: usize },
+    #[error(
+        "{location} has {count} resource names; gpu-admission policies read at most {MAX_RESOURCES} per list"
+    )]
+    TooManyResources { location: String, count: usize },
     #[error("{location}: the number of pods overflows")]
     TooManyPods { location: String },
 }
@@ -447,6 +453,14 @@ fn read_template(
         .or_else(|| location.metadata.candidates().first().map(|p| resolve(p)))
         .unwrap_or_default();
     let location_text = pointer_to_location(&spec_pointer);
+    let count = container_count(object, &spec_pointer, location);
+    if count > MAX_CONTAINERS {
+        return Err(WorkloadError::TooManyContainers {
+            location: location_text,
+            count,
+        });
+    }
+    check_resource_lists(object, &spec_pointer, location)?;
     let mut spec = read_at::<PodSpec>(object, &spec_pointer, &location_text)?.unwrap_or_default();
     for path in &location.containers {
         let pointer = format!("{spec_pointer}{}", dot_to_pointer(path));
@@ -490,6 +504,76 @@ fn read_template(
         spec,
         meta,
     })
+}
+
+/// The containers of the PodSpec at `spec_pointer`, counted on the raw JSON before any is
+/// read: the `containers`, `initContainers` and `ephemeralContainers` arrays (a field of
+/// another type is left to the typed read, which reports it) and the location's single
+/// containers that are present (KServe's model-server shortcuts).
+fn container_count(object: &Value, spec_pointer: &str, location: &TemplateLocation) -> usize {
+    let Some(spec) = object.pointer(spec_pointer) else {
+        return 0;
+    };
+    let lists: usize = ["containers", "initContainers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|field| spec.get(field).and_then(Value::as_array))
+        .map(Vec::len)
+        .sum();
+    let singles = location
+        .containers
+        .iter()
+        .filter(|path| {
+            spec.pointer(&dot_to_pointer(path))
+                .is_some_and(|v| !v.is_null())
+        })
+        .count();
+    lists + singles
+}
+
+/// Checks every `resources.limits` / `resources.requests` of the PodSpec at
+/// `spec_pointer` against [`MAX_RESOURCES`], on the raw JSON: of each container (also
+/// init, ephemeral, and the location's single containers) and the pod-level resources.
+fn check_resource_lists(
+    object: &Value,
+    spec_pointer: &str,
+    location: &TemplateLocation,
+) -> Result<(), WorkloadError> {
+    let Some(spec) = object.pointer(spec_pointer) else {
+        return Ok(());
+    };
+    let mut holders: Vec<(String, &Value)> = vec![(String::new(), spec)];
+    for field in ["containers", "initContainers", "ephemeralContainers"] {
+        if let Some(items) = spec.get(field).and_then(Value::as_array) {
+            holders.extend(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| (format!("/{field}/{i}"), c)),
+            );
+        }
+    }
+    for path in &location.containers {
+        let pointer = dot_to_pointer(path);
+        if let Some(c) = spec.pointer(&pointer) {
+            holders.push((pointer, c));
+        }
+    }
+    for (at, holder) in holders {
+        for list in ["limits", "requests"] {
+            let count = holder
+                .get("resources")
+                .and_then(|r| r.get(list))
+                .and_then(Value::as_object)
+                .map_or(0, Map::len);
+            if count > MAX_RESOURCES {
+                return Err(WorkloadError::TooManyResources {
+                    location: pointer_to_location(&format!("{spec_pointer}{at}/resources/{list}")),
+                    count,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Deserializes the value at `pointer`, `None` when absent or null.

@@ -7,13 +7,14 @@
 //! 2. A namespace in `exemptNamespaces` is accepted with the audit annotation
 //!    [`AUDIT_EXEMPT`].
 //! 3. The object's pod templates are read ([`Workload::from_object`]); an object whose
-//!    templates cannot be read is denied (fail closed), GPUs or not.
+//!    templates cannot be read (malformed, or beyond [`crate::limits`]) is denied with
+//!    code 400 (fail closed), GPUs or not.
 //! 4. Every template that uses a GPU (holds one, or names a GPU resource with an invalid
 //!    quantity) is checked for the required labels ([`required`]) and for how it asks
 //!    for GPUs ([`hygiene`]); every template that uses no GPU is checked against GPU
 //!    nodes ([`gpu_nodes`]).
-//! 5. Any problem denies the request with one message that lists them all
-//!    ([`problems::rejection_message`]) — except an UPDATE that changes neither the pod
+//! 5. Any problem denies the request with one message that lists them (the first
+//!    [`MAX_LISTED`], then a count: [`problems::rejection_message`]) — except an UPDATE that changes neither the pod
 //!    templates nor any label: that is accepted with a warning and the audit annotation
 //!    [`AUDIT_UNCHANGED`], so controllers can still scale, annotate and remove finalizers
 //!    from objects that predate the policy. Any change to a template or a label is judged
@@ -31,6 +32,7 @@ pub use settings::{GpuTaint, RequiredLabel, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::gpu::{GpuResources, pod_gpus};
+use crate::limits::MAX_LISTED;
 use crate::workload::Workload;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -74,7 +76,8 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
             return Verdict::reject(format!(
                 "{} cannot be checked against the GPU admission rules, so it is denied: {e}. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
                 object_name(if kind.is_empty() { "the object" } else { kind }, object)
-            ));
+            ))
+            .with_code(400);
         }
     };
 
@@ -89,7 +92,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
     );
     if request.is_update() && judged_parts_unchanged(request, &workload, settings) {
         // The API server truncates each warning at 256 characters: one short lead, then
-        // one warning per problem.
+        // one warning per problem (at most MAX_LISTED, then a count).
         let mut verdict = Verdict::accept()
             .with_warning(format!(
                 "{} breaks the GPU admission rules ({}); this update is allowed because it changes no pod template and no label, but the next change to them must fix:",
@@ -97,8 +100,11 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
                 problems::count_problems(findings.len())
             ))
             .with_audit(AUDIT_UNCHANGED, message);
-        for (i, f) in findings.iter().enumerate() {
+        for (i, f) in findings.iter().take(MAX_LISTED).enumerate() {
             verdict = verdict.with_warning(format!("{}) {}", i + 1, f.problem));
+        }
+        if let Some(more) = problems::more_problems(findings.len()) {
+            verdict = verdict.with_warning(more);
         }
         return verdict;
     }

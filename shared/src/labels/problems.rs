@@ -2,6 +2,7 @@
 //! users see (the README quotes it): each text says what is wrong, with the numbers and
 //! names from the manifest, and exactly what to change.
 
+use crate::limits::MAX_LISTED;
 use std::fmt;
 
 /// What a required label must hold, as shown in a fix: `<one of interactive, batch>`.
@@ -300,14 +301,15 @@ pub fn count_problems(n: usize) -> String {
     format!("{n} problem{}", if n == 1 { "" } else { "s" })
 }
 
-/// The rejection message: every finding, numbered, prefixed with its template location
-/// when the object has several templates.
+/// The rejection message: the findings, numbered, prefixed with their template location
+/// when the object has several templates. At most [`MAX_LISTED`] are spelled
+/// out; the rest are counted ([`more_problems`]).
 pub fn rejection_message(object: &str, findings: &[Finding], several_templates: bool) -> String {
     let mut out = format!(
         "{object} breaks the GPU admission rules ({}): ",
         count_problems(findings.len())
     );
-    for (i, finding) in findings.iter().enumerate() {
+    for (i, finding) in findings.iter().take(MAX_LISTED).enumerate() {
         if i > 0 {
             out.push_str("; ");
         }
@@ -318,7 +320,23 @@ pub fn rejection_message(object: &str, findings: &[Finding], several_templates: 
         }
         out.push_str(&finding.problem.to_string());
     }
+    if let Some(more) = more_problems(findings.len()) {
+        out.push_str("; ");
+        out.push_str(&more);
+    }
     out
+}
+
+/// What stands for the problems beyond [`MAX_LISTED`]: `and 5 more problems, not
+/// listed here`; `None` when all are listed.
+pub fn more_problems(total: usize) -> Option<String> {
+    (total > MAX_LISTED).then(|| {
+        let more = total - MAX_LISTED;
+        format!(
+            "and {more} more problem{}, not listed here",
+            if more == 1 { "" } else { "s" }
+        )
+    })
 }
 
 #[cfg(test)]
@@ -387,5 +405,36 @@ mod tests {
             "{two}"
         );
         assert!(two.contains("; 2) b.spec: label 'owner'"), "{two}");
+    }
+
+    #[test]
+    fn message_lists_ten_problems_and_counts_the_rest() {
+        let finding = |i: usize| Finding {
+            location: "spec".into(),
+            problem: Problem::MissingLabel {
+                key: format!("k{i}"),
+                expected: Expected::NonEmpty,
+                labels_at: "x.labels".into(),
+                empty: false,
+            },
+        };
+        let at_limit: Vec<Finding> = (1..=MAX_LISTED).map(finding).collect();
+        let m = rejection_message("Pod 'p'", &at_limit, false);
+        assert!(
+            m.contains("10) label 'k10'") && !m.contains("more problem"),
+            "{m}"
+        );
+        let over: Vec<Finding> = (1..=MAX_LISTED + 2).map(finding).collect();
+        let m = rejection_message("Pod 'p'", &over, false);
+        assert!(m.starts_with("Pod 'p' breaks the GPU admission rules (12 problems): "));
+        assert!(
+            m.ends_with("10) label 'k10' is missing (GPU pods must carry it): add k10: <a non-empty value> to x.labels; and 2 more problems, not listed here"),
+            "{m}"
+        );
+        assert!(!m.contains("k11"), "{m}");
+        assert_eq!(
+            more_problems(MAX_LISTED + 1).as_deref(),
+            Some("and 1 more problem, not listed here")
+        );
     }
 }

@@ -48,11 +48,18 @@ impl fmt::Display for NoPool {
         let labels = if self.labels.is_empty() {
             "no labels".to_string()
         } else {
-            let pairs: Vec<String> = self
+            let mut pairs: Vec<String> = self
                 .labels
                 .iter()
+                .take(crate::limits::MAX_LISTED)
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect();
+            if self.labels.len() > crate::limits::MAX_LISTED {
+                pairs.push(format!(
+                    "and {} more",
+                    self.labels.len() - crate::limits::MAX_LISTED
+                ));
+            }
             format!("labels {}", pairs.join(", "))
         };
         write!(
@@ -290,7 +297,7 @@ fn template_is_immutable(workload: &Workload) -> bool {
 
 /// At most this many problems are spelled out in one denial (a request with thousands of
 /// bad tolerations must not produce a megabyte of message).
-const MAX_REPORTED: usize = 10;
+const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 
 /// Decides one admission request.
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {

@@ -310,6 +310,18 @@ fn no_pool_is_denied_with_the_pools_listed() {
 }
 
 #[test]
+fn no_pool_lists_ten_labels_and_counts_the_rest() {
+    let labels: serde_json::Map<String, Value> = (0..10_000)
+        .map(|i| (format!("l{i:05}"), json!("v")))
+        .collect();
+    let message = denial(deployment(Value::Object(labels), pod_spec()));
+    assert!(
+        message.contains("(labels l00000=v, l00001=v, l00002=v, l00003=v, l00004=v, l00005=v, l00006=v, l00007=v, l00008=v, l00009=v, and 9990 more) in namespace team-a matches no GPU pool"),
+        "{message}"
+    );
+}
+
+#[test]
 fn namespace_restricted_pool_does_not_match_elsewhere() {
     let message = denial(deployment(json!({"workload-type": "training"}), pod_spec()));
     assert!(message.contains("matches no GPU pool"), "{message}");

@@ -220,9 +220,12 @@ fn member<'w>(
     let mut spec = template.spec.clone();
     let mut storage_uri = None;
     if let Some(read_by_workload) = kserve {
+        let template_spec = object.pointer(&template.spec_pointer);
         for field in KSERVE_MODEL_CONTAINERS {
-            let pointer = format!("{}/{field}", template.spec_pointer);
-            let Some(value) = object.pointer(&pointer).filter(|v| !v.is_null()) else {
+            let Some(value) = template_spec
+                .and_then(|s| s.get(field))
+                .filter(|v| !v.is_null())
+            else {
                 continue;
             };
             let location = format!("{}.{field}", template.location);

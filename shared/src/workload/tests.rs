@@ -405,15 +405,120 @@ fn object_at_mut_refuses_non_objects() {
 
 #[test]
 fn too_many_templates_is_an_error() {
-    let groups: Vec<Value> = (0..=MAX_TEMPLATES)
-        .map(|_| json!({"template": {"spec": {}}}))
-        .collect();
-    let err = Workload::from_object(
-        &json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"workerGroupSpecs": groups}}),
-        &presets::all(),
-    )
-    .unwrap_err();
+    let ray = |groups: usize| {
+        let groups: Vec<Value> = (0..groups)
+            .map(|_| json!({"template": {"spec": {}}}))
+            .collect();
+        json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "spec": {"workerGroupSpecs": groups}})
+    };
+    let at_limit = Workload::from_object(&ray(MAX_TEMPLATES), &presets::all()).unwrap();
+    assert_eq!(at_limit.templates.len(), MAX_TEMPLATES);
+    let err = Workload::from_object(&ray(MAX_TEMPLATES + 1), &presets::all()).unwrap_err();
     assert_eq!(err, WorkloadError::TooManyTemplates);
+}
+
+fn containers(n: usize) -> Value {
+    (0..n).map(|i| json!({"name": format!("c{i}")})).collect()
+}
+
+#[test]
+fn containers_at_the_limit_are_read_one_more_is_an_error() {
+    let deployment = |spec: Value| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "spec": {"template": {"metadata": {}, "spec": spec}}})
+    };
+    // containers, initContainers and ephemeralContainers count together.
+    let at_limit = deployment(json!({
+        "containers": containers(MAX_CONTAINERS - 2),
+        "initContainers": containers(1),
+        "ephemeralContainers": containers(1)
+    }));
+    let w = Workload::from_object(&at_limit, &[]).unwrap();
+    assert_eq!(w.templates[0].spec.containers.len(), MAX_CONTAINERS - 2);
+    let over = deployment(json!({
+        "containers": containers(MAX_CONTAINERS - 1),
+        "initContainers": containers(1),
+        "ephemeralContainers": containers(1)
+    }));
+    let err = Workload::from_object(&over, &[]).unwrap_err();
+    assert_eq!(
+        err,
+        WorkloadError::TooManyContainers {
+            location: "spec.template.spec".into(),
+            count: MAX_CONTAINERS + 1
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "spec.template.spec has 257 containers (containers, initContainers and ephemeralContainers together); gpu-admission policies read at most 256 per pod template"
+    );
+    // Counted before reading: 10,000 containers of the wrong shape are still too many.
+    let pod =
+        json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": vec![json!(1); 10_000]}});
+    assert_eq!(
+        Workload::from_object(&pod, &[]).unwrap_err(),
+        WorkloadError::TooManyContainers {
+            location: "spec".into(),
+            count: 10_000
+        }
+    );
+}
+
+#[test]
+fn resource_lists_at_the_limit_are_read_one_more_name_is_an_error() {
+    let resources = |n: usize| -> Value {
+        let list: Map<String, Value> = (0..n)
+            .map(|i| (format!("example.com/r{i}"), json!("1")))
+            .collect();
+        json!({"limits": list.clone(), "requests": list})
+    };
+    let pod = |spec: Value| json!({"apiVersion": "v1", "kind": "Pod", "spec": spec});
+    let at_limit = pod(json!({
+        "containers": [{"name": "a", "resources": resources(MAX_RESOURCES)}],
+        "resources": resources(MAX_RESOURCES)
+    }));
+    Workload::from_object(&at_limit, &[]).unwrap();
+    for (spec, location) in [
+        (
+            json!({"containers": [{"name": "a"}], "initContainers": [{"name": "b"}, {"name": "c", "resources": resources(MAX_RESOURCES + 1)}]}),
+            "spec.initContainers[1].resources.limits",
+        ),
+        (
+            json!({"containers": [{"name": "a"}], "resources": {"requests": resources(MAX_RESOURCES + 1)["requests"]}}),
+            "spec.resources.requests",
+        ),
+    ] {
+        let err = Workload::from_object(&pod(spec), &[]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{location} has 65 resource names; gpu-admission policies read at most 64 per list"
+            )
+        );
+    }
+    let isvc = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "spec": {"predictor": {"model": {"resources": resources(MAX_RESOURCES + 1)}}}});
+    assert_eq!(
+        Workload::from_object(&isvc, &presets::all()).unwrap_err(),
+        WorkloadError::TooManyResources {
+            location: "spec.predictor.model.resources.limits".into(),
+            count: MAX_RESOURCES + 1
+        }
+    );
+}
+
+#[test]
+fn kserve_shortcut_containers_count_toward_the_limit() {
+    let isvc = |n: usize| {
+        json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+               "spec": {"predictor": {"model": {"modelFormat": {"name": "x"}}, "containers": containers(n)}}})
+    };
+    Workload::from_object(&isvc(MAX_CONTAINERS - 1), &presets::all()).unwrap();
+    let err = Workload::from_object(&isvc(MAX_CONTAINERS), &presets::all()).unwrap_err();
+    assert!(
+        matches!(err, WorkloadError::TooManyContainers { count, .. } if count == MAX_CONTAINERS + 1),
+        "{err}"
+    );
 }
 
 #[test]
