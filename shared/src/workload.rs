@@ -17,6 +17,7 @@ pub use crate::limits::{MAX_CONTAINERS, MAX_RESOURCES, MAX_TEMPLATES};
 use crate::podspec::{Container, ObjectMeta, PodSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Why the pod templates of an object could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -365,7 +366,7 @@ fn element_pointers(object: &Value, path: &str, kind: &str) -> Result<Vec<String
         .filter(|rel| rel.split('.').all(plain_segment))
     {
         let pointer = dot_to_pointer(rel);
-        return Ok(match object.pointer(&pointer) {
+        return Ok(match value_at(object, &pointer) {
             Some(v) if !v.is_null() => vec![pointer],
             _ => vec![],
         });
@@ -433,7 +434,7 @@ fn read_template(
             .candidates()
             .iter()
             .map(|p| resolve(p))
-            .find(|ptr| object.pointer(ptr).is_some_and(|v| !v.is_null()))
+            .find(|ptr| value_at(object, ptr).is_some_and(|v| !v.is_null()))
     };
     let spec_pointer =
         first_present(&location.pod_spec).ok_or_else(|| WorkloadError::Malformed {
@@ -482,7 +483,7 @@ fn read_template(
     let mut pods: u64 = 1;
     for factor in &location.replicas {
         let ptr = resolve(&factor.path);
-        let value = match object.pointer(&ptr) {
+        let value = match value_at(object, &ptr) {
             None | Some(Value::Null) => factor.default,
             Some(v) => v.as_u64().ok_or_else(|| WorkloadError::Malformed {
                 location: pointer_to_location(&ptr),
@@ -511,7 +512,7 @@ fn read_template(
 /// another type is left to the typed read, which reports it) and the location's single
 /// containers that are present (KServe's model-server shortcuts).
 fn container_count(object: &Value, spec_pointer: &str, location: &TemplateLocation) -> usize {
-    let Some(spec) = object.pointer(spec_pointer) else {
+    let Some(spec) = value_at(object, spec_pointer) else {
         return 0;
     };
     let lists: usize = ["containers", "initContainers", "ephemeralContainers"]
@@ -522,10 +523,7 @@ fn container_count(object: &Value, spec_pointer: &str, location: &TemplateLocati
     let singles = location
         .containers
         .iter()
-        .filter(|path| {
-            spec.pointer(&dot_to_pointer(path))
-                .is_some_and(|v| !v.is_null())
-        })
+        .filter(|path| value_at(spec, &dot_to_pointer(path)).is_some_and(|v| !v.is_null()))
         .count();
     lists + singles
 }
@@ -538,7 +536,7 @@ fn check_resource_lists(
     spec_pointer: &str,
     location: &TemplateLocation,
 ) -> Result<(), WorkloadError> {
-    let Some(spec) = object.pointer(spec_pointer) else {
+    let Some(spec) = value_at(object, spec_pointer) else {
         return Ok(());
     };
     let mut holders: Vec<(String, &Value)> = vec![(String::new(), spec)];
@@ -554,7 +552,7 @@ fn check_resource_lists(
     }
     for path in &location.containers {
         let pointer = dot_to_pointer(path);
-        if let Some(c) = spec.pointer(&pointer) {
+        if let Some(c) = value_at(spec, &pointer) {
             holders.push((pointer, c));
         }
     }
@@ -582,7 +580,7 @@ fn read_at<T: serde::de::DeserializeOwned>(
     pointer: &str,
     location: &str,
 ) -> Result<Option<T>, WorkloadError> {
-    match object.pointer(pointer) {
+    match value_at(object, pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => T::deserialize(v)
             .map(Some)
@@ -615,15 +613,52 @@ pub fn metadata_mut<'a>(
     })
 }
 
+/// The value at JSON Pointer `pointer` (RFC 6901), as `Value::pointer` finds it, without
+/// allocating: serde_json unescapes every token into a new `String`, and workload
+/// extraction resolves dozens of pointers per request.
+pub fn value_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() {
+        return Some(value);
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(value, |target, token| {
+            let token = unescape_token(token);
+            match target {
+                Value::Object(map) => map.get(token.as_ref()),
+                Value::Array(items) => array_index(&token).and_then(|i| items.get(i)),
+                _ => None,
+            }
+        })
+}
+
+/// A pointer token with `~1` and `~0` decoded (borrowed when it has none).
+fn unescape_token(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
+}
+
+/// An array index token: digits without a sign or leading zeros (as serde_json reads them).
+fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+        return None;
+    }
+    token.parse().ok()
+}
+
 /// The object at `pointer`, creating missing (or null) members as empty objects.
 /// `None` when something on the way is not an object (or an array index out of range).
 pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut Map<String, Value>> {
     let mut current = root;
     for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
+        let token = unescape_token(token);
         current = match current {
             Value::Object(map) => {
-                let slot = map.entry(token).or_insert(Value::Null);
+                let slot = map.entry(token.into_owned()).or_insert(Value::Null);
                 if slot.is_null() {
                     *slot = Value::Object(Map::new());
                 }
@@ -651,7 +686,7 @@ fn escape_token(s: &str) -> String {
 pub fn pointer_to_location(pointer: &str) -> String {
     let mut out = String::new();
     for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
+        let token = unescape_token(token);
         if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
             out.push_str(&format!("[{token}]"));
         } else {

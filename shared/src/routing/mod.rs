@@ -26,7 +26,7 @@ pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::gpu::{GpuResources, pod_gpus};
-use crate::workload::{PodTemplate, Workload, pointer_to_location};
+use crate::workload::{PodTemplate, Workload, pointer_to_location, value_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -240,9 +240,9 @@ fn routing_views(
         .templates
         .iter()
         .map(|t| {
-            let spec = object.pointer(&t.spec_pointer);
+            let spec = value_at(object, &t.spec_pointer);
             let field = |pointer: &str| {
-                spec.and_then(|s| s.pointer(pointer))
+                spec.and_then(|s| value_at(s, pointer))
                     .cloned()
                     .unwrap_or(Value::Null)
             };

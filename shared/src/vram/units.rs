@@ -15,7 +15,7 @@
 
 use crate::podspec::{Container, PodSpec};
 use crate::workload::presets::KSERVE_MODEL_CONTAINERS;
-use crate::workload::{CustomKind, PodTemplate, Workload};
+use crate::workload::{CustomKind, PodTemplate, Workload, value_at};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -220,7 +220,7 @@ fn member<'w>(
     let mut spec = template.spec.clone();
     let mut storage_uri = None;
     if let Some(read_by_workload) = kserve {
-        let template_spec = object.pointer(&template.spec_pointer);
+        let template_spec = value_at(object, &template.spec_pointer);
         for field in KSERVE_MODEL_CONTAINERS {
             let Some(value) = template_spec
                 .and_then(|s| s.get(field))

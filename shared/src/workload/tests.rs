@@ -542,3 +542,30 @@ fn locations_and_pointers() {
     );
     assert_eq!(pointer_to_location(""), "(object)");
 }
+
+#[test]
+fn value_at_agrees_with_serde_json_pointer() {
+    let doc = json!({"a": {"b/c": [10, {"d~e": true}], "": 1, "0": "zero"}, "list": [1, 2, 3]});
+    for pointer in [
+        "",
+        "/",
+        "/a",
+        "/a/b~1c",
+        "/a/b~1c/0",
+        "/a/b~1c/1/d~0e",
+        "/a/b~1c/01",
+        "/a/b~1c/+1",
+        "/a/b~1c/2",
+        "/a/",
+        "/a/0",
+        "/list/2",
+        "/list/3",
+        "/list/-1",
+        "a",
+        "/missing/x",
+        "/a/b~1c/1/d~0e/x",
+        "/list/18446744073709551616",
+    ] {
+        assert_eq!(value_at(&doc, pointer), doc.pointer(pointer), "{pointer}");
+    }
+}
