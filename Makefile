@@ -152,16 +152,28 @@ bench: annotate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
 
-## fuzz: each cargo-fuzz target for FUZZ_SECONDS (not in CI). cargo-fuzz needs nightly features:
-## with only a stable toolchain, RUSTC_BOOTSTRAP=1 enables them. Crashes land in fuzz/artifacts/.
+## fuzz: every cargo-fuzz target in fuzz/ (fuzz/README.md), one at a time, FUZZ_SECONDS each
+## (FUZZ_REQUEST_SECONDS for the <policy>_request targets). Not in CI. Each starts from the seeds and
+## kept crash inputs in fuzz/regressions/<target>/ (in git; `make test` replays them) and grows
+## fuzz/corpus/<target>/ (not in git). cargo-fuzz needs nightly features: with only a stable
+## toolchain, RUSTC_BOOTSTRAP=1 enables them. Crashes land in fuzz/artifacts/<target>/.
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= quantity workload_bytes workload_structured
+FUZZ_REQUEST_SECONDS ?= $(FUZZ_SECONDS)
+FUZZ_TARGETS ?= $(sort $(patsubst fuzz/fuzz_targets/%.rs,%,$(wildcard fuzz/fuzz_targets/*.rs)))
+# No sanitizer: the rules are safe Rust and ASan halves the executions (FUZZ_FLAGS= for ASan).
+FUZZ_FLAGS ?= --sanitizer none
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
-	@for t in $(FUZZ_TARGETS); do \
-	  echo "=== fuzz $$t ($(FUZZ_SECONDS) s)"; \
-	  (cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048); \
-	done
+	@failed=""; for t in $(FUZZ_TARGETS); do \
+	  case $$t in *_request) s=$(FUZZ_REQUEST_SECONDS);; *) s=$(FUZZ_SECONDS);; esac; \
+	  echo "=== fuzz $$t ($$s s)"; \
+	  mkdir -p fuzz/corpus/$$t fuzz/regressions/$$t; \
+	  (cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run $(FUZZ_FLAGS) $$t corpus/$$t regressions/$$t -- \
+	    -max_total_time=$$s -rss_limit_mb=2048 -max_len=65536 -timeout=30 -print_final_stats=1) \
+	    || failed="$$failed $$t"; \
+	done; \
+	if [ -n "$$failed" ]; then \
+	  echo "fuzz: FAILED:$$failed (inputs in fuzz/artifacts/; fuzz/README.md says how to keep them)"; exit 1; fi
 
 clean:
 	$(CARGO) clean

@@ -657,3 +657,38 @@ fn plan_is_data() {
     );
     assert!(!p.is_settled());
 }
+
+/// The mutated object is the user's object plus the routing: the numbers it carries come
+/// back exactly. serde_json's default float parser is off by an ulp on some, which
+/// policy-server would turn into a JSON patch of fields the policy never touches (found by
+/// fuzz target routing_request); the rules crate enables serde_json's `float_roundtrip`.
+#[test]
+fn mutation_keeps_every_number_exactly() {
+    let floats = [
+        "2.5194700025415145e93",
+        "3.6205727323048508e286",
+        "5.981942013683965e-154",
+        "0.1",
+        "1e-300",
+    ];
+    let object = deployment(json!({"workload-type": "batch"}), pod_spec()).to_string();
+    let object = object.replacen(
+        r#""replicas":2"#,
+        &format!(r#""replicas":2,"x":[{}]"#, floats.join(",")),
+        1,
+    );
+    let request: AdmissionRequest = serde_json::from_str(&format!(
+        r#"{{"uid":"u","operation":"CREATE","namespace":"team-a","object":{object}}}"#
+    ))
+    .unwrap();
+    let v = evaluate(&request, &settings());
+    let mutated = v.mutated_object.expect("routed");
+    for (i, text) in floats.iter().enumerate() {
+        let exact: f64 = text.parse().unwrap();
+        assert_eq!(
+            mutated["spec"]["x"][i].as_f64().map(f64::to_bits),
+            Some(exact.to_bits()),
+            "{text}"
+        );
+    }
+}

@@ -9,6 +9,10 @@
 
 use serde_json::{Map, Number, Value};
 
+/// Deepest nesting read (block levels and flow collections together). Registry entries
+/// nest three levels; without a bound `[[[...` recursed until the stack overflowed (a trap).
+const MAX_DEPTH: usize = 32;
+
 /// Parses `text` into JSON values; errors are `line N: ...`.
 pub fn parse(text: &str) -> Result<Value, String> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
@@ -50,6 +54,7 @@ pub fn parse(text: &str) -> Result<Value, String> {
     let mut reader = Reader {
         lines: &lines,
         at: 0,
+        depth: 0,
     };
     let value = reader.node(first.indent)?;
     if let Some(extra) = lines.get(reader.at) {
@@ -70,6 +75,12 @@ struct Line<'a> {
 struct Reader<'a> {
     lines: &'a [Line<'a>],
     at: usize,
+    /// Block levels entered.
+    depth: usize,
+}
+
+fn too_deep(line: usize) -> String {
+    format!("line {line}: nested more than {MAX_DEPTH} levels deep; registry entries are flat")
 }
 
 fn is_item(body: &str) -> bool {
@@ -78,11 +89,19 @@ fn is_item(body: &str) -> bool {
 
 impl Reader<'_> {
     fn node(&mut self, indent: usize) -> Result<Value, String> {
-        match self.lines.get(self.at) {
+        if let Some(line) = self.lines.get(self.at)
+            && self.depth >= MAX_DEPTH
+        {
+            return Err(too_deep(line.number));
+        }
+        self.depth += 1;
+        let value = match self.lines.get(self.at) {
             Some(line) if is_item(line.body) => self.sequence(indent),
             Some(_) => self.mapping(indent),
             None => Ok(Value::Null),
-        }
+        };
+        self.depth -= 1;
+        value
     }
 
     fn mapping(&mut self, indent: usize) -> Result<Value, String> {
@@ -202,6 +221,7 @@ fn scalar_text(text: &str, line: usize) -> Result<String, String> {
         chars: text.chars().collect(),
         at: 0,
         line,
+        depth: 0,
     };
     let value = flow.scalar(&[])?;
     flow.skip_spaces();
@@ -228,6 +248,7 @@ fn inline(text: &str, line: usize) -> Result<Value, String> {
         chars: text.chars().collect(),
         at: 0,
         line,
+        depth: 0,
     };
     let value = flow.value(&[])?;
     flow.skip_spaces();
@@ -243,6 +264,8 @@ struct Flow {
     chars: Vec<char>,
     at: usize,
     line: usize,
+    /// Flow collections entered.
+    depth: usize,
 }
 
 impl Flow {
@@ -262,11 +285,21 @@ impl Flow {
 
     fn value(&mut self, stops: &[char]) -> Result<Value, String> {
         self.skip_spaces();
-        match self.peek() {
-            Some('{') => self.map(),
-            Some('[') => self.list(),
-            _ => self.scalar(stops),
+        let open = self.peek();
+        if !matches!(open, Some('{' | '[')) {
+            return self.scalar(stops);
         }
+        if self.depth >= MAX_DEPTH {
+            return Err(too_deep(self.line));
+        }
+        self.depth += 1;
+        let value = if open == Some('{') {
+            self.map()
+        } else {
+            self.list()
+        };
+        self.depth -= 1;
+        value
     }
 
     fn map(&mut self) -> Result<Value, String> {
@@ -501,6 +534,24 @@ empty:
     #[case::trailing("a: [1] x\n", "line 1: unexpected text after the value in '[1] x'")]
     fn unsupported_or_broken_yaml_names_the_line(#[case] text: &str, #[case] message: &str) {
         assert_eq!(parse(text).unwrap_err(), message);
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_a_stack_overflow() {
+        let deep = |open: &str, close: &str, n: usize| {
+            format!("m: {}1{}", open.repeat(n), close.repeat(n))
+        };
+        let message = "line 1: nested more than 32 levels deep; registry entries are flat";
+        assert_eq!(parse(&deep("[", "]", 100_000)).unwrap_err(), message);
+        assert_eq!(parse(&deep("{a: ", "}", 100_000)).unwrap_err(), message);
+        assert!(parse(&deep("[", "]", 31)).is_ok());
+        let block: String = (0..40)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert_eq!(
+            parse(&block).unwrap_err(),
+            "line 33: nested more than 32 levels deep; registry entries are flat"
+        );
     }
 
     #[test]

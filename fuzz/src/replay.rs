@@ -1,0 +1,514 @@
+//! Runs one fuzz input natively and checks what must hold of the answer.
+//!
+//! Shared word for word by the fuzz targets (this crate) and the regression test of the main
+//! workspace, `shared/tests/fuzz_regressions.rs` (through `#[path]`): every file under
+//! `fuzz/regressions/<target>/` goes through [`run`], so a crash input fails the normal test
+//! suite exactly as it failed under the fuzzer. Needs only `gpu_rules` (feature
+//! `kubewarden`), `serde_json` and `std`.
+//!
+//! Inputs by target:
+//! - `quantity`: text for the quantity parser;
+//! - `workload_bytes`, `workload_structured`: a JSON object for pod-template extraction;
+//! - `<policy>_bytes`: the same bytes as the `validate` payload and as the settings of
+//!   `validate_settings`; every host call fails;
+//! - `<policy>_request`, `<policy>_settings`: a [`Fixture`], the JSON payload plus the
+//!   answers to the host calls in call order.
+
+use gpu_rules::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
+use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::gpu::{GpuResources, workload_gpus};
+use gpu_rules::kubewarden;
+use gpu_rules::quantity::Quantity;
+use gpu_rules::workload::{Workload, presets};
+use gpu_rules::{capacity, labels, routing, vram};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::cell::RefCell;
+
+/// The four policies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Labels,
+    Routing,
+    Vram,
+    Capacity,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [
+        Policy::Labels,
+        Policy::Routing,
+        Policy::Vram,
+        Policy::Capacity,
+    ];
+
+    /// The prefix of its fuzz targets.
+    pub fn prefix(self) -> &'static str {
+        match self {
+            Policy::Labels => "labels",
+            Policy::Routing => "routing",
+            Policy::Vram => "vram",
+            Policy::Capacity => "capacity",
+        }
+    }
+
+    /// Its directory under `policies/`.
+    pub fn crate_name(self) -> &'static str {
+        match self {
+            Policy::Labels => "gpu-labels-policy",
+            Policy::Routing => "gpu-pool-routing-policy",
+            Policy::Vram => "gpu-vram-fit-policy",
+            Policy::Capacity => "gpu-capacity-gate-policy",
+        }
+    }
+}
+
+/// One answer of the host to a context-aware call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Ok(Vec<u8>),
+    Err(String),
+}
+
+impl Answer {
+    /// `{"ok": text}`, `{"bytes": [..]}` (not UTF-8) or `{"err": text}`.
+    pub fn to_json(&self) -> Value {
+        match self {
+            Answer::Ok(bytes) => match std::str::from_utf8(bytes) {
+                Ok(text) => json!({ "ok": text }),
+                Err(_) => json!({ "bytes": bytes }),
+            },
+            Answer::Err(e) => json!({ "err": e }),
+        }
+    }
+
+    pub fn from_json(v: &Value) -> Result<Answer, String> {
+        if let Some(text) = v.get("ok").and_then(Value::as_str) {
+            return Ok(Answer::Ok(text.as_bytes().to_vec()));
+        }
+        if let Some(text) = v.get("err").and_then(Value::as_str) {
+            return Ok(Answer::Err(text.to_string()));
+        }
+        if let Some(bytes) = v.get("bytes") {
+            return serde_json::from_value(bytes.clone())
+                .map(Answer::Ok)
+                .map_err(|e| format!("answers: bytes: {e}"));
+        }
+        Err(format!(
+            "answers: expected {{\"ok\": text}}, {{\"bytes\": [..]}} or {{\"err\": text}}, got {v}"
+        ))
+    }
+}
+
+/// What a structure-aware policy target runs: `validate` on the payload (and
+/// `validate_settings` on its settings), with the host answering from `answers` in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fixture {
+    pub payload: Value,
+    pub answers: Vec<Answer>,
+}
+
+impl Fixture {
+    /// `{"payload": ..., "answers": [...]}`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "payload": self.payload,
+            "answers": self.answers.iter().map(Answer::to_json).collect::<Vec<_>>(),
+        })
+    }
+
+    pub fn from_json(v: &Value) -> Result<Fixture, String> {
+        let payload = v.get("payload").cloned().ok_or("fixture: no \"payload\"")?;
+        let answers = match v.get("answers") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(Answer::from_json)
+                .collect::<Result<_, _>>()?,
+            Some(other) => return Err(format!("fixture: answers must be a list, got {other}")),
+        };
+        Ok(Fixture { payload, answers })
+    }
+}
+
+/// Runs the input of fuzz target `target`; `Err` says which invariant broke.
+pub fn run(target: &str, input: &[u8]) -> Result<(), String> {
+    match target {
+        "quantity" => quantity(input),
+        "workload_bytes" | "workload_structured" => workload(input),
+        _ => {
+            let (prefix, form) = target
+                .rsplit_once('_')
+                .ok_or_else(|| format!("unknown fuzz target {target}"))?;
+            let policy = Policy::ALL
+                .into_iter()
+                .find(|p| p.prefix() == prefix)
+                .ok_or_else(|| format!("unknown fuzz target {target}"))?;
+            match form {
+                "bytes" => policy_bytes(policy, input),
+                "request" | "settings" => {
+                    let v: Value = serde_json::from_slice(input)
+                        .map_err(|e| format!("fixture is not JSON: {e}"))?;
+                    run_fixture(policy, &Fixture::from_json(&v)?)
+                }
+                _ => Err(format!("unknown fuzz target {target}")),
+            }
+        }
+    }
+}
+
+/// The quantity parser: accepted values are bounded and display in a form that parses
+/// back to the same value.
+pub fn quantity(input: &[u8]) -> Result<(), String> {
+    let Ok(text) = std::str::from_utf8(input) else {
+        return Ok(());
+    };
+    if let Ok(q) = Quantity::parse(text) {
+        if q.nanos().unsigned_abs() > (i64::MAX as u128) * 1_000_000_000 {
+            return Err(format!("{text:?} parsed out of bounds: {q}"));
+        }
+        let back = Quantity::parse(&q.to_string());
+        if back != Ok(q) {
+            return Err(format!("display round trip of {text:?}: {q} -> {back:?}"));
+        }
+    }
+    let _ = Quantity::parse_count(text);
+    Ok(())
+}
+
+/// Pod-template extraction and GPU demand of an object (every preset kind).
+pub fn workload(input: &[u8]) -> Result<(), String> {
+    let Ok(object) = serde_json::from_slice::<Value>(input) else {
+        return Ok(());
+    };
+    if let Ok(w) = Workload::from_object(&object, &presets::all()) {
+        let _ = workload_gpus(&w, &GpuResources::default());
+        let _ = w.pods();
+    }
+    Ok(())
+}
+
+/// Arbitrary bytes as the `validate` payload and as the settings: both entry points answer
+/// in Kubewarden's format; every host call fails.
+pub fn policy_bytes(policy: Policy, input: &[u8]) -> Result<(), String> {
+    check_settings(policy, input)?;
+    check_validate(policy, input, &[])
+}
+
+/// A structured fixture: `validate` on the payload, `validate_settings` on its settings.
+pub fn run_fixture(policy: Policy, fixture: &Fixture) -> Result<(), String> {
+    let payload = serde_json::to_vec(&fixture.payload).map_err(|e| e.to_string())?;
+    if let Some(settings) = fixture.payload.get("settings") {
+        let settings = serde_json::to_vec(settings).map_err(|e| e.to_string())?;
+        check_settings(policy, &settings)?;
+    }
+    check_validate(policy, &payload, &fixture.answers)
+}
+
+/// What `kubewarden::evaluate` answers for a payload it cannot read.
+const UNREADABLE: &str = "the admission request could not be read";
+
+/// Longest text (message, warnings and audit values together) an answer may carry: 1 MiB,
+/// or four times the payload. Past that a rule is amplifying its input.
+fn text_limit(payload: &[u8]) -> usize {
+    (1 << 20).max(4 * payload.len())
+}
+
+/// Answers host calls from a script, in order, and records what was asked.
+struct Scripted<'a> {
+    answers: &'a [Answer],
+    calls: RefCell<Vec<ClusterRequest>>,
+}
+
+impl Cluster for Scripted<'_> {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        let mut calls = self.calls.borrow_mut();
+        calls.push(request.clone());
+        match self.answers.get(calls.len() - 1) {
+            Some(Answer::Ok(bytes)) => Ok(bytes.clone()),
+            Some(Answer::Err(e)) => Err(e.clone()),
+            None => Err(format!("fuzz: no answer for host call {}", calls.len())),
+        }
+    }
+}
+
+/// `validate_settings` of `policy`, checked.
+pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
+    let out = match policy {
+        Policy::Labels => kubewarden::validate_settings::<labels::Settings>(settings),
+        Policy::Routing => kubewarden::validate_settings::<routing::Settings>(settings),
+        Policy::Vram => kubewarden::validate_settings::<vram::Settings>(settings),
+        Policy::Capacity => kubewarden::validate_settings::<capacity::Settings>(settings),
+    }
+    .map_err(|e| format!("validate_settings returned an error: {e}"))?;
+    let v: Value = serde_json::from_slice(&out)
+        .map_err(|e| format!("validate_settings answered no JSON: {e}"))?;
+    let message = &v["message"];
+    match v["valid"].as_bool() {
+        Some(true) if message.is_null() => Ok(()),
+        Some(false) if message.as_str().is_some_and(|m| !m.trim().is_empty()) => {
+            let m = message.as_str().unwrap_or_default();
+            if m.len() > text_limit(settings) {
+                return Err(format!("settings message of {} bytes", m.len()));
+            }
+            Ok(())
+        }
+        _ => Err(format!(
+            "validate_settings: valid must be true with no message or false with one: {v}"
+        )),
+    }
+}
+
+/// `validate` of `policy` on `payload`, checked.
+pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Result<(), String> {
+    match policy {
+        Policy::Labels => check(
+            policy,
+            payload,
+            answers,
+            &Rules::<labels::Settings> {
+                decide: |r, s, _| labels::evaluate(r, s),
+                max_calls: |_| 0,
+                fail_open: |_| None,
+            },
+        ),
+        Policy::Routing => check(
+            policy,
+            payload,
+            answers,
+            &Rules::<routing::Settings> {
+                decide: |r, s, _| routing::evaluate(r, s),
+                max_calls: |_| 0,
+                fail_open: |_| None,
+            },
+        ),
+        Policy::Vram => check(
+            policy,
+            payload,
+            answers,
+            &Rules::<vram::Settings> {
+                decide: vram::evaluate,
+                // At most the registry ConfigMap.
+                max_calls: |_| 1,
+                fail_open: |_| None,
+            },
+        ),
+        Policy::Capacity => check(
+            policy,
+            payload,
+            answers,
+            &Rules::<capacity::Settings> {
+                decide: capacity::evaluate,
+                // The scaled workload, then Nodes and Pods of each pool.
+                max_calls: |s| 1 + 2 * s.pools.len(),
+                fail_open: |s| Some(s.fail_open),
+            },
+        ),
+    }
+}
+
+type Decide<S> = fn(&AdmissionRequest, &S, &dyn Cluster) -> Verdict;
+
+/// A policy's rules and what is known of its host calls.
+struct Rules<S> {
+    decide: Decide<S>,
+    /// The most host calls one request may make.
+    max_calls: fn(&S) -> usize,
+    /// For policies that gate on cluster state: `failOpen`. A failed host call then
+    /// accepts (with a warning) exactly when it is true.
+    fail_open: fn(&S) -> Option<bool>,
+}
+
+fn decide_with<S: DeserializeOwned>(
+    payload: &[u8],
+    answers: &[Answer],
+    decide: Decide<S>,
+) -> (Verdict, Vec<ClusterRequest>) {
+    let cluster = Scripted {
+        answers,
+        calls: RefCell::new(Vec::new()),
+    };
+    let verdict = kubewarden::evaluate(payload, |r, s: &S| decide(r, s, &cluster));
+    (verdict, cluster.calls.into_inner())
+}
+
+fn check<S: DeserializeOwned + ValidateSettings>(
+    policy: Policy,
+    payload: &[u8],
+    answers: &[Answer],
+    rules: &Rules<S>,
+) -> Result<(), String> {
+    let decide = rules.decide;
+    let (verdict, calls) = decide_with(payload, answers, decide);
+    check_verdict(&verdict, text_limit(payload))?;
+    check_response(&verdict)?;
+
+    // Over the size limits of `gpu_rules::limits`: denied before parsing.
+    if verdict.code == Some(413) {
+        if calls.is_empty() && !verdict.allowed {
+            return Ok(());
+        }
+        return Err(format!("413 after host calls or accepted: {calls:?}"));
+    }
+    let unreadable = verdict
+        .message
+        .as_deref()
+        .is_some_and(|m| m.starts_with(UNREADABLE));
+    let parsed = match serde_json::from_slice::<Payload<S>>(payload) {
+        Ok(p) => p,
+        Err(_) if unreadable && verdict.code == Some(400) && calls.is_empty() => return Ok(()),
+        Err(e) => {
+            return Err(format!(
+                "an unreadable payload ({e}) must be rejected with code 400 and no host call"
+            ));
+        }
+    };
+    if unreadable {
+        return Err("a readable payload was answered as unreadable".into());
+    }
+    let request = &parsed.request;
+    let unchanged = verdict.allowed && verdict.mutated_object.is_none();
+    if !request.creates_or_updates() && !unchanged {
+        return Err(format!(
+            "operation {:?} must be accepted unchanged",
+            request.operation
+        ));
+    }
+    if policy != Policy::Routing && verdict.mutated_object.is_some() {
+        return Err(format!("{} is not a mutating policy", policy.prefix()));
+    }
+    if calls.len() > (rules.max_calls)(&parsed.settings) {
+        return Err(format!("{} host calls: {calls:?}", calls.len()));
+    }
+    let host_failed = (0..calls.len()).any(|i| !matches!(answers.get(i), Some(Answer::Ok(_))));
+    if let Some(fail_open) = (rules.fail_open)(&parsed.settings)
+        && host_failed
+        && (verdict.allowed != fail_open || (fail_open && verdict.warnings.is_empty()))
+    {
+        return Err(format!(
+            "a host call failed with failOpen: {fail_open}, and the verdict is {verdict:?}"
+        ));
+    }
+    for call in &calls {
+        serde_json::from_slice::<Value>(&call.payload())
+            .map_err(|e| format!("host call {call:?} has no JSON payload: {e}"))?;
+    }
+    let settings_valid = parsed.settings.validate().is_ok();
+    if settings_valid
+        && verdict
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("invalid settings"))
+    {
+        return Err("settings that validate_settings accepts were called invalid".into());
+    }
+    let (again, calls_again) = decide_with(payload, answers, decide);
+    if again != verdict || calls_again != calls {
+        return Err(format!("not deterministic: {verdict:?} then {again:?}"));
+    }
+    // Only for settings Kubewarden would load: invalid ones (a toleration with effect
+    // `Equal`) can make a routing the pod template never satisfies.
+    if let Some(mutated) = &verdict.mutated_object
+        && settings_valid
+    {
+        routed_is_settled(payload, mutated, answers, decide)?;
+    }
+    Ok(())
+}
+
+/// A mutated object sent again (Kubernetes reinvokes mutating webhooks) is accepted as is.
+fn routed_is_settled<S: DeserializeOwned>(
+    payload: &[u8],
+    mutated: &Value,
+    answers: &[Answer],
+    decide: Decide<S>,
+) -> Result<(), String> {
+    // Fields the request type ignores are skipped unchecked: a lone surrogate escape there
+    // reads as a payload but not as a `Value`, and then there is nothing to send again.
+    let Ok(mut again) = serde_json::from_slice::<Value>(payload) else {
+        return Ok(());
+    };
+    // serde reads a struct from a map or, in field order, from a list.
+    let request = match &mut again {
+        Value::Object(payload) => payload.get_mut("request"),
+        Value::Array(payload) => payload.first_mut(),
+        _ => None,
+    };
+    if let Some(Value::Object(request)) = request {
+        request.insert("object".into(), mutated.clone());
+    }
+    let again = serde_json::to_vec(&again).map_err(|e| e.to_string())?;
+    let (verdict, _) = decide_with(&again, answers, decide);
+    if !verdict.allowed || verdict.mutated_object.is_some() {
+        return Err(format!(
+            "the mutated object is not settled: sent again it is {verdict:?}"
+        ));
+    }
+    Ok(())
+}
+
+/// What every verdict must be.
+fn check_verdict(v: &Verdict, limit: usize) -> Result<(), String> {
+    if !v.allowed && v.message.as_deref().is_none_or(|m| m.trim().is_empty()) {
+        return Err(format!("a rejection without a message: {v:?}"));
+    }
+    if let Some(code) = v.code
+        && (v.allowed || !matches!(code, 400 | 413))
+    {
+        return Err(format!("code {code} on {v:?}"));
+    }
+    if v.warnings.iter().any(|w| w.trim().is_empty()) {
+        return Err(format!("an empty warning: {v:?}"));
+    }
+    for key in v.audit_annotations.keys() {
+        let ok = !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+        if !ok {
+            return Err(format!("audit annotation key {key:?} is not a plain name"));
+        }
+    }
+    if let Some(m) = &v.mutated_object
+        && !m.is_object()
+    {
+        return Err(format!("mutated object is not an object: {m}"));
+    }
+    let text = v.message.as_deref().map_or(0, str::len)
+        + v.warnings.iter().map(String::len).sum::<usize>()
+        + v.audit_annotations.values().map(String::len).sum::<usize>();
+    if text > limit {
+        return Err(format!(
+            "{text} bytes of message, warnings and audit annotations (limit {limit})"
+        ));
+    }
+    Ok(())
+}
+
+/// The response's message is the verdict's, or its start followed by a note that it was
+/// cut (`gpu_rules::limits` caps what the API client gets).
+fn same_message(response: Option<&str>, verdict: Option<&str>) -> bool {
+    match (response, verdict) {
+        (None, None) => true,
+        (Some(r), Some(v)) if r == v => true,
+        (Some(r), Some(v)) => {
+            r.len() < v.len() && r.find(" [cut: ").is_some_and(|at| v.starts_with(&r[..at]))
+        }
+        _ => false,
+    }
+}
+
+/// The verdict serialized as Kubewarden's `ValidationResponse` says the same.
+fn check_response(v: &Verdict) -> Result<(), String> {
+    let out = kubewarden::respond(v.clone()).map_err(|e| format!("respond failed: {e}"))?;
+    let r: Value = serde_json::from_slice(&out).map_err(|e| format!("respond: no JSON: {e}"))?;
+    let same = r["accepted"] == json!(v.allowed)
+        && same_message(r["message"].as_str(), v.message.as_deref())
+        && r["code"] == json!(v.code)
+        && r["mutated_object"] == json!(v.mutated_object)
+        && r["warnings"] == json!((!v.warnings.is_empty()).then_some(&v.warnings));
+    if !same {
+        return Err(format!("response {r} does not say {v:?}"));
+    }
+    Ok(())
+}
