@@ -523,7 +523,7 @@ fn container_count(object: &Value, spec_pointer: &str, location: &TemplateLocati
     let singles = location
         .containers
         .iter()
-        .filter(|path| value_at(spec, &dot_to_pointer(path)).is_some_and(|v| !v.is_null()))
+        .filter(|path| value_at_dots(spec, path).is_some_and(|v| !v.is_null()))
         .count();
     lists + singles
 }
@@ -539,21 +539,21 @@ fn check_resource_lists(
     let Some(spec) = value_at(object, spec_pointer) else {
         return Ok(());
     };
-    let mut holders: Vec<(String, &Value)> = vec![(String::new(), spec)];
+    // Where each holder is, as a pointer suffix: built only for the message.
+    let mut holders: Vec<(Holder, &Value)> = vec![(Holder::Spec, spec)];
     for field in ["containers", "initContainers", "ephemeralContainers"] {
         if let Some(items) = spec.get(field).and_then(Value::as_array) {
             holders.extend(
                 items
                     .iter()
                     .enumerate()
-                    .map(|(i, c)| (format!("/{field}/{i}"), c)),
+                    .map(|(i, c)| (Holder::Item(field, i), c)),
             );
         }
     }
     for path in &location.containers {
-        let pointer = dot_to_pointer(path);
-        if let Some(c) = value_at(spec, &pointer) {
-            holders.push((pointer, c));
+        if let Some(c) = value_at_dots(spec, path) {
+            holders.push((Holder::Single(path), c));
         }
     }
     for (at, holder) in holders {
@@ -564,6 +564,11 @@ fn check_resource_lists(
                 .and_then(Value::as_object)
                 .map_or(0, Map::len);
             if count > MAX_RESOURCES {
+                let at = match at {
+                    Holder::Spec => String::new(),
+                    Holder::Item(field, i) => format!("/{field}/{i}"),
+                    Holder::Single(path) => dot_to_pointer(path),
+                };
                 return Err(WorkloadError::TooManyResources {
                     location: pointer_to_location(&format!("{spec_pointer}{at}/resources/{list}")),
                     count,
@@ -572,6 +577,26 @@ fn check_resource_lists(
         }
     }
     Ok(())
+}
+
+/// What holds a `resources` in a PodSpec (see [`check_resource_lists`]).
+enum Holder<'a> {
+    /// The pod-level `resources`.
+    Spec,
+    /// `containers[i]` and the other lists.
+    Item(&'static str, usize),
+    /// A single container at a dot path (KServe's shortcuts).
+    Single(&'a str),
+}
+
+/// The value at dot path `path` (`worker.containers.0`) under `value`, as
+/// `value_at(value, &dot_to_pointer(path))` finds it, without building the pointer.
+fn value_at_dots<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.').try_fold(value, |target, key| match target {
+        Value::Object(map) => map.get(key),
+        Value::Array(items) => array_index(key).and_then(|i| items.get(i)),
+        _ => None,
+    })
 }
 
 /// Deserializes the value at `pointer`, `None` when absent or null.

@@ -569,3 +569,26 @@ fn value_at_agrees_with_serde_json_pointer() {
         assert_eq!(value_at(&doc, pointer), doc.pointer(pointer), "{pointer}");
     }
 }
+
+#[test]
+fn value_at_dots_agrees_with_the_pointer_it_stands_for() {
+    let doc =
+        json!({"model": {"name": "m"}, "worker": {"containers": [{"a": 1}]}, "a/b": {"c~d": 2}});
+    for path in [
+        "model",
+        "model.name",
+        "worker.containers.0",
+        "worker.containers.0.a",
+        "worker.containers.1",
+        "a/b.c~d",
+        "missing",
+        "model.name.x",
+        "",
+    ] {
+        assert_eq!(
+            value_at_dots(&doc, path),
+            value_at(&doc, &dot_to_pointer(path)),
+            "{path}"
+        );
+    }
+}
