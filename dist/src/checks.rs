@@ -222,15 +222,11 @@ pub fn metadata_problems(
 /// The metadata against the built module.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ModuleFindings {
-    /// Contradictions: a capability the module was seen calling (`observed`)
-    /// but not declared, a declared capability with no host call in the module,
-    /// a protocol version other than `v1`.
+    /// Contradictions: a capability the module was seen calling (`observed`) or
+    /// whose operation name is in its data (`detected`: `kwctl annotate` warns about
+    /// it) but that is not declared, a declared capability with no host call in the
+    /// module, a protocol version other than `v1`.
     pub problems: Vec<String>,
-    /// Capabilities whose strings are in the module but that were not seen
-    /// called and are not declared: `kwctl annotate` warns about them. Its
-    /// heuristic over-reports when one function names several operations (a
-    /// `match` over the request kind), so they are not counted as problems.
-    pub notes: Vec<String>,
 }
 
 /// Compares the declared `hostCapabilities` with the host calls of the built
@@ -253,8 +249,8 @@ pub fn module_problems(
     }
     for capability in detected.difference(observed) {
         if !capability_allowed(&declared, capability) {
-            out.notes.push(format!(
-                "the module names host capability {capability} but hostCapabilities does not declare it (kwctl annotate will warn){}",
+            out.problems.push(format!(
+                "the module names host capability {capability} but hostCapabilities does not declare it (kwctl annotate warns about it){}",
                 if observed.is_empty() {
                     ""
                 } else {
@@ -472,8 +468,14 @@ annotations:
             &set(&["kubernetes/list_resources_all"]),
             "v1",
         );
-        assert!(ok.problems.is_empty(), "{ok:?}");
-        assert_eq!(ok.notes.len(), 1); // get_resource named but never called
+        assert_eq!(ok.problems.len(), 1, "{ok:?}"); // get_resource named, not declared
+        let clean = module_problems(
+            &metadata,
+            &set(&["kubernetes/list_resources_all"]),
+            &set(&["kubernetes/list_resources_all"]),
+            "v1",
+        );
+        assert!(clean.problems.is_empty(), "{clean:?}");
         let called = module_problems(&metadata, &all, &set(&["kubernetes/get_resource"]), "v1");
         assert_eq!(called.problems.len(), 1, "{called:?}"); // called, not declared
         let absent = module_problems(&metadata, &set(&[]), &set(&[]), "v2");

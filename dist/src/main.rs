@@ -177,9 +177,6 @@ fn check_policy(root: &std::path::Path, policy: &PolicyDir) -> Result<Vec<String
         // runtime: `make test` checks them.
         let findings = checks::module_problems(&metadata, &detected, &Default::default(), "v1");
         problems.extend(findings.problems);
-        for note in findings.notes {
-            eprintln!("{}: note: {note}", policy.name);
-        }
     } else {
         eprintln!(
             "{}: {} is not built, host calls not checked",

@@ -117,18 +117,42 @@ pub fn respond(v: Verdict) -> CallResult {
     Ok(serde_json::to_vec(&response)?)
 }
 
-/// The cluster as seen through waPC host calls (binding `kubewarden`, namespace `kubernetes`).
-pub struct HostCluster;
+/// `get_resource`, for [`HostCluster`]'s set of allowed operations.
+pub const GET_RESOURCE: u8 = 1;
+/// `list_resources_all`, for [`HostCluster`]'s set of allowed operations.
+pub const LIST_RESOURCES_ALL: u8 = 2;
+/// `list_resources_by_namespace`, for [`HostCluster`]'s set of allowed operations.
+pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
 
-impl Cluster for HostCluster {
+/// The cluster as seen through waPC host calls (binding `kubewarden`, namespace
+/// `kubernetes`), limited to the operations in `OPS` (a set of the constants above), the
+/// ones the policy's `metadata.yml` declares in `hostCapabilities`.
+///
+/// The operation names are written here, each behind its own `OPS` test, and not taken
+/// from [`ClusterRequest::operation`]: a module then holds only the names of the
+/// operations it can call. `kwctl annotate` finds a module's host capabilities by looking
+/// for those names in its data, and warns about every one that `metadata.yml` does not
+/// declare. A request for an operation outside `OPS` is answered as the host answers a
+/// capability it does not grant, without calling it.
+pub struct HostCluster<const OPS: u8>;
+
+impl<const OPS: u8> Cluster for HostCluster<OPS> {
     fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        wapc_guest::host_call(
-            "kubewarden",
-            "kubernetes",
-            request.operation(),
-            &request.payload(),
-        )
-        .map_err(|e| e.to_string())
+        let operation = match request {
+            ClusterRequest::Get(_) if OPS & GET_RESOURCE != 0 => "get_resource",
+            ClusterRequest::ListAll(_) if OPS & LIST_RESOURCES_ALL != 0 => "list_resources_all",
+            ClusterRequest::ListInNamespace(_) if OPS & LIST_RESOURCES_BY_NAMESPACE != 0 => {
+                "list_resources_by_namespace"
+            }
+            _ => {
+                return Err(format!(
+                    "this policy does not call the host to read {} this way",
+                    request.what()
+                ));
+            }
+        };
+        wapc_guest::host_call("kubewarden", "kubernetes", operation, &request.payload())
+            .map_err(|e| e.to_string())
     }
 }
 

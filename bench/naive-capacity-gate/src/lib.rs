@@ -37,7 +37,11 @@ mod guest {
 
     fn validate(payload: &[u8]) -> CallResult {
         glue::validate(payload, |request, settings: &Settings| {
-            super::evaluate(request, settings, &HostCluster)
+            super::evaluate(
+                request,
+                settings,
+                &HostCluster::<{ glue::LIST_RESOURCES_ALL | glue::GET_RESOURCE }>,
+            )
         })
     }
 

@@ -15,7 +15,11 @@ pub extern "C" fn wapc_init() {
 /// Decides one admission request; cluster state comes from Kubewarden's host calls.
 pub fn validate(payload: &[u8]) -> CallResult {
     glue::validate(payload, |request, settings: &Settings| {
-        evaluate(request, settings, &HostCluster)
+        evaluate(
+            request,
+            settings,
+            &HostCluster::<{ glue::LIST_RESOURCES_ALL | glue::GET_RESOURCE }>,
+        )
     })
 }
 

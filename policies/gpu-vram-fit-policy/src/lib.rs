@@ -16,7 +16,7 @@ pub extern "C" fn wapc_init() {
 /// Decides one admission request.
 pub fn validate(payload: &[u8]) -> CallResult {
     glue::validate(payload, |request, settings| {
-        evaluate(request, settings, &HostCluster)
+        evaluate(request, settings, &HostCluster::<{ glue::GET_RESOURCE }>)
     })
 }
 
