@@ -59,9 +59,6 @@ fn declared_host_capabilities_match_the_module() {
                 .map(|c| format!("kubernetes/{}", c.operation))
                 .collect();
             let findings = module_problems(&metadata, &detected, &observed, &protocol);
-            for note in &findings.notes {
-                eprintln!("{}: note: {note}", policy.name);
-            }
             Ok(findings.problems)
         })();
         match result {
