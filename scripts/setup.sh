@@ -9,6 +9,9 @@ command -v python3 >/dev/null || need_apt+=(python3)  # formats `make run` outpu
 command -v cc >/dev/null || need_apt+=(gcc)
 # The CNCF distribution registry: make test pushes and pulls every policy through it on 127.0.0.1.
 command -v docker-registry >/dev/null || need_apt+=(docker-registry)
+# Each policy's e2e.bats runs through kwctl when kwctl is on PATH; xz unpacks ../shared/kubewarden.
+command -v bats >/dev/null || need_apt+=(bats)
+command -v xz >/dev/null || need_apt+=(xz-utils)
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]} (apt-get)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
