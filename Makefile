@@ -139,6 +139,15 @@ e2e-kwctl:
 	if [ -n "$$failed" ]; then echo "e2e-kwctl: FAILED:$$failed"; exit 1; fi; \
 	echo "e2e-kwctl: all policies passed"
 
+## policy-server-e2e: every policy under Kubewarden's policy-server, pulled from a local docker-registry,
+## with fakeapi as the cluster (e2e/kubewarden/; skipped without kwctl and policy-server on PATH)
+.PHONY: policy-server-e2e
+policy-server-e2e: annotate
+	@if ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+	  echo "policy-server-e2e: SKIPPED: kwctl and policy-server must both be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
+	  exit 0; fi; \
+	python3 e2e/kubewarden/test_policy_server.py
+
 ## bench: how fast and how small (issue 8): the built modules in wapc + wasmtime (compile, instantiate,
 ## validate on kept and fresh instances), the same rules natively, the capacity gate over synthetic pools
 ## of 100 to 50,000 GPU pods, module sizes and the release-profile experiment; writes BENCHMARKS.md.

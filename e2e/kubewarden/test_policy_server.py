@@ -1,0 +1,552 @@
+"""Every policy under Kubewarden's real policy-server, as a cluster runs it.
+
+The annotated modules are pushed with `kwctl push` to a local docker-registry, and
+policy-server pulls them from there (registry:// references, --sources-path for plain HTTP).
+Its cluster is fakeapi serving a snapshot written here: the capacity gate's pools (the
+nodes, pods and labels its test_data/settings.yml selects, with pods it must not count)
+and the VRAM fit policy's model-registry ConfigMap. Each policy's contextAwareResources are
+read from the module's own embedded metadata, so a module whose metadata lacks an entry the
+gate needs fails here. AdmissionReviews built from the policies' test_data requests are
+POSTed to /validate/<id> and the verdicts, messages, patches and audit annotations checked.
+
+    make policy-server-e2e          # or: python3 -m unittest -v e2e/kubewarden/test_policy_server.py
+
+GPU_ADMISSION_MODULES_DIR: a folder laid out like policies/ (<policy>/annotated-policy.wasm)
+to test other annotated modules. POLICY_SERVER_KEEP_TMP=1 keeps the temporary folder (logs,
+policies.yml, snapshot).
+"""
+
+import base64
+import copy
+import hashlib
+import json
+import os
+import sys
+import time
+import unittest
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import hosts  # noqa: E402
+
+LABELS = "gpu-labels-policy"
+ROUTING = "gpu-pool-routing-policy"
+VRAM = "gpu-vram-fit-policy"
+CAPACITY = "gpu-capacity-gate-policy"
+POLICIES = [LABELS, ROUTING, VRAM, CAPACITY]
+
+MODULES_DIR = Path(os.environ.get("GPU_ADMISSION_MODULES_DIR", hosts.POLICIES_DIR)).resolve()
+
+POOL = "gpu-admission/pool"
+GPU = "nvidia.com/gpu"
+GPU_TAINT = {"key": GPU, "value": "present", "effect": "NoSchedule"}
+
+# Polling a verdict after a snapshot change: fakeapi notices the new file within its poll
+# interval (0.2 s here) and policy-server's watch delivers the change about 1 s later.
+FLIP_TRIES = 100
+FLIP_INTERVAL = 0.2
+
+
+def module_path(policy):
+    path = MODULES_DIR / policy / "annotated-policy.wasm"
+    if not path.is_file():
+        raise hosts.HostError(f"{path} not found: run `make annotate` (or fix GPU_ADMISSION_MODULES_DIR)")
+    return path
+
+
+def test_data(policy, name):
+    return hosts.POLICIES_DIR / policy / "test_data" / name
+
+
+def request(policy, name):
+    return hosts.read_json(test_data(policy, name))
+
+
+# --------------------------------------------------------------------------------------
+# The cluster: the capacity gate's pools and the VRAM model registry
+# --------------------------------------------------------------------------------------
+
+
+def node(name, labels, gpus, unschedulable=False):
+    allocatable = {"cpu": "124", "memory": "1031009920Ki", "pods": "110", **gpus}
+    spec = {"providerID": f"aws:///us-east-1a/{name}", "taints": [GPU_TAINT]}
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                                  **labels}},
+            "spec": spec,
+            "status": {"capacity": dict(allocatable), "allocatable": allocatable,
+                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+
+
+def pod(name, namespace, labels, gpus, node_name, phase="Running", resource=GPU):
+    """A model-server pod holding `gpus` of `resource` (limits; requests default to them)."""
+    spec = {"containers": [
+        {"name": "server", "image": "vllm/vllm-openai:v0.6.3", "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct"],
+         "resources": {"limits": {resource: str(gpus), "cpu": "8", "memory": "64Gi"},
+                       "requests": {"cpu": "8", "memory": "64Gi"}}},
+        {"name": "metrics", "image": "prom/statsd-exporter:v0.26.0", "resources": {"requests": {"cpu": "100m"}}}],
+        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+        "restartPolicy": "Always" if phase in ("Running", "Pending") else "Never"}
+    if node_name:
+        spec["nodeName"] = node_name
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": {"app": name.rsplit("-", 1)[0], **labels},
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{name}-rs",
+                                              "uid": f"00000000-0000-4000-8000-{hashlib.sha256(name.encode()).hexdigest()[:12]}",
+                                              "controller": True}]},
+            "spec": spec, "status": {"phase": phase}}
+
+
+def a100_pods(extra):
+    """Pool a100's pods: 5 hold 8 GPUs each (one still Pending: it counts), `extra` more
+    hold 8 each; and pods that must not count: Succeeded, Failed, and one on a pool node
+    without the pool label (the gate counts pods by label)."""
+    pods = [pod(f"a100-work-{i}", ["ml-serving", "ml-training"][i % 2], {POOL: "a100"}, 8,
+                None if i == 4 else f"gpu-a100-{i}", phase="Pending" if i == 4 else "Running")
+            for i in range(5 + extra)]
+    pods.append(pod("a100-done-0", "ml-training", {POOL: "a100"}, 8, "gpu-a100-5", phase="Succeeded"))
+    pods.append(pod("a100-failed-0", "ml-training", {POOL: "a100"}, 8, "gpu-a100-6", phase="Failed"))
+    pods.append(pod("a100-unlabelled-0", "ml-serving", {}, 8, "gpu-a100-6"))
+    return pods
+
+
+def cluster(extra_a100_pods=0):
+    """The snapshot. Pools as in the capacity gate's test_data/settings.yml:
+    - a100: 8 nodes x 8 GPUs, one cordoned: 56 allocatable; 40 used (+8 per extra pod);
+    - h100: 4 x 8 = 32 allocatable, 16 used;
+    - l4-shared: 4 time-sliced nodes x 32 replicas = 128, 110 used; one more node labelled
+      l4-shared but not time-sliced, which the pool's matchExpressions leave out;
+    - a100-mig (mixed strategy): 16 mig-3g.40gb (10 used) and 28 mig-1g.10gb (4 used);
+    plus a CPU node and kube-system pods, the Deployment the scale request reads, and the
+    VRAM fit policy's model registry ConfigMap gpu-system/gpu-models."""
+    a100 = {POOL: "a100", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    h100 = {POOL: "h100", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
+    l4 = {POOL: "l4-shared", "nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "4",
+          "nvidia.com/gpu.sharing-strategy": "time-slicing"}
+    mig = {POOL: "a100-mig", "nvidia.com/mig.strategy": "mixed", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    objects = [node(f"gpu-a100-{i}", a100, {GPU: "8"}, unschedulable=(i == 7)) for i in range(8)]
+    objects += [node(f"gpu-h100-{i}", h100, {GPU: "8"}) for i in range(4)]
+    objects += [node(f"gpu-l4-{i}", l4, {GPU: "32"}) for i in range(4)]
+    objects.append(node("gpu-l4-spare", {**l4, "nvidia.com/gpu.sharing-strategy": "none"}, {GPU: "8"}))
+    objects += [node(f"gpu-mig-{i}", mig, {GPU: "0", "nvidia.com/mig-3g.40gb": "8"}) for i in range(2)]
+    objects.append(node("gpu-mig-2", mig, {"nvidia.com/mig-1g.10gb": "28"}))
+    cpu_node = node("cpu-0", {"node.kubernetes.io/instance-type": "m6i.4xlarge"}, {})
+    cpu_node["spec"].pop("taints")
+    objects.append(cpu_node)
+
+    objects += a100_pods(extra_a100_pods)
+    objects += [pod(f"h100-work-{i}", "ml-serving", {POOL: "h100"}, 8, f"gpu-h100-{i}") for i in range(2)]
+    objects += [pod(f"l4-shared-work-{i}", ["ml-serving", "ml-training"][i % 2], {POOL: "l4-shared"}, 1,
+                    f"gpu-l4-{i % 4}") for i in range(110)]
+    objects += [pod(f"mig-3g-{i}", "ml-training", {POOL: "a100-mig"}, 1, f"gpu-mig-{i % 2}",
+                    resource="nvidia.com/mig-3g.40gb") for i in range(10)]
+    objects += [pod(f"mig-1g-{i}", "ml-training", {POOL: "a100-mig"}, 1, "gpu-mig-2",
+                    resource="nvidia.com/mig-1g.10gb") for i in range(4)]
+    objects += [{"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": f"coredns-{i}", "namespace": "kube-system", "labels": {"k8s-app": "kube-dns"}},
+                 "spec": {"nodeName": "cpu-0", "containers": [{"name": "coredns", "image": "coredns:1.11.1",
+                                                               "resources": {"requests": {"cpu": "100m"}}}]},
+                 "status": {"phase": "Running"}} for i in range(2)]
+
+    objects.append({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "llm-a100", "namespace": "ml-serving", "labels": {"app": "llm-a100"}},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "llm-a100"}},
+                 "template": {"metadata": {"labels": {"app": "llm-a100", POOL: "a100"}},
+                              "spec": {"nodeSelector": {POOL: "a100"},
+                                       "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
+                                                       "resources": {"limits": {GPU: "2"},
+                                                                     "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
+    # The registry of settings_registry.yml: models that settings file does not list.
+    objects.append({
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-models", "namespace": "gpu-system"},
+        "data": {"models.yaml": "# Models served on the platform (gpu-vram-fit-policy registry)\n"
+                                "microsoft/phi-4:\n  parametersBillions: 14.7\n  dtype: bf16\n  layers: 40\n"
+                                "  kvHeads: 10\n  headDim: 128\n  contextLength: 16384\n  attentionHeads: 40\n"
+                                "  aliases: [phi-4]\nbge-large: {vramGiB: 2}\n"}})
+    return objects
+
+
+# --------------------------------------------------------------------------------------
+# Expected answers (the messages the policies' own e2e tests assert)
+# --------------------------------------------------------------------------------------
+
+A100_FITS = "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits"
+A100_FULL = ("pool a100: nvidia.com/gpu would be 56 of 56 allocatable (100.0%) with this workload's 8 "
+             "(48 in use), above the 90% threshold (room for 2 more). Wait for capacity, lower replicas, "
+             "or target another pool.")
+MIG_OVER = ("pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 "
+            "(10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or "
+            "target another pool.")
+MALFORMED = ("Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a "
+             "non-negative integer, got \"four\"")
+
+TOLERATION_BATCH = {"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "batch"}
+TOLERATION_INTERACTIVE = {"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "interactive"}
+INTERACTIVE_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                           "values": ["NVIDIA-L4", "NVIDIA-A10G"]}]}]}}}
+
+
+def patch_ops(response):
+    """The decoded JSONPatch of an AdmissionResponse (None without one)."""
+    if "patch" not in response or response["patch"] is None:
+        return None
+    return json.loads(base64.b64decode(response["patch"]))
+
+
+def _unescape(token):
+    return token.replace("~1", "/").replace("~0", "~")
+
+
+def apply_patch(document, ops):
+    """RFC 6902 add / replace / remove, enough for the routing policy's patches."""
+    doc = copy.deepcopy(document)
+    for op in ops:
+        tokens = [_unescape(t) for t in op["path"].split("/")[1:]]
+        parent = doc
+        for t in tokens[:-1]:
+            parent = parent[int(t)] if isinstance(parent, list) else parent[t]
+        last = tokens[-1]
+        if isinstance(parent, list):
+            index = len(parent) if last == "-" else int(last)
+            if op["op"] == "add":
+                parent.insert(index, op["value"])
+            elif op["op"] == "replace":
+                parent[index] = op["value"]
+            elif op["op"] == "remove":
+                del parent[index]
+            else:
+                raise ValueError(f"unsupported op {op}")
+        elif op["op"] in ("add", "replace"):
+            parent[last] = op["value"]
+        elif op["op"] == "remove":
+            del parent[last]
+        else:
+            raise ValueError(f"unsupported op {op}")
+    return doc
+
+
+# --------------------------------------------------------------------------------------
+# The test
+# --------------------------------------------------------------------------------------
+
+
+class PolicyServerE2E(unittest.TestCase):
+    """One registry, one fakeapi and one policy-server for every test."""
+
+    maxDiff = None
+
+    @classmethod
+    def setUpClass(cls):
+        reason = hosts.missing_tools()
+        if reason:
+            sys.stderr.write(f"policy-server-e2e: SKIPPED: {reason}\n")
+            raise unittest.SkipTest(reason)
+        cls.host = hosts.Host("policy-server-e2e")
+        try:
+            cls._start()
+        except BaseException:
+            cls.host.close()
+            raise
+
+    @classmethod
+    def _start(cls):
+        host = cls.host
+        registry = host.start_registry()
+        cls.modules, cls.pushed = {}, {}
+        for policy in POLICIES:
+            path = module_path(policy)
+            uri = registry.reference(f"gpu-admission/{policy}:v{hosts.policy_version(policy)}")
+            host.push(path, uri)
+            cls.modules[policy] = uri
+            cls.pushed[policy] = hashlib.sha256(path.read_bytes()).hexdigest()
+        # As `kwctl scaffold manifest --allow-context-aware` would put them in the policy.
+        aware = {p: hosts.kwctl_context_aware_resources(module_path(p), host.env) for p in POLICIES}
+        cls.context_aware = aware
+        cls.fakeapi = host.start_fakeapi(cluster())
+        entry = hosts.PolicyEntry
+        policies = {
+            "labels": entry(cls.modules[LABELS], settings={}, context_aware_resources=aware[LABELS]),
+            "routing": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings.yml"),
+                             allowed_to_mutate=True, context_aware_resources=aware[ROUTING]),
+            # No host capabilities: with these settings the policy must make no host call.
+            "vram": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings.yml"),
+                          context_aware_resources=aware[VRAM]),
+            "vram-registry": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_registry.yml"),
+                                   context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            "capacity": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings.yml"),
+                              context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+        }
+        cls.server = host.start_policy_server(policies, cls.fakeapi)
+        sys.stderr.write(f"policy-server ready in {cls.server.startup_seconds:.1f} s "
+                         f"(modules from {registry.addr}, cluster {cls.fakeapi.url})\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.host.close()
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def review(self, policy_id, req):
+        return self.server.validate(policy_id, hosts.admission_review(req))
+
+    def check(self, policy_id, policy, name, allowed, says=(), message=None, code=None, audit=None,
+              warns=(), req=None):
+        """POSTs test_data request `name` (or `req`) to /validate/<policy_id> and checks the
+        answer; returns it."""
+        req = req if req is not None else request(policy, name)
+        response = self.review(policy_id, req)
+        label = f"{policy_id} {name}: {json.dumps(response)[:3000]}"
+        self.assertEqual(response.get("uid"), req["uid"], label)
+        self.assertIs(response.get("allowed"), allowed, label)
+        text = (response.get("status") or {}).get("message", "")
+        if message is not None:
+            self.assertEqual(text, message, label)
+        for s in says:
+            self.assertIn(s, text, label)
+        if code is not None:
+            self.assertEqual((response.get("status") or {}).get("code"), code, label)
+        annotations = response.get("auditAnnotations") or {}
+        for key, value in (audit or {}).items():
+            self.assertEqual(annotations.get(key), value, label)
+        warnings = response.get("warnings") or []
+        for w in warns:
+            self.assertTrue(any(w in x for x in warnings), f"warning {w!r} missing: {label}")
+        return response
+
+    # -- the modules -------------------------------------------------------------------
+
+    def test_modules_come_from_the_registry(self):
+        downloaded = self.server.downloaded_modules()
+        for policy, digest in self.pushed.items():
+            self.assertIn(digest, downloaded, f"{policy}: policy-server did not download the pushed module "
+                                              f"({self.modules[policy]}); it has {sorted(downloaded.values())}")
+        for path in downloaded.values():
+            self.assertIn(str(self.server.download_dir), str(path))
+
+    def test_context_aware_resources_are_what_kwctl_reads_from_the_modules(self):
+        # policies.yml got kwctl scaffold's list; the module's own section must say the same.
+        for policy in POLICIES:
+            embedded = hosts.context_aware_resources(module_path(policy))
+            self.assertEqual(self.context_aware[policy], embedded, policy)
+        self.assertIn("contextAwareResources", self.server.policies_file.read_text())
+
+    # -- gpu-labels-policy -------------------------------------------------------------
+
+    def test_labels(self):
+        for name in ("pod_gpu_labelled.json", "deployment_labelled.json", "job_labelled.json",
+                     "cronjob_labelled.json", "deployment_no_gpu.json", "pod_delete.json"):
+            with self.subTest(name):
+                self.check("labels", LABELS, name, True)
+        with self.subTest("pod_gpu_missing_labels.json"):
+            self.check("labels", LABELS, "pod_gpu_missing_labels.json", False, says=[
+                "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing "
+                "(GPU pods must carry it): add workload-type: <one of interactive, batch, training> to "
+                "metadata.labels; 2) label 'team' is missing",
+                "3) container 'vllm' holds GPUs but requests no cpu and no memory"])
+        with self.subTest("deployment_missing_team.json"):
+            self.check("labels", LABELS, "deployment_missing_team.json", False, says=[
+                "1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to "
+                "spec.template.metadata.labels"])
+        with self.subTest("cronjob_bad_workload_type.json"):
+            self.check("labels", LABELS, "cronjob_bad_workload_type.json", False, says=[
+                "label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training "
+                "in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"])
+        with self.subTest("pod_gpu_request_without_limit.json"):
+            self.check("labels", LABELS, "pod_gpu_request_without_limit.json", False, says=[
+                "container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its "
+                "resources.limits"])
+        with self.subTest("pod_no_gpu_tolerates_gpu_taint.json"):
+            self.check("labels", LABELS, "pod_no_gpu_tolerates_gpu_taint.json", False, says=[
+                "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"])
+        with self.subTest("deployment_malformed.json"):
+            self.check("labels", LABELS, "deployment_malformed.json", False, says=[
+                "cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid "
+                "type: map, expected a sequence"])
+        with self.subTest("deployment_update_scales_legacy.json"):
+            r = self.check("labels", LABELS, "deployment_update_scales_legacy.json", True,
+                           warns=["this update is allowed because it changes no pod template and no label"])
+            self.assertTrue((r.get("auditAnnotations") or {}).get("unchanged-noncompliant-object", "").startswith(
+                "Deployment 'legacy-trainer' breaks the GPU admission rules (2 problems)"), r)
+
+    # -- gpu-pool-routing-policy ------------------------------------------------------
+
+    def routed(self, name, expected_ops=None):
+        """Checks a routed request's patch (exact ops, sorted by path, when given), then applies
+        it and sends the result again: a routed object gets no second patch."""
+        req = request(ROUTING, name)
+        response = self.check("routing", ROUTING, name, True)
+        self.assertEqual(response.get("patchType"), "JSONPatch", response)
+        ops = patch_ops(response)
+        self.assertTrue(ops, response)
+        if expected_ops is not None:
+            self.assertEqual(sorted(ops, key=lambda o: o["path"]), sorted(expected_ops, key=lambda o: o["path"]))
+        again = copy.deepcopy(req)
+        again["object"] = apply_patch(req["object"], ops)
+        second = self.review("routing", again)
+        self.assertIs(second.get("allowed"), True, second)
+        self.assertIsNone(patch_ops(second), f"{name}: patched twice: {second}")
+        return response, ops
+
+    def test_routing_patches(self):
+        with self.subTest("pod_batch.json"):
+            response, _ = self.routed("pod_batch.json", [
+                {"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"},
+                {"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}},
+                {"op": "add", "path": "/spec/tolerations", "value": [TOLERATION_BATCH]}])
+            self.assertTrue(any("a Pod's priority is resolved before this policy runs" in w
+                                for w in response.get("warnings") or []), response)
+        with self.subTest("deployment_interactive.json"):
+            t = "/spec/template"
+            self.routed("deployment_interactive.json", [
+                {"op": "add", "path": f"{t}/metadata/labels/gpu-admission~1pool", "value": "interactive"},
+                {"op": "add", "path": f"{t}/spec/affinity", "value": INTERACTIVE_AFFINITY},
+                {"op": "add", "path": f"{t}/spec/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}},
+                {"op": "add", "path": f"{t}/spec/priorityClassName", "value": "interactive-high"},
+                {"op": "add", "path": f"{t}/spec/tolerations", "value": [TOLERATION_INTERACTIVE]}])
+        with self.subTest("cronjob_batch.json"):
+            _, ops = self.routed("cronjob_batch.json")
+            self.assertIn("/spec/jobTemplate/spec/template/spec/nodeSelector/gpu-admission~1node-pool",
+                          [o["path"] for o in ops])
+        for name in ("job_batch.json", "inferenceservice_interactive.json", "raycluster_batch.json"):
+            with self.subTest(name):
+                self.routed(name)
+
+    def test_routing_without_patch_and_denials(self):
+        for name in ("deployment_routed_update.json", "deployment_no_gpu.json", "pod_exempt_namespace.json",
+                     "replicaset_owned_unrouted.json"):
+            with self.subTest(name):
+                r = self.check("routing", ROUTING, name, True)
+                self.assertIsNone(patch_ops(r), r)
+        for name, says in [
+            ("deployment_no_pool.json", "matches no GPU pool; pool interactive takes workload-type=interactive"),
+            ("deployment_nodeselector_other_pool.json",
+             "'interactive' points at the nodes of pool interactive, but the workload belongs to pool batch"),
+            ("deployment_toleration_other_pool.json",
+             "tolerates the taint of pool interactive (dedicated=interactive:NoSchedule)"),
+            ("deployment_priority_not_allowed.json",
+             "'system-cluster-critical' is not allowed: pool batch allows batch-low, batch-high"),
+        ]:
+            with self.subTest(name):
+                r = self.check("routing", ROUTING, name, False, says=[says])
+                self.assertIsNone(patch_ops(r), r)
+
+    # -- gpu-vram-fit-policy -----------------------------------------------------------
+
+    def test_vram_fit(self):
+        with self.subTest("deployment_llama_70b_on_2_a10g.json"):
+            self.check("vram", VRAM, "deployment_llama_70b_on_2_a10g.json", False, says=[
+                "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache "
+                "20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-A10G = 40 GiB usable at 90%.",
+                "Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector "
+                "nvidia.com/gpu.product)."])
+        with self.subTest("deployment_llama_8b_on_l4.json"):
+            self.check("vram", VRAM, "deployment_llama_8b_on_l4.json", True,
+                       audit={"vram-need-mib": "17975", "vram-available-mib": "20730"})
+        for name in ("deployment_llama_70b_on_4_h100.json", "pod_mig_3g_40gb_llama_8b.json",
+                     "leaderworkerset_llama_70b_fits.json", "deployment_no_model.json"):
+            with self.subTest(name):
+                self.check("vram", VRAM, name, True)
+        for name, says in [
+            ("deployment_unknown_model.json",
+             "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry"),
+            ("pod_mig_1g_10gb_llama_8b.json", "Request nvidia.com/mig-1g.20gb: 1"),
+            ("pod_four_mig_slices.json", "MIG devices do not combine"),
+            ("leaderworkerset_llama_70b_too_small.json",
+             "the LeaderWorkerSet group of 4 pods (1 leader + 3 workers) asks for 8 x NVIDIA-A10G"),
+        ]:
+            with self.subTest(name):
+                self.check("vram", VRAM, name, False, says=[says])
+
+    def test_vram_fit_reads_the_registry_configmap(self):
+        # microsoft/phi-4 is only in the ConfigMap, not in settings_registry.yml's models.
+        self.assertNotIn("phi-4", test_data(VRAM, "settings_registry.yml").read_text())
+        self.check("vram-registry", VRAM, "deployment_registry_model.json", True,
+                   audit={"vram-model": "microsoft/phi-4", "vram-need-mib": "34362", "vram-available-mib": "41461"})
+        self.check("vram-registry", VRAM, "deployment_registry_model_too_big.json", False, message=(
+            "model microsoft/phi-4 needs ~34 GiB GPU memory (weights 28 GiB bf16, KV cache 3.2 GiB for 1 x 16384 "
+            "tokens, overhead 10%); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. Request nvidia.com/gpu: "
+            "2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector "
+            "nvidia.com/gpu.product)."))
+        # Without modelRegistry (settings.yml) the same model is unknown.
+        self.check("vram", VRAM, "deployment_registry_model.json", False, says=[
+            "model 'phi-4' (label gpu-admission/model on spec.template.spec) is not in the model registry"])
+
+    # -- gpu-capacity-gate-policy ------------------------------------------------------
+
+    def test_capacity_below_and_over_thresholds(self):
+        cases = [
+            ("deployment_a100_4x2.json", True, None, A100_FITS),
+            ("deployment_update_more_replicas.json", True, None,
+             "a100: nvidia.com/gpu used 40 + incoming 2 = 42 of 56 allocatable (75.0%), threshold 90%, fits"),
+            # kubectl scale: the Deployment is read with get_resource (2 GPUs per pod, 2 -> 6 replicas).
+            ("deployment_scale_up.json", True, None, A100_FITS),
+            ("inferenceservice_h100.json", True, None,
+             "h100: nvidia.com/gpu used 16 + incoming 8 = 24 of 32 allocatable (75.0%), threshold 80%, fits"),
+            ("deployment_l4_timesliced.json", True, None,
+             "l4-shared: nvidia.com/gpu used 110 + incoming 6 = 116 of 128 allocatable (90.6%), threshold 95%, fits"),
+            ("job_mig_3g.json", False, MIG_OVER,
+             "a100-mig: nvidia.com/mig-3g.40gb used 10 + incoming 5 = 15 of 16 allocatable (93.8%), threshold 90%, "
+             "over"),
+        ]
+        for name, allowed, message, capacity in cases:
+            with self.subTest(name):
+                self.check("capacity", CAPACITY, name, allowed, message=message, audit={"capacity": capacity})
+
+    def test_capacity_without_cluster_reads(self):
+        with self.subTest("pod_owned_by_replicaset.json"):
+            self.check("capacity", CAPACITY, "pod_owned_by_replicaset.json", True, audit={
+                "not-charged": "created by ReplicaSet llm-a100-7d9f8c6b5, which was charged for its pods "
+                               "(chargePods: ownerless)"})
+        with self.subTest("deployment_exempt_namespace.json"):
+            self.check("capacity", CAPACITY, "deployment_exempt_namespace.json", True,
+                       audit={"exempt": "namespace gpu-operator is in exemptNamespaces"})
+        with self.subTest("deployment_no_pool.json"):
+            self.check("capacity", CAPACITY, "deployment_no_pool.json", True, audit={
+                "no-pool": "spec.template.spec (nvidia.com/gpu: 8): no configured pool is named by the pool label "
+                           "or selected by the node selector; capacity not checked"})
+        for name in ("deployment_cpu_only.json", "deployment_scale_down.json", "deployment_update_image_only.json"):
+            with self.subTest(name):
+                r = self.check("capacity", CAPACITY, name, True)
+                self.assertNotIn("capacity", r.get("auditAnnotations") or {}, r)
+        with self.subTest("deployment_malformed.json"):
+            self.check("capacity", CAPACITY, "deployment_malformed.json", False, message=MALFORMED, code=400)
+
+    def wait_for_verdict(self, policy_id, req, allowed, what):
+        """Sends `req` until its verdict is `allowed` (bounded tries); the last response."""
+        response = None
+        for _ in range(FLIP_TRIES):
+            response = self.review(policy_id, req)
+            if response.get("allowed") is allowed:
+                return response
+            time.sleep(FLIP_INTERVAL)
+        self.fail(f"{what}: the verdict did not become allowed={allowed} after {FLIP_TRIES} tries "
+                  f"{FLIP_INTERVAL} s apart; last answer: {json.dumps(response)[:2000]}")
+
+    def test_capacity_follows_the_cluster(self):
+        req = request(CAPACITY, "deployment_a100_4x2.json")
+        before = self.fakeapi.state()
+        self.check("capacity", CAPACITY, "deployment_a100_4x2.json", True, audit={"capacity": A100_FITS})
+        try:
+            # One more 8-GPU pod in pool a100: 48 used of 56, +8 is 100%.
+            self.fakeapi.write(cluster(extra_a100_pods=1))
+            hosts.poll(lambda: self.fakeapi.state() != before, 100, 0.1, "fakeapi reloading the snapshot")
+            denied = self.wait_for_verdict("capacity", req, False, "one more pod in pool a100")
+            self.assertEqual(denied["status"]["message"], A100_FULL, denied)
+            self.assertEqual(denied["auditAnnotations"]["capacity"],
+                             "a100: nvidia.com/gpu used 48 + incoming 8 = 56 of 56 allocatable (100.0%), "
+                             "threshold 90%, over", denied)
+        finally:
+            self.fakeapi.write(cluster())
+        # And back: the pod is gone, the same request fits again.
+        accepted = self.wait_for_verdict("capacity", req, True, "the extra pod removed")
+        self.assertEqual(accepted["auditAnnotations"]["capacity"], A100_FITS, accepted)
+
+
+if __name__ == "__main__":
+    hosts.install_signal_handlers()
+    unittest.main(verbosity=2)
