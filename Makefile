@@ -29,7 +29,7 @@ PUSH_FLAGS ?=
 E2E_PACKAGES := -p gpu-e2e -p gpu-dist
 
 .PHONY: all setup build build-test-modules run test fmt-check lint unit-test wasm-unit-test e2e \
-        dist-test annotate push artifacthub e2e-kwctl bench fuzz clean help
+        dist-test examples-test annotate push artifacthub e2e-kwctl policy-server-e2e bench fuzz clean help
 
 all: build
 
@@ -40,11 +40,12 @@ help:
 setup:
 	@scripts/setup.sh
 
-## build: every policy as a release wasm module, copied to policies/<name>/policy.wasm
+## build: every policy as a release wasm module, copied to policies/<name>/policy.wasm. One cargo
+## invocation: the policies share every dependency and feature, and their link-time optimisation runs
+## in parallel.
 build: setup
+	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) $(addprefix -p ,$(POLICIES))
 	@for p in $(POLICIES); do \
-	  echo "=== build $$p"; \
-	  $(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p $$p; \
 	  cp $(RELEASE_DIR)/$${p//-/_}.wasm policies/$$p/policy.wasm; \
 	  printf '    %s: %s bytes\n' "policies/$$p/policy.wasm" "$$(stat -c %s policies/$$p/policy.wasm)"; \
 	done
@@ -52,14 +53,45 @@ build: setup
 build-test-modules: setup
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) $(addprefix -p ,$(TEST_MODULES))
 
-## run: build, then evaluate every policy on the examples listed in policies/<name>/examples.txt
+## run: build, then evaluate every policy on the examples listed in policies/<name>/examples.txt, with
+## Kubewarden's kwctl (on PATH, or unpacked from ../shared/kubewarden into target/kubewarden) on the
+## annotated modules; without kwctl, with the project's harness (gpu-kwctl, a longer first build).
+SIGSTORE_TRUST ?= ../shared/kubewarden/offline-sigstore-trust-config.json
 run: build
-	$(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl
-	@scripts/run-examples.sh target/debug/gpu-kwctl $(POLICIES)
+	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
+	  $(MAKE) --no-print-directory annotate KWCTL=$$kwdir/kwctl; \
+	  trust=(); [ -f $(SIGSTORE_TRUST) ] && trust=(--sigstore-trust-config $(SIGSTORE_TRUST)); \
+	  echo "=== examples through $$kwdir/kwctl"; \
+	  scripts/run-examples.py --kwctl $$kwdir/kwctl "$${trust[@]}" $(POLICIES); \
+	  kwctl=$$kwdir/kwctl; \
+	else \
+	  echo "=== kwctl not found (no ../shared/kubewarden): examples through the project's harness"; \
+	  $(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl; \
+	  scripts/run-examples.py --gpu-kwctl target/debug/gpu-kwctl $(POLICIES); \
+	  kwctl=kwctl; \
+	fi; \
+	echo; \
+	echo "Next: your own request through a policy:"; \
+	echo "  $$kwctl run --request-path my-request.json --settings-path policies/gpu-labels-policy/test_data/settings_max_gpus.yml policies/gpu-labels-policy/annotated-policy.wasm"; \
+	echo "Then in a cluster, watch before you block: apply deploy/ in monitor mode (README, Installing with Kubewarden)."
 
 ## test: everything CI runs
-test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test
+## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
+## too: e2e-kwctl (every e2e.bats), the kwctl-vs-harness comparison (e2e/tests/kwctl.rs, in e2e),
+## examples-test (make run's verdicts) and policy-server-e2e; each says SKIPPED without them.
+test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e
 	@echo "=== all checks passed"
+
+## examples-test: make run's examples give the verdicts examples.txt expects (kwctl on the annotated
+## modules when on PATH, else the harness's gpu-kwctl, built by e2e)
+examples-test: annotate
+	@if [ -n "$(kwctl_found)" ]; then \
+	  scripts/run-examples.py --kwctl $(kwctl_found) --sigstore-trust-config $(SIGSTORE_TRUST) $(POLICIES); \
+	else \
+	  echo "examples-test: kwctl is not on PATH: through the harness's gpu-kwctl"; \
+	  $(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl; \
+	  scripts/run-examples.py --gpu-kwctl target/debug/gpu-kwctl $(POLICIES); \
+	fi
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
@@ -130,6 +162,7 @@ e2e-kwctl:
 	if ! command -v bats >/dev/null; then \
 	  echo "e2e-kwctl: SKIPPED: bats is not installed (apt-get install bats)"; exit 0; fi; \
 	$(MAKE) --no-print-directory annotate; \
+	if [ -f $(SIGSTORE_TRUST) ]; then export KWCTL_SIGSTORE_TRUST=$$(realpath $(SIGSTORE_TRUST)); fi; \
 	failed=""; \
 	for p in $(POLICIES); do \
 	  echo "=== e2e-kwctl $$p"; \
