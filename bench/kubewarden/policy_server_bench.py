@@ -1,0 +1,641 @@
+#!/usr/bin/env python3
+"""The policies under Kubewarden's real policy-server over HTTP, load from `hey`; a section of
+BENCHMARKS.md (not the harness's figures: this is the real host, its HTTP server, its reflector
+cache and its per-request instances).
+
+1. The capacity gate over fakeapi snapshots generated here: a pool of 1,000 and of 10,000 GPU
+   pods (realistic Pods: labels, ownerReferences, annotations, containers with resources,
+   nodeName, status; like bench/src/synth.rs) and its nodes (8 GPUs each, about half
+   allocated). For each size: fakeapi + policy-server (module from file://, settings from the
+   gate's test_data/settings.yml, contextAwareResources from the module's metadata), the first
+   request after start-up (latency and verdict, under the default 2 s evaluation deadline),
+   then hey POSTing the gate's GPU Deployment CREATE (test_data/deployment_a100_4x2.json) at
+   concurrency 1 and 4, and a pass at the same concurrency that checks every verdict against
+   what the snapshot implies.
+2. The static policies (labels, routing, vram fit) on the GPU Pod and GPU Deployment requests
+   gpu-bench measures (bench/src/cases.rs), at concurrency 1 and 8, in one policy-server; with
+   KUBEWARDEN_LABELS_POLICY naming a module file (Kubewarden's own labels policy), that
+   policy too, on the labels policy's two requests, with settings asking for the same labels
+   (criteria containsAllOf workload-type, team: it reads the object's own labels, ours the
+   pod templates').
+
+The section replaces the one between <!-- policy-server:begin --> and <!-- policy-server:end -->
+in BENCHMARKS.md (appended when absent). Bounded: each hey run is sized from a few timed
+requests to take about --seconds (default 8 s), at most --max-requests; the whole default run
+takes about 3 minutes on the 2-core machine (2 min 36 s measured at load average 3 to 4.5, most
+of it the 10,000-pod snapshot: generating it and fakeapi loading it take about 30 s). Without kwctl/policy-server on PATH it prints one
+SKIPPED line and exits 0; hey is installed with apt-get when missing.
+
+usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [--sizes 1000,10000]
+                                               [--seconds S] [--max-requests N] [--skip-static]
+"""
+
+import argparse
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timezone
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden"))
+import hosts  # noqa: E402
+
+REPO = hosts.REPO
+BEGIN = "<!-- policy-server:begin -->"
+END = "<!-- policy-server:end -->"
+LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
+
+LABELS = "gpu-labels-policy"
+ROUTING = "gpu-pool-routing-policy"
+VRAM = "gpu-vram-fit-policy"
+CAPACITY = "gpu-capacity-gate-policy"
+
+POOL = "a100"
+POOL_LABEL = "gpu-admission/pool"
+GPUS_PER_NODE = 8
+# The gate's request: a Deployment of 4 replicas x 2 GPUs in pool a100.
+CAPACITY_REQUEST = "test_data/deployment_a100_4x2.json"
+INCOMING = 8
+
+# (policy id, policy, kind, request, settings, expected verdict): the GPU Pod and GPU
+# Deployment of each static policy in bench/src/cases.rs.
+STATIC_CASES = [
+    ("labels", LABELS, "Pod", "test_data/pod_gpu_labelled.json", None, "accepted"),
+    ("labels", LABELS, "Deployment", "test_data/deployment_labelled.json", None, "accepted"),
+    ("routing", ROUTING, "Pod", "test_data/pod_batch.json", "test_data/settings.yml", "patched"),
+    ("routing", ROUTING, "Deployment", "test_data/deployment_interactive.json", "test_data/settings.yml", "patched"),
+    ("vram", VRAM, "Pod", "test_data/pod_mig_3g_40gb_llama_8b.json", "test_data/settings.yml", "accepted"),
+    ("vram", VRAM, "Deployment", "test_data/deployment_llama_8b_on_l4.json", "test_data/settings.yml", "accepted"),
+]
+# Kubewarden's labels policy asking for the labels our labels policy requires by default. It
+# reads the object's own metadata.labels (ours reads every pod template's).
+KW_LABELS_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
+
+
+class BenchError(Exception):
+    """A step failed; the message says which and why."""
+
+
+def policy_file(policy, name):
+    return REPO / "policies" / policy / name
+
+
+def annotated(policy):
+    path = policy_file(policy, "annotated-policy.wasm")
+    if not path.is_file():
+        raise BenchError(f"{path} not found: run `make annotate`")
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# Synthetic pool: Pods and Nodes as the API server returns them
+# --------------------------------------------------------------------------------------
+
+
+def nodes_for(pods):
+    """Nodes of 8 GPUs for `pods` one-GPU pods: about half of the GPUs allocated."""
+    return max(1, math.ceil(pods / 4))
+
+
+def _pod_metadata(i, workload, pod_hash):
+    team = f"team-{i % 17}"
+    return {
+        "name": f"{workload}-{pod_hash}-{i:06d}", "generateName": f"{workload}-{pod_hash}-", "namespace": team,
+        "uid": f"3f1e2d3c-4b5a-6978-8a9b-{i:012d}", "creationTimestamp": "2026-08-17T09:12:44Z",
+        "labels": {"app": workload, POOL_LABEL: POOL, "pod-template-hash": pod_hash,
+                   "workload-type": "training" if workload.startswith("train") else "inference", "team": team},
+        "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-08-17T09:00:00Z",
+                        "prometheus.io/scrape": "true", "prometheus.io/port": "8000"},
+        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"{workload}-{pod_hash}",
+                             "uid": "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "controller": True,
+                             "blockOwnerDeletion": True}],
+    }
+
+
+def _gpu_resources(cpu, memory):
+    return {"limits": {"nvidia.com/gpu": "1", "cpu": cpu, "memory": memory},
+            "requests": {"nvidia.com/gpu": "1", "cpu": cpu, "memory": memory}}
+
+
+def _pod_status(i, container, image):
+    conditions = [{"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": "2026-08-17T09:14:02Z"}
+                  for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
+    ip = f"10.244.{i // 250 % 250}.{i % 250}"
+    return {"phase": "Running", "qosClass": "Guaranteed", "hostIP": f"10.0.{i // 8 // 250 % 250}.{i // 8 % 250}",
+            "podIP": ip, "podIPs": [{"ip": ip}], "startTime": "2026-08-17T09:12:46Z", "conditions": conditions,
+            "containerStatuses": [{"name": container, "ready": True, "restartCount": 0, "started": True,
+                                   "image": image, "imageID": f"{image}@sha256:{'6c0e4e8f' * 8}",
+                                   "containerID": f"containerd://{i:064d}",
+                                   "state": {"running": {"startedAt": "2026-08-17T09:13:10Z"}}, "lastState": {}}]}
+
+
+_SA_VOLUME = {"name": "kube-api-access-abcde", "projected": {"defaultMode": 420, "sources": [
+    {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+    {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    {"downwardAPI": {"items": [{"path": "namespace",
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}}]}}]}}
+_SA_MOUNT = {"name": "kube-api-access-abcde", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+             "readOnly": True}
+_CONTAINER_DEFAULTS = {"terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
+                       "imagePullPolicy": "IfNotPresent"}
+
+
+def _common_spec(i):
+    return {"nodeSelector": {POOL_LABEL: POOL},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
+                            {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
+                             "tolerationSeconds": 300}],
+            "nodeName": f"gpu-{POOL}-{i // GPUS_PER_NODE}", "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default", "serviceAccount": "default", "schedulerName": "default-scheduler",
+            "priority": 0, "securityContext": {}, "terminationGracePeriodSeconds": 30, "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority"}
+
+
+def inference_pod(i):
+    """A vLLM server with a metrics sidecar and an init container."""
+    image = "docker.io/vllm/vllm-openai:v0.6.3"
+    probe = lambda delay: {"httpGet": {"path": "/health", "port": 8000, "scheme": "HTTP"},  # noqa: E731
+                           "initialDelaySeconds": delay, "periodSeconds": 10, "timeoutSeconds": 1,
+                           "successThreshold": 1, "failureThreshold": 3}
+    spec = _common_spec(i)
+    spec["containers"] = [
+        {"name": "server", "image": image,
+         "args": ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--tensor-parallel-size", "1", "--max-model-len",
+                  "8192"],
+         "env": [{"name": f"VAR_{k}", "value": f"value-{k}-{i}"} for k in range(6)],
+         "ports": [{"name": "http", "containerPort": 8000, "protocol": "TCP"}],
+         "resources": _gpu_resources("8", "64Gi"), "readinessProbe": probe(0), "livenessProbe": probe(120),
+         "volumeMounts": [{"name": "cache", "mountPath": "/root/.cache/huggingface"},
+                          {"name": "shm", "mountPath": "/dev/shm"}, _SA_MOUNT], **_CONTAINER_DEFAULTS},
+        {"name": "metrics", "image": "prom/statsd-exporter:v0.26.0",
+         "resources": {"limits": {"cpu": "1"}, "requests": {"cpu": "100m"}}, **_CONTAINER_DEFAULTS}]
+    spec["initContainers"] = [{"name": "fetch-model", "image": "busybox:1.36", "command": ["sh", "-c", "true"],
+                               "resources": {"limits": {"cpu": "1"}}, **_CONTAINER_DEFAULTS}]
+    spec["volumes"] = [{"name": "cache", "persistentVolumeClaim": {"claimName": "hf-cache"}},
+                       {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}, _SA_VOLUME]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": _pod_metadata(i, "llm-a100", "7d9f8c6b5"),
+            "spec": spec, "status": _pod_status(i, "server", image)}
+
+
+def training_pod(i):
+    """A torchrun worker: one container, a long environment, data volumes."""
+    image = "nvcr.io/nvidia/pytorch:24.08-py3"
+    env = [{"name": k, "value": v} for k, v in (
+        ("MASTER_ADDR", "train-llama-0.train-llama"), ("MASTER_PORT", "29500"), ("NCCL_DEBUG", "WARN"),
+        ("NCCL_IB_DISABLE", "0"), ("NCCL_SOCKET_IFNAME", "eth0"), ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+        ("WANDB_PROJECT", "llama-pretrain"), ("HF_HOME", "/data/hf"), ("RANK", str(i % 64)))]
+    env += [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}},
+            {"name": "WANDB_API_KEY", "valueFrom": {"secretKeyRef": {"name": "wandb", "key": "api-key"}}}]
+    spec = _common_spec(i)
+    spec["containers"] = [
+        {"name": "trainer", "image": image,
+         "command": ["torchrun", "--nnodes=8", "--nproc-per-node=1", "--rdzv-backend=c10d", "train.py", "--config",
+                     "configs/llama-8b.yaml"],
+         "env": env, "resources": _gpu_resources("12", "96Gi"),
+         "volumeMounts": [{"name": "data", "mountPath": "/data"}, {"name": "checkpoints", "mountPath": "/checkpoints"},
+                          {"name": "shm", "mountPath": "/dev/shm"}, _SA_MOUNT],
+         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}}, **_CONTAINER_DEFAULTS}]
+    spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True}},
+                       {"name": "checkpoints", "persistentVolumeClaim": {"claimName": "checkpoints"}},
+                       {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "32Gi"}}, _SA_VOLUME]
+    spec["hostname"] = f"train-llama-{i % 64}"
+    spec["subdomain"] = "train-llama"
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": _pod_metadata(i, "train-llama", "5c7b9d4f8"),
+            "spec": spec, "status": _pod_status(i, "trainer", image)}
+
+
+def full_pod(i):
+    """Pod i of the pool; every third one a training worker. Each holds one GPU."""
+    return training_pod(i) if i % 3 == 2 else inference_pod(i)
+
+
+def full_node(i):
+    """Node i of the pool: GPU Feature Discovery labels, the GPU taint, conditions, images."""
+    name = f"gpu-{POOL}-{i}"
+    capacity = {"cpu": "128", "memory": "1056762036Ki", "nvidia.com/gpu": str(GPUS_PER_NODE),
+                "ephemeral-storage": "3750157048Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0", "pods": "110"}
+    images = [{"names": [f"{repo}@sha256:{k:02d}{'e4e8f0a4' * 7}ab", f"{repo}:{tag}"], "sizeBytes": size}
+              for k, (repo, tag, size) in enumerate([
+                  ("docker.io/vllm/vllm-openai", "v0.6.3", 9_800_000_000),
+                  ("nvcr.io/nvidia/pytorch", "24.08-py3", 10_500_000_000),
+                  ("nvcr.io/nvidia/k8s-device-plugin", "v0.16.2", 190_000_000),
+                  ("nvcr.io/nvidia/gpu-feature-discovery", "v0.8.2", 120_000_000),
+                  ("nvcr.io/nvidia/k8s/dcgm-exporter", "3.3.7-3.5.0-ubuntu22.04", 420_000_000),
+                  ("registry.k8s.io/kube-proxy", "v1.30.4", 85_000_000),
+                  ("registry.k8s.io/pause", "3.9", 320_000)])]
+    labels = {POOL_LABEL: POOL, "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
+              "kubernetes.io/os": "linux", "node.kubernetes.io/instance-type": "p4d.24xlarge",
+              "topology.kubernetes.io/zone": f"us-east-1{'abc'[i % 3]}", "nvidia.com/cuda.driver.major": "550",
+              "nvidia.com/gpu.count": str(GPUS_PER_NODE), "nvidia.com/gpu.family": "ampere",
+              "nvidia.com/gpu.memory": "81920", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+              "nvidia.com/gpu.replicas": "1", "nvidia.com/mig.strategy": "single", "nvidia.com/gpu.present": "true"}
+    conditions = [{"type": t, "status": s, "reason": r, "lastHeartbeatTime": "2026-08-17T10:01:12Z",
+                   "lastTransitionTime": "2026-08-01T07:00:03Z"}
+                  for t, s, r in (("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                                  ("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                                  ("PIDPressure", "False", "KubeletHasSufficientPID"),
+                                  ("Ready", "True", "KubeletReady"))]
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "uid": f"7a6b5c4d-3e2f-1a0b-9c8d-{i:012d}",
+                         "creationTimestamp": "2026-08-01T07:00:00Z", "labels": labels,
+                         "annotations": {"node.alpha.kubernetes.io/ttl": "0",
+                                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}},
+            "spec": {"podCIDR": f"10.244.{i % 250}.0/24", "providerID": f"aws:///us-east-1a/i-0{i:016x}",
+                     "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]},
+            "status": {"capacity": capacity, "allocatable": dict(capacity), "conditions": conditions,
+                       "addresses": [{"type": "InternalIP", "address": f"10.0.{i // 250 % 250}.{i % 250}"},
+                                     {"type": "Hostname", "address": name}],
+                       "nodeInfo": {"kernelVersion": "5.15.0-1066-aws", "osImage": "Ubuntu 22.04.4 LTS",
+                                    "containerRuntimeVersion": "containerd://1.7.19", "kubeletVersion": "v1.30.4",
+                                    "operatingSystem": "linux", "architecture": "amd64"},
+                       "images": images}}
+
+
+def pool(pods):
+    return [full_node(i) for i in range(nodes_for(pods))] + [full_pod(i) for i in range(pods)]
+
+
+# --------------------------------------------------------------------------------------
+# Load: hey, and a verdict-checking pass
+# --------------------------------------------------------------------------------------
+
+
+def ensure_hey():
+    if shutil.which("hey"):
+        return
+    print("=== hey not found: apt-get install -y hey", flush=True)
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for argv in (sudo + ["apt-get", "update", "-qq"], sudo + ["apt-get", "install", "-y", "-qq", "hey"]):
+        if subprocess.run(argv, env=env).returncode != 0:
+            raise BenchError(f"{' '.join(argv)} failed; install hey (Debian package hey)")
+
+
+def percentile(sorted_values, p):
+    """Nearest-rank percentile of an ascending list."""
+    return sorted_values[max(0, math.ceil(p / 100 * len(sorted_values)) - 1)]
+
+
+def run_hey(url, body_file, requests, concurrency, timeout_s=30):
+    """From hey's per-request CSV: p50 / p99 latency (s), requests/s over the run's wall time,
+    HTTP status codes {code: count} (0: the request failed)."""
+    argv = ["hey", "-n", str(requests), "-c", str(concurrency), "-m", "POST", "-T", "application/json",
+            "-D", str(body_file), "-t", str(timeout_s), "-o", "csv", url]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=requests * timeout_s + 60)
+    if out.returncode != 0:
+        raise BenchError(f"{' '.join(argv)}: exit {out.returncode}: {out.stderr.strip()}")
+    latencies, codes, end = [], {}, 0.0
+    for line in out.stdout.splitlines()[1:]:
+        fields = line.split(",")
+        if len(fields) < 8:
+            continue
+        latency, code, offset = float(fields[0]), int(fields[6]), float(fields[7])
+        latencies.append(latency)
+        codes[code] = codes.get(code, 0) + 1
+        end = max(end, offset + latency)
+    if len(latencies) != requests:
+        raise BenchError(f"hey reported {len(latencies)} of {requests} requests:\n{out.stdout[:2000]}")
+    latencies.sort()
+    return {"p50": percentile(latencies, 50), "p99": percentile(latencies, 99), "rps": requests / end,
+            "codes": codes, "errors": out.stderr.strip()}
+
+
+def verdict_of(response):
+    if not response.get("allowed"):
+        return "denied"
+    return "patched" if response.get("patch") else "accepted"
+
+
+def checked_pass(server, policy_id, review, concurrency, count, check):
+    """`count` requests at `concurrency`, every answer through check(response) -> problem or
+    None; returns (verdict counts, problems)."""
+    def one(_):
+        try:
+            response = server.validate(policy_id, review, timeout=30)
+        except (OSError, hosts.HostError) as e:
+            return "error", str(e)
+        return verdict_of(response), check(response)
+
+    with ThreadPoolExecutor(concurrency) as pool_:
+        results = list(pool_.map(one, range(count)))
+    counts = {}
+    for v, _ in results:
+        counts[v] = counts.get(v, 0) + 1
+    problems = sorted({p for _, p in results if p})
+    return counts, problems
+
+
+def time_requests(server, policy_id, review, n):
+    """Wall time (s) of `n` sequential requests, and the last response."""
+    started = time.monotonic()
+    response = None
+    for _ in range(n):
+        response = server.validate(policy_id, review, timeout=60)
+    return (time.monotonic() - started) / n, response
+
+
+def sized(per_request_s, concurrency, seconds, max_requests):
+    """Requests for a hey run of about `seconds`: a multiple of the concurrency (hey sends
+    n / c per worker), at least 2 per worker."""
+    n = min(max_requests, seconds / max(per_request_s, 1e-5) * concurrency)
+    return max(2, int(n // concurrency)) * concurrency
+
+
+# --------------------------------------------------------------------------------------
+# The measurements
+# --------------------------------------------------------------------------------------
+
+
+def capacity_run(pods, args, log):
+    nodes = nodes_for(pods)
+    allocatable, expected = nodes * GPUS_PER_NODE, f"a100: nvidia.com/gpu used {pods} + incoming {INCOMING} = "
+    expected += f"{pods + INCOMING} of {nodes * GPUS_PER_NODE} allocatable"
+    fits = (pods + INCOMING) * 100 <= 90 * allocatable
+    row = {"pods": pods, "nodes": nodes, "expected": "accepted" if fits else "denied"}
+    module = annotated(CAPACITY)
+    request = hosts.read_json(policy_file(CAPACITY, CAPACITY_REQUEST))
+    review = hosts.admission_review(request)
+
+    def check(response):
+        if response.get("allowed") is not fits:
+            return (f"allowed={response.get('allowed')}: "
+                    f"{(response.get('status') or {}).get('message', '')[:300]}")
+        capacity = (response.get("auditAnnotations") or {}).get("capacity", "")
+        return None if capacity.startswith(expected) else f"capacity annotation {capacity!r}"
+
+    with hosts.Host("policy-server-bench") as host:
+        t = time.monotonic()
+        objects = pool(pods)
+        api = host.start_fakeapi(objects, poll_interval=1.0)
+        row["snapshot_mib"] = api.snapshot.stat().st_size / 2**20
+        row["fakeapi_s"] = time.monotonic() - t
+        entry = hosts.PolicyEntry(f"file://{module}", settings=policy_file(CAPACITY, "test_data/settings.yml"),
+                                  context_aware_resources=hosts.context_aware_resources(module),
+                                  host_capabilities=["kubernetes/*"])
+        server = host.start_policy_server({"capacity": entry}, api)
+        row["ready_s"] = server.startup_seconds
+        log(f"  {pods} pods / {nodes} nodes: snapshot {row['snapshot_mib']:.1f} MiB, fakeapi up in "
+            f"{row['fakeapi_s']:.1f} s, policy-server ready in {row['ready_s']:.1f} s")
+
+        t = time.monotonic()
+        first = server.validate("capacity", review, timeout=120)
+        row["first_s"] = time.monotonic() - t
+        row["first_verdict"] = verdict_of(first)
+        row["first_problem"] = check(first)
+        row["first_message"] = (first.get("status") or {}).get("message", "")
+        log(f"  first request: {row['first_s'] * 1000:.0f} ms, {row['first_verdict']}"
+            + (f" ({row['first_problem']})" if row["first_problem"] else ""))
+
+        # Until the reflectors hold the pool, answers can be the deadline's.
+        t = time.monotonic()
+        settled = hosts.poll(lambda: check(server.validate("capacity", review, timeout=120)) is None, 60, 0.5,
+                             f"capacity gate at {pods} pods: the expected verdict ({expected})")
+        row["settled_s"] = time.monotonic() - t if settled else None
+        per_request, _ = time_requests(server, "capacity", review, 3)
+        body = host.root / "review.json"
+        body.write_text(json.dumps(review))
+        row["runs"] = []
+        for c in (1, 4):
+            n = sized(per_request, c, args.seconds, args.max_requests)
+            h = run_hey(f"{server.url}/validate/capacity", body, n, c)
+            counts, problems = checked_pass(server, "capacity", review, c, max(4, 2 * c), check)
+            run = {"c": c, "n": n, **h, "verdicts": counts, "problems": problems}
+            row["runs"].append(run)
+            log(f"  c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 {h['p99'] * 1000:.1f} ms, "
+                f"{h['rps']:.1f} req/s, HTTP {h['codes']}, checked {counts}{' ' + str(problems) if problems else ''}")
+        row["rss_mib"] = peak_rss_mib(server.process.pid)
+    return row
+
+
+def peak_rss_mib(pid):
+    """Peak resident memory of a process (VmHWM), MiB; None when unknown."""
+    try:
+        found = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    except OSError:
+        return None
+    return int(found.group(1)) / 1024 if found else None
+
+
+def static_run(args, log):
+    entries, cases = {}, []
+    with hosts.Host("policy-server-bench") as host:
+        for policy_id, policy, kind, req, settings, expected in STATIC_CASES:
+            if policy_id not in entries:
+                module = annotated(policy)
+                entries[policy_id] = hosts.PolicyEntry(
+                    f"file://{module}", settings=policy_file(policy, settings) if settings else {},
+                    allowed_to_mutate=(policy == ROUTING))
+            cases.append((policy_id, policy, kind, req, expected))
+        kw_labels = os.environ.get(LABELS_POLICY_ENV)
+        if kw_labels:
+            path = Path(kw_labels).resolve()
+            if not path.is_file():
+                raise BenchError(f"{LABELS_POLICY_ENV}={kw_labels}: no such file")
+            entries["kubewarden-labels"] = hosts.PolicyEntry(f"file://{path}", settings=KW_LABELS_SETTINGS)
+            metadata = hosts.embedded_metadata(path) or {}
+            version = (metadata.get("annotations") or {}).get("io.kubewarden.policy.version", "?")
+            # Beside the labels policy's rows.
+            cases[2:2] = [("kubewarden-labels", f"Kubewarden labels-policy {version}", kind, req, None)
+                          for _, _, kind, req, _ in cases[:2]]
+        # No host calls are made; policy-server still wants a cluster to connect to.
+        api = host.start_fakeapi([])
+        server = host.start_policy_server(entries, api)
+        log(f"  policy-server ready in {server.startup_seconds:.1f} s with {', '.join(entries)}")
+        rows = []
+        for policy_id, policy, kind, req, expected in cases:
+            source = LABELS if policy_id == "kubewarden-labels" else policy
+            review = hosts.admission_review(hosts.read_json(policy_file(source, req)))
+            first = server.validate(policy_id, review)
+            want = expected or verdict_of(first)
+
+            def check(response, want=want):
+                got = verdict_of(response)
+                return None if got == want else f"{got}: {(response.get('status') or {}).get('message', '')[:200]}"
+
+            if check(first):
+                raise BenchError(f"{policy_id} {req}: expected {want}, got {check(first)}")
+            per_request, _ = time_requests(server, policy_id, review, 20)
+            body = host.root / f"{policy_id}-{kind}.json"
+            body.write_text(json.dumps(review))
+            for c in (1, 8):
+                n = sized(per_request, c, args.seconds / 2, args.max_requests)
+                h = run_hey(f"{server.url}/validate/{policy_id}", body, n, c)
+                counts, problems = checked_pass(server, policy_id, review, c, 4 * c, check)
+                rows.append({"policy": policy, "id": policy_id,
+                             "kind": kind, "request": req, "c": c, "n": n, **h, "verdict": want,
+                             "verdicts": counts, "problems": problems,
+                             "message": (first.get("status") or {}).get("message", "")})
+                log(f"  {policy_id} {kind} c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 "
+                    f"{h['p99'] * 1000:.1f} ms, {h['rps']:.0f} req/s, HTTP {h['codes']}, checked {counts}")
+    return rows
+
+
+# --------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        mem = f", {kb / 2**20:.0f} GiB RAM"
+    except (OSError, AttributeError):
+        pass
+    return f"{os.cpu_count()} x {cpu}{mem}, {platform.system()} {platform.release()}"
+
+
+def tool_version(argv):
+    out = subprocess.run(argv, capture_output=True, text=True)
+    return (out.stdout.strip().splitlines() or ["?"])[0]
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.1f} ms"
+
+
+def verdicts_text(run, expected):
+    checked = sum(run["verdicts"].values())
+    ok = run["verdicts"].get(expected, 0)
+    codes = ", ".join(f"HTTP {c}: {n}" for c, n in sorted(run["codes"].items()))
+    text = f"hey {codes}; checked {ok}/{checked} {expected}"
+    if run["problems"]:
+        text += " (" + "; ".join(p.replace("|", "\\|") for p in run["problems"])[:300] + ")"
+    if run["errors"]:
+        text += f"; hey errors: {run['errors'][:200]}"
+    return text
+
+
+def markdown(info, capacity_rows, static_rows):
+    out = [BEGIN, "", "## Real host: policy-server 1.36 over HTTP, fakeapi cluster", "",
+           f"Not the harness figures above: the policies in Kubewarden's own policy-server ({info['policy_server']}, "
+           f"plain HTTP on 127.0.0.1, default workers and 2 s evaluation deadline), fakeapi "
+           f"(`../shared/tools/fakeapi`) as its cluster, load from `hey` (keep-alive). "
+           f"Written by `bench/kubewarden/policy_server_bench.py` on {info['date']}; "
+           f"{info['machine']}; load average {info['load_before']} before, {info['load_after']} after "
+           f"(other builds were sharing the machine); whole run {info['elapsed']}. "
+           "p50/p99 (nearest rank) and req/s (requests over the run's wall time) from hey's per-request CSV "
+           "(0.1 ms resolution); every hey run is followed by a pass at the same "
+           "concurrency whose answers are each checked against the expected verdict.", ""]
+    if capacity_rows:
+        out += ["### Capacity gate over a synthetic pool", "",
+                f"Pool `{POOL}` of N one-GPU pods (realistic Pods: labels, ownerReferences, annotations, containers, "
+                "nodeName, status) on N/4 nodes of 8 GPUs, served whole by fakeapi; the gate lists Nodes and Pods "
+                "with its field masks through policy-server's reflector cache. Request: "
+                f"`{CAPACITY_REQUEST}` (Deployment CREATE, 4 x 2 GPUs), expected accepted at about 50%. "
+                "*First request*: the first POST after policy-server is ready (the reflectors' initial lists "
+                "happen inside it); *settled*: until the expected verdict came back.", "",
+                "| pods | nodes | snapshot | policy-server ready | first request | settled after | policy-server peak RSS "
+                "| c | requests | p50 | p99 | req/s | verdicts |",
+                "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+        for row in capacity_rows:
+            first = f"{ms(row['first_s'])}, {row['first_verdict']}"
+            if row["first_problem"]:
+                first += ": " + row["first_message"][:160].replace("|", "\\|")
+            for k, run in enumerate(row["runs"]):
+                rss = f"{row['rss_mib']:.0f} MiB" if row.get("rss_mib") else "?"
+                lead = (f"| {row['pods']:,} | {row['nodes']:,} | {row['snapshot_mib']:.1f} MiB | "
+                        f"{row['ready_s']:.1f} s | {first} | {row['settled_s']:.1f} s | {rss} " if k == 0
+                        else "| | | | | | | ")
+                out.append(f"{lead}| {run['c']} | {run['n']} | {ms(run['p50'])} | {ms(run['p99'])} | "
+                           f"{run['rps']:.1f} | {verdicts_text(run, row['expected'])} |")
+        out.append("")
+    if static_rows:
+        out += ["### Static policies", "",
+                "The GPU Pod and GPU Deployment of each static policy in `bench/src/cases.rs`, all policies in one "
+                "policy-server (modules from `file://`)."
+                + (" Kubewarden's labels policy ran on the labels policy's requests with settings "
+                   f"`{json.dumps(KW_LABELS_SETTINGS)}`." if any(r["id"] == "kubewarden-labels" for r in static_rows)
+                   else f" `{LABELS_POLICY_ENV}` was not set: Kubewarden's own labels policy was not measured."), "",
+                "| policy | request | c | requests | p50 | p99 | req/s | verdicts |",
+                "|---|---|---:|---:|---:|---:|---:|---|"]
+        for r in static_rows:
+            out.append(f"| {r['policy']} | {r['kind']} `{Path(r['request']).name}` | {r['c']} | {r['n']} | "
+                       f"{ms(r['p50'])} | {ms(r['p99'])} | {r['rps']:.0f} | {verdicts_text(r, r['verdict'])} |")
+        out.append("")
+        denials = {(r["policy"], r["request"]): r["message"] for r in static_rows
+                   if r["id"] == "kubewarden-labels" and r["verdict"] == "denied"}
+        for (policy, req), message in denials.items():
+            out += [f"{policy} denies `{Path(req).name}`: \"{message}\" (it reads the Deployment's own labels; "
+                    "gpu-labels-policy reads its pod template's).", ""]
+    out.append(END)
+    return "\n".join(out) + "\n"
+
+
+def replace_section(document, section):
+    if BEGIN in document and END in document:
+        start = document.index(BEGIN)
+        end = document.index(END, start) + len(END)
+        tail = document[end:]
+        return document[:start] + section.rstrip("\n") + (tail if tail.startswith("\n") else "\n" + tail)
+    return document.rstrip("\n") + "\n\n" + section
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="file to write the section into")
+    ap.add_argument("--print", action="store_true", help="print the section instead of writing it")
+    ap.add_argument("--sizes", default="1000,10000", help="pool sizes (pods), comma-separated")
+    ap.add_argument("--seconds", type=float, default=8.0, help="about how long one capacity hey run takes")
+    ap.add_argument("--max-requests", type=int, default=2000, help="most requests in one hey run")
+    ap.add_argument("--skip-static", action="store_true")
+    ap.add_argument("--skip-capacity", action="store_true")
+    args = ap.parse_args(argv)
+    missing = hosts.missing_tools()
+    if missing:
+        print(f"policy-server-bench: SKIPPED: {missing}")
+        return 0
+    hosts.install_signal_handlers()
+    started = time.monotonic()
+    info = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
+            "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "policy_server": tool_version(["policy-server", "--version"])}
+    log = lambda text: print(text, flush=True)  # noqa: E731
+    try:
+        ensure_hey()
+        capacity_rows, static_rows = [], []
+        if not args.skip_capacity:
+            for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+                log(f"=== capacity gate, {size:,} pods")
+                capacity_rows.append(capacity_run(size, args, log))
+        if not args.skip_static:
+            log("=== static policies")
+            static_rows = static_run(args, log)
+    except (BenchError, hosts.HostError) as e:
+        print(f"policy-server-bench: {e}", file=sys.stderr)
+        return 1
+    elapsed = time.monotonic() - started
+    info["elapsed"] = f"{elapsed // 60:.0f} min {elapsed % 60:.0f} s"
+    info["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    section = markdown(info, capacity_rows, static_rows)
+    if args.print:
+        print(section)
+        return 0
+    out = Path(args.out)
+    document = out.read_text() if out.exists() else ""
+    tmp = Path(tempfile.mkstemp(dir=out.parent, prefix=".bench-")[1])
+    tmp.write_text(replace_section(document, section))
+    os.replace(tmp, out)
+    log(f"=== wrote the section into {out} ({elapsed:.0f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
