@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use gpu_dist::manifests::verbs_for_operation;
-use gpu_dist::policies::{PolicyDir, workspace_policies};
+use gpu_dist::manifests::{read_documents, verbs_for_operation};
+use gpu_dist::policies::{PolicyDir, workspace_policies, yaml_files};
 use gpu_e2e::metadata::ContextAwareResource;
 use gpu_e2e::metadata::Metadata;
 use gpu_e2e::{
@@ -39,6 +39,61 @@ pub fn all_metadata() -> BTreeMap<String, Metadata> {
         .into_iter()
         .filter_map(|p| p.metadata().ok().map(|m| (p.name.clone(), m)))
         .collect()
+}
+
+/// The manifests of `deploy/`: each file (relative to the root) with its
+/// documents, or what is wrong with reading it.
+pub fn deploy_manifests() -> Vec<(String, Result<Vec<Value>, String>)> {
+    manifests_under(&root().join("deploy"))
+}
+
+/// The manifests of every `policies/*/examples/`, as [`deploy_manifests`].
+pub fn example_manifests() -> Vec<(String, Result<Vec<Value>, String>)> {
+    policies()
+        .iter()
+        .flat_map(|p| manifests_under(&p.dir.join("examples")))
+        .collect()
+}
+
+fn manifests_under(dir: &Path) -> Vec<(String, Result<Vec<Value>, String>)> {
+    let files = yaml_files(dir).unwrap_or_else(|e| panic!("{e:#}"));
+    files
+        .into_iter()
+        .map(|file| {
+            let rel = file
+                .strip_prefix(root())
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            (rel, read_documents(&file).map_err(|e| format!("{e:#}")))
+        })
+        .collect()
+}
+
+/// Every document of `deploy/` (files that do not parse are left out; the
+/// deploy tests report them).
+pub fn deploy_documents() -> Vec<Value> {
+    deploy_manifests()
+        .into_iter()
+        .filter_map(|(_, docs)| docs.ok())
+        .flatten()
+        .collect()
+}
+
+/// The PolicyServer of `deploy/` every policy must run on: the one
+/// PolicyServer document there.
+pub fn dedicated_policy_server() -> Result<Value, String> {
+    let servers: Vec<Value> = deploy_documents()
+        .into_iter()
+        .filter(|d| d["kind"] == "PolicyServer")
+        .collect();
+    match <[Value; 1]>::try_from(servers) {
+        Ok([server]) => Ok(server),
+        Err(servers) => Err(format!(
+            "deploy/ must define exactly one PolicyServer, the one the GPU policies run on; it defines {}",
+            servers.len()
+        )),
+    }
 }
 
 /// The built (release, unannotated) module of `policy`, compiled once per process.

@@ -12,6 +12,7 @@ mod common;
 mod dist {
     mod annotate;
     mod artifacthub;
+    mod deploy;
     mod examples;
     mod metadata;
     mod registry;

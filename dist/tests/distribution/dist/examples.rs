@@ -1,21 +1,27 @@
-//! Issue 7, part 5: the deploy manifests. Every `policies/*/examples/*.yaml`
+//! The policy manifests. Every `policies/*/examples/*.yaml`
 //! ClusterAdmissionPolicy and every member of the ClusterAdmissionPolicyGroup in
-//! `deploy/` names the policy's release, fails closed, sets its rollout mode, and
-//! has settings the module's own `validate_settings` accepts, so the examples
-//! cannot rot; context-aware ones come with the RBAC the policy-server needs.
+//! `deploy/` names the policy's release, fails closed, starts in monitor mode,
+//! sets `matchPolicy` and its timeouts within Kubewarden's bounds, runs on the
+//! dedicated PolicyServer of `deploy/`, and has settings the module's own
+//! `validate_settings` accepts, so the examples cannot rot; context-aware ones
+//! are granted what they read to that PolicyServer's ServiceAccount.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use gpu_dist::manifests::{
-    GROUP_KINDS, POLICY_KINDS, group_members, group_problems, kind_and_name, policy_of_module,
-    policy_problems, rbac_problems, read_documents,
+    GROUP_KINDS, POLICY_KINDS, ServiceAccountRef, group_members, group_problems, kind_and_name,
+    policy_of_module, policy_problems, policy_server_account, policy_server_ref_problem,
+    rbac_problems, read_documents,
 };
 use gpu_dist::policies::{PolicyDir, yaml_files};
 use gpu_e2e::metadata::ContextAwareResource;
 use serde_json::{Value, json};
 
-use crate::common::{Failures, all_metadata, module, observed_verbs, policies, root};
+use crate::common::{
+    Failures, all_metadata, dedicated_policy_server, deploy_documents, module, observed_verbs,
+    policies, root,
+};
 
 /// The policy group combining the validating policies.
 pub const GROUP_FILE: &str = "deploy/cluster-admission-policy-group.yaml";
@@ -51,6 +57,14 @@ fn needs(
         .collect())
 }
 
+/// The name of the dedicated PolicyServer and the ServiceAccount it runs as.
+fn dedicated() -> (String, ServiceAccountRef) {
+    let server = dedicated_policy_server().unwrap_or_else(|e| panic!("{e}"));
+    let account = policy_server_account(&server)
+        .unwrap_or_else(|| panic!("the PolicyServer of deploy/ has no spec.serviceAccountName"));
+    (kind_and_name(&server).1.to_string(), account)
+}
+
 fn mode_documented(path: &Path) -> bool {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.contains("monitor") && text.contains("protect")
@@ -59,6 +73,7 @@ fn mode_documented(path: &Path) -> bool {
 #[test]
 fn policy_examples_are_deployable() {
     let metadata = all_metadata();
+    let (server, account) = dedicated();
     let by_name: BTreeMap<String, PolicyDir> = policies()
         .into_iter()
         .map(|p| (p.name.clone(), p))
@@ -79,7 +94,12 @@ fn policy_examples_are_deployable() {
                 Err(e) => failures.add(&policy.name, format!("{e:#}")),
             }
         }
-        let all_docs: Vec<Value> = docs.iter().map(|(_, d)| d.clone()).collect();
+        // The RBAC may come with the example or with the PolicyServer in deploy/.
+        let all_docs: Vec<Value> = docs
+            .iter()
+            .map(|(_, d)| d.clone())
+            .chain(deploy_documents())
+            .collect();
         let mut own = 0;
         for (file, doc) in &docs {
             let (kind, name) = kind_and_name(doc);
@@ -92,6 +112,10 @@ fn policy_examples_are_deployable() {
                 .display()
                 .to_string();
             let at = format!("{rel}: {kind} {name}");
+            failures.extend(
+                &policy.name,
+                policy_server_ref_problem(&doc["spec"], &server).map(|p| format!("{at}: {p}")),
+            );
             if GROUP_KINDS.contains(&kind) {
                 failures.extend(
                     &policy.name,
@@ -125,7 +149,7 @@ fn policy_examples_are_deployable() {
             match needs(&by_name[target], &granted) {
                 Ok(needs) => failures.extend(
                     &policy.name,
-                    rbac_problems(&all_docs, &needs)
+                    rbac_problems(&all_docs, &needs, &account)
                         .into_iter()
                         .map(|p| format!("{at}: {p}")),
                 ),
@@ -145,6 +169,7 @@ fn policy_examples_are_deployable() {
 #[test]
 fn policy_group_is_deployable() {
     let metadata = all_metadata();
+    let (server, account) = dedicated();
     let by_name: BTreeMap<String, PolicyDir> = policies()
         .into_iter()
         .map(|p| (p.name.clone(), p))
@@ -163,14 +188,18 @@ fn policy_group_is_deployable() {
     let group = groups[0];
     let mut failures = Failures::default();
     failures.extend(GROUP_FILE, group_problems(group, &metadata));
+    failures.extend(
+        GROUP_FILE,
+        policy_server_ref_problem(&group["spec"], &server),
+    );
     if !mode_documented(&path) {
         failures.add(
             GROUP_FILE,
             "document the rollout: start with mode: monitor, then switch to protect",
         );
     }
-    // RBAC may come with the group or with the member policies' examples.
-    let mut rbac_docs = docs.clone();
+    // RBAC may come with deploy/ (the PolicyServer's) or with the member policies' examples.
+    let mut rbac_docs = deploy_documents();
     for p in by_name.values() {
         for file in yaml_files(&p.dir.join("examples")).unwrap_or_default() {
             rbac_docs.extend(read_documents(&file).unwrap_or_default());
@@ -192,7 +221,7 @@ fn policy_group_is_deployable() {
         match needs(&by_name[policy], &m.context_aware_resources) {
             Ok(needs) => failures.extend(
                 GROUP_FILE,
-                rbac_problems(&rbac_docs, &needs)
+                rbac_problems(&rbac_docs, &needs, &account)
                     .into_iter()
                     .map(|p| format!("spec.policies.{}: {p}", m.name)),
             ),
