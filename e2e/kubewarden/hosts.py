@@ -215,25 +215,26 @@ class Process:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, grace=5.0):
-        """SIGTERM to the whole group, SIGKILL after `grace` s; then what is left of the
-        group (children of the leader) is killed too."""
-        if self.popen.poll() is None:
+        """SIGTERM to the whole group, SIGKILL after `grace` s. The leader is reaped only after
+        the group is gone: until then it is a zombie, so the group id cannot be reused."""
+        pid = self.popen.pid
+        if self.popen.returncode is None:
             try:
-                os.killpg(self.popen.pid, signal.SIGTERM)
+                os.killpg(pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
+            deadline = time.monotonic() + grace
+            while os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                if time.monotonic() > deadline:
+                    os.killpg(pid, signal.SIGKILL)
+                    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+                    break
+                time.sleep(0.02)
             try:
-                self.popen.wait(grace)
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(self.popen.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                self.popen.wait()
-        try:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+                os.killpg(pid, signal.SIGKILL)  # what is left of the group
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.popen.wait()
         if not self._log.closed:
             self._log.close()
         if self in _LIVE:

@@ -9,7 +9,7 @@ read from the module's own embedded metadata, so a module whose metadata lacks a
 gate needs fails here. AdmissionReviews built from the policies' test_data requests are
 POSTed to /validate/<id> and the verdicts, messages, patches and audit annotations checked.
 
-    make policy-server-e2e          # or: python3 -m unittest -v e2e/kubewarden/test_policy_server.py
+    make policy-server-e2e          # or: python3 e2e/kubewarden/test_policy_server.py [-k PATTERN]
 
 GPU_ADMISSION_MODULES_DIR: a folder laid out like policies/ (<policy>/annotated-policy.wasm)
 to test other annotated modules. POLICY_SERVER_KEEP_TMP=1 keeps the temporary folder (logs,
