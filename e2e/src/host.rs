@@ -68,6 +68,12 @@ pub struct HostCall {
     pub outcome: Result<String, String>,
 }
 
+/// What policy-evaluator puts before the error of a host call that reached its callback
+/// handler (a replayed or recorded error, a Kubernetes API error) when it gives it to the
+/// guest. Refusals decided before the handler (a resource outside `contextAwareResources`)
+/// carry no prefix.
+pub const CALLBACK_FAILURE: &str = "Callback evaluation failure: ";
+
 /// State shared between the harness and the host callback of one evaluation.
 #[derive(Debug, Default)]
 pub(crate) struct HostContext {
@@ -152,7 +158,9 @@ impl HostContext {
                     ));
                 }
                 match lock(&self.replay).as_mut() {
-                    Some(session) => session.answer(&request).map_err(|e| e.to_string()),
+                    Some(session) => session
+                        .answer(&request)
+                        .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
                     None => Err(format!(
                         "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
                     )),
@@ -202,6 +210,25 @@ mod tests {
         assert_eq!(left.unwrap().len(), 1);
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].outcome, Err(err));
+    }
+
+    #[test]
+    fn replayed_errors_carry_the_callback_failure_prefix() {
+        let session = ReplaySession::from_yaml_str(
+            "- type: Exchange\n  request: \"!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\ndisable_cache: false\\n\"\n  response: {type: Error, message: 'namespaces \"a\" not found'}\n",
+        )
+        .unwrap();
+        let ctx = HostContext::new(ContextAwareAccess::Unrestricted, Some(session));
+        assert_eq!(
+            ctx.handle("kubewarden", "kubernetes", "get_resource", GET_NS)
+                .unwrap_err(),
+            "Callback evaluation failure: namespaces \"a\" not found"
+        );
+        assert_eq!(
+            ctx.handle("kubewarden", "kubernetes", "get_resource", GET_NS)
+                .unwrap_err(),
+            "Callback evaluation failure: the list of recorded responses is empty"
+        );
     }
 
     #[test]

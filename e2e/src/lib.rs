@@ -13,6 +13,7 @@
 //!   `list_resources_all`, `list_resources_by_namespace`) are served from a
 //!   [`ReplaySession`] in kwctl's own session format, with kwctl's error texts.
 //! - [`wasm_sections`] reads and writes custom sections (`io.kubewarden.metadata`).
+//! - [`annotate`] is `kwctl annotate` without kwctl (`gpu-kwctl annotate`).
 //! - [`metadata`] is policy-evaluator's `Metadata` model: what `kwctl annotate`
 //!   embeds, and its validation; [`wasm_scanner`] finds the host capabilities a
 //!   module calls, like `kwctl annotate` does.
@@ -31,6 +32,7 @@
 
 #![warn(missing_docs)]
 
+pub mod annotate;
 mod host;
 mod inputs;
 pub mod metadata;
@@ -41,7 +43,7 @@ mod response;
 pub mod wasm_scanner;
 pub mod wasm_sections;
 
-pub use host::{ContextAwareAccess, HostCall};
+pub use host::{CALLBACK_FAILURE, ContextAwareAccess, HostCall};
 pub use inputs::{
     admission_request_from_str, parse_json_or_yaml, read_admission_request, read_settings,
 };

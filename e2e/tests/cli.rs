@@ -182,7 +182,7 @@ fn replay_error_exchange_rejects() {
     assert_eq!(response["allowed"], false);
     assert_eq!(
         response["status"]["message"],
-        "cannot read Namespace team-a: Host error: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
+        "cannot read Namespace team-a: Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
     );
 }
 

@@ -126,7 +126,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: Some((
             "host-error",
-            "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
+            "Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
         )),
         in_readme: true,
     },

@@ -70,7 +70,7 @@ fn error_exchange_rejects_with_the_recorded_text() {
     assert_eq!(
         response.message(),
         Some(
-            "cannot read Namespace team-a: Host error: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
+            "cannot read Namespace team-a: Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
         )
     );
 }
@@ -86,7 +86,7 @@ fn mismatched_request_gives_the_replay_error() {
         .unwrap();
     let message = evaluation.response.message().unwrap();
     assert!(
-        message.starts_with("cannot read Namespace team-a: Host error: Replay error: unexpected request. Was expecting KubernetesGetResource"),
+        message.starts_with("cannot read Namespace team-a: Host error: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesGetResource"),
         "{message}"
     );
     // Both the recorded and the actual request are shown.
@@ -108,7 +108,9 @@ fn exhausted_session_gives_the_empty_list_error() {
     assert!(!response.allowed);
     assert_eq!(
         response.message(),
-        Some("cannot read Namespace team-a: Host error: the list of recorded responses is empty")
+        Some(
+            "cannot read Namespace team-a: Host error: Callback evaluation failure: the list of recorded responses is empty"
+        )
     );
 }
 

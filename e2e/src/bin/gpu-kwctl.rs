@@ -19,9 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
-use gpu_e2e::metadata::Metadata;
-use gpu_e2e::wasm_scanner::{capability_allowed, scan_host_capabilities};
-use gpu_e2e::wasm_sections;
+use gpu_e2e::annotate;
 use gpu_e2e::{
     ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, read_settings,
 };
@@ -249,14 +247,8 @@ fn run(args: RunArgs) -> Result<RunOutcome> {
     Ok(RunOutcome::Evaluated)
 }
 
-/// `annotate`, like `kwctl annotate`: parse metadata.yml into policy-evaluator's
-/// `Metadata` (unknown keys dropped, defaults filled in), set `protocolVersion`
-/// from the module and the usage file as `io.kubewarden.policy.usage`, validate
-/// it, warn when the host capabilities the module calls differ from the declared
-/// ones, and embed its JSON as the `io.kubewarden.metadata` custom section.
-/// Differences from kwctl: no `io.kubewarden.kwctl` annotation (this is not
-/// kwctl), an existing annotation is replaced without `--force`, and the module's
-/// other bytes are kept as they are (kwctl re-encodes the module with walrus).
+/// `annotate`, like `kwctl annotate` ([`gpu_e2e::annotate`]): the warnings kwctl
+/// prints go to stderr, the annotated module to `--output-path`.
 fn annotate_module(args: AnnotateArgs) -> Result<()> {
     let module = args.module.context("missing <module.wasm>")?;
     let metadata_path = args.metadata_path.context("--metadata-path is required")?;
@@ -265,8 +257,6 @@ fn annotate_module(args: AnnotateArgs) -> Result<()> {
         .with_context(|| format!("cannot read module {}", module.display()))?;
     let text = std::fs::read_to_string(&metadata_path)
         .with_context(|| format!("cannot read metadata {}", metadata_path.display()))?;
-    let metadata = Metadata::from_yaml(&text)
-        .with_context(|| format!("invalid metadata {}", metadata_path.display()))?;
     let usage = args
         .usage_path
         .as_ref()
@@ -275,33 +265,18 @@ fn annotate_module(args: AnnotateArgs) -> Result<()> {
                 .with_context(|| format!("cannot read usage file {}", path.display()))
         })
         .transpose()?;
-    let protocol = Policy::from_bytes(&module, &bytes)?.protocol_version()?;
-    let metadata = metadata.annotated(&protocol, usage.as_deref());
-    if let Err(problems) = metadata.validate() {
-        bail!("Metadata is invalid: {}", problems.join("; "));
+    let annotated = annotate::annotate_module(
+        &module.display().to_string(),
+        &bytes,
+        &text,
+        usage.as_deref(),
+    )
+    .with_context(|| format!("cannot annotate with {}", metadata_path.display()))?;
+    for warning in annotated.warnings() {
+        eprintln!("WARN {warning}");
     }
-    let declared = metadata.host_capabilities.clone().unwrap_or_default();
-    let detected = scan_host_capabilities(&bytes)?;
-    let undeclared: Vec<&String> = detected
-        .iter()
-        .filter(|c| !capability_allowed(&declared, c))
-        .collect();
-    if !undeclared.is_empty() {
-        eprintln!(
-            "WARN host capabilities used by the policy but not declared in metadata: {undeclared:?}"
-        );
-    }
-    let unused: Vec<&String> = declared
-        .iter()
-        .filter(|p| !detected.iter().any(|c| capability_allowed([*p], c)))
-        .collect();
-    if !unused.is_empty() {
-        eprintln!(
-            "WARN host capabilities declared in metadata but not detected in the policy: {unused:?}"
-        );
-    }
-    let annotated = wasm_sections::annotate_bytes(&bytes, &metadata.to_section_bytes()?)?;
-    std::fs::write(&output, annotated).with_context(|| format!("cannot write {}", output.display()))
+    std::fs::write(&output, annotated.module)
+        .with_context(|| format!("cannot write {}", output.display()))
 }
 
 fn main() -> ExitCode {
