@@ -70,10 +70,13 @@ run: build
 	  scripts/run-examples.py --gpu-kwctl target/debug/gpu-kwctl $(POLICIES); \
 	  kwctl=kwctl; \
 	fi; \
+	trust=""; [ -f $(SIGSTORE_TRUST) ] && trust=" --sigstore-trust-config $(SIGSTORE_TRUST)"; \
 	echo; \
-	echo "Next: your own request through a policy:"; \
-	echo "  $$kwctl run --request-path my-request.json --settings-path policies/gpu-labels-policy/test_data/settings_max_gpus.yml policies/gpu-labels-policy/annotated-policy.wasm"; \
-	echo "Then in a cluster, watch before you block: apply deploy/ in monitor mode (README, Installing with Kubewarden)."
+	echo "Next, your own request (an AdmissionRequest as JSON: copy a test_data file and change it):"; \
+	echo "  $$kwctl run$$trust --request-path policies/gpu-labels-policy/test_data/pod_gpu_missing_labels.json \\"; \
+	echo "    --settings-path policies/gpu-labels-policy/test_data/settings_max_gpus.yml policies/gpu-labels-policy/annotated-policy.wasm"; \
+	echo "Then in a cluster, watch before you block: kubectl apply -f deploy/policy-server.yaml, then"; \
+	echo "  deploy/cluster-admission-policy-group.yaml (monitor mode; README: Installing with Kubewarden)."
 
 ## test: everything CI runs
 ## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
