@@ -23,6 +23,7 @@ fn pool(threshold_percent: u32) -> Pool {
         name: "a100".into(),
         node_selector: LabelSelector::from_labels([(POOL_KEY.to_string(), "a100".to_string())]),
         threshold_percent,
+        ..Pool::default()
     }
 }
 
@@ -47,6 +48,7 @@ fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
         allocatable,
         pods,
         used,
+        ..PoolSnapshot::default()
     })
 }
 
@@ -139,6 +141,7 @@ proptest! {
             allocatable: [(GPU.to_string(), allocatable)].into(),
             pods: 1,
             used: [(GPU.to_string(), used)].into(),
+            ..PoolSnapshot::default()
         };
         let demand = |n: u64| -> GpuCounts { [(GPU.to_string(), n)].into() };
         if limit > used {
@@ -159,6 +162,7 @@ proptest! {
             allocatable: [(GPU.to_string(), allocatable)].into(),
             pods: 1,
             used: [(GPU.to_string(), used)].into(),
+            ..PoolSnapshot::default()
         };
         let decision = decide(&s, &[(GPU.to_string(), incoming)].into(), &pool(threshold));
         let check = &decision.checks[0];

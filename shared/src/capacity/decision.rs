@@ -9,19 +9,65 @@ use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
 use std::fmt;
 
-/// What a pool holds, read from its Nodes and Pods.
+/// What a pool holds: read from its Nodes and Pods, or from its ResourceQuotas and the
+/// capacity declared in settings.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PoolSnapshot {
-    /// Nodes matching the pool's node selector.
+    /// Nodes matching the pool's node selector (0 when capacity is declared).
     pub nodes: u64,
     /// Of those, the nodes that take new pods (not cordoned, not tainted not-ready).
     pub schedulable_nodes: u64,
-    /// GPUs allocatable on the schedulable nodes, per resource name.
+    /// GPUs allocatable on the schedulable nodes (or declared), per resource name.
     pub allocatable: GpuCounts,
-    /// Pods carrying the pool label that are not Succeeded or Failed.
+    /// Pods carrying the pool label that are not Succeeded or Failed (0 with quotas).
     pub pods: u64,
     /// GPUs those pods hold (effective requests, pending pods included), per resource name.
     pub used: GpuCounts,
+    /// Where `allocatable` comes from.
+    pub allocatable_from: CapacitySource,
+    /// Where `used` comes from.
+    pub used_from: UsageSource,
+}
+
+/// Where a pool's allocatable GPUs come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CapacitySource {
+    /// `status.allocatable` of the pool's schedulable Nodes.
+    #[default]
+    Nodes,
+    /// The pool's `capacity` in settings.
+    Declared,
+}
+
+/// Where a pool's GPUs in use come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UsageSource {
+    /// The effective requests of the pool's Pods.
+    #[default]
+    Pods,
+    /// `status.used` of this many ResourceQuotas.
+    Quotas(u64),
+}
+
+impl UsageSource {
+    /// ` from 6 ResourceQuotas` after a used count; nothing for Pods (today's wording).
+    fn suffix(self) -> String {
+        match self {
+            UsageSource::Pods => String::new(),
+            UsageSource::Quotas(1) => " from 1 ResourceQuota".into(),
+            UsageSource::Quotas(n) => format!(" from {n} ResourceQuotas"),
+        }
+    }
+}
+
+impl CapacitySource {
+    /// `64 allocatable` or `capacity 64 declared in settings`.
+    fn amount(self, n: u64) -> String {
+        match self {
+            CapacitySource::Nodes => format!("{n} allocatable"),
+            CapacitySource::Declared => format!("capacity {n} declared in settings"),
+        }
+    }
 }
 
 /// One resource of one pool, checked.
@@ -32,6 +78,8 @@ pub struct ResourceCheck {
     pub incoming: u64,
     pub allocatable: u64,
     pub threshold_percent: u32,
+    pub used_from: UsageSource,
+    pub allocatable_from: CapacitySource,
 }
 
 impl ResourceCheck {
@@ -92,8 +140,10 @@ pub struct Decision {
     pub node_selector: String,
     pub nodes: u64,
     pub schedulable_nodes: u64,
-    /// Everything the pool's schedulable nodes offer, for messages about a wrong resource.
+    /// Everything the pool's schedulable nodes offer (or its declared capacity), for
+    /// messages about a wrong resource.
     pub offered: GpuCounts,
+    pub allocatable_from: CapacitySource,
     pub checks: Vec<ResourceCheck>,
 }
 
@@ -105,6 +155,7 @@ pub fn decide(snapshot: &PoolSnapshot, demand: &GpuCounts, pool: &Pool) -> Decis
         node_selector: pool.node_selector.to_query(),
         nodes: snapshot.nodes,
         schedulable_nodes: snapshot.schedulable_nodes,
+        allocatable_from: snapshot.allocatable_from,
         offered: snapshot
             .allocatable
             .iter()
@@ -120,6 +171,8 @@ pub fn decide(snapshot: &PoolSnapshot, demand: &GpuCounts, pool: &Pool) -> Decis
                 incoming: *incoming,
                 allocatable: get(&snapshot.allocatable, resource),
                 threshold_percent: pool.threshold_percent,
+                used_from: snapshot.used_from,
+                allocatable_from: snapshot.allocatable_from,
             })
             .collect(),
     }
@@ -145,19 +198,22 @@ impl Decision {
                 self.no_capacity_clause(c)
             } else {
                 format!(
-                    "{} would be {} of {} allocatable ({}) with this workload's {} ({} in use), above the {}% threshold (room for {} more)",
+                    "{} would be {} of {} ({}) with this workload's {} ({} in use{}), above the {}% threshold (room for {} more)",
                     c.resource,
                     c.after(),
-                    c.allocatable,
+                    c.allocatable_from.amount(c.allocatable),
                     c.percent_after(),
                     c.incoming,
                     c.used,
+                    c.used_from.suffix(),
                     c.threshold_percent,
                     c.room()
                 )
             });
         }
-        let advice = if no_capacity {
+        let advice = if no_capacity && self.allocatable_from == CapacitySource::Declared {
+            "Request a resource the pool offers, target another pool, or declare the resource in the pool's capacity in the policy settings."
+        } else if no_capacity {
             "Request a resource the pool offers, target another pool, or check the pool's nodeSelector in the policy settings and that its nodes are schedulable."
         } else {
             "Wait for capacity, lower replicas, or target another pool."
@@ -170,6 +226,17 @@ impl Decision {
     }
 
     fn no_capacity_clause(&self, c: &ResourceCheck) -> String {
+        if self.allocatable_from == CapacitySource::Declared {
+            let declared = if self.offered.is_empty() {
+                String::new()
+            } else {
+                format!(" (it declares {})", describe(&self.offered))
+            };
+            return format!(
+                "the capacity declared in settings has no {} for this workload's {}{declared}",
+                c.resource, c.incoming
+            );
+        }
         let nodes = if self.nodes == 0 {
             format!("no node matches {}", self.node_selector)
         } else {
@@ -203,12 +270,13 @@ impl fmt::Display for ResourceCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} used {} + incoming {} = {} of {} allocatable ({}), threshold {}%, {}",
+            "{} used {}{} + incoming {} = {} of {} ({}), threshold {}%, {}",
             self.resource,
             self.used,
+            self.used_from.suffix(),
             self.incoming,
             self.after(),
-            self.allocatable,
+            self.allocatable_from.amount(self.allocatable),
             self.percent_after(),
             self.threshold_percent,
             if self.fits() { "fits" } else { "over" }
@@ -232,6 +300,7 @@ mod tests {
                 "a100".to_string(),
             )]),
             threshold_percent: threshold,
+            ..Pool::default()
         }
     }
 
@@ -246,6 +315,7 @@ mod tests {
             allocatable: counts(allocatable),
             pods: 10,
             used: counts(used),
+            ..PoolSnapshot::default()
         }
     }
 
@@ -392,6 +462,8 @@ mod tests {
             incoming: 8,
             allocatable: 64,
             threshold_percent: 90,
+            used_from: UsageSource::Pods,
+            allocatable_from: CapacitySource::Nodes,
         };
         assert_eq!(c.limit(), 57);
         assert_eq!(c.room(), 7);

@@ -23,7 +23,13 @@ pub struct Demand {
     pub no_pool: Vec<String>,
     /// Templates not charged because of their priority class: `location (class)`.
     pub exempt: Vec<String>,
+    /// Per pool, the charged templates' locations and `priorityClassName`s (a pool whose
+    /// usage comes from ResourceQuotas counts only pods of its own classes).
+    pub classes: PoolClasses,
 }
+
+/// Per pool: (template location, its `priorityClassName`) of every template charged to it.
+pub type PoolClasses = BTreeMap<usize, Vec<(String, Option<String>)>>;
 
 impl Demand {
     /// True when some template holds a GPU (charged, exempt or without pool).
@@ -128,8 +134,16 @@ pub fn workload_demand(workload: &Workload, settings: &Settings, names: &GpuReso
             }
             continue;
         }
+        let charged = gpus.values().any(|n| *n > 0);
         for i in pools {
             crate::gpu::add_into(demand.per_pool.entry(i).or_default(), &gpus);
+            if charged {
+                demand
+                    .classes
+                    .entry(i)
+                    .or_default()
+                    .push((t.location.clone(), t.spec.priority_class_name.clone()));
+            }
         }
     }
     for counts in demand.per_pool.values_mut() {
@@ -234,6 +248,7 @@ mod tests {
             name: name.into(),
             node_selector: serde_json::from_value::<LabelSelector>(selector).unwrap(),
             threshold_percent: 90,
+            ..Pool::default()
         };
         Settings {
             pools: vec![

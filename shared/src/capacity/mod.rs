@@ -3,14 +3,18 @@
 //! For an admitted GPU workload the gate works out which pools its pod templates target
 //! ([`demand::target_pools`]) and how many GPUs of each resource name it adds to each
 //! ([`demand`]: pods x effective GPUs on CREATE, the increase on UPDATE and on `scale`
-//! subresource updates). For every pool it adds to, it lists the pool's Nodes and Pods
-//! through context-aware host calls ([`state`]) and checks `used + incoming` against the
-//! pool's threshold per resource name ([`decision::decide`]). Pod lists are read one pod
-//! at a time, skipping metadata with a byte-level scanner ([`scan`]).
+//! subresource updates). For every pool it adds to, it reads the pool's state through
+//! context-aware host calls ([`state`]): allocatable GPUs from the pool's Nodes or from the
+//! capacity declared in settings, GPUs in use from the pool's Pods or from its
+//! ResourceQuotas (`usage: quotas`: one object per namespace instead of one per pod); then
+//! it checks `used + incoming` against the pool's threshold per resource name
+//! ([`decision::decide`]). Node and Pod lists are read one item at a time, skipping
+//! metadata with a byte-level scanner ([`scan`]).
 //!
 //! It fails closed: when cluster state cannot be read the workload is denied with a
-//! message naming the missing contextAwareResources entry or RBAC permission, unless
-//! `failOpen` is set.
+//! message naming the missing contextAwareResources entry or RBAC permission, and when
+//! the pool's ResourceQuotas cannot count the request's pods with the quota to create or
+//! fix, unless `failOpen` is set.
 
 pub mod decision;
 pub mod demand;
@@ -18,16 +22,16 @@ pub mod scan;
 pub mod settings;
 pub mod state;
 
-pub use decision::{Decision, PoolSnapshot, ResourceCheck, decide};
-pub use settings::{ChargePods, Pool, Settings};
+pub use decision::{CapacitySource, Decision, PoolSnapshot, ResourceCheck, UsageSource, decide};
+pub use settings::{ChargePods, Pool, Settings, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::gpu::GpuResources;
 use crate::workload::Workload;
-use demand::{Demand, PoolDemand};
+use demand::{Demand, PoolClasses, PoolDemand};
 use serde_json::Value;
-use state::HostFailure;
+use state::{HostFailure, PoolError};
 
 /// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
 pub mod audit {
@@ -51,6 +55,7 @@ pub const HOST_ERROR_MAX: usize = 512;
 enum Plan {
     Charge {
         per_pool: PoolDemand,
+        classes: PoolClasses,
         notes: Vec<(&'static str, String)>,
     },
     Done(Verdict),
@@ -78,8 +83,12 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
     };
-    let (per_pool, notes) = match plan {
-        Plan::Charge { per_pool, notes } => (per_pool, notes),
+    let (per_pool, classes, notes) = match plan {
+        Plan::Charge {
+            per_pool,
+            classes,
+            notes,
+        } => (per_pool, classes, notes),
         Plan::Done(verdict) => return verdict,
         Plan::HostFailed { failure, context } => {
             return host_failure(settings, &context, &failure, Vec::new());
@@ -91,10 +100,20 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         let Some(pool) = settings.pools.get(*index) else {
             continue;
         };
-        match state::read_pool(cluster, settings, pool, &names) {
+        let context = format!("pool {}", pool.name);
+        if settings.usage_of(pool) == Usage::Quotas
+            && let Some(denial) = uncounted_templates(pool, classes.get(index))
+        {
+            return with_notes(Verdict::reject(format!("{context}: {denial}")), notes)
+                .with_audit(audit::CAPACITY, format!("{context}: not checked"));
+        }
+        match state::read_pool(cluster, settings, pool, &names, &request.namespace, demand) {
             Ok(snapshot) => decisions.push(decide(&snapshot, demand, pool)),
-            Err(failure) => {
-                return host_failure(settings, &format!("pool {}", pool.name), &failure, notes);
+            Err(PoolError::Host(failure)) => {
+                return host_failure(settings, &context, &failure, notes);
+            }
+            Err(PoolError::Uncountable(problem)) => {
+                return uncountable(settings, &context, &problem, notes);
             }
         }
     }
@@ -147,6 +166,7 @@ fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResou
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
 
+    let classes = new.classes.clone();
     let per_pool = if request.is_update() {
         // The old object was admitted before; if it cannot be read, charge everything.
         let old = Workload::from_object(&request.old_object, &settings.custom_kinds)
@@ -159,7 +179,11 @@ fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResou
     if per_pool.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
-    Plan::Charge { per_pool, notes }
+    Plan::Charge {
+        per_pool,
+        classes,
+        notes,
+    }
 }
 
 fn demand_notes(demand: &Demand) -> Vec<(&'static str, String)> {
@@ -288,8 +312,59 @@ fn scale_plan(
     }
     Plan::Charge {
         per_pool: added.per_pool,
+        classes: added.classes,
         notes,
     }
+}
+
+/// With `usage: quotas`, the templates charged to `pool` whose pods its quotas would not
+/// count (their `priorityClassName` is not one of the pool's), as a denial with the fix.
+fn uncounted_templates(
+    pool: &Pool,
+    templates: Option<&Vec<(String, Option<String>)>>,
+) -> Option<String> {
+    let classes = &pool.priority_classes;
+    let uncounted: Vec<String> = templates
+        .into_iter()
+        .flatten()
+        .filter(|(_, class)| !class.as_ref().is_some_and(|c| classes.contains(c)))
+        .map(|(location, class)| match class {
+            Some(c) => format!("{location} has priorityClassName {c}"),
+            None => format!("{location} has no priorityClassName"),
+        })
+        .collect();
+    if uncounted.is_empty() {
+        return None;
+    }
+    let to = match classes.as_slice() {
+        [one] => one.clone(),
+        many => format!("one of {}", many.join(", ")),
+    };
+    Some(format!(
+        "its GPUs in use are counted by ResourceQuotas scoped to its priority classes ({}), which would not count this workload's pods: {}. Set priorityClassName to {to} (gpu-pool-routing-policy sets it on the pool's workloads).",
+        classes.join(", "),
+        uncounted.join("; ")
+    ))
+}
+
+/// The pool's ResourceQuotas cannot count what the request needs: deny (fail closed) or
+/// accept with a warning, as when cluster state cannot be read.
+fn uncountable(
+    settings: &Settings,
+    context: &str,
+    problem: &str,
+    notes: Vec<(&'static str, String)>,
+) -> Verdict {
+    let verdict = if settings.fail_open {
+        Verdict::accept().with_warning(format!(
+            "{context}: GPU capacity was not checked: {problem} (accepted because failOpen is true)"
+        ))
+    } else {
+        Verdict::reject(format!(
+            "{context}: {problem}. The GPU capacity gate denies what it cannot count (failOpen: false)."
+        ))
+    };
+    with_notes(verdict, notes).with_audit(audit::CAPACITY, format!("{context}: not checked"))
 }
 
 /// Cluster state could not be read: deny (fail closed) or accept with a warning.

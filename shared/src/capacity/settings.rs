@@ -8,6 +8,8 @@ use crate::settings::{
     validate_resource_names,
 };
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// The label the routing policy stamps on pod templates, naming their pool.
 pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
@@ -23,6 +25,8 @@ pub struct Settings {
     pub pool_label_key: String,
     /// The pools the gate measures. At least one.
     pub pools: Vec<Pool>,
+    /// Where a pool's GPUs in use come from, unless the pool says otherwise.
+    pub usage: Usage,
     /// Which Pods are charged when they are created (see [`ChargePods`]).
     pub charge_pods: ChargePods,
     /// Accept (with a warning) instead of deny when cluster state cannot be read.
@@ -42,6 +46,7 @@ impl Default for Settings {
         Settings {
             pool_label_key: DEFAULT_POOL_LABEL_KEY.to_string(),
             pools: Vec::new(),
+            usage: Usage::default(),
             charge_pods: ChargePods::default(),
             fail_open: false,
             extra_gpu_resources: Vec::new(),
@@ -58,8 +63,21 @@ impl Default for Settings {
 pub struct Pool {
     /// The pool's name: the value of the pool label on its pods.
     pub name: String,
-    /// How to find the pool's Nodes.
+    /// How to find the pool's Nodes (and which templates target it by node selector).
+    /// Empty: the pool is targeted by its pool label only (then `capacity` is required).
     pub node_selector: LabelSelector,
+    /// GPUs per resource name the pool has, declared instead of measured from its Nodes
+    /// (the ceiling of an autoscaled pool). Values as written; [`Pool::declared_capacity`]
+    /// reads them once settings are valid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<BTreeMap<String, Value>>,
+    /// Where the pool's GPUs in use come from; `None`: the gate's `usage`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// The PriorityClasses of the pool's pods, to which its ResourceQuotas are scoped
+    /// (`usage: quotas` only).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub priority_classes: Vec<String>,
     /// Deny when allocated + incoming GPUs would exceed this percent of allocatable (1..=100).
     pub threshold_percent: u32,
 }
@@ -69,8 +87,56 @@ impl Default for Pool {
         Pool {
             name: String::new(),
             node_selector: LabelSelector::default(),
+            capacity: None,
+            usage: None,
+            priority_classes: Vec::new(),
             threshold_percent: DEFAULT_THRESHOLD_PERCENT,
         }
+    }
+}
+
+/// Where a pool's GPUs in use come from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Usage {
+    /// The effective GPU requests of the pool's Pods (listed by the pool label): exact, but
+    /// every decision reads every pod of the pool.
+    #[default]
+    Pods,
+    /// The sum of `status.used["requests.<gpu>"]` of the pool's ResourceQuotas (listed by
+    /// the pool label, one per namespace, scoped to the pool's PriorityClasses): one
+    /// object per namespace, whatever the number of pods.
+    Quotas,
+}
+
+impl Usage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Usage::Pods => "pods",
+            Usage::Quotas => "quotas",
+        }
+    }
+}
+
+impl Pool {
+    /// The declared capacity as counts (`None`: measured from the Nodes). Entries that are
+    /// not whole numbers count as 0 (settings validation refuses them).
+    pub fn declared_capacity(&self) -> Option<crate::gpu::GpuCounts> {
+        self.capacity.as_ref().map(|declared| {
+            declared
+                .iter()
+                .map(|(resource, value)| (resource.clone(), whole_gpus(value).unwrap_or(0)))
+                .collect()
+        })
+    }
+}
+
+/// A declared GPU count: a non-negative integer, or a string holding a whole quantity.
+fn whole_gpus(value: &Value) -> Result<u64, String> {
+    match value {
+        Value::Number(n) => n.as_u64().ok_or_else(|| format!("got {n}")),
+        Value::String(s) => crate::quantity::Quantity::parse_count(s).map_err(|e| e.to_string()),
+        other => Err(format!("got {other}")),
     }
 }
 
@@ -114,6 +180,11 @@ impl Settings {
     pub fn pool_named(&self, name: &str) -> Option<(usize, &Pool)> {
         self.pools.iter().enumerate().find(|(_, p)| p.name == name)
     }
+
+    /// Where `pool`'s GPUs in use come from.
+    pub fn usage_of(&self, pool: &Pool) -> Usage {
+        pool.usage.unwrap_or(self.usage)
+    }
 }
 
 impl ValidateSettings for Settings {
@@ -137,9 +208,9 @@ impl ValidateSettings for Settings {
                     pool.name
                 ));
             }
-            if pool.node_selector.is_empty() {
+            if pool.node_selector.is_empty() && pool.capacity.is_none() {
                 return Err(format!(
-                    "{field}.nodeSelector: must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster"
+                    "{field}.nodeSelector: must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in {field}.capacity instead of measuring its nodes"
                 ));
             }
             pool.node_selector
@@ -149,6 +220,7 @@ impl ValidateSettings for Settings {
                 .iter()
                 .enumerate()
                 .take(i)
+                .filter(|_| !pool.node_selector.is_empty())
                 .find(|(_, other)| other.node_selector == pool.node_selector)
             {
                 return Err(format!(
@@ -161,6 +233,8 @@ impl ValidateSettings for Settings {
                     pool.threshold_percent
                 ));
             }
+            self.validate_capacity(&field, pool)?;
+            self.validate_priority_classes(i, &field, pool)?;
         }
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
@@ -169,6 +243,75 @@ impl ValidateSettings for Settings {
             if !is_priority_class_name(class) {
                 return Err(format!(
                     "exemptPriorityClasses[{i}]: '{class}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// `capacity`: at least one entry, each a GPU resource the gate counts with a whole
+    /// number of GPUs.
+    fn validate_capacity(&self, field: &str, pool: &Pool) -> Result<(), String> {
+        let Some(declared) = &pool.capacity else {
+            return Ok(());
+        };
+        if declared.is_empty() {
+            return Err(format!(
+                "{field}.capacity: declare the pool's GPUs per resource, e.g. {{nvidia.com/gpu: 512}}, or remove capacity to measure them from the pool's nodes"
+            ));
+        }
+        let names = self.gpu_resources();
+        for (resource, value) in declared {
+            if !names.is_gpu(resource) {
+                return Err(format!(
+                    "{field}.capacity.{resource}: not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
+                    crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
+                ));
+            }
+            whole_gpus(value).map_err(|e| {
+                format!("{field}.capacity.{resource}: must be a whole number of GPUs ({e})")
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `priorityClasses`: required with `usage: quotas` (the scope of the pool's
+    /// ResourceQuotas), meaningless without it, and never shared by two pools (a quota
+    /// scoped to a shared class would count both pools' pods).
+    fn validate_priority_classes(&self, i: usize, field: &str, pool: &Pool) -> Result<(), String> {
+        let quotas = self.usage_of(pool) == Usage::Quotas;
+        if !quotas {
+            if !pool.priority_classes.is_empty() {
+                return Err(format!(
+                    "{field}.priorityClasses: only used with usage: quotas (the pool's usage is pods); remove it or set {field}.usage: quotas"
+                ));
+            }
+            return Ok(());
+        }
+        if pool.priority_classes.is_empty() {
+            return Err(format!(
+                "{field}.priorityClasses: usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them (the classes gpu-pool-routing-policy gives the pool's workloads, e.g. [{}-high])",
+                pool.name
+            ));
+        }
+        for (k, class) in pool.priority_classes.iter().enumerate() {
+            if !is_priority_class_name(class) {
+                return Err(format!(
+                    "{field}.priorityClasses[{k}]: '{class}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
+                ));
+            }
+            if pool.priority_classes[..k].contains(class) {
+                return Err(format!(
+                    "{field}.priorityClasses[{k}]: '{class}' is listed twice"
+                ));
+            }
+            if let Some((j, _)) = self.pools[..i].iter().enumerate().find(|(_, other)| {
+                self.usage_of(other) == Usage::Quotas && other.priority_classes.contains(class)
+            }) {
+                return Err(format!(
+                    "{field}.priorityClasses[{k}]: '{class}' is also a class of pools[{j}]; a ResourceQuota scoped to it would count the pods of both pools"
                 ));
             }
         }
@@ -266,6 +409,84 @@ mod tests {
     fn invalid_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
         let err = parse(settings).validate().unwrap_err();
         assert!(err.starts_with(start), "{err}");
+    }
+
+    /// `v` with field `key` of pools[i] set (added when absent).
+    fn pool_field(mut v: Value, i: usize, key: &str, value: Value) -> Value {
+        v["pools"][i][key] = value;
+        v
+    }
+
+    /// Pool a100 from ResourceQuotas with declared capacity; h100 as `base()` says.
+    fn quotas() -> Value {
+        let mut v = base();
+        v["pools"][0]["usage"] = json!("quotas");
+        v["pools"][0]["priorityClasses"] = json!(["a100-high", "a100-low"]);
+        v["pools"][0]["capacity"] = json!({"nvidia.com/gpu": 512, "nvidia.com/mig-1g.10gb": "28"});
+        v
+    }
+
+    #[test]
+    fn quota_usage_and_declared_capacity_are_valid() {
+        let s = parse(quotas());
+        s.validate().unwrap();
+        assert_eq!(s.usage, Usage::Pods);
+        assert_eq!(s.usage_of(&s.pools[0]), Usage::Quotas);
+        assert_eq!(s.usage_of(&s.pools[1]), Usage::Pods);
+        assert_eq!(
+            s.pools[0].declared_capacity(),
+            Some(crate::gpu::GpuCounts::from([
+                ("nvidia.com/gpu".to_string(), 512),
+                ("nvidia.com/mig-1g.10gb".to_string(), 28)
+            ]))
+        );
+        assert_eq!(s.pools[1].declared_capacity(), None);
+        // Declared capacity needs no node selector; pools without one share none.
+        let mut v = quotas();
+        v["pools"][0]["nodeSelector"] = json!({});
+        v["pools"][1]["nodeSelector"] = json!({});
+        v["pools"][1]["capacity"] = json!({"nvidia.com/gpu": 8});
+        parse(v).validate().unwrap();
+        // The gate's default applies to every pool that does not say.
+        let mut v = quotas();
+        v["usage"] = json!("quotas");
+        v["pools"][1]["priorityClasses"] = json!(["h100"]);
+        let s = parse(v);
+        s.validate().unwrap();
+        assert_eq!(s.usage_of(&s.pools[1]), Usage::Quotas);
+    }
+
+    #[rstest]
+    #[case::empty(with(quotas(), "/pools/0/capacity", json!({})), "pools[0].capacity: declare the pool's GPUs per resource")]
+    #[case::not_gpu(with(quotas(), "/pools/0/capacity", json!({"cpu": 64})), "pools[0].capacity.cpu: not a GPU resource the gate counts (nvidia.com/gpu, nvidia.com/gpu.shared, amd.com/gpu, gpu.intel.com/i915, gpu.intel.com/xe, nvidia.com/mig-*, or a name in extraGpuResources)")]
+    #[case::fraction(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": 1.5})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got 1.5)")]
+    #[case::fraction_text(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": "500m"})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs ('500m' must be a whole number)")]
+    #[case::negative(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": -8})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got -8)")]
+    #[case::not_a_number(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": true})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got true)")]
+    #[case::neither_nodes_nor_capacity(with(base(), "/pools/1/nodeSelector", json!({})), "pools[1].nodeSelector: must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in pools[1].capacity instead of measuring its nodes")]
+    #[case::no_classes(with(quotas(), "/pools/0/priorityClasses", json!([])), "pools[0].priorityClasses: usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them")]
+    #[case::classes_without_quotas(pool_field(base(), 1, "priorityClasses", json!(["h100"])), "pools[1].priorityClasses: only used with usage: quotas (the pool's usage is pods); remove it or set pools[1].usage: quotas")]
+    #[case::bad_class(with(quotas(), "/pools/0/priorityClasses", json!(["A100"])), "pools[0].priorityClasses[0]: 'A100' is not a PriorityClass name")]
+    #[case::class_twice(with(quotas(), "/pools/0/priorityClasses", json!(["a", "a"])), "pools[0].priorityClasses[1]: 'a' is listed twice")]
+    #[case::shared_class(pool_field(pool_field(quotas(), 1, "usage", json!("quotas")), 1, "priorityClasses", json!(["h100", "a100-low"])), "pools[1].priorityClasses[1]: 'a100-low' is also a class of pools[0]; a ResourceQuota scoped to it would count the pods of both pools")]
+    fn invalid_quota_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
+        let err = parse(settings).validate().unwrap_err();
+        assert!(err.starts_with(start), "{err}");
+    }
+
+    #[test]
+    fn extra_gpu_resources_may_be_declared() {
+        let mut v = top("extraGpuResources", json!(["habana.ai/gaudi"]));
+        v["pools"][0]["capacity"] = json!({"habana.ai/gaudi": 16});
+        parse(v).validate().unwrap();
+    }
+
+    #[rstest]
+    #[case::unknown_usage(json!({"usage": "nodes"}))]
+    #[case::unknown_pool_usage(json!({"pools": [{"name": "a", "usage": "quota"}]}))]
+    #[case::capacity_not_a_map(json!({"pools": [{"name": "a", "capacity": 512}]}))]
+    fn malformed_quota_settings_do_not_parse(#[case] settings: Value) {
+        assert!(serde_json::from_value::<Settings>(settings).is_err());
     }
 
     #[rstest]

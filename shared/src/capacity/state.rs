@@ -2,11 +2,13 @@
 //! selectors, field selector, field masks), parsing the answers with small lenient types,
 //! and turning failures into messages that name the missing permission.
 //!
-//! Every pool always produces the same two list requests, so policy-server keeps one
-//! watch per pool and kind; nothing in a request depends on the admitted object.
+//! A pool's allocatable GPUs come from its Nodes or from the capacity declared in
+//! settings; its GPUs in use from its Pods or from its ResourceQuotas ([`quota_usage`]).
+//! Every pool always produces the same list requests, so policy-server keeps one watch per
+//! pool and kind; nothing in a request depends on the admitted object.
 
-use super::decision::PoolSnapshot;
-use super::settings::{Pool, Settings};
+use super::decision::{CapacitySource, PoolSnapshot, UsageSource};
+use super::settings::{Pool, Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll};
 use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
 use crate::podspec::null_as_default;
@@ -30,6 +32,19 @@ pub const POD_FIELD_MASKS: &[&str] = &[
     "spec.initContainers.restartPolicy",
     "spec.resources",
 ];
+
+/// What crosses the host boundary for each ResourceQuota: what it limits (the GPU
+/// resources it counts), its scope (which pods it counts) and what it counted.
+pub const QUOTA_FIELD_MASKS: &[&str] = &[
+    "spec.hard",
+    "spec.scopeSelector",
+    "spec.scopes",
+    "status.used",
+];
+
+/// A ResourceQuota counts an extended resource only under this prefix
+/// (`requests.nvidia.com/gpu`): Kubernetes allows no other form for them.
+pub const QUOTA_REQUESTS_PREFIX: &str = "requests.";
 
 /// What crosses the host boundary when a scaled workload is read: its pod template's
 /// GPU requests and what decides its pool.
@@ -76,6 +91,17 @@ pub fn pod_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
         label_selector: Some(format!("{pool_label_key}={}", pool.name)),
         field_selector: Some(POD_FIELD_SELECTOR.into()),
         field_masks: masks(POD_FIELD_MASKS),
+    })
+}
+
+/// The pool's ResourceQuotas in every namespace: the pool label.
+pub fn quota_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
+    ClusterRequest::ListAll(ListAll {
+        api_version: "v1".into(),
+        kind: "ResourceQuota".into(),
+        label_selector: Some(format!("{pool_label_key}={}", pool.name)),
+        field_selector: None,
+        field_masks: masks(QUOTA_FIELD_MASKS),
     })
 }
 
@@ -190,30 +216,328 @@ pub fn call(cluster: &dyn Cluster, request: &ClusterRequest) -> Result<Vec<u8>, 
     })
 }
 
-/// Lists the pool's Nodes and Pods and sums their GPUs.
+/// Why a pool's state is not known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PoolError {
+    /// A host call failed or its answer could not be read.
+    Host(HostFailure),
+    /// The pool's ResourceQuotas cannot count what the request needs (what is wrong and
+    /// how to fix it).
+    Uncountable(String),
+}
+
+impl From<HostFailure> for PoolError {
+    fn from(f: HostFailure) -> Self {
+        PoolError::Host(f)
+    }
+}
+
+/// Reads the pool's allocatable GPUs (its Nodes, or the capacity declared in settings)
+/// and its GPUs in use (its Pods, or its ResourceQuotas), in that order. `namespace` and
+/// `demand` are the request's: with quotas, the namespace must have its quota and every
+/// quota must count the resources asked for.
 pub fn read_pool(
     cluster: &dyn Cluster,
     settings: &Settings,
     pool: &Pool,
     names: &GpuResources,
-) -> Result<PoolSnapshot, HostFailure> {
+    namespace: &str,
+    demand: &GpuCounts,
+) -> Result<PoolSnapshot, PoolError> {
     let unreadable = |request: &ClusterRequest, e: &dyn fmt::Display| HostFailure {
         request: Box::new(request.clone()),
         error: HostError::Unreadable(e.to_string()),
     };
-    let nodes_request = node_query(pool);
-    let nodes = call(cluster, &nodes_request)?;
-    let nodes = parse_nodes(&nodes, names).map_err(|e| unreadable(&nodes_request, &e))?;
-    let pods_request = pod_query(&settings.pool_label_key, pool);
-    let pods = call(cluster, &pods_request)?;
-    let pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
-    Ok(PoolSnapshot {
-        nodes: nodes.nodes,
-        schedulable_nodes: nodes.schedulable,
-        allocatable: nodes.allocatable,
-        pods: pods.pods,
-        used: pods.used,
-    })
+    let mut snapshot = PoolSnapshot::default();
+    match pool.declared_capacity() {
+        Some(declared) => {
+            snapshot.allocatable = declared;
+            snapshot.allocatable_from = CapacitySource::Declared;
+        }
+        None => {
+            let nodes_request = node_query(pool);
+            let nodes = call(cluster, &nodes_request)?;
+            let nodes = parse_nodes(&nodes, names).map_err(|e| unreadable(&nodes_request, &e))?;
+            snapshot.nodes = nodes.nodes;
+            snapshot.schedulable_nodes = nodes.schedulable;
+            snapshot.allocatable = nodes.allocatable;
+        }
+    }
+    match settings.usage_of(pool) {
+        Usage::Pods => {
+            let pods_request = pod_query(&settings.pool_label_key, pool);
+            let pods = call(cluster, &pods_request)?;
+            let pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
+            snapshot.pods = pods.pods;
+            snapshot.used = pods.used;
+        }
+        Usage::Quotas => {
+            let quotas_request = quota_query(&settings.pool_label_key, pool);
+            let quotas = call(cluster, &quotas_request)?;
+            let quotas =
+                parse_quotas(&quotas, names).map_err(|e| unreadable(&quotas_request, &e))?;
+            let target = QuotaTarget {
+                pool_label_key: &settings.pool_label_key,
+                pool,
+                namespace,
+                demand,
+                allocatable: &snapshot.allocatable,
+            };
+            snapshot.used = quota_usage(&quotas, &target).map_err(PoolError::Uncountable)?;
+            snapshot.used_from = UsageSource::Quotas(quotas.len() as u64);
+        }
+    }
+    Ok(snapshot)
+}
+
+/// One ResourceQuota of a pool, as far as the gate reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Quota {
+    pub namespace: String,
+    pub name: String,
+    /// GPU resources it counts: its `spec.hard` entries `requests.<gpu>`, prefix removed.
+    pub counts: BTreeSet<String>,
+    /// `status.used` of those, prefix removed.
+    pub used: GpuCounts,
+    /// `spec.scopes`.
+    pub scopes: Vec<String>,
+    /// `spec.scopeSelector.matchExpressions`; `None` without a `scopeSelector`.
+    pub scope_selector: Option<Vec<ScopeRequirement>>,
+}
+
+/// One entry of a quota's `scopeSelector.matchExpressions`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ScopeRequirement {
+    #[serde(deserialize_with = "null_as_default")]
+    pub scope_name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub operator: String,
+    #[serde(deserialize_with = "null_as_default")]
+    pub values: Vec<String>,
+}
+
+// Every field optional: field masks drop whatever they do not name.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct QuotaMetadata {
+    #[serde(deserialize_with = "null_as_default")]
+    name: String,
+    #[serde(deserialize_with = "null_as_default")]
+    namespace: String,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct QuotaSpec {
+    #[serde(deserialize_with = "null_as_default")]
+    hard: HashMap<String, serde::de::IgnoredAny>,
+    #[serde(deserialize_with = "null_as_default")]
+    scopes: Vec<String>,
+    scope_selector: Option<ScopeSelector>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ScopeSelector {
+    #[serde(deserialize_with = "null_as_default")]
+    match_expressions: Vec<ScopeRequirement>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct QuotaStatus {
+    #[serde(deserialize_with = "null_as_default")]
+    used: HashMap<String, crate::podspec::QuantityText>,
+}
+
+/// The pool's quotas in a `ResourceQuotaList`, GPU entries only, in list order. A used
+/// GPU amount that is not a whole number makes the list unreadable (a quota's count of
+/// GPUs is always whole).
+pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, ListError> {
+    let gpu = |key: &str| {
+        key.strip_prefix(QUOTA_REQUESTS_PREFIX)
+            .filter(|r| names.is_gpu(r))
+            .map(str::to_string)
+    };
+    let mut quotas = Vec::new();
+    super::scan::for_each_item(
+        bytes,
+        [b"metadata", b"spec", b"status"],
+        |[metadata, spec, status]| {
+            let metadata: QuotaMetadata = parse_or_default(metadata)?;
+            let spec: QuotaSpec = parse_or_default(spec)?;
+            let status: QuotaStatus = parse_or_default(status)?;
+            let mut used = GpuCounts::new();
+            for (key, quantity) in &status.used {
+                if let Some(resource) = gpu(key) {
+                    let n = crate::quantity::Quantity::parse_count(&quantity.0).map_err(|e| {
+                        ListError::Invalid(format!(
+                            "ResourceQuota {}/{}: status.used.{key}: {e}",
+                            metadata.namespace, metadata.name
+                        ))
+                    })?;
+                    used.insert(resource, n);
+                }
+            }
+            quotas.push(Quota {
+                counts: spec.hard.keys().filter_map(|k| gpu(k)).collect(),
+                used,
+                scopes: spec.scopes,
+                scope_selector: spec.scope_selector.map(|s| s.match_expressions),
+                namespace: metadata.namespace,
+                name: metadata.name,
+            });
+            Ok::<(), ListError>(())
+        },
+    )?;
+    Ok(quotas)
+}
+
+/// What the pool's quotas are checked against.
+pub struct QuotaTarget<'a> {
+    pub pool_label_key: &'a str,
+    pub pool: &'a Pool,
+    /// The request's namespace: it must have the pool's quota.
+    pub namespace: &'a str,
+    /// The resources asked for: every quota must count them.
+    pub demand: &'a GpuCounts,
+    /// The pool's allocatable GPUs, suggested as the `hard` of a quota to create.
+    pub allocatable: &'a GpuCounts,
+}
+
+/// The pool's GPUs in use: the sum of its quotas' `status.used`. Refused, with what is
+/// wrong and the fix, when that sum would miss pods: the request's namespace has no quota
+/// for the pool (its pods would not be counted), a quota is not scoped to exactly the
+/// pool's PriorityClasses, does not count a resource asked for, has not been counted yet
+/// by the quota controller, or two quotas of one namespace would count its pods twice.
+pub fn quota_usage(quotas: &[Quota], target: &QuotaTarget) -> Result<GpuCounts, String> {
+    let here: Vec<&Quota> = quotas
+        .iter()
+        .filter(|q| q.namespace == target.namespace)
+        .collect();
+    if here.is_empty() {
+        return Err(missing_quota(target));
+    }
+    let mut by_namespace: HashMap<&str, Vec<&str>> = HashMap::new();
+    for q in quotas {
+        by_namespace.entry(&q.namespace).or_default().push(&q.name);
+    }
+    let mut classes: Vec<&str> = target
+        .pool
+        .priority_classes
+        .iter()
+        .map(String::as_str)
+        .collect();
+    classes.sort_unstable();
+    let label = format!("{}={}", target.pool_label_key, target.pool.name);
+    let mut used = GpuCounts::new();
+    for q in quotas {
+        let names = &by_namespace[q.namespace.as_str()];
+        if names.len() > 1 {
+            return Err(format!(
+                "namespace {} has {} ResourceQuotas labelled {label} ({}), which count the same pods twice: keep one",
+                q.namespace,
+                names.len(),
+                names.join(", ")
+            ));
+        }
+        if let Err(scope) = scoped_to(q, &classes) {
+            let remove = if q.scopes.is_empty() {
+                ""
+            } else {
+                " and remove its spec.scopes"
+            };
+            return Err(format!(
+                "ResourceQuota {}/{} is not scoped to the pool's priority classes ({scope}): set its spec.scopeSelector to {}{remove}",
+                q.namespace,
+                q.name,
+                scope_selector_text(&classes)
+            ));
+        }
+        for resource in target.demand.keys() {
+            if !q.counts.contains(resource) {
+                return Err(format!(
+                    "ResourceQuota {}/{} does not count {QUOTA_REQUESTS_PREFIX}{resource} (it is not in its spec.hard), so the pool's {resource} pods in {} would not be counted: add {QUOTA_REQUESTS_PREFIX}{resource} to its spec.hard",
+                    q.namespace, q.name, q.namespace
+                ));
+            }
+            if !q.used.contains_key(resource) {
+                return Err(format!(
+                    "ResourceQuota {}/{} has no status.used for {QUOTA_REQUESTS_PREFIX}{resource} yet (the quota controller has not counted it): retry in a few seconds",
+                    q.namespace, q.name
+                ));
+            }
+        }
+        add_into(&mut used, &q.used);
+    }
+    Ok(used)
+}
+
+/// `Ok` when the quota counts exactly the pods of `classes` (sorted): no `scopes` and one
+/// `PriorityClass In` expression naming those classes. Otherwise what its scope is.
+fn scoped_to(q: &Quota, classes: &[&str]) -> Result<(), String> {
+    let expressions = q.scope_selector.as_deref().unwrap_or_default();
+    if let ([only], true) = (expressions, q.scopes.is_empty()) {
+        let mut values: Vec<&str> = only.values.iter().map(String::as_str).collect();
+        values.sort_unstable();
+        values.dedup();
+        if only.scope_name == "PriorityClass" && only.operator == "In" && values == classes {
+            return Ok(());
+        }
+    }
+    if expressions.is_empty() && q.scopes.is_empty() {
+        return Err(format!(
+            "it has no scope, so it counts the pods of every pool in {}",
+            q.namespace
+        ));
+    }
+    let mut parts = Vec::new();
+    if !q.scopes.is_empty() {
+        parts.push(format!("scopes [{}]", q.scopes.join(", ")));
+    }
+    for e in expressions {
+        parts.push(if e.values.is_empty() {
+            format!("{} {}", e.scope_name, e.operator)
+        } else {
+            format!("{} {} [{}]", e.scope_name, e.operator, e.values.join(", "))
+        });
+    }
+    Err(format!("its scope is {}", parts.join(" and ")))
+}
+
+fn scope_selector_text(classes: &[&str]) -> String {
+    format!(
+        "{{matchExpressions: [{{scopeName: PriorityClass, operator: In, values: [{}]}}]}}",
+        classes.join(", ")
+    )
+}
+
+/// The request's namespace has no quota for the pool: the quota to create.
+fn missing_quota(target: &QuotaTarget) -> String {
+    let mut classes: Vec<&str> = target
+        .pool
+        .priority_classes
+        .iter()
+        .map(String::as_str)
+        .collect();
+    classes.sort_unstable();
+    let hard: Vec<String> = target
+        .demand
+        .keys()
+        .map(|resource| {
+            let all = target.allocatable.get(resource).copied().unwrap_or(0);
+            format!("{QUOTA_REQUESTS_PREFIX}{resource}: \"{all}\"")
+        })
+        .collect();
+    format!(
+        "namespace {ns} has no ResourceQuota labelled {key}={pool}, so the pool's pods there would not be counted. Create it: {{apiVersion: v1, kind: ResourceQuota, metadata: {{name: gpu-{pool}, namespace: {ns}, labels: {{{key}: \"{pool}\"}}}}, spec: {{hard: {{{hard}}}, scopeSelector: {selector}}}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace)",
+        ns = target.namespace,
+        key = target.pool_label_key,
+        pool = target.pool.name,
+        hard = hard.join(", "),
+        selector = scope_selector_text(&classes),
+    )
 }
 
 /// GPUs of a pool's Nodes.
@@ -365,6 +689,8 @@ fn spec_gpus(spec: &[u8], names: &GpuResources) -> Result<GpuCounts, serde_json:
 pub enum ListError {
     Scan(super::scan::ScanError),
     Json(serde_json::Error),
+    /// Well-formed, but a value is not what it must be.
+    Invalid(String),
 }
 
 impl From<super::scan::ScanError> for ListError {
@@ -384,6 +710,7 @@ impl fmt::Display for ListError {
         match self {
             ListError::Scan(e) => write!(f, "{e}"),
             ListError::Json(e) => write!(f, "{e}"),
+            ListError::Invalid(e) => f.write_str(e),
         }
     }
 }

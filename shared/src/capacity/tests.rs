@@ -1,5 +1,7 @@
 //! `evaluate` end to end, with a scripted cluster that checks every host call.
 
+mod quotas;
+
 use super::state::{node_query, parent_query, pod_query};
 use super::*;
 use crate::cluster::ClusterRequest;

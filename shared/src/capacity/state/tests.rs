@@ -14,6 +14,7 @@ fn pool() -> Pool {
         }))
         .unwrap(),
         threshold_percent: 90,
+        ..Pool::default()
     }
 }
 
@@ -242,7 +243,15 @@ fn read_pool_lists_nodes_then_pods() {
             ),
         ]),
     };
-    let s = read_pool(&cluster, &settings, &pool(), &names()).unwrap();
+    let s = read_pool(
+        &cluster,
+        &settings,
+        &pool(),
+        &names(),
+        "ml",
+        &GpuCounts::new(),
+    )
+    .unwrap();
     assert_eq!(
         s,
         PoolSnapshot {
@@ -251,6 +260,7 @@ fn read_pool_lists_nodes_then_pods() {
             allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
             pods: 1,
             used: GpuCounts::from([("nvidia.com/gpu".to_string(), 3)]),
+            ..PoolSnapshot::default()
         }
     );
     assert!(cluster.answers.borrow().is_empty());
@@ -265,7 +275,16 @@ fn read_pool_stops_at_the_first_failure() {
     let cluster = Script {
         answers: RefCell::new(vec![(node_query(&pool()), Err("boom".into()))]),
     };
-    let f = read_pool(&cluster, &settings, &pool(), &names()).unwrap_err();
+    let Err(PoolError::Host(f)) = read_pool(
+        &cluster,
+        &settings,
+        &pool(),
+        &names(),
+        "ml",
+        &GpuCounts::new(),
+    ) else {
+        panic!("not a host failure");
+    };
     assert_eq!(*f.request, node_query(&pool()));
     assert_eq!(f.error, HostError::Call("boom".into()));
 
@@ -278,7 +297,16 @@ fn read_pool_stops_at_the_first_failure() {
             ),
         ]),
     };
-    let f = read_pool(&cluster, &settings, &pool(), &names()).unwrap_err();
+    let Err(PoolError::Host(f)) = read_pool(
+        &cluster,
+        &settings,
+        &pool(),
+        &names(),
+        "ml",
+        &GpuCounts::new(),
+    ) else {
+        panic!("not a host failure");
+    };
     assert!(matches!(f.error, HostError::Unreadable(_)), "{f:?}");
     assert!(
         f.explanation()
