@@ -1,0 +1,494 @@
+#!/usr/bin/env python3
+"""`kwctl bench` of every policy on the benchmark requests, written into BENCHMARKS.md.
+
+The requests are the ones gpu-bench measures (bench/src/cases.rs: a GPU Pod, a GPU Deployment and
+an InferenceService per policy, accepted and denied, routing's patches, the context-aware ones with
+their replay sessions), read from that file so the two cannot drift apart. With
+KUBEWARDEN_LABELS_POLICY naming a module (Kubewarden's own labels-policy), that policy is
+measured in the same run on the labels policy's GPU Pod and Deployment requests, with settings
+asking for the same labels.
+
+Each module is annotated with `kwctl annotate` (metadata.yml, README.md) into a temporary
+directory, each request is run once with `kwctl run` (its verdict goes in the table, and it fills
+the wasmtime cache), then measured with `kwctl bench`, whose run time is bounded by
+--warm-up-time and --measurement-time (whole seconds, per function measured; about 5 s a request
+with the defaults) and --num-samples. kwctl's replay proxy answers each recorded exchange once,
+so context-aware requests are measured with their session repeated (--session-copies, doubled
+and rerun when kwctl reports it ran out). The table replaces the one between
+<!-- kwctl-bench:begin --> and <!-- kwctl-bench:end --> in BENCHMARKS.md (appended when absent).
+
+Without kwctl on PATH it prints one SKIPPED line and exits 0.
+
+usage: bench/kubewarden/kwctl_bench.py [--out BENCHMARKS.md | --print] [--warm-up-time S]
+                                       [--measurement-time S] [--num-samples N]
+                                       [--session-copies N] [--policies P,...]
+"""
+
+import argparse
+import base64
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+# CI puts a copy of shared/ beside the clone; GPU_ADMISSION_SHARED overrides it.
+SHARED = Path(os.environ.get("GPU_ADMISSION_SHARED", REPO.parent / "shared")).resolve()
+TRUST_CONFIG = SHARED / "kubewarden" / "offline-sigstore-trust-config.json"
+CASES_RS = REPO / "bench" / "src" / "cases.rs"
+BEGIN = "<!-- kwctl-bench:begin -->"
+END = "<!-- kwctl-bench:end -->"
+LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
+# The labels our labels policy requires by default, in the settings of Kubewarden's labels-policy
+# (kubewarden/policies, labels-policy: `criteria` over label names).
+LABELS_POLICY_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
+LABELS_POLICY_REQUESTS = (
+    "test_data/pod_gpu_labelled.json",
+    "test_data/pod_gpu_missing_labels.json",
+    "test_data/deployment_labelled.json",
+    "test_data/deployment_missing_team.json",
+)
+
+
+class BenchError(Exception):
+    """A step failed; the message says which and why."""
+
+
+@dataclass
+class Case:
+    policy: str  # directory under policies/, or "kubewarden/<module>" for Kubewarden's own policy
+    kind: str
+    request: str  # relative to cwd
+    settings: str | None  # a file relative to cwd
+    settings_json: str | None
+    session: str | None
+    intent: str  # accept, deny, patch, or "" when not stated
+    cwd: Path
+
+    def name(self):
+        stem = Path(self.request).stem
+        return f"{stem} + {Path(self.session).stem}" if self.session else stem
+
+
+# ------------------------------------------------------------------------------------------------
+# The cases of bench/src/cases.rs
+# ------------------------------------------------------------------------------------------------
+
+CASE_CALL = re.compile(
+    r'case\(\s*(\w+),\s*"([^"]*)",\s*"([^"]*)",\s*(None|Some\("([^"]*)"\)),\s*(\w+),?\s*\)', re.S)
+SESSION_FIELD = re.compile(r'session:\s*Some\("([^"]*)"\)')
+POLICY_CONST = re.compile(r'const (\w+): &str = "([^"]+)";')
+
+
+def read_bench_cases(path=CASES_RS):
+    """The CASES of bench/src/cases.rs, as Case rows (a parse error is a BenchError)."""
+    text = path.read_text()
+    names = dict(POLICY_CONST.findall(text))
+    start = text.find("pub const CASES: &[Case] = &[")
+    if start < 0:
+        raise BenchError(f"{path}: no `pub const CASES: &[Case] = &[` found")
+    body = text[start:text.index("\n];", start)]
+    cases, previous_end = [], 0
+    for m in CASE_CALL.finditer(body):
+        const, kind, request, _, settings, intent = m.groups()
+        if const not in names:
+            raise BenchError(f"{path}: unknown policy constant {const}")
+        # `Case { session: Some("..."), ..case(...) }`: the session is just before the call.
+        between = body[previous_end:m.start()]
+        session = SESSION_FIELD.search(between[between.rfind("Case {"):]) if "Case {" in between else None
+        previous_end = m.end()
+        policy = names[const]
+        cases.append(Case(policy, kind, request, settings, None, session and session.group(1),
+                          intent.lower(), REPO / "policies" / policy))
+    expected = body.count("case(")
+    if not cases or len(cases) != expected:
+        raise BenchError(f"{path}: read {len(cases)} of {expected} cases; has CASES changed shape?")
+    return cases
+
+
+def labels_policy_cases(module):
+    """Kubewarden's labels-policy on our labels policy's Pod and Deployment requests."""
+    cwd = REPO / "policies" / "gpu-labels-policy"
+    out = []
+    for request in LABELS_POLICY_REQUESTS:
+        kind = "Pod" if "pod_" in request else "Deployment"
+        out.append(Case(f"kubewarden/{Path(module).stem}", kind, request, None,
+                        json.dumps(LABELS_POLICY_SETTINGS, separators=(",", ":")), None, "", cwd))
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# kwctl
+# ------------------------------------------------------------------------------------------------
+
+
+class Kwctl:
+    def __init__(self, exe, home):
+        self.exe = exe
+        self.env = dict(os.environ, XDG_CACHE_HOME=str(home / "cache"),
+                        XDG_CONFIG_HOME=str(home / "config"), XDG_DATA_HOME=str(home / "data"))
+        for name in ("KUBECONFIG", "RUST_BACKTRACE", "RUST_LIB_BACKTRACE"):
+            self.env.pop(name, None)
+
+    def run(self, args, cwd=None, check=True, stderr_path=None):
+        """Runs kwctl; with `stderr_path`, stderr goes to that file (kwctl bench can log a lot)."""
+        err = open(stderr_path, "w") if stderr_path else subprocess.PIPE
+        try:
+            proc = subprocess.run([self.exe, "--no-color", *args], cwd=cwd, env=self.env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                  text=True)
+        finally:
+            if stderr_path:
+                err.close()
+        if check and proc.returncode != 0:
+            detail = proc.stderr if not stderr_path else tail(stderr_path)
+            raise BenchError(f"kwctl {' '.join(args)} failed ({proc.returncode}): "
+                             f"{(detail or proc.stdout).strip()[:2000]}")
+        return proc
+
+    def version(self):
+        out = self.run(["--version"]).stdout.strip().splitlines()
+        return out[0].strip() if out else "kwctl (unknown version)"
+
+
+def case_args(case, session=None):
+    """kwctl run / bench flags for `case`; `session` replaces the case's replay session."""
+    args = ["--request-path", case.request]
+    if case.settings:
+        args += ["--settings-path", case.settings]
+    if case.settings_json:
+        args += ["--settings-json", case.settings_json]
+    if case.session:
+        args += ["--allow-context-aware", "--replay-host-capabilities-interactions",
+                 str(session or case.session)]
+    return args + ["--sigstore-trust-config", str(TRUST_CONFIG)]
+
+
+def tail(path, limit=4000):
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - limit))
+        return f.read().decode("utf-8", "replace")
+
+
+# kwctl's replay proxy serves each recorded exchange once; these say a session ran out.
+REPLAY_FAILURES = ("the list of recorded responses is empty", "Replay error")
+
+
+def replay_failed(stderr_path):
+    with open(stderr_path, errors="replace") as f:
+        return any(any(m in line for m in REPLAY_FAILURES) for line in f)
+
+
+def repeated_session(session, copies, out):
+    """`session` (a kwctl replay session: a YAML list) with its exchanges `copies` times over."""
+    lines = [l for l in Path(session).read_text().splitlines()
+             if not l.startswith("#") and l.strip() not in ("---", "")]
+    if not lines or not lines[0].startswith("- "):
+        raise BenchError(f"{session}: not a list of exchanges")
+    body = "\n".join(lines) + "\n"
+    with open(out, "w") as f:
+        for _ in range(copies):
+            f.write(body)
+    return out
+
+
+def verdict(stdout):
+    """accept / deny / patch from kwctl run's AdmissionResponse."""
+    line = next((l for l in reversed(stdout.splitlines()) if l.lstrip().startswith("{")), None)
+    if line is None:
+        raise BenchError(f"kwctl run printed no AdmissionResponse: {stdout.strip()}")
+    response = json.loads(line)
+    if not response.get("allowed"):
+        return "deny"
+    if response.get("patch") and json.loads(base64.b64decode(response["patch"])):
+        return "patch"
+    return "accept"
+
+
+# kwctl bench (tiny-bench) prints, per function measured (validate_settings, then validate):
+#   validate [5.0 thousand iterations in 1.89s with 100.0 samples]:
+#   \telapsed\t[min mean max]:\t[346.73µs 368.77µs 421.18µs] (sample data: med = 364.16µs, var = ..., stddev = 15.98µs)
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+T = r"([0-9.]+)\s*(ns|µs|us|ms|s)"
+UNIT_NS = {"ns": 1, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
+BENCH_BLOCK = re.compile(
+    r"^(\w+) \[([0-9.]+)( thousand| million)? iterations in " + T + r" with ([0-9.]+) samples\]:\s*\n"
+    r"\s*elapsed\s*\[min mean max\]:\s*\[" + T + r"\s+" + T + r"\s+" + T + r"\]"
+    r"\s*\(sample data: med = " + T + r", var = [^,]*, stddev = " + T + r"\)",
+    re.M)
+
+
+def ns(value, unit):
+    return float(value) * UNIT_NS[unit]
+
+
+def parse_bench(output):
+    """{function: {'iterations', 'samples', 'min', 'mean', 'max', 'median', 'stddev'} (times in ns)}."""
+    out = {}
+    for m in BENCH_BLOCK.finditer(ANSI.sub("", output)):
+        g = m.groups()
+        scale = {" thousand": 1e3, " million": 1e6}.get(g[2], 1)
+        out[g[0]] = {
+            "iterations": round(float(g[1]) * scale),
+            "seconds": ns(g[3], g[4]) / 1e9,
+            "samples": round(float(g[5])),
+            "min": ns(g[6], g[7]), "mean": ns(g[8], g[9]), "max": ns(g[10], g[11]),
+            "median": ns(g[12], g[13]), "stddev": ns(g[14], g[15]),
+        }
+    if "validate" not in out:
+        raise BenchError(f"cannot read kwctl bench's output:\n{ANSI.sub('', output).strip()[:2000]}")
+    return out
+
+
+def fmt_ns(value):
+    if value is None:
+        return "–"
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} ms"
+    if value >= 1e3:
+        return f"{value / 1e3:.1f} µs"
+    return f"{value:.0f} ns"
+
+
+# ------------------------------------------------------------------------------------------------
+# Report
+# ------------------------------------------------------------------------------------------------
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
+
+
+def load():
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def markdown(rows, info):
+    lines = [
+        BEGIN,
+        f"## real host: {info['kwctl_short']} bench",
+        "",
+        "Not the harness: Kubewarden's own `kwctl bench` (policy-evaluator on wasmtime, what `kwctl run` "
+        "and policy-server evaluate a policy with), written by `bench/kubewarden/kwctl_bench.py`; rerun "
+        "it, do not edit by hand. The requests are gpu-bench's (`bench/src/cases.rs`), each module "
+        "annotated by `kwctl annotate`. kwctl bench times `validate_settings`, then `validate` "
+        "(request and settings in, AdmissionResponse out, in one kept policy instance) in 100 samples; "
+        "the columns are the per-call time of the fastest sample, the median and mean of the samples, "
+        "the slowest sample and their standard deviation.",
+        "",
+        "kwctl's replay proxy answers each recorded exchange once, so a context-aware request is "
+        f"measured with its session repeated ({info['copies']:,} copies to start with, doubled whenever "
+        "kwctl reports the session ran out): every iteration gets the recorded cluster state, not the "
+        "fail-closed answer of an exhausted session.",
+        "",
+        "| | |",
+        "|---|---|",
+        f"| kwctl | `{info['kwctl']}` |",
+        f"| machine | {info['machine']} |",
+        f"| date | {info['date']}, run took {info['elapsed']:.0f} s |",
+        f"| load average (1/5/15 min) | {info['load_start']} at start, {info['load_end']} at end |",
+        f"| flags | `kwctl bench {info['flags']}` |",
+        f"| command | `{info['command']}` |",
+        "",
+    ]
+    if info["load_busy"]:
+        lines += [
+            "> **The machine was busy** (load average at or above 1): the numbers are indicative, tails "
+            "inflated by preemption; rerun on a quiet machine for reference figures.",
+            "",
+        ]
+    lines += [
+        "| policy | kind | request | meant to | kwctl run | `validate` min | median | mean | max | "
+        "stddev | iterations | `validate_settings` median |",
+        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        c, v = row["case"], row["stats"]["validate"]
+        vs = row["stats"].get("validate_settings", {})
+        lines.append(
+            f"| {c.policy} | {c.kind} | `{c.name()}` | {c.intent or '–'} | {row['verdict']} | "
+            f"{fmt_ns(v['min'])} | {fmt_ns(v['median'])} | {fmt_ns(v['mean'])} | {fmt_ns(v['max'])} | "
+            f"{fmt_ns(v['stddev'])} | {v['iterations']:,} | {fmt_ns(vs.get('median'))} |")
+    lines += ["", info["labels_note"], "", END]
+    return "\n".join(lines) + "\n"
+
+
+def replace_section(document, section):
+    """`document` with the marked section replaced by `section`, or `section` appended."""
+    start, end = document.find(BEGIN), document.find(END)
+    if start >= 0 and end > start:
+        return document[:start] + section.rstrip("\n") + document[end + len(END):]
+    if start >= 0 or end >= 0:
+        raise BenchError(f"only one of {BEGIN} and {END} is present; fix the file by hand")
+    sep = "" if not document or document.endswith("\n\n") else ("\n" if document.endswith("\n") else "\n\n")
+    return document + sep + section
+
+
+# ------------------------------------------------------------------------------------------------
+# Main
+# ------------------------------------------------------------------------------------------------
+
+
+def release_module(policy):
+    """policies/<p>/policy.wasm, else the release build in target/."""
+    built = REPO / "policies" / policy / "policy.wasm"
+    if built.is_file():
+        return built
+    target = REPO / "target" / "wasm32-wasip1" / "release" / f"{policy.replace('-', '_')}.wasm"
+    if target.is_file():
+        return target
+    raise BenchError(f"{built} not found: run `make build` first")
+
+
+def bench_case(kwctl, case, module, opts, tmp):
+    """One case: its verdict under kwctl run, then kwctl bench's statistics."""
+    said = verdict(kwctl.run(["run", *case_args(case), str(module)], cwd=case.cwd).stdout)
+    if case.intent and said != case.intent:
+        raise BenchError(f"{case.policy} {case.name()}: kwctl run says {said}, the case is meant "
+                         f"to {case.intent}")
+    timing = ["--warm-up-time", str(opts.warm_up_time), "--measurement-time",
+              str(opts.measurement_time), "--num-samples", str(opts.num_samples)]
+    copies = opts.session_copies
+    for _ in range(4):
+        session = None
+        if case.session:
+            session = repeated_session(case.cwd / case.session, copies, tmp / "session.yml")
+        err = tmp / "bench.err"
+        proc = kwctl.run(["bench", *timing, *case_args(case, session), str(module)], cwd=case.cwd,
+                         stderr_path=err)
+        if not (case.session and replay_failed(err)):
+            return said, parse_bench(proc.stdout), copies
+        copies *= 2
+    raise BenchError(f"{case.policy} {case.name()}: the replay session ran out even at {copies // 2:,} "
+                     "copies")
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
+                        help="Markdown file to update (default: BENCHMARKS.md)")
+    parser.add_argument("--print", action="store_true", help="print the table instead of writing it")
+    parser.add_argument("--warm-up-time", type=int, default=1, help="whole seconds per function")
+    parser.add_argument("--measurement-time", type=int, default=1, help="whole seconds per function")
+    parser.add_argument("--num-samples", type=int, default=100, help="samples per function")
+    parser.add_argument("--session-copies", type=int, default=12000,
+                        help="copies of a replay session to start with (doubled when it runs out)")
+    parser.add_argument("--policies", help="comma-separated subset of policies/")
+    opts = parser.parse_args(argv)
+    for name in ("warm_up_time", "measurement_time", "num_samples", "session_copies"):
+        if getattr(opts, name) < 1:
+            parser.error(f"--{name.replace('_', '-')} must be at least 1")
+
+    exe = os.environ.get("KWCTL") or shutil.which("kwctl")
+    if not exe or exe == "none" or not shutil.which(exe):
+        print("kwctl_bench: SKIPPED: kwctl is not on PATH (to get it: ../shared/kubewarden/install.sh DIR, "
+              "then add DIR to PATH)")
+        return 0
+    if not TRUST_CONFIG.is_file():
+        raise BenchError(f"{TRUST_CONFIG} not found (set GPU_ADMISSION_SHARED to the shared folder)")
+
+    cases = read_bench_cases()
+    if opts.policies:
+        wanted = set(opts.policies.split(","))
+        unknown = wanted - {c.policy for c in cases}
+        if unknown:
+            raise BenchError(f"--policies: no benchmark case for {', '.join(sorted(unknown))}")
+        cases = [c for c in cases if c.policy in wanted]
+    labels_module = os.environ.get(LABELS_POLICY_ENV)
+    if labels_module:
+        if not Path(labels_module).is_file():
+            raise BenchError(f"{LABELS_POLICY_ENV}={labels_module}: no such file")
+        cases += labels_policy_cases(labels_module)
+        labels_note = (
+            f"`kubewarden/{Path(labels_module).stem}` is Kubewarden's own labels policy "
+            f"(`{labels_module}`) on the labels policy's Pod and Deployment requests, with settings "
+            f"asking for the labels ours requires by default: `{json.dumps(LABELS_POLICY_SETTINGS)}`. "
+            "It checks label names on the object's own `metadata.labels` (not a Deployment's pod "
+            "template, not the values), so its verdicts can differ from ours.")
+    else:
+        labels_note = (f"Kubewarden's own labels policy was not measured in this run ({LABELS_POLICY_ENV} "
+                       "was not set to its module).")
+
+    flags = (f"--warm-up-time {opts.warm_up_time} --measurement-time {opts.measurement_time} "
+             f"--num-samples {opts.num_samples}")
+    started, load_start = time.monotonic(), load()
+    date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="kwctl-bench-") as tmp:
+        tmp = Path(tmp)
+        kwctl = Kwctl(exe, tmp)
+        version = kwctl.version()
+        modules = {}
+        for policy in sorted({c.policy for c in cases}):
+            if policy.startswith("kubewarden/"):
+                modules[policy] = Path(labels_module).resolve()
+                continue
+            d = REPO / "policies" / policy
+            out = tmp / f"{policy}.wasm"
+            proc = kwctl.run(["annotate", "-m", str(d / "metadata.yml"), "-u", str(d / "README.md"),
+                              "-o", str(out), str(release_module(policy))])
+            for line in proc.stderr.strip().splitlines():
+                print(f"kwctl_bench: kwctl annotate {policy}: {ANSI.sub('', line)}", file=sys.stderr)
+            modules[policy] = out
+        for case in cases:
+            said, stats, copies = bench_case(kwctl, case, modules[case.policy], opts, tmp)
+            rows.append({"case": case, "verdict": said, "stats": stats})
+            v = stats["validate"]
+            extra = f" (session x{copies:,})" if case.session else ""
+            print(f"kwctl_bench: {case.policy} {case.kind} {case.name()}{extra}: {said}, validate median "
+                  f"{fmt_ns(v['median'])} over {v['iterations']:,} iterations", file=sys.stderr)
+    elapsed = time.monotonic() - started
+    numbers = re.search(r"(\d+)\.(\d+)", version)
+    info = {
+        "kwctl": version,
+        "kwctl_short": f"kwctl {numbers.group(1)}.{numbers.group(2)}" if numbers else "kwctl",
+        "machine": machine(),
+        "date": date,
+        "elapsed": elapsed,
+        "load_start": load_start,
+        "load_end": load(),
+        "load_busy": max(os.getloadavg()) >= 1,
+        "flags": flags,
+        "copies": opts.session_copies,
+        "command": " ".join([f"{LABELS_POLICY_ENV}={labels_module}"] * bool(labels_module)
+                            + ["bench/kubewarden/kwctl_bench.py", *argv]),
+        "labels_note": labels_note,
+    }
+    section = markdown(rows, info)
+    if opts.print:
+        print(section, end="")
+        return 0
+    out = Path(opts.out)
+    document = out.read_text() if out.exists() else ""
+    out.write_text(replace_section(document, section))
+    print(f"kwctl_bench: {len(rows)} requests measured in {elapsed:.0f} s; wrote {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as e:
+        print(f"kwctl_bench: error: {e}", file=sys.stderr)
+        sys.exit(1)
