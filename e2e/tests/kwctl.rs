@@ -1,9 +1,11 @@
 //! The real kwctl beside the harness. For every policy under `policies/`:
 //!
-//! - its release module annotated by `kwctl annotate -m metadata.yml -u README.md` and by
-//!   the project's own annotate code ([`gpu_e2e::annotate`], behind `gpu-kwctl annotate`)
-//!   carries the same `io.kubewarden.metadata` (as JSON, but for kwctl's own
-//!   `io.kubewarden.kwctl` annotation), and neither warns;
+//! - its release module (`target/wasm32-wasip1/release/<crate>.wasm`, the file `make build`
+//!   copies to `policies/<p>/policy.wasm`; `make e2e` builds it first) annotated by
+//!   `kwctl annotate -m metadata.yml -u README.md` and by the project's own annotate code
+//!   ([`gpu_e2e::annotate`], behind `gpu-kwctl annotate`) carries the same
+//!   `io.kubewarden.metadata` (as JSON, but for kwctl's own `io.kubewarden.kwctl`
+//!   annotation), and neither warns;
 //! - `kwctl inspect` reads back what `metadata.yml` says;
 //! - every case of `policies/<p>/test_data/cases.txt` gives the same AdmissionResponse
 //!   (allowed, status, decoded JSONPatch, warnings, audit annotations), or the same
