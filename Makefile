@@ -184,18 +184,30 @@ policy-server-e2e: annotate
 	  exit 0; fi; \
 	python3 e2e/kubewarden/test_policy_server.py
 
-## bench: how fast and how small (issue 8): the built modules in wapc + wasmtime (compile, instantiate,
-## validate on kept and fresh instances), the same rules natively, the capacity gate over synthetic pools
-## of 100 to 50,000 GPU pods, module sizes and the release-profile experiment; writes BENCHMARKS.md.
+## bench: how fast and how small, writes BENCHMARKS.md. First the project's harness (gpu-bench: the built
+## modules in wapc + wasmtime, kept and fresh instances, the rules natively, the capacity gate over
+## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), then the real
+## host when kwctl and policy-server are found (on PATH or unpacked from ../shared/kubewarden): `kwctl bench`
+## of every policy (bench/kubewarden/kwctl_bench.py) and the policies through policy-server over HTTP with
+## `hey` (bench/kubewarden/policy_server_bench.py), each in its own section. KUBEWARDEN_LABELS_POLICY=<module>
+## adds Kubewarden's own labels-policy (a module you provide; no Kubewarden code is kept here) beside ours.
 ## Not part of `make test`. BENCH_FLAGS=--quick (a tenth of the calls), --skip-profiles, --skip-pools.
 BENCH_FLAGS ?=
 bench: annotate
 	@command -v wasm-opt >/dev/null || { echo "=== bench: installing binaryen (wasm-opt)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq binaryen >/dev/null; }
+	@command -v hey >/dev/null || { echo "=== bench: installing hey (load generator)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq hey >/dev/null; }
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p naive-capacity-gate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
+	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
+	  export PATH="$$kwdir:$$PATH"; \
+	  python3 bench/kubewarden/kwctl_bench.py --out BENCHMARKS.md; \
+	  python3 bench/kubewarden/policy_server_bench.py --out BENCHMARKS.md; \
+	else echo "bench: SKIPPED the real-host figures: no kwctl and policy-server (../shared/kubewarden/install.sh DIR)"; fi
 
 ## fuzz: every cargo-fuzz target in fuzz/ (fuzz/README.md), one at a time, FUZZ_SECONDS each
 ## (FUZZ_REQUEST_SECONDS for the <policy>_request targets). Not in CI. Each starts from the seeds and
