@@ -187,11 +187,15 @@ fn value_aliases(v: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// The host's error, short: its first line without the waPC `Host error: ` prefix, at
-/// most 200 characters.
+/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
+/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
+/// characters.
 fn short(error: &str) -> String {
     let line = error.lines().next().unwrap_or("").trim();
     let line = line.strip_prefix("Host error: ").unwrap_or(line);
+    let line = line
+        .strip_prefix("Callback evaluation failure: ")
+        .unwrap_or(line);
     match line.char_indices().nth(200) {
         Some((i, _)) => format!("{}...", &line[..i]),
         None => line.to_string(),
@@ -381,6 +385,8 @@ mod tests {
 
     #[rstest]
     #[case::not_found(Err("Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'\nbacktrace...".to_string()),
+        "the model registry ConfigMap gpu-system/gpu-models cannot be read (Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'). Create it, list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace gpu-system (settings.modelRegistry)")]
+    #[case::not_found_through_policy_evaluator(Err("Host error: Callback evaluation failure: Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'".to_string()),
         "the model registry ConfigMap gpu-system/gpu-models cannot be read (Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'). Create it, list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace gpu-system (settings.modelRegistry)")]
     #[case::no_key(configmap(json!({"other": "x"})),
         "the model registry ConfigMap gpu-system/gpu-models is malformed: it has no data key models.yaml or models.json (keys present: other); fix the ConfigMap")]
