@@ -166,6 +166,25 @@ impl HostContext {
                     )),
                 }
             }
+            // The image reference as a JSON string (the SDK's `get_manifest_and_config`);
+            // policy-evaluator grants OCI calls without contextAwareResources.
+            ("kubewarden", "oci", "v1/oci_manifest_config") => {
+                let image: String = serde_json::from_slice(payload).map_err(|e| {
+                    format!(
+                        "cannot parse the {operation} request {}: {e}",
+                        String::from_utf8_lossy(payload)
+                    )
+                })?;
+                let request = CallbackRequest::OciManifestAndConfig { image };
+                match lock(&self.replay).as_mut() {
+                    Some(session) => session
+                        .answer(&request)
+                        .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
+                    None => Err(format!(
+                        "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
+                    )),
+                }
+            }
             _ => Err(format!(
                 "unsupported host call {binding}/{namespace}/{operation}"
             )),
@@ -228,6 +247,30 @@ mod tests {
             ctx.handle("kubewarden", "kubernetes", "get_resource", GET_NS)
                 .unwrap_err(),
             "Callback evaluation failure: the list of recorded responses is empty"
+        );
+    }
+
+    #[test]
+    fn image_configs_are_served_from_the_session() {
+        let session = ReplaySession::from_yaml_str(
+            "- type: Exchange\n  request: \"!OciManifestAndConfig\\nimage: ghcr.io/a/b:1\\n\"\n  response: {type: Success, payload: '{\"digest\": \"sha256:0\"}'}\n",
+        )
+        .unwrap();
+        let ctx = HostContext::new(ContextAwareAccess::none(), Some(session));
+        assert_eq!(
+            ctx.handle(
+                "kubewarden",
+                "oci",
+                "v1/oci_manifest_config",
+                br#""ghcr.io/a/b:1""#
+            ),
+            Ok(br#"{"digest": "sha256:0"}"#.to_vec()),
+            "no contextAwareResources needed"
+        );
+        assert!(
+            ctx.handle("kubewarden", "oci", "v1/oci_manifest_config", b"{")
+                .unwrap_err()
+                .starts_with("cannot parse the v1/oci_manifest_config request {")
         );
     }
 

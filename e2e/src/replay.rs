@@ -29,7 +29,8 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 
 /// A host-capability request, as policy-evaluator's `CallbackRequestType` spells the
-/// Kubernetes variants (the YAML tag is the variant name, fields are snake_case).
+/// Kubernetes variants and `OciManifestAndConfig` (the YAML tag is the variant name,
+/// fields are snake_case).
 ///
 /// `Debug` prints the same text kwctl prints in its "unexpected request" error.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,24 +85,31 @@ pub enum CallbackRequest {
         #[serde(default)]
         field_masks: Option<BTreeSet<String>>,
     },
+    /// `kubewarden`/`oci`/`v1/oci_manifest_config`: an image's manifest and config.
+    OciManifestAndConfig {
+        /// The image reference (`registry.example.com/org/server:1.0`).
+        image: String,
+    },
 }
 
 impl CallbackRequest {
-    /// The `apiVersion` the request is about.
+    /// The `apiVersion` the request is about (empty for an OCI request).
     pub fn api_version(&self) -> &str {
         match self {
             Self::KubernetesGetResource { api_version, .. }
             | Self::KubernetesListResourceAll { api_version, .. }
             | Self::KubernetesListResourceNamespace { api_version, .. } => api_version,
+            Self::OciManifestAndConfig { .. } => "",
         }
     }
 
-    /// The kind the request is about.
+    /// The kind the request is about (empty for an OCI request).
     pub fn kind(&self) -> &str {
         match self {
             Self::KubernetesGetResource { kind, .. }
             | Self::KubernetesListResourceAll { kind, .. }
             | Self::KubernetesListResourceNamespace { kind, .. } => kind,
+            Self::OciManifestAndConfig { .. } => "",
         }
     }
 

@@ -1,8 +1,10 @@
 //! gpu-vram-fit-policy, built as wasm, through the harness: every request in
 //! `policies/gpu-vram-fit-policy/test_data/` with its verdict, the exact message, warnings
-//! and audit annotations; the registry ConfigMap served from kwctl replay sessions
-//! (found, not found, malformed) and no host call without it; settings validation; the
-//! metadata; and the README quoting the messages verbatim.
+//! and audit annotations (server arguments of vLLM, SGLang, TGI and KServe's huggingface
+//! runtime in both spellings, requested-memory caps, over-provisioning); the registry
+//! ConfigMap and image configs served from kwctl replay sessions (found, not found,
+//! malformed; labels found, missing, a registry error) and no host call without them;
+//! settings validation; the metadata; and the README quoting the messages verbatim.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -121,16 +123,16 @@ const CASES: &[Case] = &[
     denied(
         "deployment_unknown_model.json",
         S,
-        "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to the policy's models setting (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)",
+        "model 'EleutherAI/gpt-j-6b' (argument --model of container vllm on spec.template.spec) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to the policy's models setting (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)",
         true,
     ),
     Case {
         warnings: &[
-            "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)",
+            "GPU memory not checked: model 'EleutherAI/gpt-j-6b' is not in the model registry (unknownModel: warn)",
         ],
         audit: &[(
             "vram-fit",
-            "not checked: model 'gpt-j-6b' is not in the model registry",
+            "not checked: model 'EleutherAI/gpt-j-6b' is not in the model registry",
         )],
         in_readme: true,
         ..allowed("deployment_unknown_model.json", "settings_warn.yml", &[])
@@ -327,6 +329,7 @@ const CASES: &[Case] = &[
     Case {
         warnings: &[
             "3 GPUs per pod: tensor parallel size 3 does not divide the 32 attention heads of meta-llama/Llama-3.1-8B-Instruct; vLLM refuses it (use 1, 2, 4, 8)",
+            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 3 x NVIDIA-L4 = 60 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-L4 holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)",
         ],
         in_readme: true,
         ..allowed(
@@ -335,7 +338,189 @@ const CASES: &[Case] = &[
             &[("vram-available-mib", "62190")],
         )
     },
+    // What the pod runs: vLLM.
+    denied(
+        "deployment_vllm_label_8b_runs_70b.json",
+        S,
+        "the label gpu-admission/model on spec.template.spec names model 'llama-3.1-8b', but the argument --model of container vllm on spec.template.spec names 'meta-llama/Llama-3.1-70B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)",
+        true,
+    ),
+    // `vllm serve <model>`, `--max-model-len $(MAX_MODEL_LEN)` from the env, `--max-num-seqs=64`.
+    denied(
+        "deployment_vllm_long_context.json",
+        S,
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~1143 GiB GPU memory (weights 15 GiB bf16, KV cache 1024 GiB for 64 x 131072 tokens, overhead 10%; --max-model-len 131072, --max-num-seqs 64 from container vllm); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. It does not fit on NVIDIA-L4 with up to 8 GPUs per pod. Request nvidia.com/gpu: 8 on NVIDIA-B200 (nodeSelector nvidia.com/gpu.product).",
+        true,
+    ),
+    denied(
+        "deployment_vllm_tp_mismatch.json",
+        S,
+        "container vllm runs --tensor-parallel-size 4, but the pod has 2 GPUs: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 2, or request nvidia.com/gpu: 4.",
+        true,
+    ),
+    allowed("deployment_vllm_flags_spaced.json", S, VLLM_FLAGS_AUDIT),
+    allowed("deployment_vllm_flags_equals.json", S, VLLM_FLAGS_AUDIT),
+    // `--model /mnt/models/...`: the label names the model.
+    allowed(
+        "deployment_vllm_model_path.json",
+        S,
+        &[
+            ("vram-model", "meta-llama/Llama-3.1-8B-Instruct"),
+            (
+                "vram-model-source",
+                "label gpu-admission/model on spec.template.spec",
+            ),
+            ("vram-need-mib", "17411"),
+        ],
+    ),
+    // `sh -c` with `$(MODEL)` (Kubernetes) and `${MAX_LEN}`, `$SEQS` (the shell).
+    denied(
+        "pod_vllm_shell_script.json",
+        S,
+        "model Qwen/Qwen2.5-7B-Instruct needs ~47 GiB GPU memory (weights 15 GiB bf16, KV cache 28 GiB for 8 x 65536 tokens, overhead 10%; --max-model-len 65536, --max-num-seqs 8 from container vllm); the pod asks for 1 x NVIDIA-L40S = 40 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-L40S, or 1 on NVIDIA-H100-80GB-HBM3, or 1 on NVIDIA-A100-SXM4-80GB (nodeSelector nvidia.com/gpu.product).",
+        false,
+    ),
+    // SGLang.
+    allowed("deployment_sglang_spaced.json", S, SGLANG_AUDIT),
+    allowed("deployment_sglang_equals.json", S, SGLANG_AUDIT),
+    // TGI: its environment, and its flags.
+    allowed(
+        "deployment_tgi_env.json",
+        S,
+        &[
+            (
+                "vram-fit",
+                "model mistralai/Mixtral-8x7B-Instruct-v0.1 needs ~98 GiB (env MAX_TOTAL_TOKENS=16384 from container tgi); the pod asks for 2 x NVIDIA-A100-SXM4-80GB = 144 GiB usable at 90%",
+            ),
+            (
+                "vram-model-source",
+                "env MODEL_ID of container tgi on spec.template.spec",
+            ),
+            (
+                "vram-server-args",
+                "counted: env MAX_TOTAL_TOKENS=16384 from container tgi",
+            ),
+        ],
+    ),
+    denied("deployment_tgi_args_spaced.json", S, TGI_ARGS_DENIED, false),
+    denied("deployment_tgi_args_equals.json", S, TGI_ARGS_DENIED, false),
+    // KServe's huggingface runtime (its own flags with `_`, vLLM's with `-`).
+    denied(
+        "inferenceservice_hf_runtime_args_spaced.json",
+        S,
+        KSERVE_ARGS_DENIED,
+        true,
+    ),
+    denied(
+        "inferenceservice_hf_runtime_args_equals.json",
+        S,
+        KSERVE_ARGS_DENIED,
+        false,
+    ),
+    // Requested-memory caps, with and without a model.
+    denied(
+        "deployment_interactive_8_h100_no_model.json",
+        "settings_requested_caps.yml",
+        "the pod asks for 8 x NVIDIA-H100-80GB-HBM3 = 638 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: one NVIDIA-H100-80GB-HBM3 already holds more; use a smaller GPU or a MIG slice. Need more VRAM? Talk to the platform team.",
+        true,
+    ),
+    denied(
+        "deployment_interactive_8b_on_h100.json",
+        "settings_requested_caps.yml",
+        "the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 80 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: one NVIDIA-H100-80GB-HBM3 already holds more; use a smaller GPU or a MIG slice. Need more VRAM? Talk to the platform team.",
+        false,
+    ),
+    allowed(
+        "deployment_interactive_8b_on_l4.json",
+        "settings_requested_caps.yml",
+        &[("vram-need-mib", "17975")],
+    ),
+    // Over-provisioning: warned by default, denied with overprovision: deny.
+    Case {
+        warnings: &[
+            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-A10G (nodeSelector nvidia.com/gpu.product) holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)",
+        ],
+        in_readme: true,
+        ..allowed(
+            "deployment_llama_8b_on_h100.json",
+            S,
+            &[("vram-available-mib", "73403")],
+        )
+    },
+    denied(
+        "deployment_llama_8b_on_h100.json",
+        "settings_overprovision_deny.yml",
+        "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-A10G (nodeSelector nvidia.com/gpu.product) holds it in half the GPU memory or less (20 GiB usable): request that instead",
+        false,
+    ),
+    // Image labels through oci/v1/oci_manifest_config: found, missing, a registry error.
+    Case {
+        session: Some("session_image_labels_found.yml"),
+        ..allowed(
+            "deployment_image_labelled.json",
+            "settings_image_labels.yml",
+            &[
+                (
+                    "vram-fit",
+                    "model acme/support-bot-13b needs 19 GiB; the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%",
+                ),
+                ("vram-model", "acme/support-bot-13b"),
+                (
+                    "vram-model-source",
+                    "label io.gpu-admission.model of image registry.example.com/ml/support-bot:2024.10",
+                ),
+                ("vram-need-mib", "19456"),
+            ],
+        )
+    },
+    Case {
+        session: Some("session_image_labels_missing.yml"),
+        ..allowed(
+            "deployment_image_labelled.json",
+            "settings_image_labels.yml",
+            &[("vram-fit", "not checked: the workload names no model")],
+        )
+    },
+    Case {
+        session: Some("session_image_registry_error.yml"),
+        ..denied(
+            "deployment_image_labelled.json",
+            "settings_image_labels.yml",
+            "the config of image registry.example.com/ml/support-bot:2024.10 cannot be read (Cannot fetch manifest and config of registry.example.com/ml/support-bot:2024.10: unauthorized: authentication required): check that the image exists and that the policy server can pull from its registry (imageLabels)",
+            true,
+        )
+    },
 ];
+
+/// Every vLLM flag the policy reads, spaced or with `=`: the same verdict.
+const VLLM_FLAGS_AUDIT: &[(&str, &str)] = &[
+    (
+        "vram-fit",
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~13 GiB (--max-model-len 16384, --max-num-seqs 4, --quantization fp8, --dtype bfloat16, --kv-cache-dtype fp8 from container vllm); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 92% (--gpu-memory-utilization 0.92 of container vllm)",
+    ),
+    ("vram-need-mib", "12930"),
+    ("vram-available-mib", "21191"),
+    (
+        "vram-server-args",
+        "counted: --max-model-len 16384, --max-num-seqs 4, --quantization fp8, --dtype bfloat16, --kv-cache-dtype fp8 from container vllm; usable memory: --gpu-memory-utilization 0.92 of container vllm",
+    ),
+];
+
+const SGLANG_AUDIT: &[(&str, &str)] = &[
+    (
+        "vram-fit",
+        "model Qwen/Qwen2.5-7B-Instruct needs ~20 GiB (--context-length 16384 from container sglang); the pod asks for 2 x NVIDIA-L4 = 38 GiB usable at 85% (--mem-fraction-static 0.85 of container sglang)",
+    ),
+    (
+        "vram-model-source",
+        "argument --model-path of container sglang on spec.template.spec",
+    ),
+    ("vram-need-mib", "19888"),
+];
+
+const TGI_ARGS_DENIED: &str = "model mistralai/Mixtral-8x7B-Instruct-v0.1 needs ~97 GiB GPU memory (weights 87 GiB bf16, KV cache 1 GiB for 1 x 8192 tokens, overhead 10%; --max-total-tokens 8192 from container tgi); the pod asks for 1 x NVIDIA-H100-NVL = 84 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 1 on NVIDIA-H200, or 1 on NVIDIA-B200 (nodeSelector nvidia.com/gpu.product).";
+
+const KSERVE_ARGS_DENIED: &str = "model meta-llama/Llama-3.1-70B-Instruct needs ~156 GiB GPU memory (weights 132 GiB bf16, KV cache 10 GiB for 8 x 4096 tokens, overhead 10%; --max_model_len 4096 from container model); the pod asks for 2 x NVIDIA-H100-80GB-HBM3 = 143 GiB usable at 90%. Request nvidia.com/gpu: 4 on NVIDIA-H100-80GB-HBM3, or 1 on NVIDIA-B200, or 2 on NVIDIA-H100-NVL (nodeSelector nvidia.com/gpu.product); counts are tensor-parallel sizes that divide the model's 64 attention heads.";
 
 #[test]
 fn every_test_data_request_gets_its_verdict_and_message() {
@@ -367,7 +552,11 @@ fn every_test_data_request_gets_its_verdict_and_message() {
         if r.patch.is_some() {
             failures.push(format!("{what}: the policy is not mutating"));
         }
-        let expected_calls = usize::from(case.session.is_some());
+        let expected_calls = case.session.map_or(0, |f| {
+            ReplaySession::from_file(data(f))
+                .map(|s| s.len())
+                .unwrap_or(usize::MAX)
+        });
         if e.host_calls.len() != expected_calls || !e.unconsumed_exchanges.is_empty() {
             failures.push(format!(
                 "{what}: {} host calls, {} exchanges left",
@@ -401,6 +590,93 @@ fn the_registry_is_read_with_the_sdk_get_resource_request() {
         json!({"api_version": "v1", "kind": "ConfigMap", "name": "gpu-models",
                "namespace": "gpu-system", "disable_cache": false, "field_masks": null})
     );
+}
+
+#[test]
+fn image_labels_are_read_with_the_sdk_oci_manifest_config_request() {
+    let e = evaluate(
+        "deployment_image_labelled.json",
+        "settings_image_labels.yml",
+        Some("session_image_labels_found.yml"),
+    );
+    assert!(e.response.allowed, "{:?}", e.response);
+    let call = &e.host_calls[0];
+    assert_eq!(
+        (
+            call.binding.as_str(),
+            call.namespace.as_str(),
+            call.operation.as_str()
+        ),
+        ("kubewarden", "oci", "v1/oci_manifest_config")
+    );
+    assert_eq!(
+        call.payload,
+        r#""registry.example.com/ml/support-bot:2024.10""#
+    );
+    // Off by default: the same request makes no host call.
+    let request = read_admission_request(data("deployment_image_labelled.json")).unwrap();
+    let e = policy()
+        .evaluate(
+            &request,
+            &read_settings(data(S)).unwrap(),
+            Some(ReplaySession::default()),
+        )
+        .unwrap();
+    assert!(e.response.allowed);
+    assert!(e.host_calls.is_empty(), "{:?}", e.host_calls);
+}
+
+#[test]
+fn both_spellings_of_every_flag_give_the_same_answer() {
+    for (spaced, joined) in [
+        (
+            "deployment_vllm_flags_spaced.json",
+            "deployment_vllm_flags_equals.json",
+        ),
+        (
+            "deployment_sglang_spaced.json",
+            "deployment_sglang_equals.json",
+        ),
+        (
+            "deployment_tgi_args_spaced.json",
+            "deployment_tgi_args_equals.json",
+        ),
+        (
+            "inferenceservice_hf_runtime_args_spaced.json",
+            "inferenceservice_hf_runtime_args_equals.json",
+        ),
+    ] {
+        let args = |file: &str| {
+            let r = read_admission_request(data(file)).unwrap();
+            let text = r.to_string();
+            assert!(text.contains("\"--"), "{file} has flags");
+            r
+        };
+        let (a, b) = (args(spaced), args(joined));
+        assert_ne!(
+            a["object"], b["object"],
+            "{spaced} and {joined} spell them differently"
+        );
+        let (ra, rb) = (
+            evaluate(spaced, S, None).response,
+            evaluate(joined, S, None).response,
+        );
+        assert_eq!(
+            (
+                ra.allowed,
+                ra.message(),
+                &ra.warnings,
+                &ra.audit_annotations
+            ),
+            (
+                rb.allowed,
+                rb.message(),
+                &rb.warnings,
+                &rb.audit_annotations
+            ),
+            "{spaced} vs {joined}"
+        );
+    }
 }
 
 #[test]
@@ -458,6 +734,9 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_caps.yml",
         "settings_warn.yml",
         "settings_registry.yml",
+        "settings_requested_caps.yml",
+        "settings_overprovision_deny.yml",
+        "settings_image_labels.yml",
     ] {
         let v = policy()
             .validate_settings(&read_settings(data(file)).unwrap())
@@ -538,7 +817,10 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
         json["contextAwareResources"],
         json!([{"apiVersion": "v1", "kind": "ConfigMap"}])
     );
-    assert_eq!(json["hostCapabilities"], json!(["kubernetes/get_resource"]));
+    assert_eq!(
+        json["hostCapabilities"],
+        json!(["kubernetes/get_resource", "oci/v1/oci_manifest_config"])
+    );
     let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
     let version = metadata.annotation("io.kubewarden.policy.version").unwrap();
     assert!(
@@ -648,6 +930,7 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
     let mut request = read_admission_request(data("deployment_registry_model.json")).unwrap();
     let template = &mut request["object"]["spec"]["template"];
     template["metadata"]["labels"]["gpu-admission/model"] = json!("deepseek-v3");
+    template["spec"]["containers"][0]["args"] = json!(["--model", "deepseek-ai/DeepSeek-V3"]);
     template["spec"]["nodeSelector"] = json!({"nvidia.com/gpu.product": "NVIDIA-H200"});
     template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json!("8");
     // DeepSeek-V3, 671B fp8 + 4 x 32k tokens of MLA latent cache, held whole by each of the

@@ -71,10 +71,10 @@ says() { [[ "$output" == *"$1"* ]]; }
 @test "an unknown model is denied, or warned about" {
   run_policy deployment_unknown_model.json settings.yml
   denied
-  says "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry"
+  says "model 'EleutherAI/gpt-j-6b' (argument --model of container vllm on spec.template.spec) is not in the model registry"
   run_policy deployment_unknown_model.json settings_warn.yml
   allowed
-  says "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)"
+  says "GPU memory not checked: model 'EleutherAI/gpt-j-6b' is not in the model registry (unknownModel: warn)"
 }
 
 @test "an unknown GPU is denied, or warned about" {
@@ -197,6 +197,84 @@ says() { [[ "$output" == *"$1"* ]]; }
   run_policy deployment_registry_model.json settings_registry.yml session_registry_malformed.yml
   denied
   says 'the model registry ConfigMap gpu-system/gpu-models is malformed: models.yaml: line 1'
+}
+
+@test "server arguments: a label contradicting --model is denied" {
+  run_policy deployment_vllm_label_8b_runs_70b.json settings.yml
+  denied
+  says "names model 'llama-3.1-8b', but the argument --model of container vllm on spec.template.spec names 'meta-llama/Llama-3.1-70B-Instruct'"
+}
+
+@test "server arguments: context length and sequences from args and env are counted" {
+  run_policy deployment_vllm_long_context.json settings.yml
+  denied
+  says 'KV cache 1024 GiB for 64 x 131072 tokens, overhead 10%; --max-model-len 131072, --max-num-seqs 64 from container vllm'
+  run_policy pod_vllm_shell_script.json settings.yml
+  denied
+  says 'KV cache 28 GiB for 8 x 65536 tokens'
+}
+
+@test "server arguments: tensor parallel size must match the GPUs" {
+  run_policy deployment_vllm_tp_mismatch.json settings.yml
+  denied
+  says 'container vllm runs --tensor-parallel-size 4, but the pod has 2 GPUs'
+}
+
+@test "server arguments: vLLM, SGLang, TGI and KServe, both spellings" {
+  for f in deployment_vllm_flags_spaced.json deployment_vllm_flags_equals.json; do
+    run_policy "$f" settings.yml
+    allowed
+    says '"vram-need-mib":"12930"'
+  done
+  for f in deployment_sglang_spaced.json deployment_sglang_equals.json; do
+    run_policy "$f" settings.yml
+    allowed
+    says '"vram-need-mib":"19888"'
+  done
+  run_policy deployment_tgi_env.json settings.yml
+  allowed
+  says '"vram-need-mib":"100234"'
+  for f in deployment_tgi_args_spaced.json deployment_tgi_args_equals.json; do
+    run_policy "$f" settings.yml
+    denied
+    says '--max-total-tokens 8192 from container tgi'
+  done
+  for f in inferenceservice_hf_runtime_args_spaced.json inferenceservice_hf_runtime_args_equals.json; do
+    run_policy "$f" settings.yml
+    denied
+    says '--max_model_len 4096 from container model'
+  done
+}
+
+@test "requested-memory caps, with and without a model" {
+  run_policy deployment_interactive_8_h100_no_model.json settings_requested_caps.yml
+  denied
+  says 'more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads'
+  says 'Need more VRAM? Talk to the platform team.'
+  run_policy deployment_interactive_8b_on_h100.json settings_requested_caps.yml
+  denied
+  run_policy deployment_interactive_8b_on_l4.json settings_requested_caps.yml
+  allowed
+}
+
+@test "over-provisioning is warned about, or denied" {
+  run_policy deployment_llama_8b_on_h100.json settings.yml
+  allowed
+  says 'over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB'
+  run_policy deployment_llama_8b_on_h100.json settings_overprovision_deny.yml
+  denied
+}
+
+@test "replay: image labels name the model, are missing, or cannot be read" {
+  run_policy deployment_image_labelled.json settings_image_labels.yml session_image_labels_found.yml
+  allowed
+  says '"vram-model":"acme/support-bot-13b"'
+  run_policy deployment_image_labelled.json settings_image_labels.yml session_image_labels_missing.yml
+  allowed
+  says 'not checked: the workload names no model'
+  run_policy deployment_image_labelled.json settings_image_labels.yml session_image_registry_error.yml
+  denied
+  says 'the config of image registry.example.com/ml/support-bot:2024.10 cannot be read'
 }
 
 @test "invalid settings name the field" {

@@ -2,7 +2,9 @@
 //!
 //! The requests are serialized exactly as the SDK's own `GetResourceRequest`,
 //! `ListAllResourcesRequest` and `ListResourcesByNamespaceRequest` (snake_case fields,
-//! `null` for absent options), so replay sessions recorded by `kwctl` match. Rules take a
+//! `null` for absent options), so replay sessions recorded by `kwctl` match; an image's
+//! config ([`OciManifestConfig`]) is asked for with the image reference as a JSON string,
+//! as the SDK's `get_manifest_and_config` does. Rules take a
 //! `&dyn Cluster`; the wasm glue implements it with waPC host calls, tests with fakes.
 
 use serde::Serialize;
@@ -80,9 +82,33 @@ impl ClusterRequest {
     }
 }
 
+/// `kubewarden/oci/v1/oci_manifest_config`: an image's manifest and config (the SDK's
+/// `get_manifest_and_config`). The payload is the image reference as a JSON string; the
+/// answer is `{"manifest": ..., "digest": ..., "config": <the image config>}`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciManifestConfig {
+    pub image: String,
+}
+
+impl OciManifestConfig {
+    /// The JSON payload the host expects.
+    pub fn payload(&self) -> Vec<u8> {
+        serde_json::to_vec(&self.image).unwrap_or_default()
+    }
+}
+
 /// Answers host calls: the raw JSON of the object or list, or the host's error text.
 pub trait Cluster {
     fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String>;
+
+    /// An image's manifest and config. Hosts that serve no OCI registry answer with an
+    /// error, as Kubewarden does for a capability it does not grant.
+    fn oci_manifest_config(&self, request: &OciManifestConfig) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "this host serves no OCI registry (asked for the config of image {})",
+            request.image
+        ))
+    }
 }
 
 #[cfg(test)]
@@ -117,5 +143,9 @@ mod tests {
             String::from_utf8(list.payload()).unwrap(),
             r#"{"api_version":"v1","kind":"Node","label_selector":"pool=a","field_selector":null,"field_masks":["status.allocatable"]}"#
         );
+        let oci = OciManifestConfig {
+            image: "ghcr.io/org/server:1.0".into(),
+        };
+        assert_eq!(oci.payload(), br#""ghcr.io/org/server:1.0""#);
     }
 }

@@ -262,7 +262,7 @@ pub fn pod_gpus(spec: &PodSpec, names: &GpuResources) -> PodGpus {
         let pod = Container {
             name: "(pod-level resources)".to_string(),
             resources: resources.clone(),
-            restart_policy: None,
+            ..Container::default()
         };
         result.pod_level =
             container_gpus(&pod, ContainerRole::App, names, &mut result.problems).gpus;

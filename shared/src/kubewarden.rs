@@ -8,7 +8,7 @@
 //! name it (`settings.pools[0].name: invalid type...`).
 
 use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
-use crate::cluster::{Cluster, ClusterRequest};
+use crate::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use crate::limits;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
@@ -123,10 +123,12 @@ pub const GET_RESOURCE: u8 = 1;
 pub const LIST_RESOURCES_ALL: u8 = 2;
 /// `list_resources_by_namespace`, for [`HostCluster`]'s set of allowed operations.
 pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
+/// `oci/v1/oci_manifest_config`, for [`HostCluster`]'s set of allowed operations.
+pub const OCI_MANIFEST_CONFIG: u8 = 8;
 
-/// The cluster as seen through waPC host calls (binding `kubewarden`, namespace
-/// `kubernetes`), limited to the operations in `OPS` (a set of the constants above), the
-/// ones the policy's `metadata.yml` declares in `hostCapabilities`.
+/// The cluster as seen through waPC host calls (binding `kubewarden`, namespaces
+/// `kubernetes` and `oci`), limited to the operations in `OPS` (a set of the constants
+/// above), the ones the policy's `metadata.yml` declares in `hostCapabilities`.
 ///
 /// The operation names are written here, each behind its own `OPS` test, and not taken
 /// from [`ClusterRequest::operation`]: a module then holds only the names of the
@@ -153,6 +155,22 @@ impl<const OPS: u8> Cluster for HostCluster<OPS> {
         };
         wapc_guest::host_call("kubewarden", "kubernetes", operation, &request.payload())
             .map_err(|e| e.to_string())
+    }
+
+    fn oci_manifest_config(&self, request: &OciManifestConfig) -> Result<Vec<u8>, String> {
+        if OPS & OCI_MANIFEST_CONFIG == 0 {
+            return Err(format!(
+                "this policy does not call the host to read the config of image {}",
+                request.image
+            ));
+        }
+        wapc_guest::host_call(
+            "kubewarden",
+            "oci",
+            "v1/oci_manifest_config",
+            &request.payload(),
+        )
+        .map_err(|e| e.to_string())
     }
 }
 

@@ -77,6 +77,33 @@ pub struct Container {
     pub resources: Resources,
     /// `Always` on an init container makes it a sidecar (restartable init container).
     pub restart_policy: Option<String>,
+    pub image: Option<String>,
+    /// The entrypoint, replacing the image's (Kubernetes does not run it through a shell).
+    #[serde(deserialize_with = "null_as_default")]
+    pub command: Vec<String>,
+    /// Arguments to the entrypoint, replacing the image's `CMD`.
+    #[serde(deserialize_with = "null_as_default")]
+    pub args: Vec<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub env: Vec<EnvVar>,
+}
+
+/// One `env` entry of a container. Only a literal `value` can be read at admission:
+/// `valueFrom` (ConfigMaps, Secrets, the downward API) is resolved by the kubelet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct EnvVar {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    pub value: Option<String>,
+    /// True when the value comes from elsewhere (`valueFrom`, whose content is not read).
+    #[serde(deserialize_with = "present")]
+    pub value_from: bool,
+}
+
+/// True for a present, non-null value of any shape.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Option::<serde::de::IgnoredAny>::deserialize(deserializer)?.is_some())
 }
 
 /// A toleration. An empty key with `Exists` tolerates every taint.
@@ -219,6 +246,26 @@ mod tests {
             vec!["v"]
         );
         assert_eq!(spec.priority_class_name.as_deref(), Some("high"));
+    }
+
+    #[test]
+    fn reads_command_args_and_env() {
+        let spec: PodSpec = serde_json::from_value(json!({"containers": [{
+            "name": "vllm", "image": "vllm/vllm-openai:v0.6.3",
+            "command": ["vllm", "serve"], "args": ["m", "--max-model-len", "$(LEN)"],
+            "env": [{"name": "LEN", "value": "8192"},
+                    {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "hf", "key": "t"}}},
+                    {"name": "EMPTY"}]
+        }, {"name": "bare", "args": null, "env": null}]}))
+        .unwrap();
+        let c = &spec.containers[0];
+        assert_eq!(c.image.as_deref(), Some("vllm/vllm-openai:v0.6.3"));
+        assert_eq!(c.command, ["vllm", "serve"]);
+        assert_eq!(c.args, ["m", "--max-model-len", "$(LEN)"]);
+        assert_eq!(c.env[0].value.as_deref(), Some("8192"));
+        assert!(c.env[1].value.is_none() && c.env[1].value_from);
+        assert!(c.env[2].value.is_none() && !c.env[2].value_from);
+        assert!(spec.containers[1].args.is_empty() && spec.containers[1].env.is_empty());
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Property tests of the VRAM rule (issue 9): the memory a model needs never shrinks as
 //! its parameters, context length, concurrency, weight precision or tensor-parallel size
-//! grow, and more GPUs (of the same product) never turn an acceptance into a denial.
-//! (Run natively; the unit tests also run in wasm.)
+//! grow, and more GPUs (of the same product) never turn an acceptance into a denial; a
+//! server that runs with a longer `--max-model-len`, more `--max-num-seqs` or a smaller
+//! `--gpu-memory-utilization` never turns a denial into an acceptance; and every flag reads
+//! the same as `--flag value` and `--flag=value`. (Run natively; the unit tests also run in
+//! wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
@@ -561,4 +564,210 @@ fn proposed_fixes_are_read() {
         ]
     );
     assert!(proposed_fixes("model m needs more than allowed").is_empty());
+}
+
+/// `object` with `args` given to every container named `server`.
+fn with_args(mut object: Value, args: &[String]) -> Value {
+    fn walk(v: &mut Value, args: &[String]) {
+        match v {
+            Value::Object(map) => {
+                if map.get("name").and_then(Value::as_str) == Some("server")
+                    && map.contains_key("resources")
+                {
+                    map.insert("args".into(), json!(args));
+                }
+                for child in map.values_mut() {
+                    walk(child, args);
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|i| walk(i, args)),
+            _ => {}
+        }
+    }
+    walk(&mut object, args);
+    object
+}
+
+impl Case {
+    /// The verdict for `n` GPUs per pod with the server running `args`.
+    fn evaluate_with(&self, settings: &Settings, n: u64, args: &[String]) -> Verdict {
+        let object = with_args(self.object(n), args);
+        let request: AdmissionRequest = serde_json::from_value(json!({
+            "uid": "u", "operation": "CREATE", "namespace": "ml",
+            "kind": {"group": "", "version": "v1", "kind": object["kind"]},
+            "object": object,
+        }))
+        .unwrap();
+        evaluate(&request, settings, &NoCluster)
+    }
+}
+
+/// Server flags: context length, sequences, and usable memory in thousandths.
+fn server_flags(context: u64, seqs: u64, usable_thousandths: Option<u64>) -> Vec<String> {
+    let mut args = vec![
+        "--max-model-len".to_string(),
+        context.to_string(),
+        format!("--max-num-seqs={seqs}"),
+    ];
+    if let Some(t) = usable_thousandths {
+        args.push("--gpu-memory-utilization".into());
+        args.push(format!("{}.{:03}", t / 1000, t % 1000));
+    }
+    args
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+
+    /// A server with a longer context or more sequences at once never fits where the
+    /// shorter or fewer did not.
+    #[test]
+    fn longer_contexts_and_more_sequences_never_turn_a_misfit_into_a_fit(
+        c in case(),
+        n in 1u64..=8,
+        context in 1u64..=200_000,
+        more_context in 0u64..=1_000_000,
+        seqs in 1u64..=64,
+        more_seqs in 0u64..=256,
+        usable in prop::option::of(10u64..=1000),
+    ) {
+        let settings = c.settings();
+        let smaller = c.evaluate_with(&settings, n, &server_flags(context, seqs, usable));
+        if smaller.allowed {
+            return Ok(());
+        }
+        let larger = c.evaluate_with(
+            &settings,
+            n,
+            &server_flags(context + more_context, seqs + more_seqs, usable),
+        );
+        prop_assert!(
+            !larger.allowed,
+            "{} x {} denied ({:?}) but {} x {} accepted\n{:?}",
+            seqs, context, smaller.message, seqs + more_seqs, context + more_context, c
+        );
+    }
+
+    /// A server that uses less of each GPU never fits where one that used more did not.
+    #[test]
+    fn less_usable_memory_never_turns_a_misfit_into_a_fit(
+        c in case(),
+        n in 1u64..=8,
+        usable in 10u64..=1000,
+        less in 0u64..=990,
+    ) {
+        let settings = c.settings();
+        let more_memory = c.evaluate_with(&settings, n, &server_flags(8192, 1, Some(usable)));
+        if more_memory.allowed {
+            return Ok(());
+        }
+        let lower = usable.saturating_sub(less).max(10);
+        let less_memory = c.evaluate_with(&settings, n, &server_flags(8192, 1, Some(lower)));
+        prop_assert!(!less_memory.allowed, "{} denied, {} accepted\n{:?}", usable, lower, c);
+    }
+}
+
+/// The flags the policy reads and values for them.
+fn known_flag() -> impl Strategy<Value = (&'static str, String)> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "--model",
+            "--model-path",
+            "--model-id",
+            "--model_id",
+            "--served-model-name"
+        ])
+        .prop_flat_map(|f| ("[a-zA-Z0-9][a-zA-Z0-9._/-]{0,30}").prop_map(move |v| (f, v))),
+        prop::sample::select(vec![
+            "--max-model-len",
+            "--max_model_len",
+            "--context-length",
+            "--max-total-tokens",
+            "--max-length"
+        ])
+        .prop_flat_map(|f| prop_oneof![
+            (1u64..=100_000_000).prop_map(|n| n.to_string()),
+            (1u64..=9999).prop_map(|n| format!("{n}k")),
+            (1u64..=99).prop_map(|n| format!("{n}K")),
+            "[a-z0-9.]{0,6}",
+        ]
+        .prop_map(move |v| (f, v))),
+        prop::sample::select(vec![
+            "--max-num-seqs",
+            "--tensor-parallel-size",
+            "-tp",
+            "--tp-size",
+            "--num-shard",
+            "--pipeline-parallel-size",
+            "-pp"
+        ])
+        .prop_flat_map(|f| prop_oneof![
+            (0u64..=5000).prop_map(|n| n.to_string()),
+            "[0-9.x-]{0,5}"
+        ]
+        .prop_map(move |v| (f, v))),
+        prop::sample::select(vec!["--gpu-memory-utilization", "--mem-fraction-static"])
+            .prop_flat_map(|f| prop_oneof![
+                (0u64..=1200).prop_map(|t| format!("{}.{:03}", t / 1000, t % 1000)),
+                "[0-9.]{0,5}"
+            ]
+            .prop_map(move |v| (f, v))),
+        prop::sample::select(vec![
+            "--quantization",
+            "-q",
+            "--quantize",
+            "--kv-cache-dtype",
+            "--dtype"
+        ])
+        .prop_flat_map(|f| prop::sample::select(vec![
+            "awq",
+            "gptq",
+            "fp8",
+            "fp8_e5m2",
+            "auto",
+            "half",
+            "bfloat16",
+            "float",
+            "gguf",
+            "int4",
+            "bitsandbytes"
+        ])
+        .prop_map(move |v| (f, v.to_string()))),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// Every known flag reads the same as `--flag value` and as `--flag=value`, among
+    /// unknown flags, and reading never panics.
+    #[test]
+    fn both_spellings_read_the_same(
+        flags in prop::collection::vec(known_flag(), 1..8),
+        noise in prop::collection::vec("--[a-z-]{1,12}", 0..4),
+    ) {
+        let mut spaced: Vec<String> = noise.clone();
+        let mut joined: Vec<String> = noise;
+        for (flag, value) in &flags {
+            spaced.push(flag.to_string());
+            spaced.push(value.clone());
+            joined.push(format!("{flag}={value}"));
+        }
+        let read = |args: &[String]| {
+            let c: gpu_rules::podspec::Container =
+                serde_json::from_value(json!({"name": "server", "args": args})).unwrap();
+            gpu_rules::vram::server::ServerArgs::read(&c, "container server")
+        };
+        let (a, b) = (read(&spaced), read(&joined));
+        // A value that looks like a flag (`-x`) is no value when spaced; with `=` it is read
+        // and refused. Either way both are errors or both read the same.
+        match (&a, &b) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(_), Err(_)) => {}
+            _ => {
+                let dashed = flags.iter().any(|(_, v)| v.starts_with('-'));
+                prop_assert!(dashed, "{:?} vs {:?} for {:?}", a, b, flags);
+            }
+        }
+    }
 }

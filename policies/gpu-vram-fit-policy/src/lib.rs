@@ -1,5 +1,7 @@
 //! gpu-vram-fit-policy: waPC registration only. The rules live in `gpu_rules::vram`; the
-//! model registry ConfigMap (when configured) is read through the host's `get_resource`.
+//! model registry ConfigMap (when configured) is read through the host's `get_resource`,
+//! and server images' labels (when `imageLabels` is enabled) through
+//! `oci/v1/oci_manifest_config`.
 
 use gpu_rules::kubewarden::{self as glue, HostCluster};
 use gpu_rules::vram::{Settings, evaluate};
@@ -16,7 +18,11 @@ pub extern "C" fn wapc_init() {
 /// Decides one admission request.
 pub fn validate(payload: &[u8]) -> CallResult {
     glue::validate(payload, |request, settings| {
-        evaluate(request, settings, &HostCluster::<{ glue::GET_RESOURCE }>)
+        evaluate(
+            request,
+            settings,
+            &HostCluster::<{ glue::GET_RESOURCE | glue::OCI_MANIFEST_CONFIG }>,
+        )
     })
 }
 

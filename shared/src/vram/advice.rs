@@ -21,6 +21,8 @@ pub struct Shape<'a> {
     pub current: Option<&'a Slice>,
     /// Several pods: counts are said "per pod".
     pub group: bool,
+    /// Percent of each GPU's memory the server uses.
+    pub usable: u64,
 }
 
 /// The smallest GPU count per pod that fits, if any up to `max`.
@@ -48,7 +50,7 @@ pub fn advise(
     pool_label_key: &str,
 ) -> String {
     let max = config.max_gpus_per_pod;
-    let usable = config.usable_percent;
+    let usable = shape.usable;
     let pods = shape.gpu_pods.max(1);
     let per = if shape.group { " per pod" } else { "" };
     // The count that fits on a GPU of `mib`, and whether the attention heads raised it.
@@ -242,6 +244,7 @@ mod tests {
                 gpu_pods: pods,
                 current,
                 group: pods > 1,
+                usable: 90,
             },
             &config(settings),
             "nvidia.com/gpu.product",

@@ -4,25 +4,38 @@
 //! a model together, see [`units`]):
 //!
 //! 1. its GPUs ([`crate::gpu::pod_gpus`], with KServe's model container counted);
-//! 2. the model it names: KServe `storageUri`, else the pod-template label
-//!    `modelLabelKey`, else the annotation `modelAnnotationKey`;
-//! 3. the model's entry in the registry (settings `models`, and the `modelRegistry`
-//!    ConfigMap read with `get_resource`, see [`catalog::registry`]);
-//! 4. an optional cap on model memory by a label value (`modelMemoryCaps`);
-//! 5. the memory per GPU ([`memory`]);
-//! 6. the estimate with the unit's tensor-parallel size ([`catalog::model`]) against
-//!    `GPUs x memory x usableMemoryPercent`; a rejection says what it needs, what it gets and
-//!    how to fix it ([`advice`]).
+//! 2. what its GPU containers run ([`server`]): the model, context length, concurrency,
+//!    dtypes, usable memory and parallel sizes their arguments give; the tensor x pipeline
+//!    parallel size must be the unit's GPU count;
+//! 3. an optional cap on the GPU memory it asks for, by a label value
+//!    (`requestedMemoryCaps`);
+//! 4. the model it serves, in this order: the server arguments, KServe `storageUri`, the
+//!    server image's labels ([`image`], `imageLabels`), the pod-template label
+//!    `modelLabelKey`, the annotation `modelAnnotationKey`, and a registered
+//!    `--served-model-name`; a label naming another model than the arguments or the image
+//!    follows `modelMismatch`;
+//! 5. the model's entry in the registry (settings `models`, and the `modelRegistry`
+//!    ConfigMap read with `get_resource`, see [`catalog::registry`]), with what the
+//!    arguments change applied;
+//! 6. an optional cap on model memory by a label value (`modelMemoryCaps`);
+//! 7. the memory per GPU ([`memory`]);
+//! 8. the estimate with the unit's tensor-parallel size ([`catalog::model`]) against
+//!    `GPUs x memory x usable percent`; a rejection says what it needs, what it gets and
+//!    how to fix it ([`advice`]); a fit in half the GPU memory or less follows
+//!    `overprovision`.
 //!
 //! Cases it cannot judge follow `noModel`, `unknownModel` and `unknownGpu` (deny, warn or
 //! allow). Accepted requests carry audit annotations with the numbers. An UPDATE that
-//! changes none of the inputs (GPUs, products, pools, model, cap label) is accepted as is,
-//! so objects admitted earlier can still be relabelled, scaled or finalized.
+//! changes none of the inputs (GPUs, products, pools, model, server arguments, images, cap
+//! labels) is accepted as is, so objects admitted earlier can still be relabelled, scaled
+//! or finalized.
 
 pub mod advice;
 pub mod catalog;
+pub mod image;
 pub mod memory;
 pub mod numbers;
+pub mod server;
 pub mod settings;
 pub mod units;
 
@@ -30,21 +43,28 @@ pub use settings::{Action, Config, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
-use crate::gpu::{GpuCounts, MIG_PREFIX, pod_gpus};
+use crate::gpu::{ContainerRole, GpuCounts, pod_gpus};
 use crate::workload::Workload;
-use catalog::registry::{FoundModel, Registry};
-use memory::{Lookup, Slice, describe, pod_slices, usable_text};
-use numbers::{Round, gib};
+use catalog::registry::Registry;
+use image::Images;
+use judge::{Judge, Judged};
+use memory::{Lookup, Slice, pod_slices};
+use server::ServerArgs;
 use units::{Unit, UnitKind};
+
+mod judge;
 
 /// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
 pub const AUDIT_FIT: &str = "vram-fit";
 pub const AUDIT_MODEL: &str = "vram-model";
+pub const AUDIT_MODEL_SOURCE: &str = "vram-model-source";
+pub const AUDIT_SERVER_ARGS: &str = "vram-server-args";
 pub const AUDIT_NEED_MIB: &str = "vram-need-mib";
 pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
 
-/// Decides one admission request. Makes at most one host call (the registry ConfigMap),
-/// and none unless a GPU unit names a model and `modelRegistry` is set.
+/// Decides one admission request. Host calls: the registry ConfigMap at most once, and
+/// only when a GPU unit names a model and `modelRegistry` is set; with `imageLabels`, the
+/// config of each distinct image of the judged units' GPU containers at most once.
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
@@ -88,16 +108,18 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     }
 
     let registry = Registry::new(&settings.models, settings.registry(), cluster);
+    let images = Images::new(&settings.image_labels, cluster);
     let judge = Judge {
         settings,
         config: &config,
         registry: &registry,
+        images: settings.image_labels.enabled.then_some(&images),
     };
     let gpu_units = new.plans.iter().filter(|p| p.uses_gpu()).count();
     let mut rejections: Vec<String> = Vec::new();
     let mut warnings: Vec<String> = Vec::new();
     let mut audits: Vec<String> = Vec::new();
-    let mut tightest: Option<(String, u64, u64)> = None;
+    let mut tightest: Option<Tightest> = None;
     for plan in new.plans.iter().filter(|p| p.uses_gpu()) {
         let prefix = if gpu_units > 1 {
             format!("{}: ", plan.location)
@@ -109,18 +131,20 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         match outcome.result {
             Judged::Reject(m) => rejections.push(format!("{prefix}{m}")),
             Judged::NotChecked(m) => audits.push(format!("{prefix}not checked: {m}")),
-            Judged::Fits {
-                model,
-                need,
-                available,
-                summary,
-            } => {
-                audits.push(format!("{prefix}{summary}"));
-                let tighter = tightest.as_ref().is_none_or(|(_, n, a)| {
-                    u128::from(need) * u128::from(*a) > u128::from(*n) * u128::from(available)
+            Judged::Fits(fit) => {
+                audits.push(format!("{prefix}{}", fit.summary));
+                let tighter = tightest.as_ref().is_none_or(|t| {
+                    u128::from(fit.need) * u128::from(t.available)
+                        > u128::from(t.need) * u128::from(fit.available)
                 });
                 if tighter {
-                    tightest = Some((model, need, available));
+                    tightest = Some(Tightest {
+                        model: fit.model,
+                        source: fit.source,
+                        server_args: fit.server_args,
+                        need: fit.need,
+                        available: fit.available,
+                    });
                 }
             }
         }
@@ -130,11 +154,15 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         if !audits.is_empty() {
             v = v.with_audit(AUDIT_FIT, audits.join("; "));
         }
-        if let Some((model, need, available)) = tightest {
+        if let Some(t) = tightest {
             v = v
-                .with_audit(AUDIT_MODEL, model)
-                .with_audit(AUDIT_NEED_MIB, need.to_string())
-                .with_audit(AUDIT_AVAILABLE_MIB, available.to_string());
+                .with_audit(AUDIT_MODEL, t.model)
+                .with_audit(AUDIT_MODEL_SOURCE, t.source)
+                .with_audit(AUDIT_NEED_MIB, t.need.to_string())
+                .with_audit(AUDIT_AVAILABLE_MIB, t.available.to_string());
+            if let Some(args) = t.server_args {
+                v = v.with_audit(AUDIT_SERVER_ARGS, args);
+            }
         }
         v
     } else {
@@ -144,6 +172,15 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         verdict = verdict.with_warning(w);
     }
     verdict
+}
+
+/// The unit with the least room, for the audit annotations.
+struct Tightest {
+    model: String,
+    source: String,
+    server_args: Option<String>,
+    need: u64,
+    available: u64,
 }
 
 /// What the rule reads from one object, per unit: compared between an UPDATE's old and new
@@ -161,8 +198,16 @@ struct Plan {
     kind: UnitKind,
     composition: String,
     members: Vec<MemberPlan>,
-    model: ModelRef,
+    /// KServe's `storageUri`, with where it is.
+    uri: Option<(String, String)>,
+    /// The model named by pod-template labels or annotations.
+    declared: ModelRef,
+    /// What the unit's GPU containers run, or why it cannot be read.
+    server: Result<ServerArgs, String>,
+    /// Distinct images of the GPU containers, in container order.
+    images: Vec<String>,
     cap_values: Vec<String>,
+    requested_cap_values: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -176,7 +221,7 @@ struct MemberPlan {
     memory: Result<Vec<Slice>, String>,
 }
 
-/// The model a unit names.
+/// The model a unit's labels or annotations name.
 #[derive(Debug, Clone, PartialEq)]
 enum ModelRef {
     None,
@@ -195,6 +240,27 @@ impl Plan {
         self.members
             .iter()
             .filter(|m| m.pods > 0 && !m.gpus.is_empty())
+    }
+
+    /// Pods with GPUs.
+    fn gpu_pods(&self) -> u64 {
+        self.gpu_members()
+            .fold(0u64, |a, m| a.saturating_add(m.pods))
+    }
+
+    /// GPU devices one model server can shard over in the whole unit: whole GPUs count one
+    /// each; a pod's MIG devices (a CUDA process sees one) and the replicas of a
+    /// time-sliced GPU count as one device.
+    fn devices(&self) -> u64 {
+        self.gpu_members().fold(0u64, |total, m| {
+            let per_pod = m.gpus.iter().fold(0u64, |a, (resource, n)| {
+                let one = resource.starts_with(crate::gpu::MIG_PREFIX)
+                    || matches!(&m.memory, Ok(slices)
+                        if slices.iter().any(|s| &s.resource == resource && s.device.shared));
+                a.saturating_add(if one { (*n).min(1) } else { *n })
+            });
+            total.saturating_add(m.pods.saturating_mul(per_pod))
+        })
     }
 }
 
@@ -231,61 +297,99 @@ fn plan_object(
 }
 
 fn plan_unit(unit: &Unit<'_>, settings: &Settings, config: &Config, lookup: &Lookup<'_>) -> Plan {
-    let members = unit
-        .members
-        .iter()
-        .map(|m| {
-            let pod = pod_gpus(&m.spec, &config.gpu_resources);
-            let memory = if pod.effective.is_empty() {
-                Ok(Vec::new())
-            } else {
-                pod_slices(lookup, &m.spec, &m.template.meta.labels, &pod.effective)
-            };
-            MemberPlan {
-                location: m.template.location.clone(),
-                pods: m.pods,
-                problems: pod.problems.iter().map(ToString::to_string).collect(),
-                gpus: pod.effective,
-                memory,
-            }
-        })
-        .collect();
+    let several = unit.members.len() > 1;
+    let mut servers: Vec<ServerArgs> = Vec::new();
+    let mut server_error: Option<String> = None;
+    let mut images: Vec<String> = Vec::new();
+    let members =
+        unit.members
+            .iter()
+            .map(|m| {
+                let pod = pod_gpus(&m.spec, &config.gpu_resources);
+                let memory = if pod.effective.is_empty() {
+                    Ok(Vec::new())
+                } else {
+                    pod_slices(lookup, &m.spec, &m.template.meta.labels, &pod.effective)
+                };
+                // The model servers are the app containers holding GPUs (all app containers
+                // when the GPUs are pod-level resources).
+                if m.pods > 0 && !pod.effective.is_empty() {
+                    let gpu_names: Vec<&str> = pod
+                        .containers
+                        .iter()
+                        .filter(|c| c.role == ContainerRole::App && c.total() > 0)
+                        .map(|c| c.name.as_str())
+                        .collect();
+                    for c in
+                        m.spec.containers.iter().filter(|c| {
+                            gpu_names.is_empty() || gpu_names.contains(&c.name.as_str())
+                        })
+                    {
+                        let who = if several {
+                            format!("container {} in {}", c.name, m.template.location)
+                        } else {
+                            format!("container {}", c.name)
+                        };
+                        match ServerArgs::read(c, &who) {
+                            Ok(args) => servers.push(args),
+                            Err(e) => {
+                                server_error.get_or_insert(e);
+                            }
+                        }
+                        if let Some(image) = c.image.as_deref().map(str::trim)
+                            && !image.is_empty()
+                            && !images.iter().any(|i| i == image)
+                        {
+                            images.push(image.to_string());
+                        }
+                    }
+                }
+                MemberPlan {
+                    location: m.template.location.clone(),
+                    pods: m.pods,
+                    problems: pod.problems.iter().map(ToString::to_string).collect(),
+                    gpus: pod.effective,
+                    memory,
+                }
+            })
+            .collect();
+    let server = match server_error {
+        Some(e) => Err(e),
+        None => ServerArgs::merge(servers),
+    };
 
+    let uri = unit.members.iter().find_map(|m| m.storage_uri.clone());
     let mut refs: Vec<(String, String)> = Vec::new();
-    if let Some((uri, at)) = unit.members.iter().find_map(|m| m.storage_uri.clone()) {
-        refs.push((uri, at));
-    } else {
-        for m in &unit.members {
-            let meta = &m.template.meta;
-            let found = [
-                (&settings.model_label_key, &meta.labels, "label"),
-                (
-                    &settings.model_annotation_key,
-                    &meta.annotations,
-                    "annotation",
-                ),
-            ]
-            .into_iter()
-            .filter(|(key, _, _)| !key.is_empty())
-            .find_map(|(key, map, what)| {
-                map.get(key.as_str())
-                    .map(|v| v.trim())
-                    .filter(|v| !v.is_empty())
-                    .map(|v| {
-                        (
-                            v.to_string(),
-                            format!("{what} {key} on {}", m.template.location),
-                        )
-                    })
-            });
-            if let Some(found) = found
-                && !refs.iter().any(|(r, _)| *r == found.0)
-            {
-                refs.push(found);
-            }
+    for m in &unit.members {
+        let meta = &m.template.meta;
+        let found = [
+            (&settings.model_label_key, &meta.labels, "label"),
+            (
+                &settings.model_annotation_key,
+                &meta.annotations,
+                "annotation",
+            ),
+        ]
+        .into_iter()
+        .filter(|(key, _, _)| !key.is_empty())
+        .find_map(|(key, map, what)| {
+            map.get(key.as_str())
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .map(|v| {
+                    (
+                        v.to_string(),
+                        format!("{what} {key} on {}", m.template.location),
+                    )
+                })
+        });
+        if let Some(found) = found
+            && !refs.iter().any(|(r, _)| *r == found.0)
+        {
+            refs.push(found);
         }
     }
-    let model = match refs.len() {
+    let declared = match refs.len() {
         0 => ModelRef::None,
         1 => {
             let (reference, source) = refs.remove(0);
@@ -294,17 +398,22 @@ fn plan_unit(unit: &Unit<'_>, settings: &Settings, config: &Config, lookup: &Loo
         _ => ModelRef::Conflict(refs),
     };
 
+    let label_values = |key: &str| {
+        let mut values: Vec<String> = unit
+            .members
+            .iter()
+            .filter_map(|m| m.template.meta.labels.get(key).cloned())
+            .collect();
+        values.sort();
+        values.dedup();
+        values
+    };
     let cap_values = match &config.caps {
-        Some((key, _)) => {
-            let mut values: Vec<String> = unit
-                .members
-                .iter()
-                .filter_map(|m| m.template.meta.labels.get(key).cloned())
-                .collect();
-            values.sort();
-            values.dedup();
-            values
-        }
+        Some((key, _)) => label_values(key),
+        None => Vec::new(),
+    };
+    let requested_cap_values = match &config.requested_caps {
+        Some(c) => label_values(&c.label_key),
         None => Vec::new(),
     };
 
@@ -313,257 +422,12 @@ fn plan_unit(unit: &Unit<'_>, settings: &Settings, config: &Config, lookup: &Loo
         kind: unit.kind.clone(),
         composition: unit.composition(),
         members,
-        model,
+        uri,
+        declared,
+        server,
+        images,
         cap_values,
-    }
-}
-
-enum Judged {
-    Reject(String),
-    NotChecked(String),
-    Fits {
-        model: String,
-        need: u64,
-        available: u64,
-        summary: String,
-    },
-}
-
-struct Outcome {
-    result: Judged,
-    warnings: Vec<String>,
-}
-
-impl Outcome {
-    fn of(result: Judged) -> Outcome {
-        Outcome {
-            result,
-            warnings: Vec::new(),
-        }
-    }
-}
-
-struct Judge<'a> {
-    settings: &'a Settings,
-    config: &'a Config,
-    registry: &'a Registry<'a>,
-}
-
-impl Judge<'_> {
-    /// Applies `action` to a case the rule cannot judge; `deny` is the rejection text,
-    /// `short` what warnings and audit annotations say.
-    fn cannot_judge(&self, action: &Action, field: &str, deny: String, short: String) -> Outcome {
-        match action {
-            Action::Warn => Outcome {
-                result: Judged::NotChecked(short.clone()),
-                warnings: vec![format!("GPU memory not checked: {short} ({field}: warn)")],
-            },
-            Action::Allow => Outcome::of(Judged::NotChecked(short)),
-            Action::Deny | Action::Invalid(_) => Outcome::of(Judged::Reject(deny)),
-        }
-    }
-
-    fn unit(&self, plan: &Plan) -> Outcome {
-        let problems: Vec<String> = plan
-            .members
-            .iter()
-            .flat_map(|m| m.problems.iter().cloned())
-            .collect();
-        if !problems.is_empty() {
-            return Outcome::of(Judged::Reject(format!(
-                "the GPU request cannot be counted: {}",
-                problems.join("; ")
-            )));
-        }
-
-        let (reference, source) = match &plan.model {
-            ModelRef::None => {
-                let mut how = Vec::new();
-                if !self.settings.model_label_key.is_empty() {
-                    how.push(format!(
-                        "the pod-template label {}: <model>",
-                        self.settings.model_label_key
-                    ));
-                }
-                if !self.settings.model_annotation_key.is_empty() {
-                    how.push(format!(
-                        "the annotation {} (for ids with '/', like meta-llama/Llama-3.1-8B-Instruct)",
-                        self.settings.model_annotation_key
-                    ));
-                }
-                return self.cannot_judge(
-                    &self.settings.no_model,
-                    "noModel",
-                    format!(
-                        "this GPU workload names no model, so its GPU memory cannot be checked: add {}",
-                        if how.is_empty() {
-                            "a KServe storageUri".to_string()
-                        } else {
-                            how.join(" or ")
-                        }
-                    ),
-                    "the workload names no model".into(),
-                );
-            }
-            ModelRef::Conflict(refs) => {
-                let list = refs
-                    .iter()
-                    .map(|(r, s)| format!("'{r}' ({s})"))
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                return Outcome::of(Judged::Reject(format!(
-                    "{} names several models ({list}); the pods of one serving unit serve one model: name the same model on every template",
-                    plan.location
-                )));
-            }
-            ModelRef::One { reference, source } => (reference, source),
-        };
-
-        let found: FoundModel = match self.registry.lookup(reference) {
-            Err(e) => return Outcome::of(Judged::Reject(e)),
-            Ok(Some(f)) => f,
-            Ok(None) => {
-                let registries = match self.settings.registry() {
-                    Some(r) => format!(
-                        "the policy's models setting or the ConfigMap {}/{}",
-                        r.namespace, r.name
-                    ),
-                    None => "the policy's models setting".into(),
-                };
-                return self.cannot_judge(
-                    &self.settings.unknown_model,
-                    "unknownModel",
-                    format!(
-                        "model '{reference}' ({source}) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to {registries} (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)"
-                    ),
-                    format!("model '{reference}' is not in the model registry"),
-                );
-            }
-        };
-        let model = &found.model;
-
-        // The tensor-parallel size: the most whole GPUs one pod of the unit holds.
-        // Time-sliced replicas share one GPU: one device, as for their memory.
-        let tp = plan
-            .gpu_members()
-            .flat_map(|m| {
-                m.gpus
-                    .iter()
-                    .filter(|(r, _)| !r.starts_with(MIG_PREFIX))
-                    .map(|(r, n)| match &m.memory {
-                        Ok(slices)
-                            if slices.iter().any(|s| &s.resource == r && s.device.shared) =>
-                        {
-                            (*n).min(1)
-                        }
-                        _ => *n,
-                    })
-            })
-            .max()
-            .unwrap_or(1)
-            .max(1);
-        let estimate = model.estimate(tp);
-        let need = estimate.total_mib;
-        let needs_text = format!(
-            "model {} needs {} GPU memory ({})",
-            found.id,
-            estimate.total_text(),
-            estimate.breakdown()
-        );
-
-        if let Some((key, caps)) = &self.config.caps
-            && let Some((value, cap)) = plan
-                .cap_values
-                .iter()
-                .filter_map(|v| caps.get(v).map(|c| (v, *c)))
-                .min_by_key(|(_, c)| *c)
-            && need > cap
-        {
-            return Outcome::of(Judged::Reject(format!(
-                "{needs_text}, more than the {} allowed for {key}={value} workloads: serve a smaller or quantized model, lower its contextLength or concurrency, or use another {key}",
-                gib(cap, Round::Down)
-            )));
-        }
-
-        let mut parts: Vec<(u64, &Slice)> = Vec::new();
-        for m in plan.gpu_members() {
-            match &m.memory {
-                Ok(slices) => parts.extend(slices.iter().map(|s| (m.pods, s))),
-                Err(reason) => {
-                    return self.cannot_judge(
-                        &self.settings.unknown_gpu,
-                        "unknownGpu",
-                        format!("cannot check that model {} fits: {reason}", found.id),
-                        format!("the GPU type of {} is unknown", m.location),
-                    );
-                }
-            }
-        }
-        let available = parts.iter().fold(0u64, |a, (pods, s)| {
-            a.saturating_add(pods.saturating_mul(s.usable_mib(self.config.usable_percent)))
-        });
-        let who = match &plan.kind {
-            UnitKind::Pod => "the pod".to_string(),
-            UnitKind::Group { name } => {
-                format!("{name} of {} pods ({})", plan_pods(plan), plan.composition)
-            }
-        };
-        let asks = format!(
-            "{who} asks for {} = {}",
-            describe(&parts),
-            usable_text(available, self.config.usable_percent)
-        );
-
-        let mut warnings = Vec::new();
-        if let Some(heads) = model.attention_heads
-            && tp > 1
-            && !model.tp_ok(tp)
-        {
-            let sizes: Vec<String> = (1..=self.config.max_gpus_per_pod)
-                .filter(|n| model.tp_ok(*n))
-                .map(|n| n.to_string())
-                .collect();
-            warnings.push(format!(
-                "{tp} GPUs per pod: tensor parallel size {tp} does not divide the {heads} attention heads of {}; vLLM refuses it (use {})",
-                found.id,
-                sizes.join(", ")
-            ));
-        }
-
-        if need <= available {
-            return Outcome {
-                result: Judged::Fits {
-                    summary: format!("model {} needs {}; {asks}", found.id, estimate.total_text()),
-                    model: found.id.clone(),
-                    need,
-                    available,
-                },
-                warnings,
-            };
-        }
-        let gpu_pods = plan
-            .gpu_members()
-            .fold(0u64, |a, m| a.saturating_add(m.pods));
-        let current = parts
-            .iter()
-            .map(|(_, s)| *s)
-            .find(|s| s.device.mig.is_none())
-            .or_else(|| parts.first().map(|(_, s)| *s));
-        let advice = advice::advise(
-            model,
-            &advice::Shape {
-                gpu_pods,
-                current,
-                group: gpu_pods > 1,
-            },
-            self.config,
-            &self.settings.product_label_key,
-            &self.settings.pool_label_key,
-        );
-        Outcome {
-            result: Judged::Reject(format!("{needs_text}; {asks}. {advice}")),
-            warnings,
-        }
+        requested_cap_values,
     }
 }
 

@@ -4,6 +4,7 @@
 use super::catalog::model::ModelSpec;
 use super::catalog::products::GpuCatalog;
 use super::catalog::registry::RegistryRef;
+use super::image::ImageLabelSettings;
 use super::numbers::NumText;
 use crate::admission::ValidateSettings;
 use crate::gpu::{GpuResources, MIG_PREFIX, MigProfile};
@@ -84,6 +85,28 @@ pub struct MemoryCaps {
     pub max_gib: BTreeMap<String, NumText>,
 }
 
+/// Caps on the GPU memory a workload asks for (GPUs x memory per GPU), by the value of a
+/// pod-template label, whether or not it names a model.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RequestedCaps {
+    /// The label whose value picks the cap, e.g. `gpu-admission/workload-type`.
+    pub label_key: String,
+    /// Label value -> the most GPU memory (GiB) one serving unit may ask for.
+    #[serde(rename = "maxGiB")]
+    pub max_gib: BTreeMap<String, NumText>,
+    /// Appended to the rejection (e.g. `Need more VRAM? Talk to the platform team.`).
+    pub message: String,
+}
+
+/// Requested-memory caps, checked: the label key, value -> MiB, the message suffix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestedCapsConfig {
+    pub label_key: String,
+    pub max_mib: BTreeMap<String, u64>,
+    pub message: String,
+}
+
 /// Settings of gpu-vram-fit-policy. Every field has a default that works out of the box.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -120,6 +143,15 @@ pub struct Settings {
     pub no_model: Action,
     /// Caps on model memory by label value.
     pub model_memory_caps: Option<MemoryCaps>,
+    /// Caps on the GPU memory asked for, by label value.
+    pub requested_memory_caps: Option<RequestedCaps>,
+    /// A pod-template label naming one model and the server arguments (or image label)
+    /// another.
+    pub model_mismatch: Action,
+    /// A model that fits in at most half the GPU memory asked for.
+    pub overprovision: Action,
+    /// Read the model and its memory from labels of the server image's config.
+    pub image_labels: ImageLabelSettings,
     pub extra_gpu_resources: Vec<String>,
     pub custom_kinds: Vec<CustomKind>,
     pub exempt_namespaces: NamespaceList,
@@ -144,6 +176,10 @@ impl Default for Settings {
             unknown_model: Action::Deny,
             no_model: Action::Allow,
             model_memory_caps: None,
+            requested_memory_caps: None,
+            model_mismatch: Action::Deny,
+            overprovision: Action::Warn,
+            image_labels: ImageLabelSettings::default(),
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
@@ -160,6 +196,8 @@ pub struct Config {
     pub max_gpus_per_pod: u64,
     /// Label value -> cap in MiB, with the label key.
     pub caps: Option<(String, BTreeMap<String, u64>)>,
+    /// Caps on the GPU memory asked for.
+    pub requested_caps: Option<RequestedCapsConfig>,
     /// Targets suggestions may name: (pool, if any; product; MiB per GPU).
     pub targets: Vec<Target>,
 }
@@ -268,6 +306,25 @@ impl Settings {
         self.unknown_gpu.check("unknownGpu")?;
         self.unknown_model.check("unknownModel")?;
         self.no_model.check("noModel")?;
+        self.model_mismatch.check("modelMismatch")?;
+        self.overprovision.check("overprovision")?;
+        let image = &self.image_labels;
+        for (field, key) in [
+            ("imageLabels.modelKey", &image.model_key),
+            ("imageLabels.vramGiBKey", &image.vram_gib_key),
+        ] {
+            if key.len() > 253 || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                return Err(format!(
+                    "{field}: '{key}' is not an image label key (at most 253 characters, no spaces), like io.gpu-admission.model"
+                ));
+            }
+        }
+        if image.enabled && image.model_key.is_empty() && image.vram_gib_key.is_empty() {
+            return Err(
+                "imageLabels: enabled, but modelKey and vramGiBKey are both empty: name at least one label"
+                    .into(),
+            );
+        }
 
         let caps = match &self.model_memory_caps {
             // Empty is "no caps" (what a settings form leaves behind).
@@ -291,6 +348,37 @@ impl Settings {
             }
         };
 
+        let requested_caps = match &self.requested_memory_caps {
+            None => None,
+            Some(c) if c.label_key.is_empty() && c.max_gib.is_empty() => None,
+            Some(c) => {
+                validate_label_key("requestedMemoryCaps.labelKey", &c.label_key)?;
+                if c.max_gib.is_empty() {
+                    return Err(
+                        "requestedMemoryCaps.maxGiB: give at least one label value and its cap, e.g. interactive: 40"
+                            .into(),
+                    );
+                }
+                let mut max_mib = BTreeMap::new();
+                for (value, gib) in &c.max_gib {
+                    let field = format!("requestedMemoryCaps.maxGiB[{value}]");
+                    validate_label_value(&field, value)?;
+                    max_mib.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
+                }
+                if c.message.len() > 1024 {
+                    return Err(format!(
+                        "requestedMemoryCaps.message: at most 1024 characters, got {}",
+                        c.message.len()
+                    ));
+                }
+                Some(RequestedCapsConfig {
+                    label_key: c.label_key.clone(),
+                    max_mib,
+                    message: c.message.trim().to_string(),
+                })
+            }
+        };
+
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
@@ -302,6 +390,7 @@ impl Settings {
             usable_percent,
             max_gpus_per_pod,
             caps,
+            requested_caps,
             targets,
         })
     }
@@ -433,7 +522,14 @@ mod tests {
             (&s.unknown_gpu, &s.unknown_model, &s.no_model),
             (&Action::Deny, &Action::Deny, &Action::Allow)
         );
-        assert!(c.caps.is_none());
+        assert!(c.caps.is_none() && c.requested_caps.is_none());
+        assert_eq!(
+            (&s.model_mismatch, &s.overprovision),
+            (&Action::Deny, &Action::Warn)
+        );
+        assert!(!s.image_labels.enabled);
+        assert_eq!(s.image_labels.model_key, "io.gpu-admission.model");
+        assert_eq!(s.image_labels.vram_gib_key, "io.gpu-admission.vram-gib");
         assert!(
             c.targets
                 .iter()
@@ -461,6 +557,11 @@ mod tests {
             "maxGpusPerPod": 4,
             "unknownGpu": "warn", "unknownModel": "allow", "noModel": "deny",
             "modelMemoryCaps": {"labelKey": "gpu-admission/workload-type", "maxGiB": {"interactive": 40}},
+            "requestedMemoryCaps": {"labelKey": "gpu-admission/workload-type", "maxGiB": {"interactive": 40},
+                "message": "Need more VRAM? Talk to the platform team."},
+            "modelMismatch": "warn",
+            "overprovision": "deny",
+            "imageLabels": {"enabled": true, "modelKey": "org.example.model", "vramGiBKey": ""},
             "extraGpuResources": ["example.com/tpu"],
             "customKinds": crate::workload::presets::all(),
             "exemptNamespaces": ["kube-system"]
@@ -473,6 +574,14 @@ mod tests {
                 "gpu-admission/workload-type".to_string(),
                 BTreeMap::from([("interactive".to_string(), 40 * 1024)])
             ))
+        );
+        assert_eq!(
+            c.requested_caps,
+            Some(RequestedCapsConfig {
+                label_key: "gpu-admission/workload-type".into(),
+                max_mib: BTreeMap::from([("interactive".to_string(), 40 * 1024)]),
+                message: "Need more VRAM? Talk to the platform team.".into(),
+            })
         );
         let pools: Vec<(&str, u64)> = c
             .targets
@@ -538,6 +647,13 @@ mod tests {
     #[case::caps_key(json!({"modelMemoryCaps": {"labelKey": "", "maxGiB": {"a": 1}}}), "modelMemoryCaps.labelKey:")]
     #[case::caps_empty(json!({"modelMemoryCaps": {"labelKey": "t"}}), "modelMemoryCaps.maxGiB: give at least one label value")]
     #[case::caps_value(json!({"modelMemoryCaps": {"labelKey": "t", "maxGiB": {"interactive": -40}}}), "modelMemoryCaps.maxGiB[interactive]: must be a whole number from 1 to 1000000, got '-40'")]
+    #[case::requested_key(json!({"requestedMemoryCaps": {"labelKey": "bad key", "maxGiB": {"a": 1}}}), "requestedMemoryCaps.labelKey:")]
+    #[case::requested_empty(json!({"requestedMemoryCaps": {"labelKey": "t"}}), "requestedMemoryCaps.maxGiB: give at least one label value")]
+    #[case::requested_value(json!({"requestedMemoryCaps": {"labelKey": "t", "maxGiB": {"interactive": 0}}}), "requestedMemoryCaps.maxGiB[interactive]: must be a whole number from 1 to 1000000, got '0'")]
+    #[case::mismatch(json!({"modelMismatch": "block"}), "modelMismatch: 'block' is not one of deny, warn, allow")]
+    #[case::overprovision(json!({"overprovision": "error"}), "overprovision: 'error' is not one of deny, warn, allow")]
+    #[case::image_key(json!({"imageLabels": {"modelKey": "a b"}}), "imageLabels.modelKey: 'a b' is not an image label key")]
+    #[case::image_no_keys(json!({"imageLabels": {"enabled": true, "modelKey": "", "vramGiBKey": ""}}), "imageLabels: enabled, but modelKey and vramGiBKey are both empty")]
     #[case::extra(json!({"extraGpuResources": ["tpu"]}), "extraGpuResources[0]:")]
     #[case::namespaces(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]:")]
     #[case::custom_kind(json!({"customKinds": [{"group": "", "kind": "X", "templates": []}]}), "customKinds[0].group:")]

@@ -6,10 +6,13 @@ use rstest::rstest;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 
-/// Serves the registry ConfigMap (or an error) and records the calls.
+/// Serves the registry ConfigMap (or an error) and image configs, and records the calls.
 struct FakeCluster {
     answer: Result<Value, String>,
     calls: RefCell<Vec<ClusterRequest>>,
+    /// Image -> the labels of its config, or the host's error.
+    images: Vec<(&'static str, Result<Value, String>)>,
+    image_calls: RefCell<Vec<String>>,
 }
 
 impl FakeCluster {
@@ -17,6 +20,8 @@ impl FakeCluster {
         FakeCluster {
             answer: Err("no host calls expected".into()),
             calls: RefCell::new(Vec::new()),
+            images: Vec::new(),
+            image_calls: RefCell::new(Vec::new()),
         }
     }
 
@@ -25,7 +30,14 @@ impl FakeCluster {
             answer: Ok(json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "gpu-models", "namespace": "gpu-system"},
                 "data": {"models.yaml": models_yaml}})),
-            calls: RefCell::new(Vec::new()),
+            ..FakeCluster::none()
+        }
+    }
+
+    fn images(images: Vec<(&'static str, Result<Value, String>)>) -> Self {
+        FakeCluster {
+            images,
+            ..FakeCluster::none()
         }
     }
 
@@ -38,6 +50,21 @@ impl Cluster for FakeCluster {
     fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
         self.calls.borrow_mut().push(request.clone());
         self.answer.clone().map(|v| v.to_string().into_bytes())
+    }
+
+    fn oci_manifest_config(
+        &self,
+        request: &crate::cluster::OciManifestConfig,
+    ) -> Result<Vec<u8>, String> {
+        self.image_calls.borrow_mut().push(request.image.clone());
+        match self.images.iter().find(|(i, _)| *i == request.image) {
+            Some((_, Ok(labels))) => Ok(json!({"manifest": {}, "digest": "sha256:0",
+                "config": {"config": {"Labels": labels}}})
+            .to_string()
+            .into_bytes()),
+            Some((_, Err(e))) => Err(e.clone()),
+            None => Err(format!("manifest unknown: {}", request.image)),
+        }
     }
 }
 
@@ -196,7 +223,8 @@ fn qwen_on_eight_gpus_replicates_kv_heads_and_warns_about_tensor_parallel() {
     assert_eq!(
         v.warnings,
         vec![
-            "8 GPUs per pod: tensor parallel size 8 does not divide the 28 attention heads of Qwen/Qwen2.5-7B-Instruct; vLLM refuses it (use 1, 2, 4, 7)"
+            "8 GPUs per pod: tensor parallel size 8 does not divide the 28 attention heads of Qwen/Qwen2.5-7B-Instruct; vLLM refuses it (use 1, 2, 4, 7)",
+            "over-provisioned: model Qwen/Qwen2.5-7B-Instruct needs ~31 GiB, and the pod asks for 8 x NVIDIA-L4 = 161 GiB usable at 90%; nvidia.com/gpu: 2 on NVIDIA-L4 holds it in half the GPU memory or less (40 GiB usable): request that instead (overprovision: warn)"
         ]
     );
 }
@@ -812,7 +840,7 @@ fn a_missing_registry_configmap_is_a_clear_denial() {
         answer: Err(
             "Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'".into(),
         ),
-        calls: RefCell::new(Vec::new()),
+        ..FakeCluster::none()
     };
     let v = evaluate(
         &request(
@@ -914,3 +942,5 @@ fn kserve_model_gpus_count_with_a_written_out_description_too() {
         "{v:?}"
     );
 }
+
+mod server_args;

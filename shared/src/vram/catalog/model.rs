@@ -156,6 +156,9 @@ pub struct KvCache {
     pub context_length: u64,
     pub concurrency: u64,
     pub dtype: Dtype,
+    /// True when the registry gives `kvCacheDtype` (else `dtype` is the default for the
+    /// weights' dtype, which a server's `--dtype` changes).
+    pub dtype_given: bool,
 }
 
 impl ModelSpec {
@@ -275,6 +278,7 @@ impl ModelSpec {
                     Some(d) => parse_dtype(&format!("{field}.kvCacheDtype"), d)?,
                     None => dtype.default_kv(),
                 },
+                dtype_given: self.kv_cache_dtype.is_some(),
             })
         };
         Ok(Model {

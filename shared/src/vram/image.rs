@@ -1,0 +1,253 @@
+//! Image labels: what a server image's config says about the model it serves, read with
+//! Kubewarden's `oci/v1/oci_manifest_config` host capability (settings `imageLabels`).
+//!
+//! The answer is policy-evaluator's `ManifestAndConfigResponse`: `{manifest, digest,
+//! config}`, where `config` is the image configuration as the registry stores it, with
+//! the labels in `config.Labels`. Each distinct image of a request is asked for at most
+//! once; nothing is kept between requests (the host caches answers for a minute).
+
+use super::numbers::parse_thousandths;
+use crate::cluster::{Cluster, OciManifestConfig};
+use serde::Deserialize;
+use serde_json::Value;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// The default label naming the model an image serves.
+pub const DEFAULT_MODEL_LABEL: &str = "io.gpu-admission.model";
+/// The default label giving the GPU memory (GiB) the image's model needs.
+pub const DEFAULT_VRAM_LABEL: &str = "io.gpu-admission.vram-gib";
+/// The most GiB an image label may give (as the registry's `vramGiB`).
+const MAX_VRAM_THOUSANDTHS: u64 = 1_000_000_000;
+
+/// Settings `imageLabels`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ImageLabelSettings {
+    /// Read the labels (one host call per distinct GPU container image).
+    pub enabled: bool,
+    pub model_key: String,
+    #[serde(rename = "vramGiBKey")]
+    pub vram_gib_key: String,
+}
+
+impl Default for ImageLabelSettings {
+    fn default() -> Self {
+        ImageLabelSettings {
+            enabled: false,
+            model_key: DEFAULT_MODEL_LABEL.into(),
+            vram_gib_key: DEFAULT_VRAM_LABEL.into(),
+        }
+    }
+}
+
+/// What one image's labels say.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageInfo {
+    pub image: String,
+    /// The model the image names.
+    pub model: Option<String>,
+    /// The GPU memory the image's model needs, in thousandths of a GiB.
+    pub vram_gib_thousandths: Option<u64>,
+}
+
+/// The image configs of one admission request, read on demand.
+pub struct Images<'a> {
+    settings: &'a ImageLabelSettings,
+    cluster: &'a dyn Cluster,
+    read: RefCell<BTreeMap<String, Result<ImageInfo, String>>>,
+}
+
+impl<'a> Images<'a> {
+    pub fn new(settings: &'a ImageLabelSettings, cluster: &'a dyn Cluster) -> Self {
+        Images {
+            settings,
+            cluster,
+            read: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// The label keys, for messages.
+    pub fn settings(&self) -> &ImageLabelSettings {
+        self.settings
+    }
+
+    /// Distinct images asked for so far.
+    pub fn calls(&self) -> usize {
+        self.read.borrow().len()
+    }
+
+    /// The labels of `image`; `Err` is a sentence saying why they cannot be read.
+    pub fn info(&self, image: &str) -> Result<ImageInfo, String> {
+        if let Some(known) = self.read.borrow().get(image) {
+            return known.clone();
+        }
+        let answer = self
+            .cluster
+            .oci_manifest_config(&OciManifestConfig {
+                image: image.to_string(),
+            })
+            .map_err(|e| {
+                format!(
+                    "the config of image {image} cannot be read ({}): check that the image exists and that the policy server can pull from its registry (imageLabels)",
+                    short(&e)
+                )
+            })
+            .and_then(|bytes| self.parse(image, &bytes));
+        self.read
+            .borrow_mut()
+            .insert(image.to_string(), answer.clone());
+        answer
+    }
+
+    fn parse(&self, image: &str, bytes: &[u8]) -> Result<ImageInfo, String> {
+        let malformed = |why: String| format!("the config of image {image} is unreadable: {why}");
+        let answer: Value = serde_json::from_slice(bytes)
+            .map_err(|e| malformed(format!("the host returned no JSON ({e})")))?;
+        let labels = match answer.pointer("/config/config/Labels") {
+            None | Some(Value::Null) => {
+                return Ok(ImageInfo {
+                    image: image.to_string(),
+                    ..ImageInfo::default()
+                });
+            }
+            Some(Value::Object(map)) => map,
+            Some(_) => return Err(malformed("config.Labels is not a map".into())),
+        };
+        let label = |key: &str| -> Result<Option<String>, String> {
+            match labels.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) if s.trim().is_empty() => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.trim().to_string())),
+                Some(other) => Err(format!(
+                    "the label {key} of image {image} is {other}, not a string"
+                )),
+            }
+        };
+        let model = if self.settings.model_key.is_empty() {
+            None
+        } else {
+            label(&self.settings.model_key)?
+        };
+        let vram_gib_thousandths = if self.settings.vram_gib_key.is_empty() {
+            None
+        } else {
+            match label(&self.settings.vram_gib_key)? {
+                None => None,
+                Some(text) => {
+                    let t = parse_thousandths(&text)
+                        .filter(|t| (1..=MAX_VRAM_THOUSANDTHS).contains(t))
+                        .ok_or_else(|| {
+                            format!(
+                                "the label {} of image {image} is '{text}', not a number of GiB (like 20 or 20.5)",
+                                self.settings.vram_gib_key
+                            )
+                        })?;
+                    Some(t)
+                }
+            }
+        };
+        Ok(ImageInfo {
+            image: image.to_string(),
+            model,
+            vram_gib_thousandths,
+        })
+    }
+}
+
+/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
+/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
+/// characters.
+fn short(error: &str) -> String {
+    let line = error.lines().next().unwrap_or("").trim();
+    let line = line.strip_prefix("Host error: ").unwrap_or(line);
+    let line = line
+        .strip_prefix("Callback evaluation failure: ")
+        .unwrap_or(line);
+    match line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::ClusterRequest;
+    use serde_json::json;
+    use std::cell::Cell;
+
+    struct Registry {
+        answer: Result<Value, String>,
+        calls: Cell<usize>,
+    }
+
+    impl Cluster for Registry {
+        fn call(&self, _: &ClusterRequest) -> Result<Vec<u8>, String> {
+            Err("no Kubernetes calls".into())
+        }
+
+        fn oci_manifest_config(&self, request: &OciManifestConfig) -> Result<Vec<u8>, String> {
+            self.calls.set(self.calls.get() + 1);
+            assert_eq!(request.payload(), br#""vllm/vllm-openai:v0.6.3""#);
+            self.answer.clone().map(|v| v.to_string().into_bytes())
+        }
+    }
+
+    fn answer(labels: Value) -> Result<Value, String> {
+        Ok(
+            json!({"manifest": {"schemaVersion": 2, "config": {}}, "digest": "sha256:0",
+                  "config": {"architecture": "amd64", "os": "linux", "config": {"Labels": labels}}}),
+        )
+    }
+
+    fn info(answer: Result<Value, String>) -> Result<ImageInfo, String> {
+        let settings = ImageLabelSettings {
+            enabled: true,
+            ..ImageLabelSettings::default()
+        };
+        let registry = Registry {
+            answer,
+            calls: Cell::new(0),
+        };
+        let images = Images::new(&settings, &registry);
+        let first = images.info("vllm/vllm-openai:v0.6.3");
+        assert_eq!(images.info("vllm/vllm-openai:v0.6.3"), first);
+        assert_eq!(registry.calls.get(), 1, "one call per image");
+        first
+    }
+
+    #[test]
+    fn labels_name_the_model_and_its_memory() {
+        let i = info(answer(
+            json!({"io.gpu-admission.model": "meta-llama/Llama-3.1-8B-Instruct",
+            "io.gpu-admission.vram-gib": "20.5", "maintainer": "x"}),
+        ))
+        .unwrap();
+        assert_eq!(i.model.as_deref(), Some("meta-llama/Llama-3.1-8B-Instruct"));
+        assert_eq!(i.vram_gib_thousandths, Some(20500));
+        let none = info(answer(Value::Null)).unwrap();
+        assert_eq!((none.model, none.vram_gib_thousandths), (None, None));
+    }
+
+    #[test]
+    fn unreadable_answers_are_sentences() {
+        assert_eq!(
+            info(Err(
+                "Host error: Callback evaluation failure: manifest unknown\nmore".into()
+            ))
+            .unwrap_err(),
+            "the config of image vllm/vllm-openai:v0.6.3 cannot be read (manifest unknown): check that the image exists and that the policy server can pull from its registry (imageLabels)"
+        );
+        assert_eq!(
+            info(answer(json!({"io.gpu-admission.vram-gib": "lots"}))).unwrap_err(),
+            "the label io.gpu-admission.vram-gib of image vllm/vllm-openai:v0.6.3 is 'lots', not a number of GiB (like 20 or 20.5)"
+        );
+        assert!(
+            info(Ok(json!({"config": {"config": {"Labels": []}}})))
+                .unwrap_err()
+                .contains("config.Labels is not a map")
+        );
+        assert!(info(Ok(json!("x"))).unwrap().model.is_none());
+    }
+}
