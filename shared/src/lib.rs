@@ -15,10 +15,12 @@
 //! - [`settings`]: settings fragments that several policies share, with validation.
 //! - [`admission`]: the admission request as the rules read it, and the [`admission::Verdict`].
 //! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait.
-//! - [`labels`], [`routing`], [`vram`], [`capacity`]: the rules of the four policies.
+//! - [`labels`], [`routing`], [`vram`], [`capacity`], [`autoscaler`]: the rules of the five
+//!   policies.
 //! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers.
 
 pub mod admission;
+pub mod autoscaler;
 pub mod capacity;
 pub mod cluster;
 pub mod gpu;

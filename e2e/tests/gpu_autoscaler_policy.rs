@@ -1,0 +1,613 @@
+//! gpu-autoscaler-policy, built as wasm, through the harness: every request in
+//! `policies/gpu-autoscaler-policy/test_data/` with its replay session (kwctl's format: the
+//! exact host calls and field masks), the verdict, the exact message, warnings and audit
+//! annotations; the host calls made; settings validation (the capacity gate's pools among
+//! them); the example manifest; and the README quoting the messages verbatim.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use gpu_e2e::{
+    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
+    read_settings,
+};
+use serde_json::{Value, json};
+
+fn policy() -> Policy {
+    static POLICY: OnceLock<Policy> = OnceLock::new();
+    POLICY
+        .get_or_init(|| {
+            let path = module_path("gpu-autoscaler-policy").unwrap_or_else(|e| panic!("{e:#}"));
+            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
+        })
+        .clone()
+}
+
+fn policy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-autoscaler-policy")
+}
+
+fn data(file: &str) -> PathBuf {
+    policy_dir().join("test_data").join(file)
+}
+
+fn settings(file: &str) -> Value {
+    read_settings(data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// Evaluates `request` with `settings`, serving host calls from `session` (none: any host
+/// call fails through the harness's "no replay session" error, which the case would show).
+fn evaluate(request: &str, settings_file: &str, session: Option<&str>) -> Evaluation {
+    let request = read_admission_request(data(request)).unwrap_or_else(|e| panic!("{e:#}"));
+    let session =
+        session.map(|s| ReplaySession::from_file(data(s)).unwrap_or_else(|e| panic!("{e:#}")));
+    policy()
+        .evaluate(&request, &settings(settings_file), session)
+        .unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// What one request must produce.
+struct Case {
+    request: &'static str,
+    settings: &'static str,
+    session: Option<&'static str>,
+    /// `None`: allowed; `Some(message)`: denied with exactly this message.
+    denied: Option<&'static str>,
+    /// The one warning expected (`None`: no warning).
+    warning: Option<&'static str>,
+    /// The host calls made, in order.
+    calls: &'static [&'static str],
+    /// An audit annotation expected: (key, value).
+    audit: Option<(&'static str, &'static str)>,
+    /// The message or warning is quoted verbatim in the README.
+    in_readme: bool,
+}
+
+const S: &str = "settings.yml";
+const A100: Option<&str> = Some("session_deployment_a100.yml");
+const GET_AND_LIST: &[&str] = &["get_resource", "list_resources_all"];
+const GET: &[&str] = &["get_resource"];
+
+const CPU_ONLY: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
+const OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+const KEDA_CPU: &str = "ScaledObject ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on cpu triggers only, and CPU utilization does not follow GPU inference load. Add a trigger on requests per second, queue depth or a GPU metric (e.g. a prometheus trigger on vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL).";
+const NAMESPACE_MAX: &str = "HorizontalPodAutoscaler research-nlp/summarizer: maxReplicas 8 x 4 GPUs per replica = 32 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research-nlp (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less.";
+const SCALED_JOB: &str = "ScaledJob ml-training/finetune: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less.";
+const NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: its target Deployment ml-serving/llm-a100 was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const UNKNOWN_KIND: &str = "HorizontalPodAutoscaler ml-serving/llm-canary: the GPUs of Rollout llm-canary (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler";
+const MALFORMED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: spec.maxReplicas: must be a non-negative integer, got \"eight\"";
+
+const CASES: &[Case] = &[
+    Case {
+        request: "hpa_cpu_gpu_deployment.json",
+        settings: S,
+        session: A100,
+        denied: Some(CPU_ONLY),
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: Some(("signals", "cpu")),
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: S,
+        session: A100,
+        denied: None,
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: Some(("ceiling", "a100: 64 nvidia.com/gpu (nodes), 32 fit")),
+        in_readme: false,
+    },
+    Case {
+        request: "hpa_max_replicas_over_pool.json",
+        settings: S,
+        session: A100,
+        denied: Some(OVER_POOL),
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: Some((
+            "target",
+            "Deployment ml-serving/llm-a100: 2 nvidia.com/gpu per replica, maxReplicas 40",
+        )),
+        in_readme: true,
+    },
+    Case {
+        request: "scaledobject_prometheus.json",
+        settings: S,
+        session: A100,
+        denied: None,
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: Some(("signals", "prometheus")),
+        in_readme: false,
+    },
+    Case {
+        request: "scaledobject_cpu.json",
+        settings: S,
+        session: A100,
+        denied: None,
+        warning: Some(KEDA_CPU),
+        calls: GET_AND_LIST,
+        audit: None,
+        in_readme: true,
+    },
+    // A target without GPUs: the lookup of the target is the only host call.
+    Case {
+        request: "hpa_cpu_web.json",
+        settings: S,
+        session: Some("session_deployment_web.yml"),
+        denied: None,
+        warning: None,
+        calls: GET,
+        audit: Some(("target", "Deployment frontend/web: no GPU")),
+        in_readme: false,
+    },
+    Case {
+        request: "hpa_cpu_web.json",
+        settings: "-",
+        session: Some("session_deployment_web.yml"),
+        denied: None,
+        warning: None,
+        calls: GET,
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "hpa_research_namespace_max.json",
+        settings: S,
+        session: Some("session_deployment_research.yml"),
+        denied: Some(NAMESPACE_MAX),
+        warning: None,
+        calls: GET,
+        audit: Some((
+            "ceiling",
+            "namespace research-nlp: 16 GPUs (namespaceMaxGpus[0]), 4 fit",
+        )),
+        in_readme: true,
+    },
+    // A custom kind, in a pool with a declared capacity: no node list.
+    Case {
+        request: "hpa_leaderworkerset.json",
+        settings: S,
+        session: Some("session_leaderworkerset.yml"),
+        denied: None,
+        warning: None,
+        calls: GET,
+        audit: Some((
+            "ceiling",
+            "h100-burst: 128 nvidia.com/gpu (declared), 8 fit",
+        )),
+        in_readme: false,
+    },
+    // The target cannot be read: fail closed, or open with a warning.
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: S,
+        session: Some("session_deployment_not_found.yml"),
+        denied: Some(NOT_FOUND),
+        warning: None,
+        calls: GET,
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: S,
+        session: Some("session_deployment_forbidden.yml"),
+        denied: Some(FORBIDDEN),
+        warning: None,
+        calls: GET,
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: S,
+        session: Some("session_deployment_not_granted.yml"),
+        denied: Some(NOT_GRANTED),
+        warning: None,
+        calls: GET,
+        audit: Some((
+            "host-error",
+            "Callback evaluation failure: Policy has not been granted access to Kubernetes apps/v1/Deployment resources. The violation has been reported.",
+        )),
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: S,
+        session: Some("session_nodes_not_granted.yml"),
+        denied: Some(NODES_NOT_GRANTED),
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_external_gpu_deployment.json",
+        settings: "settings_fail_open.yml",
+        session: Some("session_deployment_forbidden.yml"),
+        denied: None,
+        warning: Some(
+            "HorizontalPodAutoscaler ml-serving/llm-a100: GPU limits were not checked: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because failOpen is true)",
+        ),
+        calls: GET,
+        audit: None,
+        in_readme: false,
+    },
+    // The signal checks are settings.
+    Case {
+        request: "hpa_cpu_gpu_deployment.json",
+        settings: "settings_warn_only.yml",
+        session: A100,
+        denied: None,
+        warning: Some(CPU_ONLY),
+        calls: GET_AND_LIST,
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "scaledobject_cpu.json",
+        settings: "settings_warn_only.yml",
+        session: A100,
+        denied: None,
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: None,
+        in_readme: false,
+    },
+    // No host call.
+    Case {
+        request: "scaledjob_over_declared_capacity.json",
+        settings: S,
+        session: None,
+        denied: Some(SCALED_JOB),
+        warning: None,
+        calls: &[],
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_unknown_target_kind.json",
+        settings: S,
+        session: None,
+        denied: None,
+        warning: Some(UNKNOWN_KIND),
+        calls: &[],
+        audit: Some((
+            "not-checked",
+            "the GPUs of Rollout llm-canary (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler",
+        )),
+        in_readme: true,
+    },
+    Case {
+        request: "hpa_update_metadata_only.json",
+        settings: S,
+        session: None,
+        denied: None,
+        warning: None,
+        calls: &[],
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: "hpa_malformed.json",
+        settings: S,
+        session: None,
+        denied: Some(MALFORMED),
+        warning: None,
+        calls: &[],
+        audit: None,
+        in_readme: true,
+    },
+];
+
+fn readme() -> &'static str {
+    static README: OnceLock<String> = OnceLock::new();
+    README
+        .get_or_init(|| std::fs::read_to_string(policy_dir().join("README.md")).unwrap_or_default())
+}
+
+/// The README wraps some quoted messages over lines: compare with whitespace folded.
+fn readme_quotes(text: &str) -> bool {
+    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    fold(readme()).contains(&fold(text))
+}
+
+#[test]
+fn every_request_gives_its_verdict_message_warnings_and_calls() {
+    for case in CASES {
+        let label = format!(
+            "{} with {} and {:?}",
+            case.request, case.settings, case.session
+        );
+        let eval = if case.settings == "-" {
+            let request = read_admission_request(data(case.request)).unwrap();
+            let session = case
+                .session
+                .map(|s| ReplaySession::from_file(data(s)).unwrap());
+            policy().evaluate(&request, &json!({}), session).unwrap()
+        } else {
+            evaluate(case.request, case.settings, case.session)
+        };
+        let response = &eval.response;
+        assert_eq!(
+            response.allowed,
+            case.denied.is_none(),
+            "{label}: {response:?}"
+        );
+        assert_eq!(response.message(), case.denied, "{label}");
+        assert_eq!(
+            response.warnings.clone().unwrap_or_default(),
+            case.warning
+                .map(|w| vec![w.to_string()])
+                .unwrap_or_default(),
+            "{label}"
+        );
+        assert_eq!(
+            eval.host_calls
+                .iter()
+                .map(|c| c.operation.as_str())
+                .collect::<Vec<_>>(),
+            case.calls,
+            "{label}"
+        );
+        assert!(
+            eval.unconsumed_exchanges.is_empty(),
+            "{label}: host calls not made: {:?}",
+            eval.unconsumed_exchanges
+        );
+        if let Some((key, value)) = case.audit {
+            let audit = response.audit_annotations.clone().unwrap_or_default();
+            assert_eq!(
+                audit.get(key).map(String::as_str),
+                Some(value),
+                "{label}: {audit:?}"
+            );
+        }
+        if case.in_readme {
+            for text in case.denied.iter().chain(case.warning.iter()) {
+                assert!(
+                    readme_quotes(text),
+                    "{label}: README does not quote {text:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_test_data_file_has_a_case() {
+    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if name.ends_with(".json") {
+            assert!(
+                CASES.iter().any(|c| c.request == name),
+                "{name} has no case"
+            );
+        }
+        if name.starts_with("session_") && name != "session_no_calls.yml" {
+            assert!(
+                CASES.iter().any(|c| c.session == Some(name.as_str())),
+                "{name} is unused"
+            );
+        }
+    }
+}
+
+#[test]
+fn host_calls_carry_the_capacity_gates_requests() {
+    let eval = evaluate("hpa_external_gpu_deployment.json", S, A100);
+    let payloads: Vec<Value> = eval
+        .host_calls
+        .iter()
+        .map(|c| serde_json::from_str(&c.payload).unwrap())
+        .collect();
+    assert_eq!(
+        payloads,
+        vec![
+            json!({"api_version": "apps/v1", "kind": "Deployment", "name": "llm-a100",
+                "namespace": "ml-serving", "disable_cache": false,
+                "field_masks": ["spec.template.metadata.labels", "spec.template.spec.affinity.nodeAffinity",
+                    "spec.template.spec.containers.resources", "spec.template.spec.ephemeralContainers.resources",
+                    "spec.template.spec.initContainers.resources", "spec.template.spec.initContainers.restartPolicy",
+                    "spec.template.spec.nodeSelector", "spec.template.spec.priorityClassName",
+                    "spec.template.spec.resources"]}),
+            json!({"api_version": "v1", "kind": "Node",
+                "label_selector": "gpu-admission/pool=a100", "field_selector": null,
+                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]}),
+        ]
+    );
+}
+
+#[test]
+fn the_capacity_gates_requests_are_byte_for_byte_the_same() {
+    // The gate's scale of Deployment ml-serving/llm-a100 reads the same Deployment and the
+    // same pool: one cache entry and one watch in policy-server for both policies.
+    let gate = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../policies/gpu-capacity-gate-policy/test_data/session_scale_a100_over.yml");
+    let gate = ReplaySession::from_file(gate).unwrap();
+    let ours = ReplaySession::from_file(data("session_deployment_a100.yml")).unwrap();
+    let requests = |s: &ReplaySession| s.remaining().map(|e| e.request.clone()).collect::<Vec<_>>();
+    assert_eq!(requests(&gate)[..2], requests(&ours)[..]);
+}
+
+#[test]
+fn without_the_context_aware_grant_the_policy_fails_closed() {
+    let request = read_admission_request(data("hpa_external_gpu_deployment.json")).unwrap();
+    let denied = policy().with_context_aware_access(ContextAwareAccess::none());
+    let response = denied
+        .validate(
+            &request,
+            &settings(S),
+            Some(ReplaySession::from_file(data("session_deployment_a100.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert_eq!(response.message(), Some(NOT_GRANTED));
+}
+
+#[test]
+fn settings_validation() {
+    let p = policy();
+    for file in [
+        "settings.yml",
+        "settings_fail_open.yml",
+        "settings_warn_only.yml",
+    ] {
+        let v = p.validate_settings(&settings(file)).unwrap();
+        assert!(v.valid, "{file}: {:?}", v.message);
+    }
+    assert!(p.validate_settings(&json!({})).unwrap().valid);
+    let cases = [
+        (
+            settings("settings_invalid.yml"),
+            "pools[1].name: 'a100' is already the name of pools[0]; pool names must be unique",
+        ),
+        (
+            settings("settings_invalid_namespace_max.yml"),
+            "namespaceMaxGpus[0].maxGpus: must be at least 1 (an autoscaler of a GPU workload needs at least one replica's GPUs)",
+        ),
+    ];
+    for (s, message) in cases {
+        let v = p.validate_settings(&s).unwrap();
+        assert!(!v.valid);
+        assert_eq!(v.message.as_deref(), Some(message));
+        assert!(readme_quotes(message), "README does not quote {message:?}");
+    }
+    let typo = p
+        .validate_settings(&json!({"resourceMetricOnly": "warn"}))
+        .unwrap();
+    assert!(!typo.valid);
+    assert!(
+        typo.message
+            .unwrap()
+            .contains("unknown field `resourceMetricOnly`")
+    );
+}
+
+#[test]
+fn the_capacity_gates_pools_are_valid_settings_here() {
+    // Pasting the gate's poolLabelKey, pools, extraGpuResources and customKinds works.
+    let gate_dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-capacity-gate-policy");
+    for file in [
+        "test_data/settings.yml",
+        "examples/cluster-admission-policy.yaml",
+    ] {
+        let text = std::fs::read_to_string(gate_dir.join(file)).unwrap();
+        let gate: Value = serde_yaml::Deserializer::from_str(&text)
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .next()
+            .unwrap();
+        let gate = if gate["kind"] == "ClusterAdmissionPolicy" {
+            gate["spec"]["settings"].clone()
+        } else {
+            gate
+        };
+        let mut ours = json!({});
+        for key in [
+            "poolLabelKey",
+            "pools",
+            "extraGpuResources",
+            "customKinds",
+            "exemptNamespaces",
+        ] {
+            if !gate[key].is_null() {
+                ours[key] = gate[key].clone();
+            }
+        }
+        let v = policy().validate_settings(&ours).unwrap();
+        assert!(v.valid, "{file}: {:?}", v.message);
+    }
+}
+
+fn example_documents() -> Vec<Value> {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
+        .unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .collect()
+}
+
+#[test]
+fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
+    let docs = example_documents();
+    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "ClusterAdmissionPolicy",
+            "ClusterRole",
+            "ClusterRoleBinding"
+        ]
+    );
+    let cap = &docs[0];
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    let v = policy()
+        .validate_settings(&cap["spec"]["settings"])
+        .unwrap();
+    assert!(v.valid, "{:?}", v.message);
+    assert_eq!(
+        cap["spec"]["contextAwareResources"],
+        metadata["contextAwareResources"]
+    );
+    assert_eq!(cap["spec"]["mutating"], metadata["mutating"]);
+    assert_eq!(cap["spec"]["backgroundAudit"], metadata["backgroundAudit"]);
+    for rule in metadata["rules"].as_array().unwrap() {
+        assert!(
+            cap["spec"]["rules"].as_array().unwrap().contains(rule),
+            "rule {rule} of metadata.yml is missing from the example"
+        );
+    }
+    // Every kind read: get on the targets, list and watch on Nodes.
+    let role = &docs[1];
+    for resource in metadata["contextAwareResources"].as_array().unwrap() {
+        let api_version = resource["apiVersion"].as_str().unwrap();
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        let kind = resource["kind"].as_str().unwrap();
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let verbs: &[&str] = if kind == "Node" {
+            &["list", "watch"]
+        } else {
+            &["get"]
+        };
+        let granted = role["rules"].as_array().unwrap().iter().any(|r| {
+            r["apiGroups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|g| g == group)
+                && r["resources"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p == plural.as_str())
+                && verbs
+                    .iter()
+                    .all(|verb| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
+        });
+        assert!(
+            granted,
+            "the ClusterRole does not grant {verbs:?} on {plural}"
+        );
+    }
+    assert_eq!(docs[2]["roleRef"]["name"], role["metadata"]["name"]);
+}
+
+#[test]
+fn metadata_version_matches_the_crate() {
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
+    let version = metadata["annotations"]["io.kubewarden.policy.version"]
+        .as_str()
+        .unwrap();
+    assert!(
+        cargo.contains(&format!("version = \"{version}\"")),
+        "Cargo.toml is not at {version}"
+    );
+}

@@ -1,0 +1,581 @@
+//! `evaluate` end to end, with a scripted cluster that checks every host call.
+
+use super::*;
+use crate::capacity::state::{node_query, parent_query};
+use crate::cluster::ClusterRequest;
+use rstest::rstest;
+use serde_json::{Value, json};
+use std::cell::RefCell;
+
+/// Answers host calls from a script, in order, and fails the test on any other call.
+struct Script {
+    answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
+}
+
+impl Script {
+    fn new(answers: Vec<(ClusterRequest, Result<String, String>)>) -> Script {
+        Script {
+            answers: RefCell::new(answers),
+        }
+    }
+
+    fn none() -> Script {
+        Script::new(Vec::new())
+    }
+
+    fn done(&self) -> bool {
+        self.answers.borrow().is_empty()
+    }
+}
+
+impl Cluster for Script {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        let mut answers = self.answers.borrow_mut();
+        assert!(!answers.is_empty(), "unexpected host call {request:?}");
+        let (expected, answer) = answers.remove(0);
+        assert_eq!(&expected, request, "host call differs from the script");
+        answer.map(String::into_bytes)
+    }
+}
+
+fn settings() -> Settings {
+    serde_json::from_value(json!({
+        "pools": [
+            {"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}}, "thresholdPercent": 90},
+            {"name": "h100-burst", "capacity": {"nvidia.com/gpu": 128}}
+        ],
+        "namespaceMaxGpus": [{"namespaces": ["research"], "maxGpus": 16}],
+        "customKinds": [{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}],
+        "exemptNamespaces": ["gpu-operator"]
+    }))
+    .unwrap()
+}
+
+fn with(mut s: Value, key: &str, value: Value) -> Settings {
+    s[key] = value;
+    serde_json::from_value(s).unwrap()
+}
+
+fn settings_json() -> Value {
+    serde_json::to_value(settings()).unwrap()
+}
+
+/// A Deployment as the host answers it (masked: the template only).
+fn deployment(pool: Option<&str>, gpus: &str) -> String {
+    let labels = match pool {
+        Some(p) => json!({"app": "llm", "gpu-admission/pool": p}),
+        None => json!({"app": "llm"}),
+    };
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "ml"},
+           "spec": {"template": {"metadata": {"labels": labels},
+             "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": gpus}}}]}}}})
+    .to_string()
+}
+
+fn nodes(gpus: &[u64]) -> String {
+    let items: Vec<Value> = gpus
+        .iter()
+        .map(|n| json!({"metadata": {"name": "n"}, "status": {"allocatable": {"nvidia.com/gpu": n.to_string()}}}))
+        .collect();
+    json!({"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": items}).to_string()
+}
+
+fn get_deployment() -> ClusterRequest {
+    parent_query("apps/v1", "Deployment", "llm", "ml")
+}
+
+fn a100_nodes() -> ClusterRequest {
+    node_query(&settings().pools[0].as_gate_pool())
+}
+
+fn hpa(max: u64, metrics: Value) -> Value {
+    json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "llm", "namespace": "ml"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
+                    "minReplicas": 1, "maxReplicas": max, "metrics": metrics}})
+}
+
+fn cpu() -> Value {
+    json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 60}}}])
+}
+
+fn external() -> Value {
+    json!([{"type": "External", "external": {"metric": {"name": "vllm:num_requests_waiting"},
+            "target": {"type": "AverageValue", "averageValue": "5"}}}])
+}
+
+fn scaled_object(max: Option<u64>, triggers: Value) -> Value {
+    let mut spec = json!({"scaleTargetRef": {"name": "llm"}, "triggers": triggers});
+    if let Some(m) = max {
+        spec["maxReplicaCount"] = json!(m);
+    }
+    json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject",
+           "metadata": {"name": "llm", "namespace": "ml"}, "spec": spec})
+}
+
+fn request(operation: &str, object: Value, old: Value) -> AdmissionRequest {
+    let namespace = object["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    serde_json::from_value(json!({
+        "uid": "1", "operation": operation, "namespace": namespace,
+        "name": object["metadata"]["name"], "object": object, "oldObject": old,
+        "kind": {"group": "autoscaling", "version": "v2", "kind": object["kind"]},
+    }))
+    .unwrap()
+}
+
+fn create(object: Value) -> AdmissionRequest {
+    request("CREATE", object, Value::Null)
+}
+
+fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
+    let v = evaluate(r, s, script);
+    assert!(script.done(), "host calls not made");
+    v
+}
+
+const CPU_ONLY: &str = "HorizontalPodAutoscaler ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
+
+#[test]
+fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice() {
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(10, cpu())), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(v.message.as_deref(), Some(CPU_ONLY));
+    assert_eq!(
+        v.audit_annotations["target"],
+        "Deployment ml/llm: 2 nvidia.com/gpu per replica, maxReplicas 10"
+    );
+    assert_eq!(v.audit_annotations["signals"], "cpu");
+    assert_eq!(
+        v.audit_annotations["ceiling"],
+        "a100: 64 nvidia.com/gpu (nodes), 32 fit"
+    );
+}
+
+#[test]
+fn hpa_without_metrics_scales_on_cpu() {
+    let mut object = hpa(10, Value::Null);
+    object["spec"].as_object_mut().unwrap().remove("metrics");
+    let script = Script::new(vec![(get_deployment(), Ok(deployment(None, "1")))]);
+    let v = run(&create(object), &settings(), &script);
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().contains(
+            "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)"
+        ),
+        "{v:?}"
+    );
+    assert_eq!(
+        v.audit_annotations["no-pool"],
+        "spec.template.spec (1 nvidia.com/gpu): no configured pool is named by the pool label or selected by the node selector; pool ceiling not checked"
+    );
+}
+
+#[test]
+fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(32, external())), &settings(), &script);
+    assert!(v.allowed, "{v:?}");
+    assert!(v.warnings.is_empty());
+    assert_eq!(
+        v.audit_annotations["signals"],
+        "External vllm:num_requests_waiting"
+    );
+}
+
+const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+
+#[test]
+fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(40, external())), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+    // Both findings in one message.
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(40, cpu())), &settings(), &script);
+    let message = v.message.unwrap();
+    assert!(message.starts_with(CPU_ONLY), "{message}");
+    assert!(
+        message.ends_with(TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:")),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_declared_capacity_needs_no_node_list() {
+    let script = Script::new(vec![(
+        get_deployment(),
+        Ok(deployment(Some("h100-burst"), "8")),
+    )]);
+    let v = run(&create(hpa(17, external())), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "HorizontalPodAutoscaler ml/llm: maxReplicas 17 x 8 nvidia.com/gpu per replica = 136 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less."
+        )
+    );
+    let script = Script::new(vec![(
+        get_deployment(),
+        Ok(deployment(Some("h100-burst"), "8")),
+    )]);
+    assert!(run(&create(hpa(16, external())), &settings(), &script).allowed);
+}
+
+#[test]
+fn a_pool_offering_none_of_the_resource_fits_nothing() {
+    let mut d: Value = serde_json::from_str(&deployment(Some("h100-burst"), "1")).unwrap();
+    d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] =
+        json!({"amd.com/gpu": "1"});
+    let script = Script::new(vec![(get_deployment(), Ok(d.to_string()))]);
+    let v = run(&create(hpa(2, external())), &settings(), &script);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "HorizontalPodAutoscaler ml/llm: maxReplicas 2 x 1 amd.com/gpu per replica = 2 amd.com/gpu, more than pool h100-burst can ever hold (its capacity in the policy settings declares no amd.com/gpu). Not one replica fits: ask for fewer GPUs per replica, or target another pool or namespace."
+        )
+    );
+}
+
+#[test]
+fn the_namespace_maximum_counts_every_gpu() {
+    let mut object = hpa(10, external());
+    object["metadata"]["namespace"] = json!("research");
+    let script = Script::new(vec![(
+        parent_query("apps/v1", "Deployment", "llm", "research"),
+        Ok(deployment(None, "4")),
+    )]);
+    let v = run(&create(object), &settings(), &script);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "HorizontalPodAutoscaler research/llm: maxReplicas 10 x 4 GPUs per replica = 40 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less."
+        )
+    );
+    assert_eq!(
+        v.audit_annotations["ceiling"],
+        "namespace research: 16 GPUs (namespaceMaxGpus[0]), 4 fit"
+    );
+}
+
+#[test]
+fn below_min_replicas_says_to_lower_both() {
+    let mut object = hpa(10, external());
+    object["metadata"]["namespace"] = json!("research");
+    object["spec"]["minReplicas"] = json!(6);
+    let script = Script::new(vec![(
+        parent_query("apps/v1", "Deployment", "llm", "research"),
+        Ok(deployment(None, "4")),
+    )]);
+    let v = run(&create(object), &settings(), &script);
+    assert!(
+        v.message.as_deref().unwrap().ends_with(
+            "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less."
+        ),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
+    let mut d: Value = serde_json::from_str(&deployment(Some("a100"), "0")).unwrap();
+    d["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "2"}});
+    let script = Script::new(vec![(get_deployment(), Ok(d.to_string()))]);
+    let v = run(&create(hpa(100, cpu())), &settings(), &script);
+    assert!(v.allowed && v.warnings.is_empty());
+    assert_eq!(v.audit_annotations["target"], "Deployment ml/llm: no GPU");
+}
+
+#[test]
+fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
+    let prometheus = json!([{"type": "prometheus", "metadata": {"serverAddress": "http://prometheus:9090",
+        "query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}]);
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(
+        &create(scaled_object(Some(8), prometheus)),
+        &settings(),
+        &script,
+    );
+    assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
+
+    let cpu_trigger =
+        json!([{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]);
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(
+        &create(scaled_object(Some(8), cpu_trigger.clone())),
+        &settings(),
+        &script,
+    );
+    assert!(v.allowed);
+    assert_eq!(
+        v.warnings,
+        vec![
+            "ScaledObject ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu triggers only, and CPU utilization does not follow GPU inference load. Add a trigger on requests per second, queue depth or a GPU metric (e.g. a prometheus trigger on vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL)."
+        ]
+    );
+
+    // KEDA's default of 100 replicas is the bound when maxReplicaCount is left out.
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(
+        &create(scaled_object(None, cpu_trigger)),
+        &settings(),
+        &script,
+    );
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().contains(
+            "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold"
+        ),
+        "{v:?}"
+    );
+    assert_eq!(v.warnings.len(), 1, "the trigger warning too");
+}
+
+#[rstest]
+#[case::deny("deny", false, 0)]
+#[case::warn("warn", true, 1)]
+#[case::allow("allow", true, 0)]
+fn resource_metrics_only_is_a_setting(
+    #[case] action: &str,
+    #[case] allowed: bool,
+    #[case] warnings: usize,
+) {
+    let s = with(settings_json(), "resourceMetricsOnly", json!(action));
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(4, cpu())), &s, &script);
+    assert_eq!(v.allowed, allowed);
+    assert_eq!(v.warnings.len(), warnings);
+}
+
+#[test]
+fn keda_made_hpa_follows_the_keda_setting() {
+    let mut object = hpa(4, cpu());
+    object["metadata"]["name"] = json!("keda-hpa-llm");
+    object["metadata"]["ownerReferences"] = json!([{"apiVersion": "keda.sh/v1alpha1",
+        "kind": "ScaledObject", "name": "llm", "controller": true, "uid": "u"}]);
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(object), &settings(), &script);
+    assert!(v.allowed);
+    assert!(
+        v.warnings[0].contains("(it is made by ScaledObject llm from its triggers)")
+            && v.warnings[0].contains("to ScaledObject llm"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn scaled_job_counts_its_inline_job() {
+    let job = json!({"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob",
+        "metadata": {"name": "train", "namespace": "ml"},
+        "spec": {"maxReplicaCount": 10, "triggers": [{"type": "rabbitmq"}],
+                 "jobTargetRef": {"parallelism": 2, "template": {"metadata": {"labels": {"gpu-admission/pool": "h100-burst"}},
+                   "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}});
+    let v = run(&create(job), &settings(), &Script::none());
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "ScaledJob ml/train: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less."
+        )
+    );
+}
+
+#[test]
+fn custom_kind_targets_are_read_with_their_masks() {
+    let mut object = hpa(9, external());
+    object["spec"]["scaleTargetRef"] = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "name": "llm"});
+    let query = target::query(
+        &object::TargetRef {
+            api_version: "leaderworkerset.x-k8s.io/v1".into(),
+            kind: "LeaderWorkerSet".into(),
+            name: "llm".into(),
+        },
+        "ml",
+        &settings(),
+    )
+    .unwrap();
+    let lws = json!({"metadata": {"name": "llm"}, "spec": {"replicas": 2, "leaderWorkerTemplate": {"size": 2,
+        "workerTemplate": {"metadata": {"labels": {"gpu-admission/pool": "h100-burst"}},
+          "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}});
+    let script = Script::new(vec![(query, Ok(lws.to_string()))]);
+    let v = run(&create(object), &settings(), &script);
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap()
+            .contains("maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn unknown_target_kinds_are_accepted_with_a_warning_and_no_call() {
+    let mut object = hpa(3, cpu());
+    object["spec"]["scaleTargetRef"] =
+        json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "llm"});
+    let v = run(&create(object), &settings(), &Script::none());
+    assert!(v.allowed);
+    assert_eq!(
+        v.warnings,
+        vec![
+            "HorizontalPodAutoscaler ml/llm: the GPUs of Rollout llm (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler"
+        ]
+    );
+}
+
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+
+#[rstest]
+#[case::forbidden(
+    "Callback evaluation failure: deployments.apps \"llm\" is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot get resource \"deployments\"",
+    FORBIDDEN
+)]
+#[case::not_granted(
+    "Callback evaluation failure: Policy has not been granted access to Kubernetes apps/v1/Deployment resources. The violation has been reported.",
+    "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+)]
+#[case::not_found(
+    "Callback evaluation failure: Cannot find apps/v1/Deployment named 'llm' inside of namespace 'Some(\"ml\")'",
+    "HorizontalPodAutoscaler ml/llm: its target Deployment ml/llm was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+)]
+fn an_unreadable_target_fails_closed(#[case] error: &str, #[case] message: &str) {
+    let script = Script::new(vec![(get_deployment(), Err(error.into()))]);
+    let v = run(&create(hpa(4, external())), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(v.message.as_deref(), Some(message));
+    assert_eq!(v.audit_annotations["host-error"], error);
+}
+
+#[test]
+fn fail_open_accepts_with_a_warning() {
+    let s = with(settings_json(), "failOpen", json!(true));
+    let script = Script::new(vec![(get_deployment(), Err("forbidden".into()))]);
+    let v = run(&create(hpa(4, external())), &s, &script);
+    assert!(v.allowed);
+    assert_eq!(
+        v.warnings,
+        vec![
+            "HorizontalPodAutoscaler ml/llm: GPU limits were not checked: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because failOpen is true)"
+        ]
+    );
+}
+
+#[test]
+fn an_unreadable_pool_fails_closed_after_the_other_findings() {
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (
+            a100_nodes(),
+            Err("Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
+        ),
+    ]);
+    let v = run(&create(hpa(4, cpu())), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(
+        v.message.as_deref().unwrap(),
+        format!(
+            "{CPU_ONLY} pool a100: cannot list v1/Node: add {{apiVersion: v1, kind: Node}} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+        )
+    );
+}
+
+#[test]
+fn answers_that_are_not_a_workload_fail_closed() {
+    let script = Script::new(vec![(get_deployment(), Ok("[1, 2]".into()))]);
+    let v = run(&create(hpa(4, external())), &settings(), &script);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got a list). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+        )
+    );
+}
+
+#[test]
+fn nothing_to_check_makes_no_call() {
+    let s = settings();
+    // Not an autoscaler, DELETE, exempt namespace, a status update, metadata-only update.
+    let deployment: Value = serde_json::from_str(&deployment(Some("a100"), "8")).unwrap();
+    assert!(run(&create(deployment), &s, &Script::none()).allowed);
+    assert!(
+        run(
+            &request("DELETE", hpa(4, cpu()), Value::Null),
+            &s,
+            &Script::none()
+        )
+        .allowed
+    );
+    let mut exempt = hpa(4, cpu());
+    exempt["metadata"]["namespace"] = json!("gpu-operator");
+    let v = run(&create(exempt), &s, &Script::none());
+    assert_eq!(
+        v.audit_annotations["exempt"],
+        "namespace gpu-operator is in exemptNamespaces"
+    );
+    let mut status = create(hpa(4, cpu()));
+    status.sub_resource = "status".into();
+    assert!(run(&status, &s, &Script::none()).allowed);
+    let old = hpa(400, cpu());
+    let mut new = old.clone();
+    new["metadata"]["finalizers"] = json!(["finalizer.keda.sh"]);
+    assert!(run(&request("UPDATE", new, old), &s, &Script::none()).allowed);
+}
+
+#[test]
+fn an_update_that_raises_max_replicas_is_checked() {
+    let script = Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(
+        &request("UPDATE", hpa(40, external()), hpa(10, external())),
+        &settings(),
+        &script,
+    );
+    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+}
+
+#[test]
+fn malformed_autoscalers_are_rejected_with_400() {
+    let mut object = hpa(4, cpu());
+    object["spec"]["maxReplicas"] = json!("ten");
+    let v = run(&create(object), &settings(), &Script::none());
+    assert_eq!(v.code, Some(400));
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "HorizontalPodAutoscaler ml/llm: spec.maxReplicas: must be a non-negative integer, got \"ten\""
+        )
+    );
+}
