@@ -71,6 +71,14 @@ const DEPLOYMENT_FORBIDDEN: &str = "scale of Deployment ml-serving/llm-a100: can
 const MIG_OVER: &str = "pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 (10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or target another pool.";
 const MALFORMED: &str = "Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a non-negative integer, got \"four\"";
 
+// Usage from ResourceQuotas (settings_quotas.yml).
+const Q: &str = "settings_quotas.yml";
+const QUOTAS_OVER: &str = "pool a100: nvidia.com/gpu would be 58 of capacity 64 declared in settings (90.6%) with this workload's 8 (50 in use from 6 ResourceQuotas), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
+const QUOTAS_NONE: &str = "pool a100: namespace ml-serving has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml-serving, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (failOpen: false).";
+const QUOTAS_UNSCOPED: &str = "pool a100: ResourceQuota ml-training/gpu-a100 is not scoped to the pool's priority classes (it has no scope, so it counts the pods of every pool in ml-training): set its spec.scopeSelector to {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}. The GPU capacity gate denies what it cannot count (failOpen: false).";
+const QUOTAS_FORBIDDEN: &str = "pool a100: cannot list v1/ResourceQuota: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const QUOTAS_NO_CLASS: &str = "pool a100: its GPUs in use are counted by ResourceQuotas scoped to its priority classes (a100-high, a100-low), which would not count this workload's pods: spec.template.spec has no priorityClassName. Set priorityClassName to one of a100-high, a100-low (gpu-pool-routing-policy sets it on the pool's workloads).";
+
 const CASES: &[Case] = &[
     // Below, over and exactly at the threshold; an empty pool.
     Case {
@@ -309,6 +317,81 @@ const CASES: &[Case] = &[
         audit: None,
         in_readme: false,
     },
+    // Usage from ResourceQuotas with capacity declared: one list of the pool's quotas.
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: Q,
+        session: Some("session_quotas_found.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 from 6 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in settings (75.0%), threshold 90%, fits",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+    },
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: Q,
+        session: Some("session_quotas_over.yml"),
+        denied: Some(QUOTAS_OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 from 6 ResourceQuotas + incoming 8 = 58 of capacity 64 declared in settings (90.6%), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: Q,
+        session: Some("session_quotas_none.yml"),
+        denied: Some(QUOTAS_NONE),
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: Q,
+        session: Some("session_quotas_unscoped.yml"),
+        denied: Some(QUOTAS_UNSCOPED),
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: Q,
+        session: Some("session_quotas_forbidden.yml"),
+        denied: Some(QUOTAS_FORBIDDEN),
+        capacity: Some("pool a100: not checked"),
+        audit: Some((
+            "host-error",
+            "Callback evaluation failure: resourcequotas is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot list resource \"resourcequotas\" in API group \"\" at the cluster scope",
+        )),
+        in_readme: true,
+    },
+    // A template without one of the pool's classes: its pods would not be counted.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: Q,
+        session: None,
+        denied: Some(QUOTAS_NO_CLASS),
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: true,
+    },
+    // usage: pods with capacity declared: only the pool's Pods are listed.
+    Case {
+        request: "deployment_l4_timesliced.json",
+        settings: Q,
+        session: Some("session_l4_pods_declared.yml"),
+        denied: None,
+        capacity: Some(
+            "l4-shared: nvidia.com/gpu used 110 + incoming 6 = 116 of capacity 128 declared in settings (90.6%), threshold 95%, fits",
+        ),
+        audit: None,
+        in_readme: false,
+    },
 ];
 
 #[test]
@@ -429,6 +512,114 @@ fn scale_reads_the_deployment_then_the_pool() {
 }
 
 #[test]
+fn quota_mode_makes_one_host_call_with_the_exact_selector_and_masks() {
+    let eval = evaluate(
+        "deployment_a100_4x2_priority.json",
+        Q,
+        Some("session_quotas_found.yml"),
+    );
+    let calls: Vec<(&str, Value)> = eval
+        .host_calls
+        .iter()
+        .map(|c| {
+            (
+                c.operation.as_str(),
+                serde_json::from_str(&c.payload).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        vec![(
+            "list_resources_all",
+            serde_json::json!({"api_version": "v1", "kind": "ResourceQuota",
+                "label_selector": "gpu-admission/pool=a100", "field_selector": null,
+                "field_masks": ["spec.hard", "spec.scopeSelector", "spec.scopes", "status.used"]})
+        )]
+    );
+}
+
+/// The quota the denial asks for, read back from its message.
+fn quota_to_create(message: &str) -> Value {
+    let manifest = message
+        .split_once("Create it: ")
+        .and_then(|(_, rest)| rest.split_once(" (spec.hard"))
+        .map(|(manifest, _)| manifest)
+        .unwrap_or_else(|| panic!("no manifest in {message:?}"));
+    serde_yaml::from_str(manifest).unwrap_or_else(|e| panic!("{manifest}: {e}"))
+}
+
+/// A replay session answering pool `pool`'s quota query with `quotas`, each given a
+/// `status.used` of 0 GPUs (as the quota controller sets it on an empty namespace).
+fn quota_session(pool: &str, quotas: &[Value]) -> ReplaySession {
+    let items: Vec<Value> = quotas
+        .iter()
+        .map(|q| {
+            let mut q = q.clone();
+            q["status"] = serde_json::json!({"used": {"requests.nvidia.com/gpu": "0"}});
+            q
+        })
+        .collect();
+    let payload = serde_json::json!({"apiVersion": "v1", "kind": "ResourceQuotaList",
+        "metadata": {"resourceVersion": "1"}, "items": items});
+    let yaml = format!(
+        "- type: Exchange\n  request: |\n    !KubernetesListResourceAll\n    api_version: v1\n    kind: ResourceQuota\n    label_selector: 'gpu-admission/pool={pool}'\n    field_selector: null\n    field_masks:\n    - spec.hard\n    - spec.scopeSelector\n    - spec.scopes\n    - status.used\n  response:\n    type: Success\n    payload: {}\n",
+        serde_json::to_string(&payload.to_string()).unwrap()
+    );
+    ReplaySession::from_yaml_str(&yaml).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+#[test]
+fn the_quota_a_denial_asks_for_makes_the_request_countable() {
+    let denied = evaluate(
+        "deployment_a100_4x2_priority.json",
+        Q,
+        Some("session_quotas_none.yml"),
+    );
+    let created = quota_to_create(denied.response.message().unwrap());
+    assert_eq!(created["kind"], "ResourceQuota");
+    assert_eq!(created["metadata"]["namespace"], "ml-serving");
+    assert_eq!(created["metadata"]["labels"]["gpu-admission/pool"], "a100");
+    assert_eq!(created["spec"]["hard"]["requests.nvidia.com/gpu"], "64");
+    let request = read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
+    let eval = policy()
+        .evaluate(
+            &request,
+            &settings(Q),
+            Some(quota_session("a100", &[created])),
+        )
+        .unwrap();
+    assert!(eval.response.allowed, "{:?}", eval.response);
+    assert_eq!(
+        eval.response.audit_annotations.unwrap_or_default()["capacity"],
+        "a100: nvidia.com/gpu used 0 from 1 ResourceQuota + incoming 8 = 8 of capacity 64 declared in settings (12.5%), threshold 90%, fits"
+    );
+}
+
+#[test]
+fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
+    // The contextAwareResources of a policy deployed before usage: quotas existed.
+    let old = serde_json::json!({"contextAwareResources": [
+        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
+    let request = read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
+    let response = policy()
+        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
+        .validate(
+            &request,
+            &settings(Q),
+            Some(ReplaySession::from_file(data("session_quotas_found.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert_eq!(
+        response.message(),
+        Some(
+            "pool a100: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+        )
+    );
+}
+
+#[test]
 fn fail_open_warns() {
     let eval = evaluate(
         "deployment_a100_4x2.json",
@@ -464,6 +655,7 @@ fn settings_validation() {
         "settings.yml",
         "settings_fail_open.yml",
         "settings_charge_all.yml",
+        "settings_quotas.yml",
     ] {
         let v = p.validate_settings(&settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
@@ -571,6 +763,72 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
         );
     }
     assert_eq!(docs[2]["roleRef"]["name"], role["metadata"]["name"]);
+}
+
+/// The documents of `examples/resource-quotas.yaml`.
+fn example_quotas() -> Vec<Value> {
+    use serde::Deserialize;
+    let text = std::fs::read_to_string(policy_dir().join("examples/resource-quotas.yaml")).unwrap();
+    serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .collect()
+}
+
+#[test]
+fn the_example_quotas_count_the_example_quota_pool() {
+    // The example's pool with usage: quotas, and its quotas beside it.
+    let cap = &example_documents()[0];
+    let settings = &cap["spec"]["settings"];
+    let pool = settings["pools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["usage"] == "quotas")
+        .expect("the example has a pool with usage: quotas");
+    let name = pool["name"].as_str().unwrap();
+    let docs = example_quotas();
+    let classes: Vec<&Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "PriorityClass")
+        .map(|d| &d["metadata"]["name"])
+        .collect();
+    assert_eq!(
+        classes,
+        pool["priorityClasses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+    let quotas: Vec<Value> = docs
+        .iter()
+        .filter(|d| d["kind"] == "ResourceQuota")
+        .cloned()
+        .collect();
+    assert!(quotas.len() >= 2, "{quotas:?}");
+    let class = classes[0].as_str().unwrap();
+    // A GPU Deployment of that pool in each quota's namespace is counted (no set-up denial).
+    for quota in &quotas {
+        let namespace = quota["metadata"]["namespace"].as_str().unwrap();
+        let mut request =
+            read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
+        request["namespace"] = Value::from(namespace);
+        let template = &mut request["object"]["spec"]["template"];
+        template["metadata"]["labels"]["gpu-admission/pool"] = Value::from(name);
+        template["spec"]["nodeSelector"] = serde_json::json!({"gpu-admission/pool": name});
+        template["spec"]["priorityClassName"] = Value::from(class);
+        let eval = policy()
+            .evaluate(&request, settings, Some(quota_session(name, &quotas)))
+            .unwrap();
+        assert!(eval.response.allowed, "{namespace}: {:?}", eval.response);
+        assert_eq!(
+            eval.response.audit_annotations.unwrap_or_default()["capacity"],
+            format!(
+                "{name}: nvidia.com/gpu used 0 from {} ResourceQuotas + incoming 8 = 8 of capacity 64 declared in settings (12.5%), threshold 85%, fits",
+                quotas.len()
+            )
+        );
+    }
 }
 
 #[test]

@@ -164,6 +164,55 @@ run_policy() {
   [ $(expr "$output" : '.*"code":400.*') -ne 0 ]
 }
 
+@test "usage from ResourceQuotas, capacity declared: accepted, saying where the numbers come from" {
+  run_policy deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_found.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*used 40 from 6 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in settings (75.0%).*') -ne 0 ]
+}
+
+@test "usage from ResourceQuotas over the threshold: denied" {
+  run_policy deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_over.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*would be 58 of capacity 64 declared in settings (90.6%) with this workload.s 8 (50 in use from 6 ResourceQuotas).*') -ne 0 ]
+}
+
+@test "no ResourceQuota in the namespace: denied with the quota to create" {
+  run_policy deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_none.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*namespace ml-serving has no ResourceQuota labelled gpu-admission/pool=a100.*Create it: {apiVersion: v1, kind: ResourceQuota.*') -ne 0 ]
+}
+
+@test "a ResourceQuota without the pool's PriorityClass scope: denied naming it" {
+  run_policy deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_unscoped.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : ".*ResourceQuota ml-training/gpu-a100 is not scoped to the pool's priority classes.*") -ne 0 ]
+}
+
+@test "ResourceQuotas forbidden: fails closed naming the permission" {
+  run_policy deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_forbidden.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : ".*grant the policy-server's ServiceAccount list and watch on resourcequotas.*") -ne 0 ]
+}
+
+@test "quota pool, template without the pool's PriorityClass: denied without host calls" {
+  run_policy deployment_a100_4x2.json settings_quotas.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*spec.template.spec has no priorityClassName.*') -ne 0 ]
+}
+
+@test "pods with capacity declared: only the Pods are listed" {
+  run_policy deployment_l4_timesliced.json settings_quotas.yml session_l4_pods_declared.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*116 of capacity 128 declared in settings (90.6%).*') -ne 0 ]
+}
+
 @test "invalid settings exit 1" {
   run kwctl run --request-path "$DATA/deployment_a100_4x2.json" --settings-path "$DATA/settings_invalid.yml" "$POLICY"
   [ "$status" -eq 1 ]

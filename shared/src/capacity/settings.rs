@@ -7,8 +7,7 @@ use crate::settings::{
     CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
     validate_resource_names,
 };
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
 /// The label the routing policy stamps on pod templates, naming their pool.
@@ -70,7 +69,7 @@ pub struct Pool {
     /// (the ceiling of an autoscaled pool). Values as written; [`Pool::declared_capacity`]
     /// reads them once settings are valid.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<BTreeMap<String, Value>>,
+    pub capacity: Option<BTreeMap<String, DeclaredGpus>>,
     /// Where the pool's GPUs in use come from; `None`: the gate's `usage`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -125,18 +124,27 @@ impl Pool {
         self.capacity.as_ref().map(|declared| {
             declared
                 .iter()
-                .map(|(resource, value)| (resource.clone(), whole_gpus(value).unwrap_or(0)))
+                .map(|(resource, n)| (resource.clone(), n.count().unwrap_or(0)))
                 .collect()
         })
     }
 }
 
-/// A declared GPU count: a non-negative integer, or a string holding a whole quantity.
-fn whole_gpus(value: &Value) -> Result<u64, String> {
-    match value {
-        Value::Number(n) => n.as_u64().ok_or_else(|| format!("got {n}")),
-        Value::String(s) => crate::quantity::Quantity::parse_count(s).map_err(|e| e.to_string()),
-        other => Err(format!("got {other}")),
+/// A declared GPU count as written in settings: a number or a string (`512`, `"512"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct DeclaredGpus(pub String);
+
+impl<'de> Deserialize<'de> for DeclaredGpus {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::podspec::QuantityText::deserialize(deserializer).map(|q| DeclaredGpus(q.0))
+    }
+}
+
+impl DeclaredGpus {
+    /// The count, when it is a whole, non-negative number.
+    pub fn count(&self) -> Result<u64, crate::quantity::QuantityError> {
+        crate::quantity::Quantity::parse_count(&self.0)
     }
 }
 
@@ -270,7 +278,7 @@ impl Settings {
                     crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
                 ));
             }
-            whole_gpus(value).map_err(|e| {
+            value.count().map_err(|e| {
                 format!("{field}.capacity.{resource}: must be a whole number of GPUs ({e})")
             })?;
         }
@@ -459,10 +467,10 @@ mod tests {
     #[rstest]
     #[case::empty(with(quotas(), "/pools/0/capacity", json!({})), "pools[0].capacity: declare the pool's GPUs per resource")]
     #[case::not_gpu(with(quotas(), "/pools/0/capacity", json!({"cpu": 64})), "pools[0].capacity.cpu: not a GPU resource the gate counts (nvidia.com/gpu, nvidia.com/gpu.shared, amd.com/gpu, gpu.intel.com/i915, gpu.intel.com/xe, nvidia.com/mig-*, or a name in extraGpuResources)")]
-    #[case::fraction(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": 1.5})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got 1.5)")]
+    #[case::fraction(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": 1.5})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs ('1.5' must be a whole number)")]
     #[case::fraction_text(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": "500m"})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs ('500m' must be a whole number)")]
-    #[case::negative(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": -8})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got -8)")]
-    #[case::not_a_number(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": true})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs (got true)")]
+    #[case::negative(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": -8})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs ('-8' must not be negative)")]
+    #[case::not_a_quantity(with(quotas(), "/pools/0/capacity", json!({"nvidia.com/gpu": "many"})), "pools[0].capacity.nvidia.com/gpu: must be a whole number of GPUs ('many' is not a Kubernetes quantity")]
     #[case::neither_nodes_nor_capacity(with(base(), "/pools/1/nodeSelector", json!({})), "pools[1].nodeSelector: must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in pools[1].capacity instead of measuring its nodes")]
     #[case::no_classes(with(quotas(), "/pools/0/priorityClasses", json!([])), "pools[0].priorityClasses: usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them")]
     #[case::classes_without_quotas(pool_field(base(), 1, "priorityClasses", json!(["h100"])), "pools[1].priorityClasses: only used with usage: quotas (the pool's usage is pods); remove it or set pools[1].usage: quotas")]
@@ -485,6 +493,7 @@ mod tests {
     #[case::unknown_usage(json!({"usage": "nodes"}))]
     #[case::unknown_pool_usage(json!({"pools": [{"name": "a", "usage": "quota"}]}))]
     #[case::capacity_not_a_map(json!({"pools": [{"name": "a", "capacity": 512}]}))]
+    #[case::capacity_not_a_number(json!({"pools": [{"name": "a", "capacity": {"nvidia.com/gpu": true}}]}))]
     fn malformed_quota_settings_do_not_parse(#[case] settings: Value) {
         assert!(serde_json::from_value::<Settings>(settings).is_err());
     }

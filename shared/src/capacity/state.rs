@@ -305,88 +305,91 @@ pub struct Quota {
     pub scope_selector: Option<Vec<ScopeRequirement>>,
 }
 
-/// One entry of a quota's `scopeSelector.matchExpressions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+/// One entry of a quota's `scopeSelector.matchExpressions` (fields that are not strings
+/// read as empty, which no scope check accepts).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScopeRequirement {
-    #[serde(deserialize_with = "null_as_default")]
     pub scope_name: String,
-    #[serde(deserialize_with = "null_as_default")]
     pub operator: String,
-    #[serde(deserialize_with = "null_as_default")]
     pub values: Vec<String>,
 }
 
-// Every field optional: field masks drop whatever they do not name.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct QuotaMetadata {
-    #[serde(deserialize_with = "null_as_default")]
-    name: String,
-    #[serde(deserialize_with = "null_as_default")]
-    namespace: String,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct QuotaSpec {
-    #[serde(deserialize_with = "null_as_default")]
-    hard: HashMap<String, serde::de::IgnoredAny>,
-    #[serde(deserialize_with = "null_as_default")]
-    scopes: Vec<String>,
-    scope_selector: Option<ScopeSelector>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct ScopeSelector {
-    #[serde(deserialize_with = "null_as_default")]
-    match_expressions: Vec<ScopeRequirement>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct QuotaStatus {
-    #[serde(deserialize_with = "null_as_default")]
-    used: HashMap<String, crate::podspec::QuantityText>,
-}
-
-/// The pool's quotas in a `ResourceQuotaList`, GPU entries only, in list order. A used
-/// GPU amount that is not a whole number makes the list unreadable (a quota's count of
-/// GPUs is always whole).
+/// The pool's quotas in a `ResourceQuotaList`, GPU entries only, in list order. Quotas are
+/// few (one per namespace) and small, so each item's `metadata`, `spec` and `status` are
+/// read as JSON values. A used GPU amount that is not a whole number makes the list
+/// unreadable (a quota's count of GPUs is always whole).
 pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, ListError> {
+    use serde_json::Value;
     let gpu = |key: &str| {
         key.strip_prefix(QUOTA_REQUESTS_PREFIX)
             .filter(|r| names.is_gpu(r))
             .map(str::to_string)
+    };
+    let text = |v: &Value, key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let texts = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .map(|s| s.as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
     };
     let mut quotas = Vec::new();
     super::scan::for_each_item(
         bytes,
         [b"metadata", b"spec", b"status"],
         |[metadata, spec, status]| {
-            let metadata: QuotaMetadata = parse_or_default(metadata)?;
-            let spec: QuotaSpec = parse_or_default(spec)?;
-            let status: QuotaStatus = parse_or_default(status)?;
+            let [metadata, spec, status] = [metadata, spec, status]
+                .map(|b| b.map_or(Ok(Value::Null), serde_json::from_slice::<Value>));
+            let (metadata, spec, status) = (metadata?, spec?, status?);
+            let (namespace, name) = (text(&metadata, "namespace"), text(&metadata, "name"));
             let mut used = GpuCounts::new();
-            for (key, quantity) in &status.used {
-                if let Some(resource) = gpu(key) {
-                    let n = crate::quantity::Quantity::parse_count(&quantity.0).map_err(|e| {
-                        ListError::Invalid(format!(
-                            "ResourceQuota {}/{}: status.used.{key}: {e}",
-                            metadata.namespace, metadata.name
-                        ))
-                    })?;
-                    used.insert(resource, n);
-                }
+            let entries = status.get("used").and_then(Value::as_object);
+            for (key, quantity) in entries.into_iter().flatten() {
+                let Some(resource) = gpu(key) else {
+                    continue;
+                };
+                let quantity = match quantity {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let n = crate::quantity::Quantity::parse_count(&quantity).map_err(|e| {
+                    ListError::Invalid(format!(
+                        "ResourceQuota {namespace}/{name}: status.used.{key}: {e}"
+                    ))
+                })?;
+                used.insert(resource, n);
             }
+            let hard = spec.get("hard").and_then(Value::as_object);
+            let selector = spec.get("scopeSelector").filter(|s| !s.is_null());
             quotas.push(Quota {
-                counts: spec.hard.keys().filter_map(|k| gpu(k)).collect(),
+                counts: hard
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, _)| gpu(k))
+                    .collect(),
                 used,
-                scopes: spec.scopes,
-                scope_selector: spec.scope_selector.map(|s| s.match_expressions),
-                namespace: metadata.namespace,
-                name: metadata.name,
+                scopes: texts(spec.get("scopes")),
+                scope_selector: selector.map(|s| {
+                    s.get("matchExpressions")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .map(|e| ScopeRequirement {
+                            scope_name: text(e, "scopeName"),
+                            operator: text(e, "operator"),
+                            values: texts(e.get("values")),
+                        })
+                        .collect()
+                }),
+                namespace,
+                name,
             });
             Ok::<(), ListError>(())
         },
