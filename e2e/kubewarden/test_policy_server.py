@@ -113,15 +113,42 @@ def a100_pods(extra):
     return pods
 
 
-def cluster(extra_a100_pods=0):
+def quota(name, namespace, labels, classes, used, gpu_hard="64"):
+    """A ResourceQuota as the API server holds it, `used` GPUs counted in its status."""
+    spec = {"hard": {"requests.nvidia.com/gpu": gpu_hard, "requests.cpu": "512"}}
+    if classes is not None:
+        spec["scopeSelector"] = {"matchExpressions": [{"scopeName": "PriorityClass", "operator": "In",
+                                                       "values": classes}]}
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec,
+            "status": {"hard": dict(spec["hard"]),
+                       "used": {"requests.nvidia.com/gpu": str(used), "requests.cpu": str(used * 8)}}}
+
+
+A100_CLASSES = ["a100-high", "a100-low"]
+
+
+def a100_quotas(extra_used=0):
+    """Pool a100's ResourceQuotas for settings_quotas.yml: the GPUs of a100_pods() by namespace
+    (ml-serving 24, ml-training 16), scoped to the pool's classes; and quotas the gate must not
+    read: another pool's, and one without the pool label."""
+    return [quota("gpu-a100", "ml-serving", {POOL: "a100"}, A100_CLASSES, 24 + extra_used),
+            quota("gpu-a100", "ml-training", {POOL: "a100"}, A100_CLASSES, 16),
+            quota("gpu-h100", "ml-serving", {POOL: "h100"}, ["h100-serving"], 16),
+            quota("compute", "ml-serving", {}, None, 64, gpu_hard="128")]
+
+
+def cluster(extra_a100_pods=0, extra_quota_used=0):
     """The snapshot. Pools as in the capacity gate's test_data/settings.yml:
     - a100: 8 nodes x 8 GPUs, one cordoned: 56 allocatable; 40 used (+8 per extra pod);
     - h100: 4 x 8 = 32 allocatable, 16 used;
     - l4-shared: 4 time-sliced nodes x 32 replicas = 128, 110 used; one more node labelled
       l4-shared but not time-sliced, which the pool's matchExpressions leave out;
     - a100-mig (mixed strategy): 16 mig-3g.40gb (10 used) and 28 mig-1g.10gb (4 used);
-    plus a CPU node and kube-system pods, the Deployment the scale request reads, and the
-    VRAM fit policy's model registry ConfigMap gpu-system/gpu-models."""
+    plus a CPU node and kube-system pods, the Deployment the scale request reads, the
+    ResourceQuotas of settings_quotas.yml's pool a100 (a100_quotas), and the VRAM fit
+    policy's model registry ConfigMap gpu-system/gpu-models."""
     a100 = {POOL: "a100", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
     h100 = {POOL: "h100", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     l4 = {POOL: "l4-shared", "nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "4",
@@ -138,6 +165,7 @@ def cluster(extra_a100_pods=0):
     objects.append(cpu_node)
 
     objects += a100_pods(extra_a100_pods)
+    objects += a100_quotas(extra_quota_used)
     objects += [pod(f"h100-work-{i}", "ml-serving", {POOL: "h100"}, 8, f"gpu-h100-{i}") for i in range(2)]
     objects += [pod(f"l4-shared-work-{i}", ["ml-serving", "ml-training"][i % 2], {POOL: "l4-shared"}, 1,
                     f"gpu-l4-{i % 4}") for i in range(110)]
@@ -181,6 +209,11 @@ A100_FULL = ("pool a100: nvidia.com/gpu would be 56 of 56 allocatable (100.0%) w
 MIG_OVER = ("pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 "
             "(10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or "
             "target another pool.")
+QUOTAS_FIT = ("a100: nvidia.com/gpu used 40 from 2 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in "
+              "settings (75.0%), threshold 90%, fits")
+QUOTAS_FULL = ("pool a100: nvidia.com/gpu would be 64 of capacity 64 declared in settings (100.0%) with this "
+               "workload's 8 (56 in use from 2 ResourceQuotas), above the 90% threshold (room for 1 more). Wait for "
+               "capacity, lower replicas, or target another pool.")
 UNKNOWN_MODEL = "is not in the model registry, so its GPU memory cannot be checked"
 MALFORMED = ("Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a "
              "non-negative integer, got \"four\"")
@@ -281,6 +314,9 @@ class PolicyServerE2E(unittest.TestCase):
                                    context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
             "capacity": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings.yml"),
                               context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
+            "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
+                                     context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
         }
         cls.server = host.start_policy_server(policies, cls.fakeapi)
         sys.stderr.write(f"policy-server ready in {cls.server.startup_seconds:.1f} s "
@@ -514,6 +550,43 @@ class PolicyServerE2E(unittest.TestCase):
                 self.assertNotIn("capacity", r.get("auditAnnotations") or {}, r)
         with self.subTest("deployment_malformed.json"):
             self.check("capacity", CAPACITY, "deployment_malformed.json", False, message=MALFORMED, code=400)
+
+    def test_capacity_from_resource_quotas(self):
+        with self.subTest("quotas found"):
+            self.check("capacity-quotas", CAPACITY, "deployment_a100_4x2_priority.json", True, audit={
+                "capacity": QUOTAS_FIT, "pool": "a100"})
+        with self.subTest("pods with declared capacity"):
+            self.check("capacity-quotas", CAPACITY, "deployment_l4_timesliced.json", True, audit={
+                "capacity": "l4-shared: nvidia.com/gpu used 110 + incoming 6 = 116 of capacity 128 declared in "
+                            "settings (90.6%), threshold 95%, fits"})
+        with self.subTest("no quota in the namespace"):
+            req = request(CAPACITY, "deployment_a100_4x2_priority.json")
+            req["namespace"] = req["object"]["metadata"]["namespace"] = "ml-research"
+            self.check("capacity-quotas", CAPACITY, "(ml-research)", False, req=req, says=[
+                "pool a100: namespace ml-research has no ResourceQuota labelled gpu-admission/pool=a100, so the "
+                "pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: "
+                "{name: gpu-a100, namespace: ml-research, labels: {gpu-admission/pool: \"a100\"}}",
+                "The GPU capacity gate denies what it cannot count (failOpen: false)."],
+                audit={"capacity": "pool a100: not checked"})
+        with self.subTest("template without the pool's class"):
+            self.check("capacity-quotas", CAPACITY, "deployment_a100_4x2.json", False, says=[
+                "spec.template.spec has no priorityClassName. Set priorityClassName to one of a100-high, a100-low"])
+
+    def test_capacity_from_resource_quotas_follows_the_cluster(self):
+        req = request(CAPACITY, "deployment_a100_4x2_priority.json")
+        before = self.fakeapi.state()
+        self.check("capacity-quotas", CAPACITY, "deployment_a100_4x2_priority.json", True,
+                   audit={"capacity": QUOTAS_FIT})
+        try:
+            # The quota admission plugin counted 16 more GPUs in ml-serving: 56 + 8 of 64 is over.
+            self.fakeapi.write(cluster(extra_quota_used=16))
+            hosts.poll(lambda: self.fakeapi.state() != before, 100, 0.1, "fakeapi reloading the snapshot")
+            denied = self.wait_for_verdict("capacity-quotas", req, False, "16 more GPUs in a100's quotas")
+            self.assertEqual(denied["status"]["message"], QUOTAS_FULL, denied)
+        finally:
+            self.fakeapi.write(cluster())
+        accepted = self.wait_for_verdict("capacity-quotas", req, True, "the quota back at 24")
+        self.assertEqual(accepted["auditAnnotations"]["capacity"], QUOTAS_FIT, accepted)
 
     def wait_for_verdict(self, policy_id, req, allowed, what):
         """Sends `req` until its verdict is `allowed` (bounded tries); the last response."""
