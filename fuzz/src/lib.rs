@@ -3,12 +3,14 @@
 //! - [`tree`]: arbitrary JSON trees over the rules' vocabulary, and edits of documents;
 //! - [`seeds`]: the requests, settings and recorded host answers of `policies/*/test_data`;
 //! - [`input`]: the structure-aware inputs of the policy targets, built into fixtures;
+//! - [`command_line`]: model-server containers for `vram_args`;
 //! - [`replay`]: runs an input and checks the invariants (also compiled into the main
 //!   workspace's regression test, `shared/tests/fuzz_regressions.rs`).
 //!
 //! Set `FUZZ_DUMP=<file>` to have a structure-aware target write the JSON it built (the
 //! fixture the regression test reads) before running it.
 
+pub mod command_line;
 pub mod input;
 pub mod replay;
 pub mod seeds;
@@ -61,4 +63,14 @@ pub fn request(policy: Policy, input: &RequestInput) {
 /// `<policy>_settings`.
 pub fn settings(policy: Policy, input: &SettingsInput) {
     fixture(policy, &input.fixture(policy));
+}
+
+/// `vram_args`.
+pub fn command_line(input: &command_line::CommandLineInput) {
+    let container = input.to_json();
+    dump(&container);
+    verify(
+        "vram_args",
+        replay::vram_args(container.to_string().as_bytes()),
+    );
 }

@@ -12,10 +12,12 @@
 //! - `<policy>_bytes`: the same bytes as the `validate` payload and as the settings of
 //!   `validate_settings`; every host call fails;
 //! - `<policy>_request`, `<policy>_settings`: a [`Fixture`], the JSON payload plus the
-//!   answers to the host calls in call order.
+//!   answers to the host calls in call order (Kubernetes and OCI calls alike);
+//! - `vram_args`: a container's JSON, read as a model server's command line and judged in
+//!   a Deployment.
 
 use gpu_rules::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
-use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
 use gpu_rules::quantity::Quantity;
@@ -136,6 +138,7 @@ pub fn run(target: &str, input: &[u8]) -> Result<(), String> {
     match target {
         "quantity" => quantity(input),
         "workload_bytes" | "workload_structured" => workload(input),
+        "vram_args" => vram_args(input),
         _ => {
             let (prefix, form) = target
                 .rsplit_once('_')
@@ -188,6 +191,58 @@ pub fn workload(input: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
+/// A container read as a model server: the reader answers the same twice, its errors name
+/// the container, what it reads is within the flags' bounds; and the container in a
+/// Deployment (labelled with a registered model) gets a verdict that holds every
+/// invariant of `vram_request`.
+pub fn vram_args(input: &[u8]) -> Result<(), String> {
+    use gpu_rules::vram::server::ServerArgs;
+    let Ok(container) = serde_json::from_slice::<Value>(input) else {
+        return Ok(());
+    };
+    if let Ok(c) = serde_json::from_value::<gpu_rules::podspec::Container>(container.clone()) {
+        let read = ServerArgs::read(&c, "container server");
+        if read != ServerArgs::read(&c, "container server") {
+            return Err(format!("reading {container} twice differs"));
+        }
+        match &read {
+            Err(e) if !e.starts_with("container server: ") => {
+                return Err(format!("an error that does not name the container: {e}"));
+            }
+            Err(_) => {}
+            Ok(a) => {
+                let bounded = |v: Option<u64>, max: u64| v.is_none_or(|v| (1..=max).contains(&v));
+                let value =
+                    |f: &Option<gpu_rules::vram::server::Found<u64>>| f.as_ref().map(|f| f.value);
+                if !(bounded(value(&a.context_length), 100_000_000)
+                    && bounded(value(&a.max_num_seqs), 1_000_000)
+                    && bounded(value(&a.tensor_parallel), 4096)
+                    && bounded(value(&a.pipeline_parallel), 4096)
+                    && bounded(value(&a.usable_percent), 100))
+                {
+                    return Err(format!("out of bounds: {a:?}"));
+                }
+            }
+        }
+    }
+    let payload = json!({
+        "request": {"uid": "u", "operation": "CREATE", "namespace": "ml",
+            "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
+            "object": {"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "d", "namespace": "ml"},
+                "spec": {"template": {
+                    "metadata": {"labels": {"gpu-admission/model": "llama-3.1-8b"}},
+                    "spec": {"containers": [container],
+                        "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}}}}}},
+        "settings": {"models": {"meta-llama/Llama-3.1-8B-Instruct": {
+            "parametersBillions": 8.03, "dtype": "bf16", "layers": 32, "kvHeads": 8,
+            "headDim": 128, "contextLength": 8192, "attentionHeads": 32,
+            "aliases": ["llama-3.1-8b"]}}},
+    });
+    let payload = serde_json::to_vec(&payload).map_err(|e| e.to_string())?;
+    check_validate(Policy::Vram, &payload, &[])
+}
+
 /// Arbitrary bytes as the `validate` payload and as the settings: both entry points answer
 /// in Kubewarden's format; every host call fails.
 pub fn policy_bytes(policy: Policy, input: &[u8]) -> Result<(), String> {
@@ -214,21 +269,39 @@ fn text_limit(payload: &[u8]) -> usize {
     (1 << 20).max(4 * payload.len())
 }
 
+/// One host call the rules made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Kubernetes(ClusterRequest),
+    /// The config of this image (`oci/v1/oci_manifest_config`).
+    Image(String),
+}
+
 /// Answers host calls from a script, in order, and records what was asked.
 struct Scripted<'a> {
     answers: &'a [Answer],
-    calls: RefCell<Vec<ClusterRequest>>,
+    calls: RefCell<Vec<Call>>,
 }
 
-impl Cluster for Scripted<'_> {
-    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+impl Scripted<'_> {
+    fn answer(&self, call: Call) -> Result<Vec<u8>, String> {
         let mut calls = self.calls.borrow_mut();
-        calls.push(request.clone());
+        calls.push(call);
         match self.answers.get(calls.len() - 1) {
             Some(Answer::Ok(bytes)) => Ok(bytes.clone()),
             Some(Answer::Err(e)) => Err(e.clone()),
             None => Err(format!("fuzz: no answer for host call {}", calls.len())),
         }
+    }
+}
+
+impl Cluster for Scripted<'_> {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        self.answer(Call::Kubernetes(request.clone()))
+    }
+
+    fn oci_manifest_config(&self, request: &OciManifestConfig) -> Result<Vec<u8>, String> {
+        self.answer(Call::Image(request.image.clone()))
     }
 }
 
@@ -270,6 +343,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
                 decide: |r, s, _| labels::evaluate(r, s),
                 max_calls: |_| 0,
                 fail_open: |_| None,
+                images: |_| false,
             },
         ),
         Policy::Routing => check(
@@ -280,6 +354,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
                 decide: |r, s, _| routing::evaluate(r, s),
                 max_calls: |_| 0,
                 fail_open: |_| None,
+                images: |_| false,
             },
         ),
         Policy::Vram => check(
@@ -288,9 +363,10 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<vram::Settings> {
                 decide: vram::evaluate,
-                // At most the registry ConfigMap.
+                // At most the registry ConfigMap; image configs only with imageLabels.
                 max_calls: |_| 1,
                 fail_open: |_| None,
+                images: |s| s.image_labels.enabled,
             },
         ),
         Policy::Capacity => check(
@@ -302,6 +378,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
                 // The scaled workload, then Nodes and Pods of each pool.
                 max_calls: |s| 1 + 2 * s.pools.len(),
                 fail_open: |s| Some(s.fail_open),
+                images: |_| false,
             },
         ),
     }
@@ -317,13 +394,15 @@ struct Rules<S> {
     /// For policies that gate on cluster state: `failOpen`. A failed host call then
     /// accepts (with a warning) exactly when it is true.
     fail_open: fn(&S) -> Option<bool>,
+    /// Whether the settings let the rules read image configs (each image at most once).
+    images: fn(&S) -> bool,
 }
 
 fn decide_with<S: DeserializeOwned>(
     payload: &[u8],
     answers: &[Answer],
     decide: Decide<S>,
-) -> (Verdict, Vec<ClusterRequest>) {
+) -> (Verdict, Vec<Call>) {
     let cluster = Scripted {
         answers,
         calls: RefCell::new(Vec::new()),
@@ -339,13 +418,27 @@ fn check<S: DeserializeOwned + ValidateSettings>(
     rules: &Rules<S>,
 ) -> Result<(), String> {
     let decide = rules.decide;
-    let (verdict, calls) = decide_with(payload, answers, decide);
+    let (verdict, all_calls) = decide_with(payload, answers, decide);
     check_verdict(&verdict, text_limit(payload))?;
+    let calls: Vec<&ClusterRequest> = all_calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Kubernetes(r) => Some(r),
+            Call::Image(_) => None,
+        })
+        .collect();
+    let images: Vec<&String> = all_calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Image(i) => Some(i),
+            Call::Kubernetes(_) => None,
+        })
+        .collect();
     check_response(&verdict)?;
 
     // Over the size limits of `gpu_rules::limits`: denied before parsing.
     if verdict.code == Some(413) {
-        if calls.is_empty() && !verdict.allowed {
+        if all_calls.is_empty() && !verdict.allowed {
             return Ok(());
         }
         return Err(format!("413 after host calls or accepted: {calls:?}"));
@@ -356,7 +449,9 @@ fn check<S: DeserializeOwned + ValidateSettings>(
         .is_some_and(|m| m.starts_with(UNREADABLE));
     let parsed = match serde_json::from_slice::<Payload<S>>(payload) {
         Ok(p) => p,
-        Err(_) if unreadable && verdict.code == Some(400) && calls.is_empty() => return Ok(()),
+        Err(_) if unreadable && verdict.code == Some(400) && all_calls.is_empty() => {
+            return Ok(());
+        }
         Err(e) => {
             return Err(format!(
                 "an unreadable payload ({e}) must be rejected with code 400 and no host call"
@@ -380,7 +475,19 @@ fn check<S: DeserializeOwned + ValidateSettings>(
     if calls.len() > (rules.max_calls)(&parsed.settings) {
         return Err(format!("{} host calls: {calls:?}", calls.len()));
     }
-    let host_failed = (0..calls.len()).any(|i| !matches!(answers.get(i), Some(Answer::Ok(_))));
+    if !images.is_empty() && !(rules.images)(&parsed.settings) {
+        return Err(format!(
+            "image configs read without imageLabels: {images:?}"
+        ));
+    }
+    if let Some(again) = images
+        .iter()
+        .enumerate()
+        .find_map(|(i, image)| images[..i].contains(image).then_some(image))
+    {
+        return Err(format!("the config of image {again} was read twice"));
+    }
+    let host_failed = (0..all_calls.len()).any(|i| !matches!(answers.get(i), Some(Answer::Ok(_))));
     if let Some(fail_open) = (rules.fail_open)(&parsed.settings)
         && host_failed
         && (verdict.allowed != fail_open || (fail_open && verdict.warnings.is_empty()))
@@ -393,6 +500,17 @@ fn check<S: DeserializeOwned + ValidateSettings>(
         serde_json::from_slice::<Value>(&call.payload())
             .map_err(|e| format!("host call {call:?} has no JSON payload: {e}"))?;
     }
+    for image in &images {
+        let payload = OciManifestConfig {
+            image: image.to_string(),
+        }
+        .payload();
+        if serde_json::from_slice::<String>(&payload).ok().as_deref() != Some(image.as_str()) {
+            return Err(format!(
+                "the image request for {image:?} is not its JSON string"
+            ));
+        }
+    }
     let settings_valid = parsed.settings.validate().is_ok();
     if settings_valid
         && verdict
@@ -403,7 +521,7 @@ fn check<S: DeserializeOwned + ValidateSettings>(
         return Err("settings that validate_settings accepts were called invalid".into());
     }
     let (again, calls_again) = decide_with(payload, answers, decide);
-    if again != verdict || calls_again != calls {
+    if again != verdict || calls_again != all_calls {
         return Err(format!("not deterministic: {verdict:?} then {again:?}"));
     }
     // Only for settings Kubewarden would load: invalid ones (a toleration with effect

@@ -26,6 +26,7 @@ const TARGETS: &[&str] = &[
     "vram_bytes",
     "vram_request",
     "vram_settings",
+    "vram_args",
     "capacity_bytes",
     "capacity_request",
     "capacity_settings",

@@ -654,9 +654,14 @@ fn expand_kubernetes(text: &str, env: &BTreeMap<String, Option<String>>) -> Word
         if let Some(tail) = after.strip_prefix('$') {
             out.push('$');
             rest = tail;
-        } else if let Some(inner) = after.strip_prefix('(')
-            && let Some(end) = inner.find(')')
-        {
+        } else if let Some(inner) = after.strip_prefix('(') {
+            // No `)` here means none after either: the rest is kept as written (and
+            // searching again for every later `$(` would take quadratic time).
+            let Some(end) = inner.find(')') else {
+                out.push_str(&rest[at..]);
+                rest = "";
+                break;
+            };
             let name = &inner[..end];
             match env.get(name) {
                 Some(Some(value)) => out.push_str(value),
@@ -695,9 +700,13 @@ fn expand_shell(word: &str, env: &BTreeMap<String, Option<String>>) -> Word {
     while let Some(at) = rest.find('$') {
         out.push_str(&rest[..at]);
         let after = &rest[at + 1..];
-        let (name, tail, written) = if let Some(inner) = after.strip_prefix('{')
-            && let Some(end) = inner.find('}')
-        {
+        let (name, tail, written) = if let Some(inner) = after.strip_prefix('{') {
+            // As for `$(`: without a `}` the rest is kept as written.
+            let Some(end) = inner.find('}') else {
+                out.push_str(&rest[at..]);
+                rest = "";
+                break;
+            };
             (
                 &inner[..end],
                 &inner[end + 1..],

@@ -436,3 +436,15 @@ fn what_cannot_be_counted_is_said() {
         ]
     );
 }
+
+#[test]
+fn unclosed_references_are_kept_as_written() {
+    let env = BTreeMap::from([("A".to_string(), Some("x".to_string()))]);
+    assert_eq!(expand_kubernetes("$(A)-$(B", &env).text, "x-$(B");
+    assert_eq!(expand_shell("${A}-${B", &env).text, "x-${B");
+    // Many unclosed references are read in one pass.
+    let long = "$(".repeat(200_000);
+    assert_eq!(expand_kubernetes(&long, &env).text, long);
+    let long = "${".repeat(200_000);
+    assert_eq!(expand_shell(&long, &env).text, long);
+}
