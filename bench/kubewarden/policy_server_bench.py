@@ -5,13 +5,19 @@ cache and its per-request instances).
 
 1. The capacity gate over fakeapi snapshots generated here: a pool of 1,000 and of 10,000 GPU
    pods (realistic Pods: labels, ownerReferences, annotations, containers with resources,
-   nodeName, status; like bench/src/synth.rs) and its nodes (8 GPUs each, about half
-   allocated). For each size: fakeapi + policy-server (module from file://, settings from the
-   gate's test_data/settings.yml, contextAwareResources from the module's metadata), the first
-   request after start-up (latency and verdict, under the default 2 s evaluation deadline),
-   then hey POSTing the gate's GPU Deployment CREATE (test_data/deployment_a100_4x2.json) at
-   concurrency 1 and 4, and a pass at the same concurrency that checks every verdict against
-   what the snapshot implies.
+   nodeName, status; like bench/src/synth.rs), its nodes (8 GPUs each, about half
+   allocated) and its ResourceQuotas (one per namespace, 21 namespaces, status.used summing
+   to the pods' GPUs). For each size, one fakeapi, and for each usage mode (--modes) its own
+   policy-server (module from file://, contextAwareResources from the module's metadata):
+     pods           today's default: the pool's Nodes and Pods are listed (test_data/settings.yml)
+     quotas         usage: quotas, capacity declared: only the pool's ResourceQuotas are listed
+     nodes-quotas   usage: quotas, capacity measured: Nodes and ResourceQuotas (the node list's cost)
+     pods-declared  usage: pods, capacity declared: Pods only (the pod list's cost)
+   Each gets the first request after start-up (latency and verdict, under the default 2 s
+   evaluation deadline), then hey POSTing the gate's GPU Deployment CREATE
+   (test_data/deployment_a100_4x2.json; its copy with priorityClassName a100-high for the quota
+   modes) at concurrency 1 and 4, and a pass at the same concurrency that checks every verdict
+   and the capacity annotation (numbers and where they come from) against the snapshot.
 2. The static policies (labels, routing, vram fit) on the GPU Pod and GPU Deployment requests
    gpu-bench measures (bench/src/cases.rs), at concurrency 1 and 8, in one policy-server; with
    KUBEWARDEN_LABELS_POLICY naming a module file (Kubewarden's own labels policy), that
@@ -22,12 +28,15 @@ cache and its per-request instances).
 The section replaces the one between <!-- policy-server:begin --> and <!-- policy-server:end -->
 in BENCHMARKS.md (appended when absent). Bounded: each hey run is sized from a few timed
 requests to take about --seconds (default 8 s), at most --max-requests; the whole default run
-takes about 3 minutes on the 2-core machine (2 min 36 s measured at load average 3 to 4.5, most
-of it the 10,000-pod snapshot: generating it and fakeapi loading it take about 30 s). Without kwctl/policy-server on PATH it prints one
-SKIPPED line and exits 0; hey is installed with apt-get when missing.
+takes about 6 minutes on the 2-core machine (most of it the 10,000-pod snapshot: generating it
+and fakeapi loading it take about 30 s, and the two modes that list every Pod are slow there).
+Without kwctl/policy-server on PATH it prints one SKIPPED line and exits 0; hey is installed
+with apt-get when missing.
 
 usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [--sizes 1000,10000]
-                                               [--seconds S] [--max-requests N] [--skip-static]
+                                               [--modes pods,quotas,nodes-quotas,pods-declared]
+                                               [--seconds S] [--max-requests N]
+                                               [--capacity-only | --skip-static | --skip-capacity]
 """
 
 import argparse
@@ -62,9 +71,30 @@ CAPACITY = "gpu-capacity-gate-policy"
 POOL = "a100"
 POOL_LABEL = "gpu-admission/pool"
 GPUS_PER_NODE = 8
-# The gate's request: a Deployment of 4 replicas x 2 GPUs in pool a100.
+# The gate's request: a Deployment of 4 replicas x 2 GPUs in pool a100 (namespace ml-serving);
+# with the pool's PriorityClass for the modes whose usage comes from ResourceQuotas.
 CAPACITY_REQUEST = "test_data/deployment_a100_4x2.json"
+CAPACITY_REQUEST_CLASSED = "test_data/deployment_a100_4x2_priority.json"
+REQUEST_NAMESPACE = "ml-serving"
 INCOMING = 8
+# The pool's pods are spread over TEAMS namespaces; each namespace, and the request's, has the
+# pool's ResourceQuota.
+TEAMS = 20
+POOL_CLASSES = ["a100-high", "a100-low"]
+THRESHOLD = 90
+
+# The mode whose policy-server also runs gpu-labels-policy (no host call) right after the gate:
+# what the host itself costs at that moment, to read the gate's figures against.
+FLOOR_BESIDE = "quotas"
+FLOOR_REQUEST = "test_data/deployment_labelled.json"
+
+# Usage modes: (usage, capacity declared, what one decision lists).
+MODES = {
+    "pods": ("pods", False, "Nodes + Pods"),
+    "quotas": ("quotas", True, "ResourceQuotas"),
+    "nodes-quotas": ("quotas", False, "Nodes + ResourceQuotas"),
+    "pods-declared": ("pods", True, "Pods"),
+}
 
 # (policy id, policy, kind, request, settings, expected verdict): the GPU Pod and GPU
 # Deployment of each static policy in bench/src/cases.rs.
@@ -107,7 +137,7 @@ def nodes_for(pods):
 
 
 def _pod_metadata(i, workload, pod_hash):
-    team = f"team-{i % 17}"
+    team = f"team-{i % TEAMS}"
     return {
         "name": f"{workload}-{pod_hash}-{i:06d}", "generateName": f"{workload}-{pod_hash}-", "namespace": team,
         "uid": f"3f1e2d3c-4b5a-6978-8a9b-{i:012d}", "creationTimestamp": "2026-08-17T09:12:44Z",
@@ -260,8 +290,59 @@ def full_node(i):
                        "images": images}}
 
 
+def quota(namespace, used, i):
+    """The pool's ResourceQuota in `namespace` as the API server holds it: labelled with the pool,
+    scoped to its PriorityClasses, counting `used` GPUs (and the CPU and memory of those pods)."""
+    hard = {"requests.nvidia.com/gpu": str(nodes_for(10_000) * GPUS_PER_NODE), "requests.cpu": "4096",
+            "requests.memory": "32Ti", "pods": "5000"}
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": f"gpu-{POOL}", "namespace": namespace, "uid": f"5b0c6e1a-8d2f-4c3b-9a7e-{i:012d}",
+                         "creationTimestamp": "2026-08-01T07:00:00Z",
+                         "labels": {POOL_LABEL: POOL, "app.kubernetes.io/part-of": "gpu-admission"},
+                         "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}},
+            "spec": {"hard": hard, "scopeSelector": {"matchExpressions": [
+                {"scopeName": "PriorityClass", "operator": "In", "values": POOL_CLASSES}]}},
+            "status": {"hard": dict(hard), "used": {"requests.nvidia.com/gpu": str(used), "requests.cpu": str(used * 8),
+                                                    "requests.memory": f"{used * 64}Gi", "pods": str(used)}}}
+
+
+def quotas_for(pods):
+    """One quota per namespace holding the pool's pods (one GPU each), and one in the request's."""
+    used = [0] * TEAMS
+    for i in range(pods):
+        used[i % TEAMS] += 1
+    items = [quota(f"team-{t}", used[t], t) for t in range(TEAMS)]
+    items.append(quota(REQUEST_NAMESPACE, 0, TEAMS))
+    return items
+
+
 def pool(pods):
-    return [full_node(i) for i in range(nodes_for(pods))] + [full_pod(i) for i in range(pods)]
+    return ([full_node(i) for i in range(nodes_for(pods))] + [full_pod(i) for i in range(pods)]
+            + quotas_for(pods))
+
+
+def mode_settings(mode, pods):
+    """The gate's settings for `mode`: test_data/settings.yml for today's; else pool a100 alone,
+    its capacity declared as what its nodes offer (so every mode sees the same numbers)."""
+    usage, declared, _ = MODES[mode]
+    if mode == "pods":
+        return policy_file(CAPACITY, "test_data/settings.yml")
+    a100 = {"name": POOL, "nodeSelector": {"matchLabels": {POOL_LABEL: POOL}}, "thresholdPercent": THRESHOLD,
+            "usage": usage}
+    if declared:
+        a100["capacity"] = {"nvidia.com/gpu": nodes_for(pods) * GPUS_PER_NODE}
+    if usage == "quotas":
+        a100["priorityClasses"] = POOL_CLASSES
+    return {"poolLabelKey": POOL_LABEL, "pools": [a100], "exemptNamespaces": ["gpu-operator", "kube-system"]}
+
+
+def expected_capacity(mode, pods):
+    """The start of the capacity audit annotation each mode must give (numbers and sources)."""
+    usage, declared, _ = MODES[mode]
+    allocatable = nodes_for(pods) * GPUS_PER_NODE
+    used = f"used {pods}" + (f" from {TEAMS + 1} ResourceQuotas" if usage == "quotas" else "")
+    of = f"capacity {allocatable} declared in settings" if declared else f"{allocatable} allocatable"
+    return f"{POOL}: nvidia.com/gpu {used} + incoming {INCOMING} = {pods + INCOMING} of {of}"
 
 
 # --------------------------------------------------------------------------------------
@@ -356,13 +437,33 @@ def sized(per_request_s, concurrency, seconds, max_requests):
 
 
 def capacity_run(pods, args, log):
+    """One fakeapi holding the pool of `pods`; one policy-server per mode in args.modes."""
     nodes = nodes_for(pods)
-    allocatable, expected = nodes * GPUS_PER_NODE, f"a100: nvidia.com/gpu used {pods} + incoming {INCOMING} = "
-    expected += f"{pods + INCOMING} of {nodes * GPUS_PER_NODE} allocatable"
-    fits = (pods + INCOMING) * 100 <= 90 * allocatable
-    row = {"pods": pods, "nodes": nodes, "expected": "accepted" if fits else "denied"}
     module = annotated(CAPACITY)
-    request = hosts.read_json(policy_file(CAPACITY, CAPACITY_REQUEST))
+    rows = []
+    with hosts.Host("policy-server-bench") as host:
+        t = time.monotonic()
+        objects = pool(pods)
+        api = host.start_fakeapi(objects, poll_interval=1.0)
+        snapshot_mib = api.snapshot.stat().st_size / 2**20
+        fakeapi_s = time.monotonic() - t
+        log(f"  {pods} pods / {nodes} nodes / {TEAMS + 1} quotas: snapshot {snapshot_mib:.1f} MiB, fakeapi up in "
+            f"{fakeapi_s:.1f} s")
+        for mode in args.modes:
+            row = {"pods": pods, "nodes": nodes, "mode": mode, "snapshot_mib": snapshot_mib, "fakeapi_s": fakeapi_s}
+            row.update(mode_run(host, api, module, pods, mode, args, lambda text: log(f"  [{mode}] {text}")))
+            rows.append(row)
+    return rows
+
+
+def mode_run(host, api, module, pods, mode, args, log):
+    nodes = nodes_for(pods)
+    allocatable = nodes * GPUS_PER_NODE
+    expected = expected_capacity(mode, pods)
+    fits = (pods + INCOMING) * 100 <= THRESHOLD * allocatable
+    row = {"expected": "accepted" if fits else "denied", "lists": MODES[mode][2]}
+    usage = MODES[mode][0]
+    request = hosts.read_json(policy_file(CAPACITY, CAPACITY_REQUEST_CLASSED if usage == "quotas" else CAPACITY_REQUEST))
     review = hosts.admission_review(request)
 
     def check(response):
@@ -372,19 +473,16 @@ def capacity_run(pods, args, log):
         capacity = (response.get("auditAnnotations") or {}).get("capacity", "")
         return None if capacity.startswith(expected) else f"capacity annotation {capacity!r}"
 
-    with hosts.Host("policy-server-bench") as host:
-        t = time.monotonic()
-        objects = pool(pods)
-        api = host.start_fakeapi(objects, poll_interval=1.0)
-        row["snapshot_mib"] = api.snapshot.stat().st_size / 2**20
-        row["fakeapi_s"] = time.monotonic() - t
-        entry = hosts.PolicyEntry(f"file://{module}", settings=policy_file(CAPACITY, "test_data/settings.yml"),
-                                  context_aware_resources=hosts.context_aware_resources(module),
-                                  host_capabilities=["kubernetes/*"])
-        server = host.start_policy_server({"capacity": entry}, api)
+    entry = hosts.PolicyEntry(f"file://{module}", settings=mode_settings(mode, pods),
+                              context_aware_resources=hosts.context_aware_resources(module),
+                              host_capabilities=["kubernetes/*"])
+    entries = {"capacity": entry}
+    if mode == FLOOR_BESIDE:
+        entries["floor"] = hosts.PolicyEntry(f"file://{annotated(LABELS)}", settings={})
+    server = host.start_policy_server(entries, api)
+    try:
         row["ready_s"] = server.startup_seconds
-        log(f"  {pods} pods / {nodes} nodes: snapshot {row['snapshot_mib']:.1f} MiB, fakeapi up in "
-            f"{row['fakeapi_s']:.1f} s, policy-server ready in {row['ready_s']:.1f} s")
+        log(f"policy-server ready in {row['ready_s']:.1f} s")
 
         t = time.monotonic()
         first = server.validate("capacity", review, timeout=120)
@@ -392,16 +490,16 @@ def capacity_run(pods, args, log):
         row["first_verdict"] = verdict_of(first)
         row["first_problem"] = check(first)
         row["first_message"] = (first.get("status") or {}).get("message", "")
-        log(f"  first request: {row['first_s'] * 1000:.0f} ms, {row['first_verdict']}"
+        log(f"first request: {row['first_s'] * 1000:.0f} ms, {row['first_verdict']}"
             + (f" ({row['first_problem']})" if row["first_problem"] else ""))
 
         # Until the reflectors hold the pool, answers can be the deadline's.
         t = time.monotonic()
         settled = hosts.poll(lambda: check(server.validate("capacity", review, timeout=120)) is None, 60, 0.5,
-                             f"capacity gate at {pods} pods: the expected verdict ({expected})")
+                             f"capacity gate ({mode}) at {pods} pods: the expected verdict ({expected})")
         row["settled_s"] = time.monotonic() - t if settled else None
         per_request, _ = time_requests(server, "capacity", review, 3)
-        body = host.root / "review.json"
+        body = host.root / f"review-{mode}.json"
         body.write_text(json.dumps(review))
         row["runs"] = []
         for c in (1, 4):
@@ -410,10 +508,36 @@ def capacity_run(pods, args, log):
             counts, problems = checked_pass(server, "capacity", review, c, max(4, 2 * c), check)
             run = {"c": c, "n": n, **h, "verdicts": counts, "problems": problems}
             row["runs"].append(run)
-            log(f"  c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 {h['p99'] * 1000:.1f} ms, "
+            log(f"c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 {h['p99'] * 1000:.1f} ms, "
                 f"{h['rps']:.1f} req/s, HTTP {h['codes']}, checked {counts}{' ' + str(problems) if problems else ''}")
+        if mode == FLOOR_BESIDE:
+            row["floor"] = floor_runs(host, server, args, log)
         row["rss_mib"] = peak_rss_mib(server.process.pid)
+    finally:
+        host.stop(server.process)
     return row
+
+
+def floor_runs(host, server, args, log):
+    """The host's own cost at that moment: gpu-labels-policy (no host call) on its GPU Deployment in
+    the same policy-server, right after the capacity runs, at the same concurrencies."""
+    review = hosts.admission_review(hosts.read_json(policy_file(LABELS, FLOOR_REQUEST)))
+
+    def check(response):
+        return None if verdict_of(response) == "accepted" else f"{verdict_of(response)}"
+
+    per_request, _ = time_requests(server, "floor", review, 20)
+    body = host.root / "review-floor.json"
+    body.write_text(json.dumps(review))
+    runs = []
+    for c in (1, 4):
+        n = sized(per_request, c, args.seconds / 2, args.max_requests)
+        h = run_hey(f"{server.url}/validate/floor", body, n, c)
+        counts, problems = checked_pass(server, "floor", review, c, max(4, 2 * c), check)
+        runs.append({"c": c, "n": n, **h, "verdicts": counts, "problems": problems})
+        log(f"floor ({LABELS}) c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 {h['p99'] * 1000:.1f} ms, "
+            f"{h['rps']:.0f} req/s, checked {counts}")
+    return runs
 
 
 def peak_rss_mib(pid):
@@ -523,7 +647,7 @@ def verdicts_text(run, expected):
     return text
 
 
-def markdown(info, capacity_rows, static_rows):
+def markdown(info, capacity_rows, static_rows, kept=None):
     out = [BEGIN, "", "## Real host: policy-server 1.36 over HTTP, fakeapi cluster", "",
            f"Not the harness figures above: the policies in Kubewarden's own policy-server ({info['policy_server']}, "
            f"plain HTTP on 127.0.0.1, default workers and 2 s evaluation deadline), fakeapi "
@@ -537,28 +661,50 @@ def markdown(info, capacity_rows, static_rows):
     if capacity_rows:
         out += ["### Capacity gate over a synthetic pool", "",
                 f"Pool `{POOL}` of N one-GPU pods (realistic Pods: labels, ownerReferences, annotations, containers, "
-                "nodeName, status) on N/4 nodes of 8 GPUs, served whole by fakeapi; the gate lists Nodes and Pods "
-                "with its field masks through policy-server's reflector cache. Request: "
-                f"`{CAPACITY_REQUEST}` (Deployment CREATE, 4 x 2 GPUs), expected accepted at about 50%. "
+                f"nodeName, status) in {TEAMS} namespaces on N/4 nodes of 8 GPUs, and its {TEAMS + 1} ResourceQuotas "
+                f"(one per namespace and one in the request's, scoped to the pool's PriorityClasses, `status.used` "
+                "summing to the pods' GPUs), all served whole by fakeapi; the gate reads what its mode lists, with "
+                "its field masks, through policy-server's reflector cache. Modes: *pods* (today's default: "
+                "`test_data/settings.yml`, the pool's Nodes and Pods), *quotas* (`usage: quotas` with `capacity` "
+                "declared: the pool's ResourceQuotas only), *nodes-quotas* (`usage: quotas`, capacity measured: "
+                "Nodes and ResourceQuotas) and *pods-declared* (`usage: pods` with `capacity` declared: Pods only); "
+                "the last two price the node list and the pod list on their own. Every mode sees the same numbers "
+                "(the declared capacity is what the nodes offer). Request: "
+                f"`{CAPACITY_REQUEST}` (Deployment CREATE, 4 x 2 GPUs; `{Path(CAPACITY_REQUEST_CLASSED).name}`, the "
+                "same with the pool's PriorityClass, for the quota modes), expected accepted at about 50%. "
                 "*First request*: the first POST after policy-server is ready (the reflectors' initial lists "
-                "happen inside it); *settled*: until the expected verdict came back.", "",
-                "| pods | nodes | snapshot | policy-server ready | first request | settled after | policy-server peak RSS "
-                "| c | requests | p50 | p99 | req/s | verdicts |",
-                "|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+                "happen inside it); *settled*: until the expected verdict came back. Each mode has its own "
+                "policy-server; the checked passes compare the capacity annotation, numbers and where they come "
+                "from, with the snapshot.", ""]
+        out += summary(capacity_rows)
+        out += ["| pods | nodes | mode (lists) | policy-server ready | first request | settled after | "
+                "policy-server peak RSS | c | requests | p50 | p99 | req/s | verdicts |",
+                "|---:|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|"]
         for row in capacity_rows:
             first = f"{ms(row['first_s'])}, {row['first_verdict']}"
             if row["first_problem"]:
                 first += ": " + row["first_message"][:160].replace("|", "\\|")
             for k, run in enumerate(row["runs"]):
                 rss = f"{row['rss_mib']:.0f} MiB" if row.get("rss_mib") else "?"
-                lead = (f"| {row['pods']:,} | {row['nodes']:,} | {row['snapshot_mib']:.1f} MiB | "
-                        f"{row['ready_s']:.1f} s | {first} | {row['settled_s']:.1f} s | {rss} " if k == 0
+                settled = f"{row['settled_s']:.1f} s" if row.get("settled_s") is not None else "never"
+                lead = (f"| {row['pods']:,} | {row['nodes']:,} | {row['mode']} ({row['lists']}) | "
+                        f"{row['ready_s']:.1f} s | {first} | {settled} | {rss} " if k == 0
                         else "| | | | | | | ")
                 out.append(f"{lead}| {run['c']} | {run['n']} | {ms(run['p50'])} | {ms(run['p99'])} | "
                            f"{run['rps']:.1f} | {verdicts_text(run, row['expected'])} |")
-        out.append("")
+            for run in row.get("floor") or []:
+                out.append(f"| | | floor ({LABELS}, same policy-server) | | | | | {run['c']} | {run['n']} | "
+                           f"{ms(run['p50'])} | {ms(run['p99'])} | {run['rps']:.1f} | {verdicts_text(run, 'accepted')} |")
+        snapshots = sorted({(r["pods"], r["snapshot_mib"], r["fakeapi_s"]) for r in capacity_rows})
+        out += ["", "Snapshots: " + "; ".join(f"{p:,} pods {mib:.1f} MiB (fakeapi up in {t:.0f} s)"
+                                              for p, mib, t in snapshots) + ".", ""]
+    if kept and not static_rows:
+        text, date = kept
+        heading, _, rest = text.partition("\n")
+        out += [heading, "", f"(Not re-measured by the last run, which measured only the capacity gate: from the run "
+                             f"of {date}.)", rest.strip("\n"), ""]
     if static_rows:
-        out += ["### Static policies", "",
+        out += [STATIC_HEADING, "",
                 "The GPU Pod and GPU Deployment of each static policy in `bench/src/cases.rs`, all policies in one "
                 "policy-server (modules from `file://`)."
                 + (" Kubewarden's labels policy ran on the labels policy's requests with settings "
@@ -579,6 +725,68 @@ def markdown(info, capacity_rows, static_rows):
     return "\n".join(out) + "\n"
 
 
+def summary(rows):
+    """Per mode: p50 one request at a time at each pool size, how it grew, p99/p50, and the first
+    request after start-up."""
+    sizes = sorted({r["pods"] for r in rows})
+    modes = [m for m in MODES if any(r["mode"] == m for r in rows)]
+    by = {(r["mode"], r["pods"]): r for r in rows}
+    head = ["mode (lists)"] + [f"p50 at {n:,} pods (c=1)" for n in sizes]
+    if len(sizes) > 1:
+        head.append(f"growth {sizes[0]:,} to {sizes[-1]:,} pods")
+    head += [f"p99/p50 at {n:,}" for n in sizes] + [f"first request at {n:,}" for n in sizes]
+    floors = {n: by[(FLOOR_BESIDE, n)].get("floor") for n in sizes if (FLOOR_BESIDE, n) in by}
+    out = ["Per mode, one request at a time (c=1):", "", "| " + " | ".join(head) + " |",
+           "|" + "---|" + "---:|" * (len(head) - 1)]
+    for mode in modes:
+        cells = [f"{mode} ({MODES[mode][2]})"]
+        p50 = {n: by[(mode, n)]["runs"][0]["p50"] for n in sizes if (mode, n) in by}
+        cells += [ms(p50[n]) if n in p50 else "-" for n in sizes]
+        if len(sizes) > 1:
+            lo, hi = p50.get(sizes[0]), p50.get(sizes[-1])
+            cells.append(f"{hi / lo:.1f}x for {sizes[-1] / sizes[0]:.0f}x the pods" if lo and hi else "-")
+        for n in sizes:
+            r = by.get((mode, n))
+            cells.append(f"{r['runs'][0]['p99'] / r['runs'][0]['p50']:.1f}" if r else "-")
+        for n in sizes:
+            r = by.get((mode, n))
+            cells.append(f"{ms(r['first_s'])}, {r['first_verdict']}" + (" (deadline)" if r and r["first_problem"] else "")
+                         if r else "-")
+        out.append("| " + " | ".join(cells) + " |")
+    if any(floors.values()):
+        cells = [f"floor: {LABELS}, no host call, beside *{FLOOR_BESIDE}*"]
+        cells += [ms(floors[n][0]["p50"]) if floors.get(n) else "-" for n in sizes]
+        if len(sizes) > 1:
+            cells.append("-")
+        cells += [f"{floors[n][0]['p99'] / floors[n][0]['p50']:.1f}" if floors.get(n) else "-" for n in sizes]
+        cells += ["-" for _ in sizes]
+        out.append("| " + " | ".join(cells) + " |")
+        out += ["", f"*Floor*: `{LABELS}` on `{FLOOR_REQUEST}` in the same policy-server as the *{FLOOR_BESIDE}* mode, "
+                "measured right after it: what policy-server itself costs per request at that moment (HTTP, a fresh "
+                "instance, JSON in and out). On a shared machine its tail is the scheduler's, and so is the gate's."]
+    return out + [""]
+
+
+STATIC_HEADING = "### Static policies"
+
+
+def kept_static(document):
+    """The static policies' subsection of the section in `document`, with the date of the run that
+    wrote it, for a run that measures only the capacity gate (--capacity-only); None without one."""
+    if BEGIN not in document or END not in document:
+        return None
+    old = document[document.index(BEGIN):document.index(END)]
+    if STATIC_HEADING not in old:
+        return None
+    static = old[old.index(STATIC_HEADING):].rstrip("\n") + "\n"
+    # Kept once already: the note names the run that measured them.
+    note = re.search(r"\n\(Not re-measured [^\n]*from the run of ([^\n]+?)\.\)\n", static)
+    if note:
+        return static.replace(note.group(0), "\n"), note.group(1)
+    found = re.search(r"policy_server_bench.py` on ([^;]+);", old)
+    return static, found.group(1) if found else "an earlier run"
+
+
 def replace_section(document, section):
     if BEGIN in document and END in document:
         start = document.index(BEGIN)
@@ -595,9 +803,19 @@ def main(argv=None):
     ap.add_argument("--sizes", default="1000,10000", help="pool sizes (pods), comma-separated")
     ap.add_argument("--seconds", type=float, default=8.0, help="about how long one capacity hey run takes")
     ap.add_argument("--max-requests", type=int, default=2000, help="most requests in one hey run")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"capacity gate usage modes, comma-separated, of {', '.join(MODES)}")
+    ap.add_argument("--capacity-only", action="store_true",
+                    help="only the capacity gate (as --skip-static); the section keeps the static policies' last figures")
     ap.add_argument("--skip-static", action="store_true")
     ap.add_argument("--skip-capacity", action="store_true")
     args = ap.parse_args(argv)
+    args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in args.modes if m not in MODES]
+    if unknown or not args.modes:
+        ap.error(f"--modes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}")
+    if args.capacity_only:
+        args.skip_static = True
     missing = hosts.missing_tools()
     if missing:
         print(f"policy-server-bench: SKIPPED: {missing}")
@@ -614,7 +832,7 @@ def main(argv=None):
         if not args.skip_capacity:
             for size in (int(s) for s in args.sizes.split(",") if s.strip()):
                 log(f"=== capacity gate, {size:,} pods")
-                capacity_rows.append(capacity_run(size, args, log))
+                capacity_rows.extend(capacity_run(size, args, log))
         if not args.skip_static:
             log("=== static policies")
             static_rows = static_run(args, log)
@@ -624,12 +842,13 @@ def main(argv=None):
     elapsed = time.monotonic() - started
     info["elapsed"] = f"{elapsed // 60:.0f} min {elapsed % 60:.0f} s"
     info["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    section = markdown(info, capacity_rows, static_rows)
+    out = Path(args.out)
+    document = out.read_text() if out.exists() else ""
+    kept = kept_static(document) if args.skip_static and not args.skip_capacity else None
+    section = markdown(info, capacity_rows, static_rows, kept)
     if args.print:
         print(section)
         return 0
-    out = Path(args.out)
-    document = out.read_text() if out.exists() else ""
     tmp = Path(tempfile.mkstemp(dir=out.parent, prefix=".bench-")[1])
     tmp.write_text(replace_section(document, section))
     os.replace(tmp, out)
