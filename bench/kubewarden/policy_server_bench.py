@@ -702,7 +702,7 @@ def markdown(info, capacity_rows, static_rows, kept=None):
         text, date = kept
         heading, _, rest = text.partition("\n")
         out += [heading, "", f"(Not re-measured by the last run, which measured only the capacity gate: from the run "
-                             f"of {date}.)", rest.strip("\n"), ""]
+                             f"of {date}.)", "", rest.strip("\n"), ""]
     if static_rows:
         out += [STATIC_HEADING, "",
                 "The GPU Pod and GPU Deployment of each static policy in `bench/src/cases.rs`, all policies in one "
