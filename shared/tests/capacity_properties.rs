@@ -1,11 +1,13 @@
-//! Property tests of the capacity gate (issue 9): the decision is monotonic in demand and
-//! in what the pool already holds, both in [`decide`] and through `evaluate` with a fake
-//! cluster serving generated Node and Pod lists. (Run natively; the unit tests also run in
-//! wasm.)
+//! Property tests of the capacity gate: the decision is monotonic in demand and in what the
+//! pool already holds, both in [`decide`] and through `evaluate` with a fake cluster serving
+//! generated Node and Pod lists, or ResourceQuota lists (`usage: quotas`); where the numbers
+//! come from never changes the decision. (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
-use gpu_rules::capacity::{Pool, PoolSnapshot, Settings, decide, evaluate};
+use gpu_rules::capacity::{
+    CapacitySource, Pool, PoolSnapshot, Settings, UsageSource, decide, evaluate,
+};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
 use gpu_rules::selector::LabelSelector;
@@ -150,6 +152,20 @@ proptest! {
         prop_assert!(!allowed(&s, &demand(limit - used + 1), threshold));
     }
 
+    /// Where the numbers come from (Nodes or declared, Pods or quotas) changes the messages,
+    /// never the decision.
+    #[test]
+    fn the_sources_of_the_numbers_do_not_change_the_decision(
+        s in snapshot(), d in demand(), threshold in 1u32..=100, quotas in 0u64..500,
+    ) {
+        let mut quoted = s.clone();
+        quoted.used_from = UsageSource::Quotas(quotas);
+        quoted.allocatable_from = CapacitySource::Declared;
+        let (plain, from_quotas) = (decide(&s, &d, &pool(threshold)), decide(&quoted, &d, &pool(threshold)));
+        prop_assert_eq!(plain.allowed(), from_quotas.allowed());
+        prop_assert_eq!(plain.denial().is_none(), from_quotas.denial().is_none());
+    }
+
     /// The check is exact: a resource fits iff its incoming GPUs fit in the room the
     /// denial quotes, and a denial never quotes a percentage at or below its threshold.
     #[test]
@@ -178,10 +194,12 @@ proptest! {
     }
 }
 
-/// Answers the gate's two list calls from generated Nodes and Pods; fails anything else.
+/// Answers the gate's list calls from generated Nodes, Pods and ResourceQuotas; fails
+/// anything else.
 struct FakeCluster {
     nodes: String,
     pods: String,
+    quotas: String,
 }
 
 impl Cluster for FakeCluster {
@@ -189,6 +207,7 @@ impl Cluster for FakeCluster {
         match request.what().as_str() {
             "v1/Node" => Ok(self.nodes.clone().into_bytes()),
             "v1/Pod" => Ok(self.pods.clone().into_bytes()),
+            "v1/ResourceQuota" => Ok(self.quotas.clone().into_bytes()),
             other => Err(format!("unexpected host call for {other}")),
         }
     }
@@ -256,6 +275,7 @@ fn cluster(nodes: &[Node], pods: &[PoolPod]) -> FakeCluster {
     FakeCluster {
         nodes: json!({"apiVersion": "v1", "kind": "NodeList", "items": node_items}).to_string(),
         pods: json!({"apiVersion": "v1", "kind": "PodList", "items": pod_items}).to_string(),
+        quotas: String::new(),
     }
 }
 
@@ -331,6 +351,93 @@ proptest! {
         fuller.push(PoolPod { containers: newcomer.0, init: newcomer.1 });
         let busier = gate(threshold, &nodes, &fuller, replicas, gpus_per_pod);
         for (what, other) in [("one more replica", &more_replicas), ("one more GPU per pod", &more_gpus), ("one more pod in the pool", &busier)] {
+            prop_assert!(v.allowed || !other.allowed, "denied, but accepted with {}: {:?}", what, other);
+        }
+    }
+}
+
+/// The pool's ResourceQuotas, one per namespace (the request's, `ml`, first), each holding
+/// that many GPUs, scoped to the pool's class as the gate requires.
+fn quota_list(used: &[u64]) -> String {
+    let items: Vec<Value> = used
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"metadata": {"name": "gpu-a100", "namespace": if i == 0 { "ml".to_string() } else { format!("team-{i}") },
+                                "labels": {POOL_KEY: "a100"}},
+                   "spec": {"hard": {"requests.nvidia.com/gpu": "100000"},
+                            "scopeSelector": {"matchExpressions": [
+                                {"scopeName": "PriorityClass", "operator": "In", "values": ["a100-high"]}]}},
+                   "status": {"used": {"requests.nvidia.com/gpu": n.to_string()}}})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "ResourceQuotaList", "items": items}).to_string()
+}
+
+fn quota_gate(
+    threshold: u32,
+    capacity: u64,
+    used: &[u64],
+    replicas: u64,
+    gpus_per_pod: u64,
+) -> Verdict {
+    let settings: Settings = serde_json::from_value(json!({"usage": "quotas", "pools": [
+        {"name": "a100", "capacity": {GPU: capacity}, "priorityClasses": ["a100-high"], "thresholdPercent": threshold}
+    ]}))
+    .unwrap();
+    let mut request = create_deployment(replicas, gpus_per_pod);
+    if let Some(spec) = request
+        .object
+        .pointer_mut("/spec/template/spec")
+        .and_then(Value::as_object_mut)
+    {
+        spec.insert("priorityClassName".into(), json!("a100-high"));
+    }
+    let cluster = FakeCluster {
+        nodes: String::new(),
+        pods: String::new(),
+        quotas: quota_list(used),
+    };
+    evaluate(&request, &settings, &cluster)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// With `usage: quotas` and declared capacity, through `evaluate`: the verdict is exactly
+    /// `(sum of the quotas' used + replicas x GPUs) x 100 <= threshold x capacity`, so more GPUs
+    /// counted by any quota, or one more namespace's quota holding GPUs, never turn a denial
+    /// into an acceptance, and more replicas never turn a denial into an acceptance either.
+    #[test]
+    fn quota_gate_is_exact_and_monotonic_in_quota_usage(
+        threshold in 1u32..=100,
+        capacity in 0u64..256,
+        used in prop::collection::vec(0u64..64, 1..8),
+        replicas in 1u64..6,
+        gpus_per_pod in 1u64..=4,
+        which in 0usize..8,
+        extra in 1u64..32,
+    ) {
+        let v = quota_gate(threshold, capacity, &used, replicas, gpus_per_pod);
+        let total: u64 = used.iter().sum();
+        let expected = u128::from(total + replicas * gpus_per_pod) * 100
+            <= u128::from(threshold) * u128::from(capacity);
+        prop_assert_eq!(v.allowed, expected, "{:?}", v);
+        prop_assert_eq!(v.allowed, v.message.is_none());
+        let capacity_note = v.audit_annotations.get("capacity").cloned().unwrap_or_default();
+        let quotas_text = if used.len() == 1 { "1 ResourceQuota".to_string() } else { format!("{} ResourceQuotas", used.len()) };
+        prop_assert!(capacity_note.contains(&format!("used {total} from {quotas_text} + ")), "{}", capacity_note);
+
+        let mut busier = used.clone();
+        let i = which % busier.len();
+        busier[i] += extra;
+        let mut more_namespaces = used.clone();
+        more_namespaces.push(extra);
+        for (what, other) in [
+            ("more GPUs in one quota", quota_gate(threshold, capacity, &busier, replicas, gpus_per_pod)),
+            ("another namespace's quota", quota_gate(threshold, capacity, &more_namespaces, replicas, gpus_per_pod)),
+            ("one more replica", quota_gate(threshold, capacity, &used, replicas + 1, gpus_per_pod)),
+        ] {
             prop_assert!(v.allowed || !other.allowed, "denied, but accepted with {}: {:?}", what, other);
         }
     }
