@@ -63,6 +63,7 @@ const LABELS: &str = "gpu-labels-policy";
 const ROUTING: &str = "gpu-pool-routing-policy";
 const VRAM: &str = "gpu-vram-fit-policy";
 const CAPACITY: &str = "gpu-capacity-gate-policy";
+const AUTOSCALER: &str = "gpu-autoscaler-policy";
 
 /// The policies that decide from the request alone (the < 100 µs target).
 pub const STATIC_POLICIES: &[&str] = &[LABELS, ROUTING, VRAM];
@@ -230,6 +231,36 @@ pub const CASES: &[Case] = &[
             Accept,
         )
     },
+    Case {
+        session: Some("test_data/session_deployment_a100.yml"),
+        ..case(
+            AUTOSCALER,
+            "HorizontalPodAutoscaler",
+            "test_data/hpa_external_gpu_deployment.json",
+            Some("test_data/settings.yml"),
+            Accept,
+        )
+    },
+    Case {
+        session: Some("test_data/session_deployment_a100.yml"),
+        ..case(
+            AUTOSCALER,
+            "HorizontalPodAutoscaler",
+            "test_data/hpa_max_replicas_over_pool.json",
+            Some("test_data/settings.yml"),
+            Deny,
+        )
+    },
+    Case {
+        session: Some("test_data/session_deployment_a100.yml"),
+        ..case(
+            AUTOSCALER,
+            "ScaledObject (warning)",
+            "test_data/scaledobject_cpu.json",
+            Some("test_data/settings.yml"),
+            Accept,
+        )
+    },
 ];
 
 /// A case with its files read.
@@ -310,7 +341,7 @@ mod tests {
 
     #[test]
     fn every_policy_has_accepted_and_denied_cases_and_routing_patches() {
-        for policy in [LABELS, ROUTING, VRAM, CAPACITY] {
+        for policy in [LABELS, ROUTING, VRAM, CAPACITY, AUTOSCALER] {
             let intents: Vec<Outcome> = CASES
                 .iter()
                 .filter(|c| c.policy == policy)

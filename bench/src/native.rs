@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use gpu_e2e::{CallbackRequest, ReplaySession};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::kubewarden::validate as glue;
-use gpu_rules::{capacity, labels, routing, vram};
+use gpu_rules::{autoscaler, capacity, labels, routing, vram};
 
 /// Host calls answered from a replay session, as the harness does for wasm.
 #[derive(Debug, Default)]
@@ -47,6 +47,7 @@ pub fn supported(policy: &str) -> bool {
             | "gpu-pool-routing-policy"
             | "gpu-vram-fit-policy"
             | "gpu-capacity-gate-policy"
+            | "gpu-autoscaler-policy"
             | NAIVE_CAPACITY
     )
 }
@@ -62,6 +63,9 @@ pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) ->
         }),
         "gpu-capacity-gate-policy" => glue(payload, |r, s: &capacity::Settings| {
             capacity::evaluate(r, s, &cluster)
+        }),
+        "gpu-autoscaler-policy" => glue(payload, |r, s: &autoscaler::Settings| {
+            autoscaler::evaluate(r, s, &cluster)
         }),
         NAIVE_CAPACITY => glue(payload, |r, s: &capacity::Settings| {
             naive_capacity_gate::evaluate(r, s, &cluster)

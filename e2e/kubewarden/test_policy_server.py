@@ -34,7 +34,8 @@ LABELS = "gpu-labels-policy"
 ROUTING = "gpu-pool-routing-policy"
 VRAM = "gpu-vram-fit-policy"
 CAPACITY = "gpu-capacity-gate-policy"
-POLICIES = [LABELS, ROUTING, VRAM, CAPACITY]
+AUTOSCALER = "gpu-autoscaler-policy"
+POLICIES = [LABELS, ROUTING, VRAM, CAPACITY, AUTOSCALER]
 
 MODULES_DIR = Path(os.environ.get("GPU_ADMISSION_MODULES_DIR", hosts.POLICIES_DIR)).resolve()
 
@@ -188,6 +189,15 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                                        "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
                                                        "resources": {"limits": {GPU: "2"},
                                                                      "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
+    # The autoscaler policy's HPA of a workload without GPUs reads this one (its HPAs of
+    # GPU workloads read llm-a100 above).
+    objects.append({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "frontend", "labels": {"app": "web"}},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
+                                                       "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}}}})
     # The registry of settings_registry.yml: models that settings file does not list.
     objects.append({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-models", "namespace": "gpu-system"},
@@ -314,6 +324,8 @@ class PolicyServerE2E(unittest.TestCase):
                                    context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
             "capacity": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings.yml"),
                               context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            "autoscaler": entry(cls.modules[AUTOSCALER], settings=test_data(AUTOSCALER, "settings.yml"),
+                                context_aware_resources=aware[AUTOSCALER], host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -617,6 +629,47 @@ class PolicyServerE2E(unittest.TestCase):
         # And back: the pod is gone, the same request fits again.
         accepted = self.wait_for_verdict("capacity", req, True, "the extra pod removed")
         self.assertEqual(accepted["auditAnnotations"]["capacity"], A100_FITS, accepted)
+
+    # -- gpu-autoscaler-policy ---------------------------------------------------------
+
+    def test_autoscaler(self):
+        # Target Deployment ml-serving/llm-a100 (2 GPUs per pod) in pool a100: 7 schedulable
+        # nodes of 8 GPUs (one is cordoned), 56 allocatable, so 28 replicas fit.
+        ceiling = {"ceiling": "a100: 56 nvidia.com/gpu (nodes), 28 fit"}
+        with self.subTest("hpa_cpu_gpu_deployment.json"):
+            self.check("autoscaler", AUTOSCALER, "hpa_cpu_gpu_deployment.json", False, audit=ceiling, message=(
+                "HorizontalPodAutoscaler ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per "
+                "replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per "
+                "second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting "
+                "or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus "
+                "trigger."))
+        for name in ("hpa_external_gpu_deployment.json", "scaledobject_prometheus.json"):
+            with self.subTest(name):
+                self.check("autoscaler", AUTOSCALER, name, True, audit=ceiling)
+        with self.subTest("hpa_max_replicas_over_pool.json"):
+            self.check("autoscaler", AUTOSCALER, "hpa_max_replicas_over_pool.json", False, message=(
+                "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 "
+                "nvidia.com/gpu, more than pool a100 can ever hold (56 nvidia.com/gpu allocatable on its 7 "
+                "schedulable nodes of 8). The largest maxReplicas that fits is 28: set maxReplicas to 28 or less. "
+                "If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity)."))
+        with self.subTest("scaledobject_cpu.json"):
+            self.check("autoscaler", AUTOSCALER, "scaledobject_cpu.json", True, warns=[
+                "ScaledObject ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on "
+                "cpu triggers only"])
+        with self.subTest("hpa_cpu_web.json"):
+            self.check("autoscaler", AUTOSCALER, "hpa_cpu_web.json", True,
+                       audit={"target": "Deployment frontend/web: no GPU"})
+        with self.subTest("scaledjob_over_declared_capacity.json"):
+            self.check("autoscaler", AUTOSCALER, "scaledjob_over_declared_capacity.json", False,
+                       says=["The largest maxReplicaCount that fits is 8"])
+        with self.subTest("hpa_research_namespace_max.json"):
+            # The snapshot has no Deployment research-nlp/summarizer: the host's not-found answer.
+            self.check("autoscaler", AUTOSCALER, "hpa_research_namespace_max.json", False, says=[
+                "HorizontalPodAutoscaler research-nlp/summarizer: its target Deployment research-nlp/summarizer was "
+                "not found: create the target before its autoscaler"])
+        with self.subTest("hpa_malformed.json"):
+            self.check("autoscaler", AUTOSCALER, "hpa_malformed.json", False, code=400, says=[
+                "spec.maxReplicas: must be a non-negative integer, got \"eight\""])
 
 
 if __name__ == "__main__":
