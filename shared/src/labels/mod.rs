@@ -11,18 +11,21 @@
 //!    code 400 (fail closed), GPUs or not.
 //! 4. Every template that uses a GPU (holds one, or names a GPU resource with an invalid
 //!    quantity) is checked for the required labels ([`required`]) and for how it asks
-//!    for GPUs ([`hygiene`]); every template that uses no GPU is checked against GPU
-//!    nodes ([`gpu_nodes`]).
+//!    for GPUs ([`hygiene`]), and, where `workloadRules` are configured, for the serving
+//!    and training hygiene of its workload type ([`lifecycle`]); every template that uses
+//!    no GPU is checked against GPU nodes ([`gpu_nodes`]).
 //! 5. Any problem denies the request with one message that lists them (the first
 //!    [`MAX_LISTED`], then a count: [`problems::rejection_message`]) — except an UPDATE that changes neither the pod
 //!    templates nor any label: that is accepted with a warning and the audit annotation
 //!    [`AUDIT_UNCHANGED`], so controllers can still scale, annotate and remove finalizers
-//!    from objects that predate the policy. Any change to a template or a label is judged
+//!    from objects that predate the policy. Any change to a template or a label (or to the
+//!    rollout strategy or Job deadline a configured `workloadRules` rule reads) is judged
 //!    in full against the new object.
 
 pub mod glob;
 pub mod gpu_nodes;
 pub mod hygiene;
+pub mod lifecycle;
 pub mod problems;
 pub mod required;
 pub mod settings;
@@ -141,6 +144,13 @@ pub fn findings(
                 ));
             }
             problems.extend(hygiene::check(&template.spec, &gpus, settings));
+            problems.extend(lifecycle::check(
+                template,
+                workload,
+                &request.object,
+                &gpus,
+                settings,
+            ));
         } else if node_rule {
             problems.extend(gpu_nodes::check(&template.spec, subject, settings));
         }
@@ -196,6 +206,11 @@ fn judged_parts_unchanged(request: &AdmissionRequest, new: &Workload, settings: 
                 && request.old_object.pointer(&o.spec_pointer)
                     == request.object.pointer(&n.spec_pointer)
         })
+        && settings
+            .workload_rules
+            .judged_pointers(new)
+            .iter()
+            .all(|p| request.old_object.pointer(p) == request.object.pointer(p))
 }
 
 fn object_name(kind: &str, object: &Value) -> String {

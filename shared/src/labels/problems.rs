@@ -125,6 +125,73 @@ pub enum Problem {
         subject: Subject,
         selectors: Vec<String>,
     },
+    /// `workloadRules`: `label` reads `workload-type: interactive`.
+    NoReadinessProbe {
+        who: String,
+        label: String,
+    },
+    NoStartupProbe {
+        who: String,
+        label: String,
+        min: u64,
+    },
+    ShortStartupProbe {
+        who: String,
+        threshold: u64,
+        period: u64,
+        budget: u64,
+        min: u64,
+        raise_to: u64,
+    },
+    RecreateStrategy {
+        replicas: u64,
+        label: String,
+    },
+    RolloutTakesPodsDown {
+        /// `maxUnavailable` as written (`25%`, `2`).
+        value: String,
+        /// Not written: Kubernetes' default.
+        unset: bool,
+        down: u64,
+        replicas: u64,
+        /// maxUnavailable and maxSurge both resolve to 0: the controller takes one down.
+        forced: bool,
+        max: u64,
+        label: String,
+    },
+    /// A rolling-update field that is neither an integer nor a percentage.
+    BadRollout {
+        field: String,
+        error: String,
+    },
+    NoActiveDeadline {
+        field: String,
+        kind: String,
+        label: String,
+        max: Option<u64>,
+    },
+    ActiveDeadlineTooLong {
+        field: String,
+        seconds: u64,
+        max: u64,
+        label: String,
+    },
+    NoSharedMemory {
+        who: String,
+        gpus: u64,
+        min: String,
+    },
+    SharedMemoryNotInMemory {
+        who: String,
+        volume: String,
+        min: String,
+    },
+    SharedMemoryTooSmall {
+        who: String,
+        volume: String,
+        size: String,
+        min: String,
+    },
 }
 
 const REQUEST_A_GPU: &str =
@@ -273,6 +340,96 @@ impl fmt::Display for Problem {
                 f,
                 "the {subject} requests no GPU but selects GPU nodes with {}: GPU nodes are for GPU work, so remove the selector, {REQUEST_A_GPU}",
                 selectors.join(" and ")
+            ),
+            Problem::NoReadinessProbe { who, label } => write!(
+                f,
+                "{who} serves ({label}) without a readinessProbe: add one (e.g. httpGet on the model server's health endpoint), so no request reaches a replica before its model is loaded"
+            ),
+            Problem::NoStartupProbe { who, label, min } => write!(
+                f,
+                "{who} ({label}) has no startupProbe: add one whose failureThreshold x periodSeconds is at least {min} s (e.g. periodSeconds: 10, failureThreshold: {}), so the model can load before the liveness probe counts",
+                min.div_ceil(10)
+            ),
+            Problem::ShortStartupProbe {
+                who,
+                threshold,
+                period,
+                budget,
+                min,
+                raise_to,
+            } => write!(
+                f,
+                "the startupProbe of {who} gives the model {budget} s to load (failureThreshold {threshold} x periodSeconds {period}), less than the {min} s required: raise failureThreshold to {raise_to}"
+            ),
+            Problem::RecreateStrategy { replicas, label } => write!(
+                f,
+                "spec.strategy.type is Recreate: a rollout stops all {replicas} replicas ({label}) before new ones start; use type: RollingUpdate with rollingUpdate.maxUnavailable: 0 and maxSurge: 1"
+            ),
+            Problem::RolloutTakesPodsDown {
+                value,
+                unset,
+                down,
+                replicas,
+                forced,
+                max,
+                label,
+            } => {
+                let value = if *unset {
+                    format!("{value} (the default, as it is not set)")
+                } else {
+                    value.clone()
+                };
+                let why = if *forced {
+                    " (with maxSurge 0 too, the Deployment controller takes one down to make progress)"
+                } else {
+                    ""
+                };
+                write!(
+                    f,
+                    "spec.strategy.rollingUpdate.maxUnavailable is {value}: a rollout takes {down} of {replicas} replicas ({label}) down at once{why}, more than the {max} allowed; set spec.strategy.rollingUpdate.maxUnavailable: {max} and maxSurge: 1 (new pods start before old ones stop, so the pool needs room for the surge's GPUs)"
+                )
+            }
+            Problem::BadRollout { field, error } => write!(f, "{field} {error}"),
+            Problem::NoActiveDeadline {
+                field,
+                kind,
+                label,
+                max,
+            } => {
+                write!(
+                    f,
+                    "{field} is not set: a {kind} ({label}) holds its GPUs until it ends, however long it idles or hangs; set {field}"
+                )?;
+                if let Some(max) = max {
+                    write!(f, " (at most {max})")?;
+                }
+                Ok(())
+            }
+            Problem::ActiveDeadlineTooLong {
+                field,
+                seconds,
+                max,
+                label,
+            } => write!(
+                f,
+                "{field} is {seconds}, more than the {max} s allowed ({label}): lower it to {max} or less"
+            ),
+            Problem::NoSharedMemory { who, gpus, min } => write!(
+                f,
+                "{who} holds {gpus} GPUs with no memory-backed /dev/shm (the container runtime gives 64 MiB, too little for NCCL and DataLoader workers): add the volume {{name: dshm, emptyDir: {{medium: Memory, sizeLimit: {min}}}}} and mount it in the container at /dev/shm"
+            ),
+            Problem::SharedMemoryNotInMemory { who, volume, min } => write!(
+                f,
+                "{who} mounts volume '{volume}' at /dev/shm, which is not memory-backed: make it emptyDir: {{medium: Memory, sizeLimit: {min}}}"
+            ),
+            Problem::SharedMemoryTooSmall {
+                who,
+                volume,
+                size,
+                min,
+            } => write!(
+                f,
+                "the /dev/shm of {who} (volume '{volume}') is limited to {size}, less than {min}: set its emptyDir.sizeLimit to {min} or more"
             ),
         }
     }

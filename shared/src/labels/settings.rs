@@ -1,6 +1,7 @@
 //! Settings of gpu-labels-policy, their defaults and their validation.
 
 use super::glob::validate_pattern;
+pub use super::lifecycle::WorkloadRules;
 use crate::admission::ValidateSettings;
 use crate::scheduling::TaintPattern;
 use crate::settings::{
@@ -170,6 +171,9 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces the policy lets through unchecked (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Serving and training hygiene by workload type; every rule off unless configured.
+    #[serde(skip_serializing_if = "WorkloadRules::is_default")]
+    pub workload_rules: WorkloadRules,
 }
 
 impl Default for Settings {
@@ -199,6 +203,7 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            workload_rules: WorkloadRules::default(),
         }
     }
 }
@@ -255,6 +260,12 @@ impl ValidateSettings for Settings {
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        let allowed = self
+            .required_labels
+            .iter()
+            .find(|r| r.key == self.workload_rules.label_key)
+            .and_then(RequiredLabel::allowed);
+        self.workload_rules.validate(allowed)?;
         Ok(())
     }
 }
