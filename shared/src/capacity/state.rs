@@ -415,11 +415,7 @@ pub struct QuotaTarget<'a> {
 /// pool's PriorityClasses, does not count a resource asked for, has not been counted yet
 /// by the quota controller, or two quotas of one namespace would count its pods twice.
 pub fn quota_usage(quotas: &[Quota], target: &QuotaTarget) -> Result<GpuCounts, String> {
-    let here: Vec<&Quota> = quotas
-        .iter()
-        .filter(|q| q.namespace == target.namespace)
-        .collect();
-    if here.is_empty() {
+    if !quotas.iter().any(|q| q.namespace == target.namespace) {
         return Err(missing_quota(target));
     }
     let mut by_namespace: HashMap<&str, Vec<&str>> = HashMap::new();
@@ -528,9 +524,10 @@ fn missing_quota(target: &QuotaTarget) -> String {
     let hard: Vec<String> = target
         .demand
         .keys()
-        .map(|resource| {
-            let all = target.allocatable.get(resource).copied().unwrap_or(0);
-            format!("{QUOTA_REQUESTS_PREFIX}{resource}: \"{all}\"")
+        .map(|resource| match target.allocatable.get(resource) {
+            Some(all) if *all > 0 => format!("{QUOTA_REQUESTS_PREFIX}{resource}: \"{all}\""),
+            // A quota of 0 would refuse every such pod of the namespace: no number to offer.
+            _ => format!("{QUOTA_REQUESTS_PREFIX}{resource}: <the GPUs the namespace may hold>"),
         })
         .collect();
     format!(

@@ -187,6 +187,24 @@ fn a_namespace_without_the_pools_quota_is_denied_with_the_quota_to_create() {
 }
 
 #[test]
+fn the_quota_to_create_never_suggests_a_hard_of_zero() {
+    // Pool h100 measured from its nodes, none of which is schedulable now.
+    let v = quota_run(
+        classed(1, "h100", "8", Some("h100")),
+        &quota_settings(),
+        vec![
+            (node_query(&quota_pool("h100")), Ok(nodes(&[]))),
+            quota_call("h100", Ok(quota_list(Vec::new()))),
+        ],
+    );
+    let message = v.message.unwrap();
+    assert!(
+        message.contains("spec: {hard: {requests.nvidia.com/gpu: <the GPUs the namespace may hold>}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [h100]}]}}"),
+        "{message}"
+    );
+}
+
+#[test]
 fn fail_open_accepts_an_uncountable_pool_with_a_warning() {
     let mut s = quota_settings();
     s.fail_open = true;
