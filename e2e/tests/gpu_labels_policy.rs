@@ -64,8 +64,63 @@ const fn denied(
 }
 
 const KINDS: Option<&str> = Some("settings_custom_kinds.yml");
+/// Every serving and training rule on (`workloadRules`).
+const RULES: Option<&str> = Some("settings_workload_rules.yml");
 
 const CASES: &[Case] = &[
+    // Serving and training hygiene (workloadRules): each rule denies when configured...
+    allowed("deployment_serving_safe.json", RULES),
+    allowed("job_training_bounded.json", RULES),
+    denied(
+        "deployment_serving_no_probes.json",
+        RULES,
+        "Deployment 'chat' breaks the GPU admission rules (3 problems): 1) container 'vllm' serves (workload-type: interactive) without a readinessProbe: add one (e.g. httpGet on the model server's health endpoint), so no request reaches a replica before its model is loaded; 2) container 'vllm' (workload-type: interactive) has no startupProbe: add one whose failureThreshold x periodSeconds is at least 300 s (e.g. periodSeconds: 10, failureThreshold: 30), so the model can load before the liveness probe counts; 3) spec.strategy.rollingUpdate.maxUnavailable is 25% (the default, as it is not set): a rollout takes 1 of 4 replicas (workload-type: interactive) down at once, more than the 0 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 0 and maxSurge: 1 (new pods start before old ones stop, so the pool needs room for the surge's GPUs)",
+        true,
+    ),
+    denied(
+        "deployment_serving_short_startup.json",
+        RULES,
+        "Deployment 'chat' breaks the GPU admission rules (1 problem): 1) the startupProbe of container 'vllm' gives the model 30 s to load (failureThreshold 3 x periodSeconds 10), less than the 300 s required: raise failureThreshold to 30",
+        true,
+    ),
+    denied(
+        "deployment_serving_recreate.json",
+        RULES,
+        "Deployment 'chat' breaks the GPU admission rules (1 problem): 1) spec.strategy.type is Recreate: a rollout stops all 4 replicas (workload-type: interactive) before new ones start; use type: RollingUpdate with rollingUpdate.maxUnavailable: 0 and maxSurge: 1",
+        true,
+    ),
+    denied(
+        "job_training_no_deadline.json",
+        RULES,
+        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) spec.activeDeadlineSeconds is not set: a Job (workload-type: training) holds its GPUs until it ends, however long it idles or hangs; set spec.activeDeadlineSeconds (at most 86400)",
+        true,
+    ),
+    denied(
+        "job_training_deadline_too_long.json",
+        RULES,
+        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) spec.activeDeadlineSeconds is 1209600, more than the 86400 s allowed (workload-type: training): lower it to 86400 or less",
+        true,
+    ),
+    denied(
+        "job_training_no_shm.json",
+        RULES,
+        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) container 'trainer' holds 8 GPUs with no memory-backed /dev/shm (the container runtime gives 64 MiB, too little for NCCL and DataLoader workers): add the volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 16Gi}} and mount it in the container at /dev/shm",
+        true,
+    ),
+    denied(
+        "job_training_small_shm.json",
+        RULES,
+        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) the /dev/shm of container 'trainer' (volume 'dshm') is limited to 1Gi, less than 16Gi: set its emptyDir.sizeLimit to 16Gi or more",
+        true,
+    ),
+    // ...and nothing when it is not (the defaults).
+    allowed("deployment_serving_no_probes.json", None),
+    allowed("deployment_serving_short_startup.json", None),
+    allowed("deployment_serving_recreate.json", None),
+    allowed("job_training_no_deadline.json", None),
+    allowed("job_training_deadline_too_long.json", None),
+    allowed("job_training_no_shm.json", None),
+    allowed("job_training_small_shm.json", None),
     // Labelled, well-formed GPU workloads of every family pass.
     allowed("pod_gpu_labelled.json", None),
     allowed("deployment_labelled.json", None),
@@ -350,10 +405,21 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_exempt.yml",
         "settings_strict_daemonsets.yml",
         "settings_cost_center.yml",
+        "settings_workload_rules.yml",
     ] {
         let v = policy.validate_settings(&settings(Some(file))).unwrap();
         assert!(v.valid, "{file}: {v:?}");
     }
+    let rules = policy
+        .validate_settings(&settings(Some("settings_invalid_workload_rules.yml")))
+        .unwrap();
+    assert!(!rules.valid);
+    assert_eq!(
+        rules.message.as_deref(),
+        Some(
+            "workloadRules.readinessProbe.workloadTypes[0]: 'serving' is not a value the workload-type label may take (requiredLabels allows interactive, batch, training), so the rule would never apply"
+        )
+    );
     assert!(policy.validate_settings(&Value::Null).unwrap().valid);
 
     let both = policy

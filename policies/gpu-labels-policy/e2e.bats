@@ -202,3 +202,50 @@ says() { [[ "$output" == *"$1"* ]]; }
   [ "$status" -ne 0 ]
   says "unknown field \`requireGpuLimit\`"
 }
+
+@test "serving hygiene: probes and rollout, on when configured, off by default" {
+  run_policy deployment_serving_safe.json settings_workload_rules.yml
+  allowed
+  run_policy deployment_serving_no_probes.json settings_workload_rules.yml
+  denied
+  says "container 'vllm' serves (workload-type: interactive) without a readinessProbe"
+  says "has no startupProbe: add one whose failureThreshold x periodSeconds is at least 300 s"
+  says "spec.strategy.rollingUpdate.maxUnavailable is 25% (the default, as it is not set): a rollout takes 1 of 4 replicas"
+  run_policy deployment_serving_no_probes.json
+  allowed
+  run_policy deployment_serving_short_startup.json settings_workload_rules.yml
+  denied
+  says "gives the model 30 s to load (failureThreshold 3 x periodSeconds 10), less than the 300 s required: raise failureThreshold to 30"
+  run_policy deployment_serving_recreate.json settings_workload_rules.yml
+  denied
+  says "spec.strategy.type is Recreate"
+  run_policy deployment_serving_recreate.json
+  allowed
+}
+
+@test "training hygiene: deadline and /dev/shm, on when configured, off by default" {
+  run_policy job_training_bounded.json settings_workload_rules.yml
+  allowed
+  run_policy job_training_no_deadline.json settings_workload_rules.yml
+  denied
+  says "spec.activeDeadlineSeconds is not set: a Job (workload-type: training) holds its GPUs until it ends"
+  run_policy job_training_deadline_too_long.json settings_workload_rules.yml
+  denied
+  says "spec.activeDeadlineSeconds is 1209600, more than the 86400 s allowed"
+  run_policy job_training_no_shm.json settings_workload_rules.yml
+  denied
+  says "holds 8 GPUs with no memory-backed /dev/shm"
+  run_policy job_training_small_shm.json settings_workload_rules.yml
+  denied
+  says "is limited to 1Gi, less than 16Gi"
+  run_policy job_training_no_deadline.json
+  allowed
+  run_policy job_training_no_shm.json
+  allowed
+}
+
+@test "workloadRules naming a workload type the label may not take are invalid" {
+  run kwctl run --request-path "$DATA/deployment_serving_safe.json" --settings-path "$DATA/settings_invalid_workload_rules.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says "workloadRules.readinessProbe.workloadTypes[0]: 'serving' is not a value the workload-type label may take"
+}
