@@ -366,12 +366,6 @@ impl Judge<'_> {
             }
         }
 
-        let served: Option<Named> = match &server.served_name {
-            Some(f) if matches!(self.registry.lookup(&f.value), Ok(Some(_))) => {
-                Some((f.value.clone(), on(f.source())))
-            }
-            _ => None,
-        };
         let vram_key = self
             .images
             .map(|i| i.settings().vram_gib_key.clone())
@@ -389,10 +383,18 @@ impl Judge<'_> {
             source,
             need_from: Some(format!("as given by label {vram_key} of image {image}")),
         };
-        let candidates: Vec<Named> = [run, plan.uri.clone(), image_model, declared, served]
+        let mut candidates: Vec<Named> = [run, plan.uri.clone(), image_model, declared]
             .into_iter()
             .flatten()
             .collect();
+        // The served name is a name the server answers to, not what it loads: it names the
+        // model only when nothing else does and the registry knows it.
+        if candidates.is_empty()
+            && let Some(f) = &server.served_name
+            && matches!(self.registry.lookup(&f.value), Ok(Some(_)))
+        {
+            candidates.push((f.value.clone(), on(f.source())));
+        }
         let Some((reference, source)) = candidates.first().cloned() else {
             if let Some((t, image)) = &image_vram {
                 return Ok(from_image(
