@@ -4,16 +4,7 @@
 #   make annotate && cd policies/gpu-labels-policy && bats e2e.bats
 # POLICY_WASM overrides the module (default: annotated-policy.wasm in this directory).
 
-# Offline, kwctl run fetches Sigstore's trust root and waits for the network to fail:
-# KWCTL_SIGSTORE_TRUST names a local copy instead (make e2e-kwctl sets it).
-kwctl() {
-  if [ "$1" = run ] && [ -n "${KWCTL_SIGSTORE_TRUST:-}" ]; then
-    shift
-    command kwctl run --sigstore-trust-config "$KWCTL_SIGSTORE_TRUST" "$@"
-  else
-    command kwctl "$@"
-  fi
-}
+load ../../e2e/bats/kwctl
 
 setup() {
   if ! command -v kwctl >/dev/null 2>&1; then

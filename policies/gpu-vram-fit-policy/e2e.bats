@@ -5,16 +5,7 @@
 #     ../../target/wasm32-wasip1/release/gpu_vram_fit_policy.wasm
 #   bats e2e.bats          # or POLICY_WASM=/path/to/module.wasm bats e2e.bats
 
-# Offline, kwctl run fetches Sigstore's trust root and waits for the network to fail:
-# KWCTL_SIGSTORE_TRUST names a local copy instead (make e2e-kwctl sets it).
-kwctl() {
-  if [ "$1" = run ] && [ -n "${KWCTL_SIGSTORE_TRUST:-}" ]; then
-    shift
-    command kwctl run --sigstore-trust-config "$KWCTL_SIGSTORE_TRUST" "$@"
-  else
-    command kwctl "$@"
-  fi
-}
+load ../../e2e/bats/kwctl
 
 setup() {
   if ! command -v kwctl >/dev/null 2>&1; then
