@@ -139,6 +139,13 @@ const KINDS: &[(&str, &str, &str)] = &[
     ),
     ("ray.io/v1", "RayCluster", "rayclusters"),
     ("kubeflow.org/v1", "PyTorchJob", "pytorchjobs"),
+    (
+        "autoscaling/v2",
+        "HorizontalPodAutoscaler",
+        "horizontalpodautoscalers",
+    ),
+    ("keda.sh/v1alpha1", "ScaledObject", "scaledobjects"),
+    ("keda.sh/v1alpha1", "ScaledJob", "scaledjobs"),
 ];
 
 impl Operation {

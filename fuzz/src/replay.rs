@@ -22,26 +22,28 @@ use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
 use gpu_rules::quantity::Quantity;
 use gpu_rules::workload::{Workload, presets};
-use gpu_rules::{capacity, labels, routing, vram};
+use gpu_rules::{autoscaler, capacity, labels, routing, vram};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 
-/// The four policies.
+/// The five policies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     Labels,
     Routing,
     Vram,
     Capacity,
+    Autoscaler,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 4] = [
+    pub const ALL: [Policy; 5] = [
         Policy::Labels,
         Policy::Routing,
         Policy::Vram,
         Policy::Capacity,
+        Policy::Autoscaler,
     ];
 
     /// The prefix of its fuzz targets.
@@ -51,6 +53,7 @@ impl Policy {
             Policy::Routing => "routing",
             Policy::Vram => "vram",
             Policy::Capacity => "capacity",
+            Policy::Autoscaler => "autoscaler",
         }
     }
 
@@ -61,6 +64,7 @@ impl Policy {
             Policy::Routing => "gpu-pool-routing-policy",
             Policy::Vram => "gpu-vram-fit-policy",
             Policy::Capacity => "gpu-capacity-gate-policy",
+            Policy::Autoscaler => "gpu-autoscaler-policy",
         }
     }
 }
@@ -312,6 +316,7 @@ pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
         Policy::Routing => kubewarden::validate_settings::<routing::Settings>(settings),
         Policy::Vram => kubewarden::validate_settings::<vram::Settings>(settings),
         Policy::Capacity => kubewarden::validate_settings::<capacity::Settings>(settings),
+        Policy::Autoscaler => kubewarden::validate_settings::<autoscaler::Settings>(settings),
     }
     .map_err(|e| format!("validate_settings returned an error: {e}"))?;
     let v: Value = serde_json::from_slice(&out)
@@ -378,6 +383,21 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
                 // The scaled workload, then Nodes and Pods of each pool.
                 max_calls: |s| 1 + 2 * s.pools.len(),
                 fail_open: |s| Some(s.fail_open),
+                images: |_| false,
+            },
+        ),
+        Policy::Autoscaler => check(
+            policy,
+            payload,
+            answers,
+            &Rules::<autoscaler::Settings> {
+                decide: autoscaler::evaluate,
+                // The scale target, then the Nodes of each pool it targets.
+                max_calls: |s| 1 + s.pools.len(),
+                // Fail closed: a failed read always denies. With failOpen it accepts with a
+                // warning unless another finding (the signal, a bound) denies anyway, so
+                // only the closed half is an invariant.
+                fail_open: |s| (!s.fail_open).then_some(false),
                 images: |_| false,
             },
         ),

@@ -10,11 +10,11 @@ use std::sync::OnceLock;
 
 /// The seeds of every policy.
 pub struct Seeds {
-    /// Admission requests of all four policies (sorted by path): any of them is a fair
+    /// Admission requests of all five policies (sorted by path): any of them is a fair
     /// input to any policy.
     pub requests: Vec<Value>,
     /// Per policy (in [`Policy::ALL`] order): its settings files, valid and invalid.
-    pub settings: [Vec<Value>; 4],
+    pub settings: [Vec<Value>; 5],
     /// Host answers recorded in the replay sessions of the context-aware policies.
     pub answers: Vec<Answer>,
 }

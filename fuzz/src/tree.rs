@@ -5,7 +5,7 @@
 use arbitrary::Arbitrary;
 use serde_json::{Map, Number, Value, json};
 
-/// Object keys: what the rules, the admission request and the settings of the four policies
+/// Object keys: what the rules, the admission request and the settings of the five policies
 /// look at, so generated trees reach the code behind them.
 pub const KEYS: &[&str] = &[
     // Kubernetes objects and pod templates.
@@ -196,6 +196,51 @@ pub const KEYS: &[&str] = &[
     "failOpen",
     "exemptPriorityClasses",
     "thresholdPercent",
+    // Autoscalers, and the autoscaler policy's settings.
+    "scaleTargetRef",
+    "maxReplicas",
+    "minReplicas",
+    "metrics",
+    "type",
+    "external",
+    "metric",
+    "containerResource",
+    "targetCPUUtilizationPercentage",
+    "maxReplicaCount",
+    "minReplicaCount",
+    "triggers",
+    "fallback",
+    "jobTargetRef",
+    "usage",
+    "namespaceMaxGpus",
+    "maxGpus",
+    "defaultMaxGpus",
+    "resourceMetricsOnly",
+    "resourceTriggersOnly",
+    // Serving and training hygiene (gpu-labels-policy workloadRules).
+    "workloadRules",
+    "workloadTypes",
+    "readinessProbe",
+    "startupProbe",
+    "failureThreshold",
+    "periodSeconds",
+    "minFailureBudgetSeconds",
+    "strategy",
+    "rollingUpdate",
+    "maxUnavailable",
+    "maxSurge",
+    "activeDeadline",
+    "activeDeadlineSeconds",
+    "maxSeconds",
+    "sharedMemory",
+    "minSize",
+    "minGpus",
+    "volumes",
+    "volumeMounts",
+    "mountPath",
+    "emptyDir",
+    "medium",
+    "sizeLimit",
 ];
 
 /// String values the rules compare against.
@@ -320,6 +365,24 @@ pub const WORDS: &[&str] = &[
     "\u{0}",
     "é",
     "—",
+    // Autoscalers and rollouts.
+    "autoscaling/v2",
+    "keda.sh/v1alpha1",
+    "HorizontalPodAutoscaler",
+    "ScaledObject",
+    "ScaledJob",
+    "Resource",
+    "ContainerResource",
+    "External",
+    "Pods",
+    "prometheus",
+    "cpu",
+    "memory",
+    "Memory",
+    "/dev/shm",
+    "RollingUpdate",
+    "Recreate",
+    "25%",
 ];
 
 /// An arbitrary JSON tree. Strings are mostly vocabulary words; object keys always are.

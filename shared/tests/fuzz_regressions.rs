@@ -30,6 +30,9 @@ const TARGETS: &[&str] = &[
     "capacity_bytes",
     "capacity_request",
     "capacity_settings",
+    "autoscaler_bytes",
+    "autoscaler_request",
+    "autoscaler_settings",
 ];
 
 fn regressions() -> PathBuf {
