@@ -79,13 +79,76 @@ pub struct Container {
     pub restart_policy: Option<String>,
     pub image: Option<String>,
     /// The entrypoint, replacing the image's (Kubernetes does not run it through a shell).
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "words")]
     pub command: Vec<String>,
     /// Arguments to the entrypoint, replacing the image's `CMD`.
-    #[serde(deserialize_with = "null_as_default")]
+    #[serde(deserialize_with = "words")]
     pub args: Vec<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub env: Vec<EnvVar>,
+}
+
+/// A list of command-line words. The API server takes only strings; an object that is not
+/// (a custom resource before its schema is checked) is read leniently, so a policy that
+/// never looks at the words does not deny it: numbers and booleans as their text, `null`,
+/// lists and maps as an empty word.
+fn words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::Error> {
+    struct Word(String);
+    impl<'de> Deserialize<'de> for Word {
+        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+            struct Visitor;
+            impl<'de> serde::de::Visitor<'de> for Visitor {
+                type Value = Word;
+                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                    f.write_str("a command-line word")
+                }
+                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Word, E> {
+                    Ok(Word(v.to_string()))
+                }
+                fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Word, E> {
+                    Ok(Word(v))
+                }
+                fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Word, E> {
+                    Ok(Word(v.to_string()))
+                }
+                fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Word, E> {
+                    Ok(Word(v.to_string()))
+                }
+                fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Word, E> {
+                    Ok(Word(v.to_string()))
+                }
+                fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Word, E> {
+                    Ok(Word(v.to_string()))
+                }
+                fn visit_unit<E: serde::de::Error>(self) -> Result<Word, E> {
+                    Ok(Word(String::new()))
+                }
+                fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                    self,
+                    mut seq: A,
+                ) -> Result<Word, A::Error> {
+                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                    Ok(Word(String::new()))
+                }
+                fn visit_map<A: serde::de::MapAccess<'de>>(
+                    self,
+                    mut map: A,
+                ) -> Result<Word, A::Error> {
+                    while map
+                        .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                        .is_some()
+                    {}
+                    Ok(Word(String::new()))
+                }
+            }
+            deserializer.deserialize_any(Visitor)
+        }
+    }
+    Ok(Option::<Vec<Word>>::deserialize(deserializer)?
+        .unwrap_or_default()
+        .into_iter()
+        .map(|w| w.0)
+        .collect())
 }
 
 /// One `env` entry of a container. Only a literal `value` can be read at admission:
@@ -266,6 +329,23 @@ mod tests {
         assert!(c.env[1].value.is_none() && c.env[1].value_from);
         assert!(c.env[2].value.is_none() && !c.env[2].value_from);
         assert!(spec.containers[1].args.is_empty() && spec.containers[1].env.is_empty());
+    }
+
+    #[test]
+    fn command_words_of_other_types_are_read_leniently() {
+        let c: Container = serde_json::from_value(json!({
+            "command": ["vllm", 7], "args": ["--max-model-len", 8192, true, null, {"a": [1]}, [2], 0.5]
+        }))
+        .unwrap();
+        assert_eq!(c.command, ["vllm", "7"]);
+        assert_eq!(
+            c.args,
+            ["--max-model-len", "8192", "true", "", "", "", "0.5"]
+        );
+        assert!(
+            serde_json::from_value::<Container>(json!({"args": 5})).is_err(),
+            "a word where a list is expected is an error"
+        );
     }
 
     #[test]
