@@ -358,6 +358,12 @@ const CASES: &[Case] = &[
         "container vllm runs --tensor-parallel-size 4, but the pod has 2 GPUs: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 2, or request nvidia.com/gpu: 4.",
         true,
     ),
+    denied(
+        "deployment_vllm_bad_max_model_len.json",
+        S,
+        "the server arguments cannot be read: container vllm: --max-model-len is 'lots', not a number of tokens from 1 to 100000000 (like 8192 or 32k)",
+        true,
+    ),
     allowed("deployment_vllm_flags_spaced.json", S, VLLM_FLAGS_AUDIT),
     allowed("deployment_vllm_flags_equals.json", S, VLLM_FLAGS_AUDIT),
     // `--model /mnt/models/...`: the label names the model.

@@ -211,6 +211,12 @@ says() { [[ "$output" == *"$1"* ]]; }
   says 'container vllm runs --tensor-parallel-size 4, but the pod has 2 GPUs'
 }
 
+@test "server arguments: a malformed value of a known flag is denied" {
+  run_policy deployment_vllm_bad_max_model_len.json settings.yml
+  denied
+  says "the server arguments cannot be read: container vllm: --max-model-len is 'lots'"
+}
+
 @test "server arguments: vLLM, SGLang, TGI and KServe, both spellings" {
   for f in deployment_vllm_flags_spaced.json deployment_vllm_flags_equals.json; do
     run_policy "$f" settings.yml
