@@ -67,15 +67,15 @@ pub struct WorkloadRules {
     /// The pod label whose value is the workload type.
     pub label_key: String,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub readiness_probe: Option<ForTypes>,
+    pub readiness_probe: Option<Rule>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub startup_probe: Option<StartupProbeRule>,
+    pub startup_probe: Option<Rule>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_unavailable: Option<MaxUnavailableRule>,
+    pub max_unavailable: Option<Rule>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub active_deadline: Option<ActiveDeadlineRule>,
+    pub active_deadline: Option<Rule>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub shared_memory: Option<SharedMemoryRule>,
+    pub shared_memory: Option<Rule>,
 }
 
 impl Default for WorkloadRules {
@@ -91,62 +91,64 @@ impl Default for WorkloadRules {
     }
 }
 
-/// A rule that applies to the workload types listed.
+/// One rule: the workload types it applies to, and its parameters. One type for every
+/// rule (each deserializer costs module size); [`WorkloadRules::validate`] refuses a
+/// parameter given to a rule that does not take it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ForTypes {
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Rule {
     pub workload_types: Vec<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct StartupProbeRule {
-    pub workload_types: Vec<String>,
-    /// The least `failureThreshold x periodSeconds`, in seconds.
-    #[serde(default = "default_failure_budget")]
-    pub min_failure_budget_seconds: u64,
-}
-
-fn default_failure_budget() -> u64 {
-    300
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct MaxUnavailableRule {
-    pub workload_types: Vec<String>,
-    /// The most pods a rollout may take down at once.
-    #[serde(default)]
-    pub max: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ActiveDeadlineRule {
-    pub workload_types: Vec<String>,
-    /// The longest deadline allowed, in seconds (`None`: any, as long as one is set).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// `startupProbe`: the least `failureThreshold x periodSeconds`, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_failure_budget_seconds: Option<u64>,
+    /// `maxUnavailable`: the most pods a rollout may take down at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<u64>,
+    /// `activeDeadline`: the longest deadline allowed, in seconds (unset: any).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<u64>,
+    /// `sharedMemory`: the least size of the memory-backed `/dev/shm` (`16Gi`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_size: Option<String>,
+    /// `sharedMemory`: pods with at least this many GPUs are multi-GPU pods.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_gpus: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SharedMemoryRule {
-    pub workload_types: Vec<String>,
-    /// The least size of the memory-backed `/dev/shm` (a quantity: `16Gi`).
-    #[serde(default = "default_shm_size")]
-    pub min_size: String,
-    /// Pods with at least this many GPUs are multi-GPU pods.
-    #[serde(default = "default_min_gpus")]
-    pub min_gpus: u64,
-}
+/// `startupProbe.minFailureBudgetSeconds` when unset.
+pub const DEFAULT_FAILURE_BUDGET_SECONDS: u64 = 300;
+/// `sharedMemory.minSize` when unset.
+pub const DEFAULT_SHM_SIZE: &str = "1Gi";
+/// `sharedMemory.minGpus` when unset.
+pub const DEFAULT_SHM_MIN_GPUS: u64 = 2;
 
-fn default_shm_size() -> String {
-    "1Gi".into()
-}
+impl Rule {
+    pub fn failure_budget(&self) -> u64 {
+        self.min_failure_budget_seconds
+            .unwrap_or(DEFAULT_FAILURE_BUDGET_SECONDS)
+    }
 
-fn default_min_gpus() -> u64 {
-    2
+    pub fn shm_size(&self) -> &str {
+        self.min_size.as_deref().unwrap_or(DEFAULT_SHM_SIZE)
+    }
+
+    pub fn shm_min_gpus(&self) -> u64 {
+        self.min_gpus.unwrap_or(DEFAULT_SHM_MIN_GPUS)
+    }
+
+    /// The parameters given, by their field names.
+    fn given(&self) -> [(&'static str, bool); 5] {
+        [
+            (
+                "minFailureBudgetSeconds",
+                self.min_failure_budget_seconds.is_some(),
+            ),
+            ("max", self.max.is_some()),
+            ("maxSeconds", self.max_seconds.is_some()),
+            ("minSize", self.min_size.is_some()),
+            ("minGpus", self.min_gpus.is_some()),
+        ]
+    }
 }
 
 impl WorkloadRules {
@@ -169,30 +171,42 @@ impl WorkloadRules {
     pub fn validate(&self, allowed: Option<&[String]>) -> Result<(), String> {
         let field = "workloadRules";
         crate::settings::validate_label_key(&format!("{field}.labelKey"), &self.label_key)?;
-        let types = [
-            (
-                "readinessProbe",
-                self.readiness_probe.as_ref().map(|r| &r.workload_types),
-            ),
+        // Each rule and the parameters it takes.
+        let rules: [(&str, Option<&Rule>, &[&str]); 5] = [
+            ("readinessProbe", self.readiness_probe.as_ref(), &[]),
             (
                 "startupProbe",
-                self.startup_probe.as_ref().map(|r| &r.workload_types),
+                self.startup_probe.as_ref(),
+                &["minFailureBudgetSeconds"],
             ),
-            (
-                "maxUnavailable",
-                self.max_unavailable.as_ref().map(|r| &r.workload_types),
-            ),
+            ("maxUnavailable", self.max_unavailable.as_ref(), &["max"]),
             (
                 "activeDeadline",
-                self.active_deadline.as_ref().map(|r| &r.workload_types),
+                self.active_deadline.as_ref(),
+                &["maxSeconds"],
             ),
             (
                 "sharedMemory",
-                self.shared_memory.as_ref().map(|r| &r.workload_types),
+                self.shared_memory.as_ref(),
+                &["minSize", "minGpus"],
             ),
         ];
-        for (rule, list) in types {
-            let Some(list) = list else { continue };
+        for (rule, r, takes) in rules {
+            let Some(r) = r else { continue };
+            if let Some((param, _)) = r
+                .given()
+                .into_iter()
+                .find(|(p, given)| *given && !takes.contains(p))
+            {
+                let takes = std::iter::once("workloadTypes")
+                    .chain(takes.iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return Err(format!(
+                    "{field}.{rule}.{param}: not a parameter of this rule (it takes {takes})"
+                ));
+            }
+            let list = &r.workload_types;
             let f = format!("{field}.{rule}.workloadTypes");
             if list.is_empty() {
                 return Err(format!(
@@ -219,7 +233,7 @@ impl WorkloadRules {
             }
         }
         if let Some(r) = &self.startup_probe
-            && r.min_failure_budget_seconds == 0
+            && r.failure_budget() == 0
         {
             return Err(format!(
                 "{field}.startupProbe.minFailureBudgetSeconds: must be at least 1 (seconds the startupProbe lets the model load)"
@@ -234,17 +248,17 @@ impl WorkloadRules {
         }
         if let Some(r) = &self.shared_memory {
             let f = format!("{field}.sharedMemory");
-            match Quantity::parse(&r.min_size) {
+            match Quantity::parse(r.shm_size()) {
                 Ok(q) if !q.is_negative() && !q.is_zero() => {}
                 Ok(_) => return Err(format!("{f}.minSize: must be more than 0 (e.g. 16Gi)")),
                 Err(e) => {
                     return Err(format!(
                         "{f}.minSize: '{}' is not a quantity ({e}); give a size such as 16Gi",
-                        r.min_size
+                        r.shm_size()
                     ));
                 }
             }
-            if r.min_gpus == 0 {
+            if r.shm_min_gpus() == 0 {
                 return Err(format!(
                     "{f}.minGpus: must be at least 1 (pods with at least this many GPUs need /dev/shm)"
                 ));
@@ -350,20 +364,20 @@ pub fn check(
                 None => out.push(Problem::NoStartupProbe {
                     who,
                     label: label.clone(),
-                    min: rule.min_failure_budget_seconds,
+                    min: rule.failure_budget(),
                 }),
                 Some(p) => {
                     let threshold = p.failure_threshold.unwrap_or(DEFAULT_FAILURE_THRESHOLD);
                     let period = p.period_seconds.unwrap_or(DEFAULT_PERIOD_SECONDS);
                     let budget = threshold.saturating_mul(period);
-                    if budget < rule.min_failure_budget_seconds {
+                    if budget < rule.failure_budget() {
                         out.push(Problem::ShortStartupProbe {
                             who,
                             threshold,
                             period,
                             budget,
-                            min: rule.min_failure_budget_seconds,
-                            raise_to: rule.min_failure_budget_seconds.div_ceil(period.max(1)),
+                            min: rule.failure_budget(),
+                            raise_to: rule.failure_budget().div_ceil(period.max(1)),
                         });
                     }
                 }
@@ -376,7 +390,7 @@ pub fn check(
             .as_ref()
             .filter(|r| typed(&r.workload_types))
     {
-        out.extend(rollout_problem(object, rule.max, &label));
+        out.extend(rollout_problem(object, rule.max.unwrap_or(0), &label));
     }
     if let Some(pointer) = deadline_pointer(workload)
         && let Some(rule) = rules
@@ -416,7 +430,7 @@ pub fn check(
         .shared_memory
         .as_ref()
         .filter(|r| typed(&r.workload_types))
-        && gpus.total() >= rule.min_gpus
+        && gpus.total() >= rule.shm_min_gpus()
     {
         out.extend(shared_memory_problems(
             spec,
@@ -453,8 +467,7 @@ fn container<'a>(spec: &'a Value, name: &str) -> Option<&'a Value> {
 }
 
 /// The fields of a probe the rules read.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Default)]
 struct Probe {
     failure_threshold: Option<u64>,
     period_seconds: Option<u64>,
@@ -562,39 +575,18 @@ fn rollout_problem(object: &Value, max: u64, label: &str) -> Option<Problem> {
     })
 }
 
-/// A pod volume, as the shared-memory rule reads it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct Volume {
-    name: String,
-    empty_dir: Option<EmptyDir>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct EmptyDir {
-    medium: Option<String>,
-    size_limit: Option<crate::podspec::QuantityText>,
-}
-
 fn shared_memory_problems(
     spec: &Value,
     pod: &PodSpec,
     gpu_containers: &[&str],
     gpus: u64,
-    rule: &SharedMemoryRule,
+    rule: &Rule,
 ) -> Vec<Problem> {
-    let min = Quantity::parse(&rule.min_size).ok();
-    let volumes: Vec<(String, Value)> = spec
+    let min = Quantity::parse(rule.shm_size()).ok();
+    let volumes: &[Value] = spec
         .get("volumes")
         .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|v| {
-            let name = v.get("name").and_then(Value::as_str)?;
-            Some((name.to_string(), v.clone()))
-        })
-        .collect();
+        .map_or(&[], Vec::as_slice);
     let memory_limit = pod_memory_limit(spec);
     let mut out = Vec::new();
     for name in gpu_containers {
@@ -613,32 +605,29 @@ fn shared_memory_problems(
             out.push(Problem::NoSharedMemory {
                 who,
                 gpus,
-                min: rule.min_size.clone(),
+                min: rule.shm_size().to_string(),
             });
             continue;
         };
-        let volume = volumes
+        // Only an emptyDir in memory: any other source (hostPath, a disk emptyDir...) is not.
+        let empty_dir = volumes
             .iter()
-            .find(|(n, _)| n == volume_name)
-            .and_then(|(_, v)| Volume::deserialize(v).ok());
-        let memory_backed = volume.as_ref().and_then(|v| {
-            v.empty_dir
-                .as_ref()
-                .filter(|e| e.medium.as_deref() == Some("Memory"))
-        });
-        let Some(empty_dir) = memory_backed else {
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(volume_name))
+            .and_then(|v| v.get("emptyDir"))
+            .filter(|e| e.get("medium").and_then(Value::as_str) == Some("Memory"));
+        let Some(empty_dir) = empty_dir else {
             out.push(Problem::SharedMemoryNotInMemory {
                 who,
                 volume: volume_name.to_string(),
-                min: rule.min_size.clone(),
+                min: rule.shm_size().to_string(),
             });
             continue;
         };
         // Without sizeLimit, a memory-backed emptyDir is bounded by the pod's memory limit.
-        let (size_text, size) = match &empty_dir.size_limit {
+        let (size_text, size) = match quantity_text(empty_dir.get("sizeLimit")) {
             Some(q) => (
-                Some(q.0.clone()),
-                Quantity::parse(&q.0).ok().map(Quantity::nanos),
+                Some(q.clone()),
+                Quantity::parse(&q).ok().map(Quantity::nanos),
             ),
             None => (None, memory_limit),
         };
@@ -647,9 +636,9 @@ fn shared_memory_problems(
         {
             out.push(Problem::SharedMemoryTooSmall {
                 who,
-                volume: volume.as_ref().map(|v| v.name.clone()).unwrap_or_default(),
+                volume: volume_name.to_string(),
                 size: size_text.unwrap_or_else(|| "the pod's memory limit".into()),
-                min: rule.min_size.clone(),
+                min: rule.shm_size().to_string(),
             });
         }
     }
@@ -661,15 +650,19 @@ fn pod_memory_limit(spec: &Value) -> Option<i128> {
     let containers = spec.get("containers").and_then(Value::as_array)?;
     let mut total: i128 = 0;
     for c in containers {
-        let limit = c.pointer("/resources/limits/memory")?;
-        let text = match limit {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            _ => return None,
-        };
+        let text = quantity_text(c.pointer("/resources/limits/memory"))?;
         total = total.saturating_add(Quantity::parse(&text).ok()?.nanos());
     }
     Some(total)
+}
+
+/// A quantity as JSON holds it: a string, or a bare number.
+fn quantity_text(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

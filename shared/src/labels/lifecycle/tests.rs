@@ -359,6 +359,8 @@ fn a_strategy_change_is_judged_even_when_the_template_is_unchanged() {
 #[case::zero_size(json!({"sharedMemory": {"workloadTypes": ["training"], "minSize": "0"}}), "workloadRules.sharedMemory.minSize: must be more than 0")]
 #[case::zero_gpus(json!({"sharedMemory": {"workloadTypes": ["training"], "minGpus": 0}}), "workloadRules.sharedMemory.minGpus: must be at least 1")]
 #[case::bad_key(json!({"labelKey": "bad key"}), "workloadRules.labelKey: 'bad key'")]
+#[case::other_rules_parameter(json!({"readinessProbe": {"workloadTypes": ["interactive"], "max": 0}}), "workloadRules.readinessProbe.max: not a parameter of this rule (it takes workloadTypes)")]
+#[case::shm_parameter_on_deadline(json!({"activeDeadline": {"workloadTypes": ["batch"], "minSize": "1Gi"}}), "workloadRules.activeDeadline.minSize: not a parameter of this rule (it takes workloadTypes, maxSeconds)")]
 fn invalid_rules_name_the_field(#[case] rules: Value, #[case] start: &str) {
     let s: Settings = serde_json::from_value(json!({"workloadRules": rules})).unwrap();
     let err = s.validate().unwrap_err();
@@ -381,12 +383,14 @@ fn rule_types_follow_the_label_they_key_on() {
     );
     let defaults = settings_with(json!({"sharedMemory": {"workloadTypes": ["training"]}}));
     let shm = defaults.workload_rules.shared_memory.unwrap();
-    assert_eq!((shm.min_size.as_str(), shm.min_gpus), ("1Gi", 2));
+    assert_eq!((shm.shm_size(), shm.shm_min_gpus()), ("1Gi", 2));
+    let startup = settings_with(json!({"startupProbe": {"workloadTypes": ["interactive"]}}));
     assert_eq!(
-        on().workload_rules
+        startup
+            .workload_rules
             .startup_probe
             .unwrap()
-            .min_failure_budget_seconds,
+            .failure_budget(),
         300
     );
 }
