@@ -82,9 +82,9 @@ def run_one(runner, extra, policy_dir, module, example):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    runner = parser.add_mutually_exclusive_group(required=True)
-    runner.add_argument("--kwctl", help="Kubewarden's kwctl: runs policies/<p>/annotated-policy.wasm")
-    runner.add_argument("--gpu-kwctl", help="the project's harness CLI: runs policies/<p>/policy.wasm")
+    host = parser.add_mutually_exclusive_group(required=True)
+    host.add_argument("--kwctl", help="Kubewarden's kwctl: runs policies/<p>/annotated-policy.wasm")
+    host.add_argument("--gpu-kwctl", help="the project's harness CLI: runs policies/<p>/policy.wasm")
     parser.add_argument("--sigstore-trust-config", help="passed to kwctl (offline trust root)")
     parser.add_argument("policies", nargs="+")
     opts = parser.parse_args()
