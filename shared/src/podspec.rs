@@ -86,6 +86,77 @@ pub struct Container {
     pub args: Vec<String>,
     #[serde(deserialize_with = "null_as_default")]
     pub env: Vec<EnvVar>,
+    /// `envFrom` sources (ConfigMaps, Secrets): their variables are not visible at admission.
+    #[serde(deserialize_with = "null_as_default")]
+    pub env_from: Vec<serde::de::IgnoredAny>,
+    pub security_context: Option<SecurityContext>,
+}
+
+/// The parts of a container's `securityContext` the rules read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SecurityContext {
+    pub privileged: Option<bool>,
+}
+
+/// A pod volume; only `hostPath` volumes are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Volume {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    pub host_path: Option<HostPathVolume>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HostPathVolume {
+    #[serde(deserialize_with = "null_as_default")]
+    pub path: String,
+}
+
+/// One `spec.resourceClaims` entry: a pod-level name for a Dynamic Resource Allocation
+/// claim, backed by a ResourceClaim (shared, by name) or a ResourceClaimTemplate (one claim
+/// per pod). Kubernetes 1.26-1.30 nested the two names under `source`; both spellings
+/// are read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodResourceClaim {
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
+    pub resource_claim_name: Option<String>,
+    pub resource_claim_template_name: Option<String>,
+    pub source: Option<PodResourceClaimSource>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PodResourceClaimSource {
+    pub resource_claim_name: Option<String>,
+    pub resource_claim_template_name: Option<String>,
+}
+
+impl PodResourceClaim {
+    /// The ResourceClaim this entry names, if it names one.
+    pub fn claim_name(&self) -> Option<&str> {
+        self.resource_claim_name
+            .as_deref()
+            .or_else(|| self.source.as_ref()?.resource_claim_name.as_deref())
+            .filter(|n| !n.is_empty())
+    }
+
+    /// The ResourceClaimTemplate this entry names, if it names one.
+    pub fn template_name(&self) -> Option<&str> {
+        self.resource_claim_template_name
+            .as_deref()
+            .or_else(|| {
+                self.source
+                    .as_ref()?
+                    .resource_claim_template_name
+                    .as_deref()
+            })
+            .filter(|n| !n.is_empty())
+    }
 }
 
 /// A list of command-line words. The API server takes only strings; an object that is not
@@ -245,6 +316,14 @@ pub struct PodSpec {
     pub tolerations: Vec<Toleration>,
     pub priority_class_name: Option<String>,
     pub node_name: Option<String>,
+    pub scheduler_name: Option<String>,
+    pub runtime_class_name: Option<String>,
+    pub service_account_name: Option<String>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub volumes: Vec<Volume>,
+    /// Dynamic Resource Allocation claims of the pod (see [`crate::dra`]).
+    #[serde(deserialize_with = "null_as_default")]
+    pub resource_claims: Vec<PodResourceClaim>,
 }
 
 impl PodSpec {
@@ -346,6 +425,35 @@ mod tests {
             serde_json::from_value::<Container>(json!({"args": 5})).is_err(),
             "a word where a list is expected is an error"
         );
+    }
+
+    #[test]
+    fn reads_device_access_fields_and_claims() {
+        let spec: PodSpec = serde_json::from_value(json!({
+            "containers": [{"name": "c", "securityContext": {"privileged": true},
+                            "envFrom": [{"configMapRef": {"name": "x"}}]}],
+            "volumes": [{"name": "dev", "hostPath": {"path": "/dev/nvidia0"}}, {"name": "cfg", "configMap": {"name": "x"}}],
+            "runtimeClassName": "nvidia", "schedulerName": "kai-scheduler", "serviceAccountName": "sa",
+            "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "one-gpu"},
+                               {"name": "old", "source": {"resourceClaimName": "shared"}},
+                               {"name": "none"}]
+        }))
+        .unwrap();
+        let c = &spec.containers[0];
+        assert_eq!(c.security_context.as_ref().unwrap().privileged, Some(true));
+        assert_eq!(c.env_from.len(), 1);
+        assert_eq!(
+            spec.volumes[0].host_path.as_ref().unwrap().path,
+            "/dev/nvidia0"
+        );
+        assert!(spec.volumes[1].host_path.is_none());
+        assert_eq!(spec.runtime_class_name.as_deref(), Some("nvidia"));
+        assert_eq!(spec.scheduler_name.as_deref(), Some("kai-scheduler"));
+        assert_eq!(spec.resource_claims[0].template_name(), Some("one-gpu"));
+        assert_eq!(spec.resource_claims[0].claim_name(), None);
+        assert_eq!(spec.resource_claims[1].claim_name(), Some("shared"));
+        assert_eq!(spec.resource_claims[2].claim_name(), None);
+        assert_eq!(spec.resource_claims[2].template_name(), None);
     }
 
     #[test]
