@@ -12,9 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result};
+use wasmparser::Payload;
 
-use crate::wasm_sections::{read_leb128_u32, sections};
+use crate::wasm_sections::sections;
 
 /// Every host capability Kubewarden serves, as `(namespace, operation)`
 /// (policy-evaluator's capability tree).
@@ -84,61 +85,17 @@ fn standalone_match(data: &[u8], needle: &[u8], longer: &[u8]) -> bool {
     false
 }
 
-/// The payloads of the module's data segments (section 11).
+/// The payloads of the module's data segments (active and passive, in order).
 pub fn data_segments(module: &[u8]) -> Result<Vec<&[u8]>> {
     let mut out = Vec::new();
-    for section in sections(module)?.iter().filter(|s| s.id == 11) {
-        let bytes = &module[section.contents.clone()];
-        let mut pos = 0;
-        let count = read_leb128_u32(bytes, &mut pos)?;
-        for _ in 0..count {
-            match read_leb128_u32(bytes, &mut pos)? {
-                0 => skip_const_expr(bytes, &mut pos)?,
-                1 => {}
-                2 => {
-                    read_leb128_u32(bytes, &mut pos)?; // memory index
-                    skip_const_expr(bytes, &mut pos)?;
-                }
-                other => bail!("unknown data segment kind {other}"),
+    for section in sections(module)? {
+        if let Payload::DataSection(reader) = section.payload {
+            for segment in reader {
+                out.push(segment.context("malformed data segment")?.data);
             }
-            let len = read_leb128_u32(bytes, &mut pos)? as usize;
-            let Some(payload) = pos.checked_add(len).and_then(|end| bytes.get(pos..end)) else {
-                bail!("data segment runs past its section");
-            };
-            out.push(payload);
-            pos += len;
         }
     }
     Ok(out)
-}
-
-/// Skips a constant expression (a data segment's offset) up to its `end`.
-fn skip_const_expr(bytes: &[u8], pos: &mut usize) -> Result<()> {
-    loop {
-        let Some(&op) = bytes.get(*pos) else {
-            bail!("truncated constant expression");
-        };
-        *pos += 1;
-        match op {
-            0x0b => return Ok(()),                          // end
-            0x41 | 0x42 | 0x23 => skip_leb128(bytes, pos)?, // i32.const, i64.const, global.get
-            0x6a..=0x6c | 0x7c..=0x7e => {}                 // extended-const add/sub/mul
-            other => bail!("unsupported opcode {other:#04x} in a constant expression"),
-        }
-    }
-}
-
-fn skip_leb128(bytes: &[u8], pos: &mut usize) -> Result<()> {
-    for _ in 0..10 {
-        let Some(&b) = bytes.get(*pos) else {
-            bail!("truncated LEB128");
-        };
-        *pos += 1;
-        if b & 0x80 == 0 {
-            return Ok(());
-        }
-    }
-    bail!("LEB128 longer than 10 bytes")
 }
 
 /// Checks a `hostCapabilities` pattern the way policy-evaluator does: `*`, a

@@ -1,104 +1,71 @@
 //! Custom sections of a WebAssembly module, and Kubewarden's metadata section.
 //!
-//! A module is `\0asm`, a 4-byte version, then sections: an id byte, a LEB128
-//! `u32` size and the contents. A custom section (id 0) starts with a LEB128
-//! name length and the UTF-8 name; the rest is its payload. This is all the
-//! parsing needed here, so it is written by hand.
+//! Reading goes through `wasmparser` (the parser wasmtime itself uses), writing a
+//! custom section through `wasm-encoder`. Sections this module does not change
+//! are copied byte for byte, so removing a section that was appended gives back
+//! the original module exactly.
+
+use std::ops::Range;
 
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
+use wasm_encoder::{CustomSection, Section as _};
+use wasmparser::{Encoding, Parser, Payload};
 
 /// The custom section `kwctl annotate` writes: `serde_json` of the policy metadata.
 pub const KUBEWARDEN_METADATA_SECTION: &str = "io.kubewarden.metadata";
 
-const HEADER_LEN: usize = 8;
-const MAGIC: &[u8; 4] = b"\0asm";
-
-/// One section: its id and the byte ranges of the whole section and of its contents.
-pub(crate) struct Section {
-    pub(crate) id: u8,
-    start: usize,
-    pub(crate) contents: std::ops::Range<usize>,
+/// One section of a module: what `wasmparser` read, and the bytes it occupies
+/// (from its id byte to the end of its contents).
+pub(crate) struct Section<'a> {
+    pub(crate) payload: Payload<'a>,
+    range: Range<usize>,
 }
 
-pub(crate) fn read_leb128_u32(bytes: &[u8], pos: &mut usize) -> Result<u32> {
-    let mut result: u32 = 0;
-    for shift in (0..35).step_by(7) {
-        let Some(&byte) = bytes.get(*pos) else {
-            bail!("truncated LEB128 at offset {}", *pos);
-        };
-        *pos += 1;
-        let low = u32::from(byte & 0x7f);
-        if shift == 28 && low > 0x0f {
-            bail!("LEB128 value overflows u32 at offset {}", *pos - 1);
+impl<'a> Section<'a> {
+    /// The name of a custom section, `None` for any other section.
+    fn custom_name(&self) -> Option<&'a str> {
+        match &self.payload {
+            Payload::CustomSection(c) => Some(c.name()),
+            _ => None,
         }
-        result |= low << shift;
-        if byte & 0x80 == 0 {
-            return Ok(result);
-        }
-    }
-    bail!("LEB128 longer than 5 bytes at offset {}", *pos)
-}
-
-fn write_leb128_u32(out: &mut Vec<u8>, mut value: u32) {
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            return;
-        }
-        out.push(byte | 0x80);
     }
 }
 
-pub(crate) fn sections(bytes: &[u8]) -> Result<Vec<Section>> {
-    if bytes.len() < HEADER_LEN || &bytes[..4] != MAGIC {
-        bail!("not a WebAssembly module (bad magic number)");
-    }
-    let mut pos = HEADER_LEN;
+/// The sections of a core module, in order. A component, a bad header or a
+/// section that does not parse is an error.
+pub(crate) fn sections(bytes: &[u8]) -> Result<Vec<Section<'_>>> {
     let mut out = Vec::new();
-    while pos < bytes.len() {
-        let start = pos;
-        let id = bytes[pos];
-        pos += 1;
-        let size = read_leb128_u32(bytes, &mut pos)? as usize;
-        let end = pos
-            .checked_add(size)
-            .filter(|&end| end <= bytes.len())
-            .with_context(|| format!("section at offset {start} runs past the end"))?;
-        out.push(Section {
-            id,
-            start,
-            contents: pos..end,
-        });
-        pos = end;
+    // Sections are contiguous: each starts where the previous one (or the header) ends.
+    let mut next = 0;
+    for payload in Parser::new(0).parse_all(bytes) {
+        let payload = payload.context("not a valid WebAssembly module")?;
+        match &payload {
+            Payload::Version {
+                encoding: Encoding::Component,
+                ..
+            } => bail!("a WebAssembly component, not a module"),
+            Payload::Version { range, .. } => next = range.end,
+            Payload::End(_) => break,
+            _ => {}
+        }
+        // Function bodies (`CodeSectionEntry`) are inside the code section: no range of their own.
+        if let Some((_, contents)) = payload.as_section() {
+            let range = next..contents.end;
+            next = contents.end;
+            out.push(Section { payload, range });
+        }
     }
     Ok(out)
 }
 
-/// Splits a custom section's contents into name and payload.
-fn custom_name_and_payload(contents: &[u8]) -> Result<(&str, &[u8])> {
-    let mut pos = 0;
-    let len = read_leb128_u32(contents, &mut pos)? as usize;
-    let name = contents
-        .get(pos..pos + len)
-        .context("custom section name runs past the section")?;
-    let name = std::str::from_utf8(name).context("custom section name is not UTF-8")?;
-    Ok((name, &contents[pos + len..]))
-}
-
 /// Names of all custom sections, in order.
 pub fn custom_section_names(bytes: &[u8]) -> Result<Vec<String>> {
-    sections(bytes)?
+    Ok(sections(bytes)?
         .iter()
-        .filter(|s| s.id == 0)
-        .map(|s| {
-            Ok(custom_name_and_payload(&bytes[s.contents.clone()])?
-                .0
-                .to_string())
-        })
-        .collect()
+        .filter_map(Section::custom_name)
+        .map(str::to_string)
+        .collect())
 }
 
 /// Payload of the custom section `name` (the last one, if several); `None` when
@@ -107,37 +74,36 @@ pub fn wasm_custom_section(bytes: &[u8], name: &str) -> Option<Vec<u8>> {
     sections(bytes)
         .ok()?
         .iter()
-        .filter(|s| s.id == 0)
-        .filter_map(|s| custom_name_and_payload(&bytes[s.contents.clone()]).ok())
-        .rfind(|(n, _)| *n == name)
-        .map(|(_, payload)| payload.to_vec())
+        .filter_map(|s| match &s.payload {
+            Payload::CustomSection(c) if c.name() == name => Some(c.data()),
+            _ => None,
+        })
+        .next_back()
+        .map(<[u8]>::to_vec)
 }
 
 /// Appends a custom section `name` with `payload` at the end of the module.
 ///
-/// Sizes above 4 GiB cannot be encoded in a wasm section and are not supported.
+/// Sizes above 4 GiB cannot be encoded in a wasm section and are not supported
+/// (`wasm-encoder` panics on them).
 pub fn add_custom_section(bytes: &[u8], name: &str, payload: &[u8]) -> Vec<u8> {
-    let mut contents = Vec::with_capacity(5 + name.len() + payload.len());
-    write_leb128_u32(&mut contents, name.len() as u32);
-    contents.extend_from_slice(name.as_bytes());
-    contents.extend_from_slice(payload);
-
-    let mut out = Vec::with_capacity(bytes.len() + 6 + contents.len());
+    let mut out = Vec::with_capacity(bytes.len() + 10 + name.len() + payload.len());
     out.extend_from_slice(bytes);
-    out.push(0);
-    write_leb128_u32(&mut out, contents.len() as u32);
-    out.extend_from_slice(&contents);
+    CustomSection {
+        name: name.into(),
+        data: payload.into(),
+    }
+    .append_to(&mut out);
     out
 }
 
 /// The module without any custom section called `name`.
 pub fn remove_custom_sections(bytes: &[u8], name: &str) -> Result<Vec<u8>> {
-    let mut out = bytes[..HEADER_LEN.min(bytes.len())].to_vec();
-    for s in sections(bytes)? {
-        let keep = s.id != 0 || custom_name_and_payload(&bytes[s.contents.clone()])?.0 != name;
-        if keep {
-            out.extend_from_slice(&bytes[s.start..s.contents.end]);
-        }
+    let sections = sections(bytes)?;
+    let header_end = sections.first().map_or(bytes.len(), |s| s.range.start);
+    let mut out = bytes[..header_end].to_vec();
+    for s in sections.iter().filter(|s| s.custom_name() != Some(name)) {
+        out.extend_from_slice(&bytes[s.range.clone()]);
     }
     Ok(out)
 }
@@ -181,18 +147,25 @@ mod tests {
     }
 
     #[test]
-    fn leb128_round_trips() {
-        for v in [0u32, 1, 127, 128, 300, 16_383, 16_384, u32::MAX] {
-            let mut buf = Vec::new();
-            write_leb128_u32(&mut buf, v);
-            let mut pos = 0;
-            assert_eq!(read_leb128_u32(&buf, &mut pos).unwrap(), v);
-            assert_eq!(pos, buf.len());
+    fn sizes_of_every_leb128_length_round_trip() {
+        // section sizes that take one, two, three and four LEB128 bytes
+        for len in [0usize, 1, 120, 128, 300, 16_383, 16_384, 2_097_152] {
+            let payload = vec![7u8; len];
+            let m = add_custom_section(&tiny_module(), "x", &payload);
+            assert_eq!(wasm_custom_section(&m, "x"), Some(payload), "{len}");
+            assert_eq!(remove_custom_sections(&m, "x").unwrap(), tiny_module());
         }
-        let mut pos = 0;
-        assert!(read_leb128_u32(&[0x80, 0x80], &mut pos).is_err());
-        let mut pos = 0;
-        assert!(read_leb128_u32(&[0xff, 0xff, 0xff, 0xff, 0x7f], &mut pos).is_err());
+        let name = "n".repeat(200); // a name length of two LEB128 bytes
+        let m = add_custom_section(&tiny_module(), &name, b"p");
+        assert_eq!(custom_section_names(&m).unwrap(), vec![name.clone()]);
+        assert_eq!(wasm_custom_section(&m, &name), Some(b"p".to_vec()));
+        // a truncated size, and a size that overflows u32
+        for bad_size in [&[0x80, 0x80][..], &[0xff, 0xff, 0xff, 0xff, 0x7f]] {
+            let mut m = tiny_module();
+            m.push(0);
+            m.extend_from_slice(bad_size);
+            assert!(custom_section_names(&m).is_err(), "{bad_size:?}");
+        }
     }
 
     #[test]
