@@ -56,8 +56,12 @@ pub fn supported(policy: &str) -> bool {
 pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) -> Result<Vec<u8>> {
     let cluster = ReplayCluster::new(session);
     let answer = match policy {
-        "gpu-labels-policy" => glue(payload, labels::evaluate),
-        "gpu-pool-routing-policy" => glue(payload, routing::evaluate),
+        "gpu-labels-policy" => glue(payload, |r, s: &labels::Settings| {
+            labels::evaluate(r, s, &cluster)
+        }),
+        "gpu-pool-routing-policy" => glue(payload, |r, s: &routing::Settings| {
+            routing::evaluate(r, s, &cluster)
+        }),
         "gpu-vram-fit-policy" => glue(payload, |r, s: &vram::Settings| {
             vram::evaluate(r, s, &cluster)
         }),

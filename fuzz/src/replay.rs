@@ -189,7 +189,7 @@ pub fn workload(input: &[u8]) -> Result<(), String> {
         return Ok(());
     };
     if let Ok(w) = Workload::from_object(&object, &presets::all()) {
-        let _ = workload_gpus(&w, &GpuResources::default());
+        let _ = workload_gpus(&w, &GpuResources::default(), &Default::default());
         let _ = w.pods();
     }
     Ok(())
@@ -345,7 +345,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             payload,
             answers,
             &Rules::<labels::Settings> {
-                decide: |r, s, _| labels::evaluate(r, s),
+                decide: labels::evaluate,
                 max_calls: |_| 0,
                 fail_open: |_| None,
                 images: |_| false,
@@ -356,7 +356,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             payload,
             answers,
             &Rules::<routing::Settings> {
-                decide: |r, s, _| routing::evaluate(r, s),
+                decide: routing::evaluate,
                 max_calls: |_| 0,
                 fail_open: |_| None,
                 images: |_| false,

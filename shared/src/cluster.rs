@@ -111,6 +111,19 @@ pub trait Cluster {
     }
 }
 
+/// A host that answers no context-aware call (a policy evaluated without a cluster: tests,
+/// and the native benchmark of requests that make no call).
+pub struct NoCluster;
+
+impl Cluster for NoCluster {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        Err(format!(
+            "no cluster is connected (asked for {})",
+            request.what()
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,5 +160,49 @@ mod tests {
             image: "ghcr.io/org/server:1.0".into(),
         };
         assert_eq!(oci.payload(), br#""ghcr.io/org/server:1.0""#);
+    }
+}
+
+/// A cluster for tests that answers `get_resource` by kind and name, and records calls.
+#[cfg(test)]
+pub mod fake {
+    use super::{Cluster, ClusterRequest};
+    use std::cell::RefCell;
+    use std::collections::BTreeMap;
+
+    #[derive(Default)]
+    pub struct Objects {
+        objects: BTreeMap<(String, String), Result<String, String>>,
+        pub calls: RefCell<Vec<ClusterRequest>>,
+    }
+
+    impl Objects {
+        pub fn with(mut self, kind: &str, name: &str, object: serde_json::Value) -> Objects {
+            self.objects
+                .insert((kind.into(), name.into()), Ok(object.to_string()));
+            self
+        }
+
+        pub fn failing(mut self, kind: &str, name: &str, error: &str) -> Objects {
+            self.objects
+                .insert((kind.into(), name.into()), Err(error.into()));
+            self
+        }
+    }
+
+    impl Cluster for Objects {
+        fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+            self.calls.borrow_mut().push(request.clone());
+            let ClusterRequest::Get(get) = request else {
+                return Err(format!("unexpected host call {request:?}"));
+            };
+            match self.objects.get(&(get.kind.clone(), get.name.clone())) {
+                Some(answer) => answer.clone().map(String::into_bytes),
+                None => Err(format!(
+                    "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+                    get.api_version, get.kind, get.name, get.namespace
+                )),
+            }
+        }
     }
 }

@@ -11,9 +11,12 @@
 //! alone (no limit) is a common way to slip past checks that only read limits: both are
 //! reported as [`GpuProblem`]s and the larger of the two values is what is counted.
 
-use crate::podspec::{Container, PodSpec, ResourceList};
+use crate::dra::{ClaimBook, pod_claim_ref};
+use crate::fractional::{FractionalSettings, KAI_DEVICE_RESOURCE, Scheduler, Share, ShareProblem};
+use crate::podspec::{Container, ObjectMeta, PodSpec, ResourceList};
 use crate::quantity::{Quantity, QuantityError};
-use std::collections::BTreeMap;
+use crate::workload::PodTemplate;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 /// GPU resource names known without configuration.
@@ -29,11 +32,14 @@ pub const BUILTIN_GPU_RESOURCES: &[&str] = &[
 pub const MIG_PREFIX: &str = "nvidia.com/mig-";
 
 /// Which resource names are GPUs: the built-in ones, MIG profiles, and names from settings
-/// (exact, or a prefix ending in `*`).
+/// (exact, or a prefix ending in `*`), minus the sizing resources of fractional-GPU
+/// schedulers (HAMi's `nvidia.com/gpumem` is MiB, not GPUs, even under `nvidia.com/*`);
+/// and which fractional-GPU pods count as GPU pods.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GpuResources {
     extra_exact: Vec<String>,
     extra_prefixes: Vec<String>,
+    fractional: FractionalSettings,
 }
 
 impl GpuResources {
@@ -50,8 +56,21 @@ impl GpuResources {
         names
     }
 
+    /// The same names, with these fractional-GPU schedulers recognized.
+    pub fn with_fractional(mut self, fractional: &FractionalSettings) -> GpuResources {
+        self.fractional = fractional.clone();
+        self
+    }
+
+    pub fn fractional(&self) -> &FractionalSettings {
+        &self.fractional
+    }
+
     /// True when `name` is a GPU resource.
     pub fn is_gpu(&self, name: &str) -> bool {
+        if self.fractional.is_share_resource(name) {
+            return false;
+        }
         BUILTIN_GPU_RESOURCES.contains(&name)
             || name.starts_with(MIG_PREFIX)
             || self.extra_exact.iter().any(|n| n == name)
@@ -155,6 +174,16 @@ pub enum GpuProblem {
         resource: String,
         error: QuantityError,
     },
+    /// A Dynamic Resource Allocation claim whose GPUs cannot be counted.
+    Claim {
+        /// `spec.resourceClaims` entry name.
+        entry: String,
+        /// `ResourceClaimTemplate four-gpus`.
+        claim: String,
+        reason: String,
+    },
+    /// A fractional-GPU request that cannot be read.
+    Share(ShareProblem),
 }
 
 impl fmt::Display for GpuProblem {
@@ -182,6 +211,12 @@ impl fmt::Display for GpuProblem {
                 resource,
                 error,
             } => write!(f, "container '{container}' asks for {resource}: {error}"),
+            GpuProblem::Claim {
+                entry,
+                claim,
+                reason,
+            } => write!(f, "resource claim '{entry}' ({claim}) {reason}"),
+            GpuProblem::Share(p) => write!(f, "fractional GPU request: {p}"),
         }
     }
 }
@@ -195,7 +230,13 @@ pub struct PodGpus {
     pub pod_level: GpuCounts,
     /// What the pod holds per resource name, by Kubernetes' effective-request rule.
     pub effective: GpuCounts,
-    /// Request/limit mistakes and invalid quantities, in container order.
+    /// Devices of Dynamic Resource Allocation claims, per GPU resource.
+    pub claims: GpuCounts,
+    /// GPU products the claims' device selectors name.
+    pub claim_products: BTreeSet<String>,
+    /// The share of a fractional-GPU scheduler the pod asks for.
+    pub share: Option<Share>,
+    /// Request/limit mistakes, invalid quantities, unreadable claims and shares.
     pub problems: Vec<GpuProblem>,
 }
 
@@ -220,7 +261,62 @@ impl PodGpus {
     }
 }
 
-/// How many of each GPU resource a pod holds, with the problems found on the way.
+/// The GPUs a pod template reaches, every way the policies know: its containers' and
+/// pod-level resources ([`pod_gpus`]), the devices of its DRA claims (resolved in
+/// `claims`: see [`crate::dra`]) and a fractional-GPU share ([`crate::fractional`], which
+/// counts as the devices it shares: KAI's pods request no GPU resource). This is what
+/// every admission rule counts; [`pod_gpus`] alone is for pods already running.
+pub fn template_gpus(template: &PodTemplate, names: &GpuResources, claims: &ClaimBook) -> PodGpus {
+    spec_gpus(&template.spec, &template.meta, names, claims)
+}
+
+/// [`template_gpus`] of a pod spec and its metadata.
+pub fn spec_gpus(
+    spec: &PodSpec,
+    meta: &ObjectMeta,
+    names: &GpuResources,
+    claims: &ClaimBook,
+) -> PodGpus {
+    let mut pod = pod_gpus(spec, names);
+    for entry in &spec.resource_claims {
+        let Some(claim) = pod_claim_ref(entry) else {
+            continue;
+        };
+        match claims.get(&claim) {
+            Some(Ok(gpus)) => {
+                add_into(&mut pod.claims, &gpus.gpus);
+                pod.claim_products.extend(gpus.products.iter().cloned());
+            }
+            Some(Err(reason)) => pod.problems.push(GpuProblem::Claim {
+                entry: entry.name.clone(),
+                claim: claim.to_string(),
+                reason: reason.clone(),
+            }),
+            None => pod.problems.push(GpuProblem::Claim {
+                entry: entry.name.clone(),
+                claim: claim.to_string(),
+                reason: "was not read, so the GPUs it allocates cannot be counted".into(),
+            }),
+        }
+    }
+    add_into(&mut pod.effective, &pod.claims);
+    match crate::fractional::share(meta, spec, &names.fractional) {
+        Ok(Some(share)) => {
+            if share.scheduler == Scheduler::Kai {
+                let held = pod.effective.entry(KAI_DEVICE_RESOURCE.into()).or_insert(0);
+                *held = (*held).max(share.devices);
+            }
+            pod.share = Some(share);
+        }
+        Ok(None) => {}
+        Err(problem) => pod.problems.push(GpuProblem::Share(problem)),
+    }
+    pod.effective.retain(|_, n| *n > 0);
+    pod
+}
+
+/// How many of each GPU resource a pod holds through its containers' and pod-level
+/// resources, with the problems found on the way.
 pub fn pod_gpus(spec: &PodSpec, names: &GpuResources) -> PodGpus {
     let mut result = PodGpus::default();
 
@@ -394,10 +490,14 @@ impl WorkloadGpus {
 }
 
 /// GPU demand of each template of `workload`, and the total over its pods.
-pub fn workload_gpus(workload: &crate::workload::Workload, names: &GpuResources) -> WorkloadGpus {
+pub fn workload_gpus(
+    workload: &crate::workload::Workload,
+    names: &GpuResources,
+    claims: &ClaimBook,
+) -> WorkloadGpus {
     let mut result = WorkloadGpus::default();
     for t in &workload.templates {
-        let pod = pod_gpus(&t.spec, names);
+        let pod = template_gpus(t, names, claims);
         add_into(&mut result.total, &scale(&pod.effective, t.pods));
         result.per_template.push(pod);
     }
@@ -677,7 +777,7 @@ mod tests {
                      "workerGroupSpecs": [{"replicas": 3, "template": {"spec": {"containers": [limits("w", "nvidia.com/gpu", "2")]}}}]}});
         let w = crate::workload::Workload::from_object(&object, &crate::workload::presets::all())
             .unwrap();
-        let g = workload_gpus(&w, &GpuResources::default());
+        let g = workload_gpus(&w, &GpuResources::default(), &ClaimBook::default());
         assert_eq!(g.per_template.len(), 2);
         assert!(!g.per_template[0].uses_gpu());
         assert_eq!(

@@ -23,6 +23,7 @@ pub mod admission;
 pub mod autoscaler;
 pub mod capacity;
 pub mod cluster;
+pub mod dra;
 pub mod fractional;
 pub mod gpu;
 #[cfg(feature = "kubewarden")]

@@ -6,7 +6,12 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, ValidateSettings, Verdict};
-use gpu_rules::routing::{Settings, evaluate};
+use gpu_rules::routing::Settings;
+
+/// The rules without a cluster: these requests name no DRA claim.
+fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    gpu_rules::routing::evaluate(request, settings, &gpu_rules::cluster::NoCluster)
+}
 use gpu_rules::workload::presets;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

@@ -87,7 +87,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         Ok(w) => w,
         Err(e) => return Verdict::reject(format!("the pod templates cannot be read: {e}")),
     };
-    let demand = demand::workload_demand(&workload, settings, &names);
+    let demand = demand::workload_demand(&workload, settings, &names, &Default::default());
     let mut denials = Vec::new();
     let mut pools = Vec::new();
     let mut capacity = Vec::new();

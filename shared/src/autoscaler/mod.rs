@@ -114,7 +114,7 @@ enum TargetRead {
 fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> TargetRead {
     let display = a.display();
     if let Some(job) = &a.inline_job {
-        return match target::replica_gpus(job, settings) {
+        return match target::replica_gpus(job, settings, &a.namespace, cluster) {
             Ok(gpus) => TargetRead::Gpus {
                 text: "its Job".into(),
                 gpus,
@@ -158,7 +158,7 @@ fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Ta
         Ok(o) => o,
         Err(e) => return unreadable(e),
     };
-    match target::replica_gpus(&object, settings) {
+    match target::replica_gpus(&object, settings, &a.namespace, cluster) {
         Ok(gpus) => TargetRead::Gpus { text, gpus },
         Err(e) => unreadable(e),
     }

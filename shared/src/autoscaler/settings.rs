@@ -47,6 +47,10 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces whose autoscalers are not checked (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Which Dynamic Resource Allocation device classes are GPUs.
+    pub dra: crate::dra::DraSettings,
+    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
+    pub fractional_gpus: crate::fractional::FractionalSettings,
 }
 
 impl Default for Settings {
@@ -62,6 +66,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            dra: Default::default(),
+            fractional_gpus: Default::default(),
         }
     }
 }
@@ -165,7 +171,7 @@ pub struct NamespaceMax {
 impl Settings {
     /// The GPU resource names the policy counts.
     pub fn gpu_resources(&self) -> GpuResources {
-        GpuResources::new(&self.extra_gpu_resources)
+        GpuResources::new(&self.extra_gpu_resources).with_fractional(&self.fractional_gpus)
     }
 
     /// The pools in the capacity gate's settings type, to reuse its pool targeting.
@@ -220,6 +226,8 @@ impl ValidateSettings for Settings {
         }
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.dra.validate("dra")?;
+        self.fractional_gpus.validate("fractionalGpus")?;
         Ok(())
     }
 }

@@ -12,7 +12,7 @@ use super::object::TargetRef;
 use super::settings::Settings;
 use crate::capacity::state::parent_query;
 use crate::cluster::{ClusterRequest, GetResource};
-use crate::gpu::{GpuCounts, add_into, pod_gpus, scale};
+use crate::gpu::{GpuCounts, add_into, scale, template_gpus};
 use crate::settings::CustomKind;
 use crate::workload::Workload;
 use serde_json::Value;
@@ -171,14 +171,31 @@ fn kind_of(value: &Value) -> &'static str {
 }
 
 /// GPUs of the pods `object` stands for (one replica, see [`as_one_replica`]), per pool.
-pub fn replica_gpus(object: &Value, settings: &Settings) -> Result<ReplicaGpus, String> {
+///
+/// The DRA claims the templates name are read in `namespace` through `cluster`; a claim
+/// that cannot be read, or a fractional share that cannot, is an error.
+pub fn replica_gpus(
+    object: &Value,
+    settings: &Settings,
+    namespace: &str,
+    cluster: &dyn crate::cluster::Cluster,
+) -> Result<ReplicaGpus, String> {
     let workload =
         Workload::from_object(object, &settings.custom_kinds).map_err(|e| e.to_string())?;
     let names = settings.gpu_resources();
     let gate = settings.gate_settings();
+    let claims = crate::dra::resolve(&workload, namespace, &settings.dra, cluster);
     let mut gpus = ReplicaGpus::default();
     for t in &workload.templates {
-        let pod = pod_gpus(&t.spec, &names);
+        let pod = template_gpus(t, &names, &claims);
+        if let Some(p) = pod.problems.iter().find(|p| {
+            matches!(
+                p,
+                crate::gpu::GpuProblem::Claim { .. } | crate::gpu::GpuProblem::Share(_)
+            )
+        }) {
+            return Err(format!("{}: {p}; its GPUs cannot be counted", t.location));
+        }
         let counts: GpuCounts = scale(&pod.effective, t.pods)
             .into_iter()
             .filter(|(_, n)| *n > 0)
@@ -318,7 +335,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(object["spec"]["replicas"], 1);
-        let gpus = replica_gpus(&object, &settings()).unwrap();
+        let gpus = replica_gpus(&object, &settings(), "ml", &crate::cluster::NoCluster).unwrap();
         assert_eq!(gpus.total, GpuCounts::from([("nvidia.com/gpu".into(), 2)]));
         assert_eq!(gpus.per_pool.keys().collect::<Vec<_>>(), vec![&0]);
         assert_eq!(gpus.count(), 2);
@@ -335,7 +352,7 @@ mod tests {
             "Deployment",
         )
         .unwrap();
-        let gpus = replica_gpus(&object, &settings()).unwrap();
+        let gpus = replica_gpus(&object, &settings(), "ml", &crate::cluster::NoCluster).unwrap();
         assert_eq!(gpus.per_pool.keys().collect::<Vec<_>>(), vec![&1]);
         assert_eq!(gpus.count(), 1);
 
@@ -346,7 +363,7 @@ mod tests {
             "Deployment",
         )
         .unwrap();
-        let gpus = replica_gpus(&object, &settings()).unwrap();
+        let gpus = replica_gpus(&object, &settings(), "ml", &crate::cluster::NoCluster).unwrap();
         assert!(gpus.per_pool.is_empty());
         assert_eq!(
             gpus.no_pool,
@@ -360,7 +377,7 @@ mod tests {
             "workerTemplate": {"metadata": {"labels": {"gpu-admission/pool": "h100"}},
               "spec": {"containers": [{"name": "w", "resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}});
         let object = as_one_replica(lws, "leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet").unwrap();
-        let gpus = replica_gpus(&object, &settings()).unwrap();
+        let gpus = replica_gpus(&object, &settings(), "ml", &crate::cluster::NoCluster).unwrap();
         assert_eq!(gpus.count(), 32, "leader + 3 workers of 8 GPUs");
         assert_eq!(gpus.per_pool.keys().collect::<Vec<_>>(), vec![&1]);
     }
@@ -372,7 +389,11 @@ mod tests {
             object,
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1}})
         );
-        assert!(!replica_gpus(&object, &settings()).unwrap().uses_gpu());
+        assert!(
+            !replica_gpus(&object, &settings(), "ml", &crate::cluster::NoCluster)
+                .unwrap()
+                .uses_gpu()
+        );
         assert_eq!(
             as_one_replica(json!({"spec": null}), "apps/v1", "Deployment").unwrap()["spec"]["replicas"],
             1

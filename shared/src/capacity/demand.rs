@@ -3,7 +3,9 @@
 //! are not charged because their controller already was.
 
 use super::settings::Settings;
-use crate::gpu::{GpuCounts, GpuResources, describe, pod_gpus, scale};
+use crate::dra::ClaimBook;
+use crate::fractional::{KAI_DEVICE_RESOURCE, Scheduler};
+use crate::gpu::{GpuCounts, GpuProblem, GpuResources, describe, scale, template_gpus};
 use crate::podspec::PodSpec;
 use crate::scheduling::required_label_values;
 use crate::selector::Operator;
@@ -26,6 +28,9 @@ pub struct Demand {
     /// Per pool, the charged templates' locations and `priorityClassName`s (a pool whose
     /// usage comes from ResourceQuotas counts only pods of its own classes).
     pub classes: PoolClasses,
+    /// Templates whose GPUs cannot be counted (an unreadable DRA claim, a malformed
+    /// fractional share): `location: reason`. The gate denies them.
+    pub uncountable: Vec<String>,
 }
 
 /// Per pool: (template location, its `priorityClassName`) of every template charged to it.
@@ -34,7 +39,10 @@ pub type PoolClasses = BTreeMap<usize, Vec<(String, Option<String>)>>;
 impl Demand {
     /// True when some template holds a GPU (charged, exempt or without pool).
     pub fn uses_gpu(&self) -> bool {
-        !self.per_pool.is_empty() || !self.no_pool.is_empty() || !self.exempt.is_empty()
+        !self.per_pool.is_empty()
+            || !self.no_pool.is_empty()
+            || !self.exempt.is_empty()
+            || !self.uncountable.is_empty()
     }
 }
 
@@ -105,15 +113,37 @@ fn selects(selector: &crate::selector::LabelSelector, labels: &BTreeMap<String, 
     positive && selector.matches(labels)
 }
 
-/// GPUs per pool of every pod template of `workload` (pods x effective GPUs per pod).
-pub fn workload_demand(workload: &Workload, settings: &Settings, names: &GpuResources) -> Demand {
+/// GPUs per pool of every pod template of `workload` (pods x effective GPUs per pod; a
+/// fractional-GPU template is charged the devices its pods share together, rounded up:
+/// [`crate::fractional::Share::charge`]).
+pub fn workload_demand(
+    workload: &Workload,
+    settings: &Settings,
+    names: &GpuResources,
+    claims: &ClaimBook,
+) -> Demand {
     let mut demand = Demand::default();
     for t in &workload.templates {
-        let pod = pod_gpus(&t.spec, names);
+        let pod = template_gpus(t, names, claims);
+        let uncountable: Vec<String> = pod
+            .problems
+            .iter()
+            .filter(|p| matches!(p, GpuProblem::Claim { .. } | GpuProblem::Share(_)))
+            .map(ToString::to_string)
+            .collect();
+        if !uncountable.is_empty() {
+            demand
+                .uncountable
+                .push(format!("{}: {}", t.location, uncountable.join("; ")));
+            continue;
+        }
         if pod.effective.is_empty() {
             continue;
         }
-        let gpus = scale(&pod.effective, t.pods);
+        let mut gpus = scale(&pod.effective, t.pods);
+        if let Some(share) = pod.share.as_ref().filter(|s| s.scheduler == Scheduler::Kai) {
+            gpus.insert(KAI_DEVICE_RESOURCE.into(), share.charge(t.pods));
+        }
         if let Some(class) = t
             .spec
             .priority_class_name
@@ -300,7 +330,12 @@ mod tests {
 
     fn demand(object: Value) -> Demand {
         let w = Workload::from_object(&object, &crate::workload::presets::all()).unwrap();
-        workload_demand(&w, &settings(), &GpuResources::default())
+        workload_demand(
+            &w,
+            &settings(),
+            &GpuResources::default(),
+            &ClaimBook::default(),
+        )
     }
 
     fn deployment(replicas: u64, pool: &str, gpus: &str) -> Value {

@@ -27,6 +27,7 @@ pub use settings::{ChargePods, Pool, Settings, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
+use crate::dra;
 use crate::gpu::GpuResources;
 use crate::workload::Workload;
 use demand::{Demand, PoolClasses, PoolDemand};
@@ -78,7 +79,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     }
     let names = settings.gpu_resources();
     let plan = match request.sub_resource.as_str() {
-        "" => object_plan(request, settings, &names),
+        "" => object_plan(request, settings, &names, cluster),
         "scale" if request.is_update() => scale_plan(request, settings, &names, cluster),
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
@@ -142,7 +143,12 @@ fn with_notes(mut verdict: Verdict, notes: Vec<(&'static str, String)>) -> Verdi
 }
 
 /// CREATE or UPDATE of a workload object (Pod, Deployment, ..., custom kind).
-fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResources) -> Plan {
+fn object_plan(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    names: &GpuResources,
+    cluster: &dyn Cluster,
+) -> Plan {
     let workload = match Workload::from_object(&request.object, &settings.custom_kinds) {
         Ok(w) => w,
         Err(e) => {
@@ -155,9 +161,13 @@ fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResou
             );
         }
     };
-    let new = demand::workload_demand(&workload, settings, names);
+    let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
+    let new = demand::workload_demand(&workload, settings, names, &claims);
     if !new.uses_gpu() {
         return Plan::Done(Verdict::accept());
+    }
+    if let Some(denial) = uncountable_demand(&new) {
+        return Plan::Done(denial);
     }
     let mut notes = demand_notes(&new);
 
@@ -170,7 +180,7 @@ fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResou
     let per_pool = if request.is_update() {
         // The old object was admitted before; if it cannot be read, charge everything.
         let old = Workload::from_object(&request.old_object, &settings.custom_kinds)
-            .map(|w| demand::workload_demand(&w, settings, names))
+            .map(|w| demand::workload_demand(&w, settings, names, &claims))
             .unwrap_or_default();
         demand::increase(&new.per_pool, &old.per_pool)
     } else {
@@ -184,6 +194,17 @@ fn object_plan(request: &AdmissionRequest, settings: &Settings, names: &GpuResou
         classes,
         notes,
     }
+}
+
+/// The denial for templates whose GPUs cannot be counted (fail closed, whatever
+/// `failOpen` says: the policy was not given what it needs to count them).
+fn uncountable_demand(demand: &Demand) -> Option<Verdict> {
+    (!demand.uncountable.is_empty()).then(|| {
+        Verdict::reject(format!(
+            "the GPUs of {} cannot be counted, so the capacity gate cannot admit them",
+            demand.uncountable.join(", ")
+        ))
+    })
 }
 
 fn demand_notes(demand: &Demand) -> Vec<(&'static str, String)> {
@@ -305,7 +326,11 @@ fn scale_plan(
         Ok(w) => w,
         Err(e) => return unreadable(e.to_string()),
     };
-    let added = demand::workload_demand(&workload, settings, names);
+    let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
+    let added = demand::workload_demand(&workload, settings, names, &claims);
+    if let Some(denial) = uncountable_demand(&added) {
+        return Plan::Done(denial);
+    }
     let notes = demand_notes(&added);
     if added.per_pool.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));

@@ -36,6 +36,10 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces whose workloads are never gated (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Which Dynamic Resource Allocation device classes are GPUs.
+    pub dra: crate::dra::DraSettings,
+    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
+    pub fractional_gpus: crate::fractional::FractionalSettings,
     /// Pod templates with one of these `priorityClassName`s are not charged.
     pub exempt_priority_classes: Vec<String>,
 }
@@ -51,6 +55,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            dra: Default::default(),
+            fractional_gpus: Default::default(),
             exempt_priority_classes: Vec::new(),
         }
     }
@@ -181,7 +187,7 @@ impl ChargePods {
 impl Settings {
     /// The GPU resource names the gate accounts for.
     pub fn gpu_resources(&self) -> GpuResources {
-        GpuResources::new(&self.extra_gpu_resources)
+        GpuResources::new(&self.extra_gpu_resources).with_fractional(&self.fractional_gpus)
     }
 
     /// The pool named `name`, with its index.
@@ -247,6 +253,8 @@ impl ValidateSettings for Settings {
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.dra.validate("dra")?;
+        self.fractional_gpus.validate("fractionalGpus")?;
         for (i, class) in self.exempt_priority_classes.iter().enumerate() {
             if !is_priority_class_name(class) {
                 return Err(format!(

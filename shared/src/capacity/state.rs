@@ -47,8 +47,12 @@ pub const QUOTA_FIELD_MASKS: &[&str] = &[
 pub const QUOTA_REQUESTS_PREFIX: &str = "requests.";
 
 /// What crosses the host boundary when a scaled workload is read: its pod template's
-/// GPU requests and what decides its pool.
+/// GPU requests (resources, DRA claims, a fractional-GPU scheduler's fields) and what
+/// decides its pool.
 pub const TEMPLATE_FIELD_MASKS: &[&str] = &[
+    "spec.template.metadata.annotations.gpu-fraction",
+    "spec.template.metadata.annotations.gpu-fraction-num-devices",
+    "spec.template.metadata.annotations.gpu-memory",
     "spec.template.metadata.labels",
     "spec.template.spec.affinity.nodeAffinity",
     "spec.template.spec.containers.resources",
@@ -57,7 +61,9 @@ pub const TEMPLATE_FIELD_MASKS: &[&str] = &[
     "spec.template.spec.initContainers.restartPolicy",
     "spec.template.spec.nodeSelector",
     "spec.template.spec.priorityClassName",
+    "spec.template.spec.resourceClaims",
     "spec.template.spec.resources",
+    "spec.template.spec.schedulerName",
 ];
 
 /// Node taints that keep new pods off a node (set by the node lifecycle controller and

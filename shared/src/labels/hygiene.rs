@@ -87,6 +87,12 @@ pub fn check(spec: &PodSpec, gpus: &PodGpus, settings: &Settings) -> Vec<Problem
                 resource: resource.clone(),
                 error: error.to_string(),
             }),
+            // A claim or share whose GPUs cannot be counted: always denied (fail closed).
+            GpuProblem::Claim { .. } | GpuProblem::Share(_) => {
+                problems.push(Problem::UncountableGpus {
+                    detail: p.to_string(),
+                })
+            }
             _ => {}
         }
     }

@@ -34,7 +34,9 @@ pub use problems::{Expected, Finding, Problem, Subject};
 pub use settings::{GpuTaint, RequiredLabel, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::gpu::{GpuResources, pod_gpus};
+use crate::cluster::Cluster;
+use crate::dra::{self, ClaimBook};
+use crate::gpu::template_gpus;
 use crate::limits::MAX_LISTED;
 use crate::workload::Workload;
 use serde_json::Value;
@@ -53,8 +55,9 @@ pub const DAEMON_SET_CONTROLLER_USERS: [&str; 2] = [
     "system:kube-controller-manager",
 ];
 
-/// Decides one admission request (see the module documentation).
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+/// Decides one admission request (see the module documentation). `cluster` answers the
+/// `get_resource` calls that read the workload's DRA claims (none without claims).
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
     }
@@ -84,7 +87,8 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
         }
     };
 
-    let findings = findings(&workload, request, settings);
+    let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
+    let findings = findings(&workload, request, settings, &claims);
     if findings.is_empty() {
         return Verdict::accept();
     }
@@ -120,8 +124,9 @@ pub fn findings(
     workload: &Workload,
     request: &AdmissionRequest,
     settings: &Settings,
+    claims: &ClaimBook,
 ) -> Vec<Finding> {
-    let names = GpuResources::new(&settings.extra_gpu_resources);
+    let names = settings.gpu_resources();
     let node_rule = settings.deny_non_gpu_pods_on_gpu_nodes
         && !(settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(workload, request));
     let subject = if workload.is_pod() {
@@ -133,7 +138,7 @@ pub fn findings(
     let mut labels_checked: BTreeSet<&str> = BTreeSet::new();
     let mut out = Vec::new();
     for template in &workload.templates {
-        let gpus = pod_gpus(&template.spec, &names);
+        let gpus = template_gpus(template, &names, claims);
         let mut problems = Vec::new();
         if gpus.uses_gpu() {
             if labels_checked.insert(template.metadata_pointer.as_str()) {

@@ -95,6 +95,11 @@ pub enum Problem {
         resource: String,
         error: String,
     },
+    /// GPUs reached through a DRA claim or a fractional-GPU share that cannot be
+    /// counted: always denied.
+    UncountableGpus {
+        detail: String,
+    },
     /// Kubernetes forbids resources on ephemeral containers: always denied.
     GpuInEphemeralContainer {
         who: String,
@@ -294,6 +299,10 @@ impl fmt::Display for Problem {
             } => write!(
                 f,
                 "{who} has an invalid {resource} quantity: {error}; give a whole number of GPUs such as 1"
+            ),
+            Problem::UncountableGpus { detail } => write!(
+                f,
+                "{detail}; the GPU rules cannot check GPUs they cannot count, so the workload is denied"
             ),
             Problem::GpuInEphemeralContainer { who, gpus } => write!(
                 f,

@@ -3,6 +3,9 @@
 use super::glob::validate_pattern;
 pub use super::lifecycle::WorkloadRules;
 use crate::admission::ValidateSettings;
+use crate::dra::DraSettings;
+use crate::fractional::FractionalSettings;
+use crate::gpu::GpuResources;
 use crate::scheduling::TaintPattern;
 use crate::settings::{
     CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
@@ -174,6 +177,17 @@ pub struct Settings {
     /// Serving and training hygiene by workload type; every rule off unless configured.
     #[serde(skip_serializing_if = "WorkloadRules::is_default")]
     pub workload_rules: WorkloadRules,
+    /// Which Dynamic Resource Allocation device classes are GPUs.
+    pub dra: DraSettings,
+    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
+    pub fractional_gpus: FractionalSettings,
+}
+
+impl Settings {
+    /// What counts as a GPU under these settings.
+    pub fn gpu_resources(&self) -> GpuResources {
+        GpuResources::new(&self.extra_gpu_resources).with_fractional(&self.fractional_gpus)
+    }
 }
 
 impl Default for Settings {
@@ -204,6 +218,8 @@ impl Default for Settings {
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
             workload_rules: WorkloadRules::default(),
+            dra: DraSettings::default(),
+            fractional_gpus: FractionalSettings::default(),
         }
     }
 }
@@ -266,6 +282,8 @@ impl ValidateSettings for Settings {
             .find(|r| r.key == self.workload_rules.label_key)
             .and_then(RequiredLabel::allowed);
         self.workload_rules.validate(allowed)?;
+        self.dra.validate("dra")?;
+        self.fractional_gpus.validate("fractionalGpus")?;
         Ok(())
     }
 }
@@ -328,7 +346,15 @@ mod tests {
             "allowDaemonSetsOnGpuNodes": false,
             "extraGpuResources": ["habana.ai/gaudi"],
             "customKinds": [crate::workload::presets::ray_cluster()],
-            "exemptNamespaces": ["gpu-operator"]
+            "exemptNamespaces": ["gpu-operator"],
+            "dra": {"gpuDeviceClasses": {"tpu.example.com": "example.com/tpu"},
+                    "apiVersion": "resource.k8s.io/v1"},
+            "fractionalGpus": {
+                "kai": {"enabled": true, "schedulerNames": ["kai-scheduler"]},
+                "hami": {"enabled": false, "memoryResource": "nvidia.com/gpumem",
+                         "memoryPercentageResource": "nvidia.com/gpumem-percentage",
+                         "coresResource": "nvidia.com/gpucores"}
+            }
         });
         let s = parse(v.clone()).unwrap();
         assert_eq!(s.max_gpus_per_pod, Some(8));

@@ -3,6 +3,11 @@ use crate::workload::presets;
 use rstest::rstest;
 use serde_json::{Value, json};
 
+/// The rules without a cluster: these requests name no DRA claim.
+fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    super::evaluate(request, settings, &crate::cluster::NoCluster)
+}
+
 const LABELS: &str = r#"{"workload-type": "training", "team": "ml"}"#;
 
 fn good_labels() -> Value {

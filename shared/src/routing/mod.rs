@@ -25,7 +25,9 @@ pub use conflicts::Conflict;
 pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::gpu::{GpuResources, pod_gpus};
+use crate::cluster::Cluster;
+use crate::dra::{self, ClaimBook};
+use crate::gpu::{GpuResources, template_gpus};
 use crate::workload::{PodTemplate, Workload, pointer_to_location, value_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -153,8 +155,12 @@ pub fn choose_pool<'s>(
 }
 
 /// The GPU resource names a template asks for, or `None` when it asks for no GPU.
-fn gpu_resources(template: &PodTemplate, names: &GpuResources) -> Option<BTreeSet<String>> {
-    let gpus = pod_gpus(&template.spec, names);
+fn gpu_resources(
+    template: &PodTemplate,
+    names: &GpuResources,
+    claims: &ClaimBook,
+) -> Option<BTreeSet<String>> {
+    let gpus = template_gpus(template, names, claims);
     if !gpus.uses_gpu() {
         return None;
     }
@@ -164,6 +170,7 @@ fn gpu_resources(template: &PodTemplate, names: &GpuResources) -> Option<BTreeSe
         .flat_map(|c| c.gpus.keys().cloned())
         .collect();
     out.extend(gpus.pod_level.keys().cloned());
+    out.extend(gpus.effective.keys().cloned());
     Some(out)
 }
 
@@ -172,6 +179,7 @@ pub fn plan(
     settings: &Settings,
     workload: &Workload,
     names: &GpuResources,
+    claims: &ClaimBook,
     namespace: &str,
 ) -> Plan {
     // A bare Pod's priority is resolved by the Priority admission plugin before webhooks
@@ -179,7 +187,7 @@ pub fn plan(
     let sets_priority = !workload.is_pod();
     let mut templates = Vec::with_capacity(workload.templates.len());
     for t in &workload.templates {
-        let outcome = match gpu_resources(t, names) {
+        let outcome = match gpu_resources(t, names, claims) {
             None => Outcome::NotGpu,
             Some(resources) => match choose_pool(settings, &t.meta.labels, namespace) {
                 None => Outcome::NoPool(NoPool {
@@ -233,6 +241,7 @@ fn routing_views(
     object: &Value,
     settings: &Settings,
     names: &GpuResources,
+    claims: &ClaimBook,
     namespace: &str,
 ) -> Option<BTreeMap<String, RoutingView>> {
     let workload = Workload::from_object(object, &settings.custom_kinds).ok()?;
@@ -247,7 +256,7 @@ fn routing_views(
                     .unwrap_or(Value::Null)
             };
             let view = RoutingView {
-                uses_gpu: gpu_resources(t, names).is_some(),
+                uses_gpu: gpu_resources(t, names, claims).is_some(),
                 pool: choose_pool(settings, &t.meta.labels, namespace).map(|(p, _)| p.name.clone()),
                 pool_label: t.meta.labels.get(&settings.pool_label_key).cloned(),
                 scheduling: [
@@ -299,8 +308,9 @@ fn template_is_immutable(workload: &Workload) -> bool {
 /// bad tolerations must not produce a megabyte of message).
 const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 
-/// Decides one admission request.
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+/// Decides one admission request. `cluster` answers the `get_resource` calls that read
+/// the workload's DRA claims (none without claims).
+pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     if !request.creates_or_updates() || request.object.is_null() {
         return Verdict::accept();
     }
@@ -330,15 +340,16 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
             .with_code(400);
         }
     };
-    let names = GpuResources::new(&settings.extra_gpu_resources);
-    let plan = plan(settings, &workload, &names, &namespace);
+    let names = settings.gpu_resources();
+    let claims = dra::resolve(&workload, &namespace, &settings.dra, cluster);
+    let plan = plan(settings, &workload, &names, &claims, &namespace);
     let kind = format!("{}/{}", workload.kind, workload.meta.name);
 
     if request.is_update()
         && template_is_immutable(&workload)
         && !plan.is_settled()
-        && routing_views(object, settings, &names, &namespace)
-            == routing_views(&request.old_object, settings, &names, &namespace)
+        && routing_views(object, settings, &names, &claims, &namespace)
+            == routing_views(&request.old_object, settings, &names, &claims, &namespace)
     {
         // The update does not touch what routing reads, and the template cannot change
         // any more: let metadata updates (finalizers, annotations) through.

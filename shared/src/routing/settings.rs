@@ -34,6 +34,18 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces the policy lets through untouched (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Which Dynamic Resource Allocation device classes are GPUs.
+    pub dra: crate::dra::DraSettings,
+    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
+    pub fractional_gpus: crate::fractional::FractionalSettings,
+}
+
+impl Settings {
+    /// What counts as a GPU under these settings.
+    pub fn gpu_resources(&self) -> crate::gpu::GpuResources {
+        crate::gpu::GpuResources::new(&self.extra_gpu_resources)
+            .with_fractional(&self.fractional_gpus)
+    }
 }
 
 impl Default for Settings {
@@ -45,6 +57,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            dra: Default::default(),
+            fractional_gpus: Default::default(),
         }
     }
 }
@@ -271,6 +285,8 @@ impl ValidateSettings for Settings {
             ));
         }
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
+        self.dra.validate("dra")?;
+        self.fractional_gpus.validate("fractionalGpus")?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
         Ok(())

@@ -5,6 +5,11 @@ use crate::admission::ValidateSettings;
 use rstest::rstest;
 use serde_json::json;
 
+/// The rules without a cluster: these requests name no DRA claim.
+fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    super::evaluate(request, settings, &crate::cluster::NoCluster)
+}
+
 /// Three pools: batch, interactive (with required affinity on the GPU product), and
 /// training (only in namespaces ml-*, tolerating the standard GPU taint).
 fn settings() -> Settings {
@@ -641,7 +646,13 @@ fn namespace_falls_back_to_the_object() {
 fn plan_is_data() {
     let object = deployment(json!({"workload-type": "interactive"}), pod_spec());
     let w = Workload::from_object(&object, &[]).unwrap();
-    let p = plan(&settings(), &w, &GpuResources::new::<&str>(&[]), "team-a");
+    let p = plan(
+        &settings(),
+        &w,
+        &GpuResources::new::<&str>(&[]),
+        &ClaimBook::default(),
+        "team-a",
+    );
     assert_eq!(p.templates.len(), 1);
     let Outcome::Route {
         routing,

@@ -7,11 +7,18 @@
 //! 3. the pool: the pod template's pool label (or a node selector on the same key) ->
 //!    `poolProducts` (several allowed: the smallest).
 //!
+//! 4. a DRA claim whose device selector names the product (`productName == 'NVIDIA H100
+//!    80GB HBM3'`, read as `NVIDIA-H100-80GB-HBM3`), when nothing above names one.
+//!
 //! Time-sliced GPUs (`-SHARED` products, `*.shared` resources) share one physical GPU's
-//! memory: however many replicas a pod asks for, they count as one GPU's memory.
+//! memory: however many replicas a pod asks for, they count as one GPU's memory. A
+//! fractional-GPU share ([`crate::fractional`]) gets its part of each device: a share in
+//! MiB that much (known even when the product is not), a fraction that part of the
+//! product's memory.
 
 use super::catalog::products::{DeviceMemory, GpuCatalog};
 use super::numbers::{Round, gib, percent_of};
+use crate::fractional::{Portion, Share};
 use crate::gpu::{GpuCounts, MIG_PREFIX};
 use crate::podspec::PodSpec;
 use crate::scheduling::required_label_values;
@@ -25,6 +32,10 @@ pub enum ProductSource {
     Selector,
     /// A pool (named) via the pool label.
     Pool(String),
+    /// A DRA claim's device selector.
+    Claim,
+    /// A fractional-GPU share given in MiB.
+    Share,
 }
 
 /// One GPU resource of a pod, with the memory of each device.
@@ -83,10 +94,60 @@ pub struct Lookup<'a> {
 /// (a sentence that says what to add).
 pub fn pod_slices(
     lookup: &Lookup<'_>,
-    spec: &PodSpec,
+    pod: PodGpuView<'_>,
     labels: &BTreeMap<String, String>,
     gpus: &GpuCounts,
 ) -> Result<Vec<Slice>, String> {
+    let mut slices = whole_slices(lookup, pod, labels, gpus);
+    if let Some(share) = pod.share {
+        slices = match (slices, share.portion) {
+            (Ok(mut slices), portion) => {
+                for s in &mut slices {
+                    s.device.mib = match portion {
+                        Portion::MemoryMib(mib) => mib.min(s.device.mib),
+                        Portion::Milli(m) => s.device.mib.saturating_mul(m) / 1000,
+                    };
+                    s.label = format!("{share} on {}", s.label);
+                }
+                Ok(slices)
+            }
+            (Err(_), Portion::MemoryMib(mib)) => Ok(gpus
+                .iter()
+                .map(|(resource, count)| Slice {
+                    resource: resource.clone(),
+                    count: *count,
+                    label: share.to_string(),
+                    product: None,
+                    device: DeviceMemory {
+                        mib,
+                        shared: false,
+                        mig: None,
+                    },
+                    source: ProductSource::Share,
+                })
+                .collect()),
+            (Err(e), Portion::Milli(_)) => Err(e),
+        };
+    }
+    slices
+}
+
+/// What [`pod_slices`] reads of a pod beyond its GPU counts.
+#[derive(Debug, Clone, Copy)]
+pub struct PodGpuView<'a> {
+    pub spec: &'a PodSpec,
+    /// Products named by the pod's DRA claims.
+    pub claim_products: &'a BTreeSet<String>,
+    pub share: Option<&'a Share>,
+}
+
+fn whole_slices(
+    lookup: &Lookup<'_>,
+    pod: PodGpuView<'_>,
+    labels: &BTreeMap<String, String>,
+    gpus: &GpuCounts,
+) -> Result<Vec<Slice>, String> {
+    let spec = pod.spec;
     let mut slices = Vec::new();
     let mut product: Option<Result<(String, DeviceMemory, ProductSource), String>> = None;
     for (resource, count) in gpus {
@@ -106,7 +167,10 @@ pub fn pod_slices(
             continue;
         }
         let resolved = product
-            .get_or_insert_with(|| whole_gpu_product(lookup, spec, labels))
+            .get_or_insert_with(|| {
+                whole_gpu_product(lookup, spec, labels)
+                    .or_else(|e| claim_product(lookup, pod.claim_products).unwrap_or(Err(e)))
+            })
             .clone()?;
         let (name, mut device, source) = resolved;
         if resource.ends_with(".shared") {
@@ -163,6 +227,22 @@ fn whole_gpu_product(
             format!(" or a pool with the pod label {pool_key}")
         }
     ))
+}
+
+/// The product named by DRA device selectors (NVIDIA's driver reports `NVIDIA H100 80GB
+/// HBM3` where the GPU Operator's node label says `NVIDIA-H100-80GB-HBM3`).
+fn claim_product(
+    lookup: &Lookup<'_>,
+    products: &BTreeSet<String>,
+) -> Option<Result<(String, DeviceMemory, ProductSource), String>> {
+    if products.is_empty() {
+        return None;
+    }
+    let names: BTreeSet<String> = products.iter().map(|p| p.replace(' ', "-")).collect();
+    Some(
+        smallest(lookup.catalog, &names, "a DRA claim's productName selector")
+            .map(|(n, d)| (n, d, ProductSource::Claim)),
+    )
 }
 
 /// The product with the least memory among `values`; every one must be known.
@@ -255,7 +335,14 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        pod_slices(&lookup, &spec(spec_json), &labels, &counts(gpus))
+        let spec = spec(spec_json);
+        let none = BTreeSet::new();
+        let view = PodGpuView {
+            spec: &spec,
+            claim_products: &none,
+            share: None,
+        };
+        pod_slices(&lookup, view, &labels, &counts(gpus))
     }
 
     fn summary(slices: &[Slice]) -> Vec<(String, u64, u64)> {

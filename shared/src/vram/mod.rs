@@ -43,7 +43,8 @@ pub use settings::{Action, Config, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
-use crate::gpu::{ContainerRole, GpuCounts, pod_gpus};
+use crate::dra::{self, ClaimBook};
+use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
 use crate::workload::Workload;
 use catalog::registry::Registry;
 use image::Images;
@@ -81,7 +82,11 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
             return Verdict::reject(format!("gpu-vram-fit-policy has invalid settings: {e}"));
         }
     };
-    let new = match plan_object(&request.object, settings, &config) {
+    let claims = match Workload::from_object(&request.object, &settings.custom_kinds) {
+        Ok(w) => dra::resolve(&w, &request.namespace, &settings.dra, cluster),
+        Err(_) => ClaimBook::default(),
+    };
+    let new = match plan_object(&request.object, settings, &config, &claims) {
         Ok(p) => p,
         // The object's pod templates cannot be read: a malformed (or oversized) request.
         Err(e) => return Verdict::reject(e).with_code(400),
@@ -98,7 +103,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         };
     }
     if request.is_update()
-        && let Ok(old) = plan_object(&request.old_object, settings, &config)
+        && let Ok(old) = plan_object(&request.old_object, settings, &config, &claims)
         && old.plans == new.plans
     {
         return Verdict::accept().with_audit(
@@ -268,6 +273,7 @@ fn plan_object(
     object: &serde_json::Value,
     settings: &Settings,
     config: &Config,
+    claims: &ClaimBook,
 ) -> Result<ObjectPlan, String> {
     let workload = Workload::from_object(object, &settings.custom_kinds).map_err(|e| {
         let kind = object
@@ -288,7 +294,7 @@ fn plan_object(
     };
     let plans = units
         .iter()
-        .map(|u| plan_unit(u, settings, config, &lookup))
+        .map(|u| plan_unit(u, settings, config, &lookup, claims))
         .collect();
     Ok(ObjectPlan {
         plans,
@@ -296,7 +302,13 @@ fn plan_object(
     })
 }
 
-fn plan_unit(unit: &Unit<'_>, settings: &Settings, config: &Config, lookup: &Lookup<'_>) -> Plan {
+fn plan_unit(
+    unit: &Unit<'_>,
+    settings: &Settings,
+    config: &Config,
+    lookup: &Lookup<'_>,
+    claims: &ClaimBook,
+) -> Plan {
     let several = unit.members.len() > 1;
     let mut servers: Vec<ServerArgs> = Vec::new();
     let mut server_error: Option<String> = None;
@@ -305,11 +317,16 @@ fn plan_unit(unit: &Unit<'_>, settings: &Settings, config: &Config, lookup: &Loo
         unit.members
             .iter()
             .map(|m| {
-                let pod = pod_gpus(&m.spec, &config.gpu_resources);
+                let pod = spec_gpus(&m.spec, &m.template.meta, &config.gpu_resources, claims);
                 let memory = if pod.effective.is_empty() {
                     Ok(Vec::new())
                 } else {
-                    pod_slices(lookup, &m.spec, &m.template.meta.labels, &pod.effective)
+                    let view = memory::PodGpuView {
+                        spec: &m.spec,
+                        claim_products: &pod.claim_products,
+                        share: pod.share.as_ref(),
+                    };
+                    pod_slices(lookup, view, &m.template.meta.labels, &pod.effective)
                 };
                 // The model servers are the app containers holding GPUs (all app containers
                 // when the GPUs are pod-level resources).

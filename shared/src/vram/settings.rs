@@ -155,6 +155,10 @@ pub struct Settings {
     pub extra_gpu_resources: Vec<String>,
     pub custom_kinds: Vec<CustomKind>,
     pub exempt_namespaces: NamespaceList,
+    /// Which Dynamic Resource Allocation device classes are GPUs.
+    pub dra: crate::dra::DraSettings,
+    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
+    pub fractional_gpus: crate::fractional::FractionalSettings,
 }
 
 impl Default for Settings {
@@ -183,6 +187,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            dra: Default::default(),
+            fractional_gpus: Default::default(),
         }
     }
 }
@@ -382,10 +388,13 @@ impl Settings {
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.dra.validate("dra")?;
+        self.fractional_gpus.validate("fractionalGpus")?;
 
         let targets = self.targets(&catalog);
         Ok(Config {
-            gpu_resources: GpuResources::new(&self.extra_gpu_resources),
+            gpu_resources: GpuResources::new(&self.extra_gpu_resources)
+                .with_fractional(&self.fractional_gpus),
             catalog,
             usable_percent,
             max_gpus_per_pod,

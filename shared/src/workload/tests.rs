@@ -131,7 +131,11 @@ fn kserve_model_shortcut_containers_are_counted() {
         .map(|c| c.name.as_str())
         .collect();
     assert_eq!(names, vec!["model", "hf"]);
-    let g = crate::gpu::workload_gpus(&w, &crate::gpu::GpuResources::default());
+    let g = crate::gpu::workload_gpus(
+        &w,
+        &crate::gpu::GpuResources::default(),
+        &crate::dra::ClaimBook::default(),
+    );
     assert_eq!(g.total_gpus(), 3);
 }
 

@@ -67,7 +67,7 @@ fn pod_query_is_exact() {
 fn parent_query_is_exact() {
     assert_eq!(
         String::from_utf8(parent_query("apps/v1", "Deployment", "llama", "ml").payload()).unwrap(),
-        r#"{"api_version":"apps/v1","kind":"Deployment","name":"llama","namespace":"ml","disable_cache":false,"field_masks":["spec.template.metadata.labels","spec.template.spec.affinity.nodeAffinity","spec.template.spec.containers.resources","spec.template.spec.ephemeralContainers.resources","spec.template.spec.initContainers.resources","spec.template.spec.initContainers.restartPolicy","spec.template.spec.nodeSelector","spec.template.spec.priorityClassName","spec.template.spec.resources"]}"#
+        r#"{"api_version":"apps/v1","kind":"Deployment","name":"llama","namespace":"ml","disable_cache":false,"field_masks":["spec.template.metadata.annotations.gpu-fraction","spec.template.metadata.annotations.gpu-fraction-num-devices","spec.template.metadata.annotations.gpu-memory","spec.template.metadata.labels","spec.template.spec.affinity.nodeAffinity","spec.template.spec.containers.resources","spec.template.spec.ephemeralContainers.resources","spec.template.spec.initContainers.resources","spec.template.spec.initContainers.restartPolicy","spec.template.spec.nodeSelector","spec.template.spec.priorityClassName","spec.template.spec.resourceClaims","spec.template.spec.resources","spec.template.spec.schedulerName"]}"#
     );
 }
 

@@ -1,9 +1,13 @@
 //! Each serving and training rule, on and off, through `evaluate`.
 
-use super::super::{Settings, evaluate};
+use super::super::Settings;
 use crate::admission::ValidateSettings;
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::workload::presets;
+
+fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+    super::super::evaluate(request, settings, &crate::cluster::NoCluster)
+}
 use rstest::rstest;
 use serde_json::{Value, json};
 

@@ -1,0 +1,233 @@
+use super::*;
+use crate::cluster::fake::Objects;
+use serde_json::{Value, json};
+
+fn template(requests: Value) -> Value {
+    json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+           "metadata": {"name": "t", "namespace": "ml"},
+           "spec": {"spec": {"devices": {"requests": requests}}}})
+}
+
+fn gpus(requests: Value) -> Result<ClaimGpus, String> {
+    claim_object_gpus(&template(requests), &DraSettings::default())
+}
+
+fn deployment(claims: Value) -> Workload {
+    Workload::from_object(
+        &json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+            "spec": {"replicas": 2, "template": {"spec": {
+                "containers": [{"name": "c", "resources": {"claims": [{"name": "gpu"}]}}],
+                "resourceClaims": claims}}}}),
+        &[],
+    )
+    .unwrap()
+}
+
+#[test]
+fn counts_exact_requests_in_gpu_classes() {
+    let g = gpus(json!([
+        {"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}},
+        {"name": "b", "exactly": {"deviceClassName": "gpu.nvidia.com"}},
+        {"name": "nic", "exactly": {"deviceClassName": "rdma.example.com", "count": 8}}
+    ]))
+    .unwrap();
+    assert_eq!(g.gpus, GpuCounts::from([("nvidia.com/gpu".into(), 5)]));
+}
+
+#[test]
+fn reads_v1beta1_inline_requests() {
+    let g = gpus(json!([{"name": "a", "deviceClassName": "gpu.amd.com", "count": 2}])).unwrap();
+    assert_eq!(g.gpus, GpuCounts::from([("amd.com/gpu".into(), 2)]));
+}
+
+#[test]
+fn first_available_counts_the_largest_alternative() {
+    let g = gpus(json!([{"name": "a", "firstAvailable": [
+        {"name": "big", "deviceClassName": "gpu.nvidia.com", "count": 2},
+        {"name": "small", "deviceClassName": "gpu.nvidia.com", "count": 1},
+        {"name": "mig", "deviceClassName": "mig.nvidia.com", "count": 3,
+         "selectors": [{"cel": {"expression": "device.attributes['gpu.nvidia.com'].profile == '1g.10gb'"}}]}
+    ]}]))
+    .unwrap();
+    assert_eq!(
+        g.gpus,
+        GpuCounts::from([
+            ("nvidia.com/gpu".into(), 2),
+            ("nvidia.com/mig-1g.10gb".into(), 3)
+        ])
+    );
+}
+
+#[test]
+fn selectors_name_products_and_mig_profiles() {
+    let g = gpus(json!([
+        {"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "selectors": [
+            {"cel": {"expression": "device.attributes[\"gpu.nvidia.com\"].productName == \"NVIDIA H100 80GB HBM3\""}}]}},
+        {"name": "m", "exactly": {"deviceClassName": "mig.nvidia.com"}}
+    ]))
+    .unwrap();
+    assert!(g.products.contains("NVIDIA H100 80GB HBM3"));
+    assert_eq!(
+        g.gpus["nvidia.com/mig"], 1,
+        "a MIG request without a profile"
+    );
+}
+
+#[test]
+fn uncountable_gpu_requests_are_errors() {
+    for (requests, says) in [
+        (
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "All"}}]),
+            "allocationMode: All",
+        ),
+        (
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "allocationMode": "Some"}}]),
+            "allocationMode 'Some'",
+        ),
+        (
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 0}}]),
+            "count from 1",
+        ),
+        (
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 100000}}]),
+            "count from 1",
+        ),
+        (
+            json!([{"name": "a", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": "four"}}]),
+            "cannot be read",
+        ),
+    ] {
+        let e = gpus(requests.clone()).unwrap_err();
+        assert!(e.contains(says), "{requests}: {e}");
+    }
+    let many: Vec<Value> = (0..10_000)
+        .map(|i| json!({"name": format!("r{i}"), "exactly": {"deviceClassName": "gpu.nvidia.com"}}))
+        .collect();
+    assert!(gpus(Value::Array(many)).unwrap_err().contains("at most 32"));
+    // allocationMode All in a class that is not a GPU is not the policies' business.
+    assert!(
+        gpus(
+            json!([{"name": "a", "exactly": {"deviceClassName": "nic", "allocationMode": "All"}}])
+        )
+        .unwrap()
+        .gpus
+        .is_empty()
+    );
+}
+
+#[test]
+fn malformed_claims_are_errors_not_panics() {
+    for bad in [
+        json!({"kind": "ResourceClaim", "spec": {"devices": {"requests": "x"}}}),
+        json!({"kind": "ResourceClaim", "spec": {"devices": {"requests": [{"exactly": 5}]}}}),
+        json!({"kind": "ResourceClaimTemplate", "spec": {"spec": "x"}}),
+    ] {
+        assert!(
+            claim_object_gpus(&bad, &DraSettings::default()).is_err(),
+            "{bad}"
+        );
+    }
+    let empty = json!({"kind": "ResourceClaim", "spec": null});
+    assert!(
+        claim_object_gpus(&empty, &DraSettings::default())
+            .unwrap()
+            .gpus
+            .is_empty()
+    );
+}
+
+#[test]
+fn settings_map_more_classes_and_unmap_builtins() {
+    let mut s = DraSettings::default();
+    s.gpu_device_classes
+        .insert("tpu.example.com".into(), "example.com/tpu".into());
+    s.gpu_device_classes
+        .insert("gpu.intel.com".into(), "".into());
+    assert_eq!(s.gpu_resource("tpu.example.com"), Some("example.com/tpu"));
+    assert_eq!(s.gpu_resource("gpu.intel.com"), None);
+    assert_eq!(s.gpu_resource("gpu.nvidia.com"), Some("nvidia.com/gpu"));
+    assert!(s.validate("dra").is_ok());
+    s.api_version = "v1".into();
+    assert!(s.validate("dra").unwrap_err().starts_with("dra.apiVersion"));
+    let mut s = DraSettings::default();
+    s.gpu_device_classes.insert("a b".into(), "x".into());
+    assert!(
+        s.validate("dra")
+            .unwrap_err()
+            .starts_with("dra.gpuDeviceClasses")
+    );
+}
+
+#[test]
+fn resolve_reads_each_claim_once_with_a_field_mask() {
+    let w = deployment(json!([
+        {"name": "gpu", "resourceClaimTemplateName": "four-gpus"},
+        {"name": "shared", "resourceClaimName": "team-gpu"}
+    ]));
+    let cluster = Objects::default()
+        .with(
+            "ResourceClaimTemplate",
+            "four-gpus",
+            template(json!([
+            {"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}])),
+        )
+        .failing(
+            "ResourceClaim",
+            "team-gpu",
+            "forbidden: not allowed to access resource.k8s.io/v1/ResourceClaim\nbacktrace",
+        );
+    let book = resolve(&w, "ml", &DraSettings::default(), &cluster);
+    let calls = cluster.calls.borrow();
+    assert_eq!(calls.len(), 2);
+    let ClusterRequest::Get(get) = &calls[0] else {
+        panic!()
+    };
+    assert_eq!(get.namespace.as_deref(), Some("ml"));
+    assert_eq!(get.api_version, "resource.k8s.io/v1");
+    assert_eq!(
+        get.field_masks,
+        Some(BTreeSet::from(["spec.spec.devices".to_string()]))
+    );
+    let four = book
+        .get(&ClaimRef::Template("four-gpus".into()))
+        .unwrap()
+        .as_ref()
+        .unwrap();
+    assert_eq!(four.gpus["nvidia.com/gpu"], 4);
+    let err = book
+        .get(&ClaimRef::Claim("team-gpu".into()))
+        .unwrap()
+        .as_ref()
+        .unwrap_err();
+    assert!(err.contains("forbidden"), "{err}");
+    assert!(!err.contains("backtrace"), "{err}");
+    assert!(
+        err.contains("contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}"),
+        "{err}"
+    );
+    assert!(
+        err.contains("get on resourceclaims.resource.k8s.io"),
+        "{err}"
+    );
+}
+
+#[test]
+fn no_claims_no_calls() {
+    let w = deployment(json!(null));
+    let cluster = Objects::default();
+    assert!(resolve(&w, "ml", &DraSettings::default(), &cluster).is_empty());
+    assert!(cluster.calls.borrow().is_empty());
+}
+
+#[test]
+fn too_many_claims_are_not_all_read() {
+    let claims: Vec<Value> = (0..40)
+        .map(|i| json!({"name": format!("c{i}"), "resourceClaimName": format!("c{i}")}))
+        .collect();
+    let w = deployment(Value::Array(claims));
+    let cluster = Objects::default();
+    let book = resolve(&w, "ml", &DraSettings::default(), &cluster);
+    assert_eq!(cluster.calls.borrow().len(), MAX_CLAIMS_PER_OBJECT);
+    let last = book.get(&ClaimRef::Claim("c39".into())).unwrap();
+    assert!(last.as_ref().unwrap_err().contains("more than 32"));
+}
