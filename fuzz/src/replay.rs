@@ -143,6 +143,7 @@ pub fn run(target: &str, input: &[u8]) -> Result<(), String> {
         "quantity" => quantity(input),
         "workload_bytes" | "workload_structured" => workload(input),
         "vram_args" => vram_args(input),
+        "dra_claim" => dra_claim(input),
         _ => {
             let (prefix, form) = target
                 .rsplit_once('_')
@@ -180,6 +181,48 @@ pub fn quantity(input: &[u8]) -> Result<(), String> {
         }
     }
     let _ = Quantity::parse_count(text);
+    Ok(())
+}
+
+/// A DRA ResourceClaim or ResourceClaimTemplate read for its GPUs: never panics, counts
+/// stay within the limits, and the same claim behind a pod template counts the same.
+pub fn dra_claim(input: &[u8]) -> Result<(), String> {
+    let Ok(object) = serde_json::from_slice::<Value>(input) else {
+        return Ok(());
+    };
+    let settings = gpu_rules::dra::DraSettings::default();
+    let Ok(gpus) = gpu_rules::dra::claim_object_gpus(&object, &settings) else {
+        return Ok(());
+    };
+    let bound = (gpu_rules::dra::MAX_REQUESTS_PER_CLAIM as u64)
+        .saturating_mul(gpu_rules::dra::MAX_DEVICES_PER_REQUEST);
+    let total = gpus.gpus.values().fold(0u64, |a, b| a.saturating_add(*b));
+    if total > bound {
+        return Err(format!("{total} devices counted, more than {bound}"));
+    }
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
+    let claim = if kind == "ResourceClaimTemplate" {
+        gpu_rules::dra::ClaimRef::Template("c".into())
+    } else {
+        gpu_rules::dra::ClaimRef::Claim("c".into())
+    };
+    let field = if kind == "ResourceClaimTemplate" {
+        "resourceClaimTemplateName"
+    } else {
+        "resourceClaimName"
+    };
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c"}], "resourceClaims": [{"name": "c", field: "c"}]}});
+    let w = Workload::from_object(&pod, &[]).map_err(|e| e.to_string())?;
+    let mut book = gpu_rules::dra::ClaimBook::default();
+    book.insert(claim, Ok(gpus.clone()));
+    let counted = workload_gpus(&w, &GpuResources::default(), &book);
+    if counted.total != gpus.gpus {
+        return Err(format!(
+            "the pod counts {:?}, its claim {:?}",
+            counted.total, gpus.gpus
+        ));
+    }
     Ok(())
 }
 

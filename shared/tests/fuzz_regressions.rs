@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// Every fuzz target; each has a non-empty directory of kept inputs.
 const TARGETS: &[&str] = &[
+    "dra_claim",
     "quantity",
     "workload_bytes",
     "workload_structured",

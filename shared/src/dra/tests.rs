@@ -231,3 +231,170 @@ fn too_many_claims_are_not_all_read() {
     let last = book.get(&ClaimRef::Claim("c39".into())).unwrap();
     assert!(last.as_ref().unwrap_err().contains("more than 32"));
 }
+
+fn pod(labels: Value, claims: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "ml", "labels": labels},
+           "spec": {"containers": [{"name": "c", "image": "x",
+                     "resources": {"requests": {"cpu": "1", "memory": "1Gi"}, "claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": claims}})
+}
+
+fn create(object: Value) -> crate::admission::AdmissionRequest {
+    serde_json::from_value(json!({
+        "uid": "1", "operation": "CREATE", "name": "p", "namespace": "ml",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"}, "object": object
+    }))
+    .unwrap()
+}
+
+fn four_gpus() -> Objects {
+    Objects::default().with(
+        "ResourceClaimTemplate",
+        "four-gpus",
+        template(
+            json!([{"name": "g", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}]),
+        ),
+    )
+}
+
+#[test]
+fn template_gpus_adds_claim_devices_to_the_pod() {
+    let w = deployment(json!([{"name": "gpu", "resourceClaimTemplateName": "four-gpus"}]));
+    let names = crate::gpu::GpuResources::default();
+    let book = resolve(&w, "ml", &DraSettings::default(), &four_gpus());
+    let pod = crate::gpu::template_gpus(&w.templates[0], &names, &book);
+    assert_eq!(
+        pod.effective,
+        GpuCounts::from([("nvidia.com/gpu".into(), 4)])
+    );
+    assert_eq!(pod.claims, pod.effective);
+    assert!(pod.problems.is_empty());
+    let total = crate::gpu::workload_gpus(&w, &names, &book);
+    assert_eq!(total.total["nvidia.com/gpu"], 8, "2 replicas x 4");
+    // A claim nobody resolved is a problem, never zero GPUs silently.
+    let unresolved = crate::gpu::template_gpus(&w.templates[0], &names, &ClaimBook::default());
+    assert!(unresolved.uses_gpu());
+    assert!(unresolved.problems[0].to_string().contains("was not read"));
+}
+
+#[test]
+fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
+    let settings = crate::labels::Settings::default();
+    let claims = json!([{"name": "gpu", "resourceClaimTemplateName": "four-gpus"}]);
+    let v = crate::labels::evaluate(
+        &create(pod(json!({}), claims.clone())),
+        &settings,
+        &four_gpus(),
+    );
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().contains("workload-type"),
+        "{v:?}"
+    );
+    let labelled = pod(
+        json!({"workload-type": "batch", "team": "ml"}),
+        claims.clone(),
+    );
+    assert!(crate::labels::evaluate(&create(labelled.clone()), &settings, &four_gpus()).allowed);
+    let v = crate::labels::evaluate(&create(labelled), &settings, &Objects::default());
+    assert!(!v.allowed);
+    let message = v.message.unwrap();
+    assert!(
+        message.contains("resource claim 'gpu' (ResourceClaimTemplate four-gpus) cannot be read"),
+        "{message}"
+    );
+    assert!(message.contains("contextAwareResources"), "{message}");
+    // maxGpusPerPod counts DRA devices.
+    let capped = crate::labels::Settings {
+        max_gpus_per_pod: Some(2),
+        ..crate::labels::Settings::default()
+    };
+    let labelled = pod(json!({"workload-type": "batch", "team": "ml"}), claims);
+    assert!(!crate::labels::evaluate(&create(labelled), &capped, &four_gpus()).allowed);
+}
+
+#[test]
+fn a_claim_in_a_class_that_is_no_gpu_leaves_the_pod_a_non_gpu_pod() {
+    let nic = Objects::default().with(
+        "ResourceClaim",
+        "nic",
+        json!({"kind": "ResourceClaim", "spec": {"devices": {"requests": [
+            {"name": "n", "exactly": {"deviceClassName": "rdma.example.com"}}]}}}),
+    );
+    let object = pod(
+        json!({}),
+        json!([{"name": "gpu", "resourceClaimName": "nic"}]),
+    );
+    let v = crate::labels::evaluate(&create(object), &crate::labels::Settings::default(), &nic);
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn routing_and_capacity_count_claim_gpus() {
+    let w = deployment(json!([{"name": "gpu", "resourceClaimTemplateName": "four-gpus"}]));
+    let book = resolve(&w, "ml", &DraSettings::default(), &four_gpus());
+    let gate: crate::capacity::Settings = serde_json::from_value(json!({
+        "pools": [{"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}}}]
+    }))
+    .unwrap();
+    let mut w = w;
+    w.templates[0]
+        .meta
+        .labels
+        .insert("gpu-admission/pool".into(), "a100".into());
+    let demand = crate::capacity::demand::workload_demand(&w, &gate, &gate.gpu_resources(), &book);
+    assert_eq!(demand.per_pool[&0]["nvidia.com/gpu"], 8);
+    let unread = crate::capacity::demand::workload_demand(
+        &w,
+        &gate,
+        &gate.gpu_resources(),
+        &ClaimBook::default(),
+    );
+    assert_eq!(unread.uncountable.len(), 1);
+    assert!(unread.uses_gpu());
+}
+
+#[test]
+fn kai_fractional_pods_are_charged_their_share_rounded_up() {
+    let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+        "spec": {"replicas": 3, "template": {
+            "metadata": {"labels": {"gpu-admission/pool": "a100"}, "annotations": {"gpu-fraction": "0.5"}},
+            "spec": {"schedulerName": "kai-scheduler", "containers": [{"name": "c"}]}}}});
+    let w = Workload::from_object(&object, &[]).unwrap();
+    let gate: crate::capacity::Settings = serde_json::from_value(json!({
+        "pools": [{"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}}}]
+    }))
+    .unwrap();
+    let demand = crate::capacity::demand::workload_demand(
+        &w,
+        &gate,
+        &gate.gpu_resources(),
+        &ClaimBook::default(),
+    );
+    assert_eq!(demand.per_pool[&0]["nvidia.com/gpu"], 2, "ceil(3 x 0.5)");
+    // Every other policy sees one GPU per pod.
+    let pod = crate::gpu::template_gpus(
+        &w.templates[0],
+        &gate.gpu_resources(),
+        &ClaimBook::default(),
+    );
+    assert_eq!(pod.effective["nvidia.com/gpu"], 1);
+    assert_eq!(
+        pod.share.unwrap().to_string(),
+        "0.5 of one GPU through KAI Scheduler"
+    );
+}
+
+#[test]
+fn hami_sizing_resources_are_never_gpus() {
+    let names = crate::gpu::GpuResources::new(&["nvidia.com/*"]);
+    let spec: crate::podspec::PodSpec = serde_json::from_value(json!({"containers": [{"name": "c",
+        "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 30}}}]}))
+    .unwrap();
+    let pod = crate::gpu::pod_gpus(&spec, &names);
+    assert_eq!(
+        pod.effective,
+        GpuCounts::from([("nvidia.com/gpu".into(), 1)])
+    );
+}

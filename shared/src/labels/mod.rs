@@ -22,6 +22,7 @@
 //!    rollout strategy or Job deadline a configured `workloadRules` rule reads) is judged
 //!    in full against the new object.
 
+pub mod claims;
 pub mod glob;
 pub mod gpu_nodes;
 pub mod hygiene;
@@ -69,6 +70,9 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
                 request.namespace
             ),
         );
+    }
+    if claims::is_claim_object(request) {
+        return claims::check(request, settings);
     }
     let object = &request.object;
     let workload = match Workload::from_object(object, &settings.custom_kinds) {
