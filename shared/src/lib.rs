@@ -22,8 +22,10 @@
 pub mod admission;
 pub mod autoscaler;
 pub mod capacity;
+pub mod clock;
 pub mod cluster;
 pub mod dra;
+pub mod exceptions;
 pub mod fractional;
 pub mod gpu;
 #[cfg(feature = "kubewarden")]
@@ -33,6 +35,7 @@ pub mod limits;
 pub mod podspec;
 pub mod quantity;
 pub mod routing;
+pub mod schedule;
 pub mod scheduling;
 pub mod selector;
 pub mod settings;

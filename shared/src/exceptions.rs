@@ -1,0 +1,252 @@
+//! Exceptions with an owner and an end date, shared by every policy.
+//!
+//! ```yaml
+//! exceptions:
+//!   - name: ml-a-big-training
+//!     namespaces: [ml-a]                 # and/or a selector on the pod template labels
+//!     selector: {matchLabels: {app: trainer}}
+//!     rules: [maxGpusPerPod]             # the policy's rule names; empty: all its rules
+//!     owner: alice@example.com
+//!     reason: "quarterly training run, ticket OPS-1234"
+//!     expires: "2027-01-31"              # through the end of that day (UTC), or an RFC 3339 time
+//! maxExceptionDays: 90
+//! ```
+//!
+//! A workload an exception matches passes the rules it names, with the audit annotation
+//! [`AUDIT_KEY`] `exception=<name> owner=<owner> expires=<time>`, and a warning once fewer
+//! than [`WARN_DAYS`] days are left. An expired exception is ignored: the policy judges the
+//! workload as if it did not exist, and its denial says which exception expired and when.
+//! Settings validation refuses an exception without an owner or an end date, or one that
+//! ends more than `maxExceptionDays` after the settings are loaded (so every exception is
+//! renewed by someone, on purpose).
+
+use crate::clock::{UnixSeconds, rfc3339};
+use crate::selector::LabelSelector;
+use crate::settings::NamespaceList;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Audit annotation key of an applied exception.
+pub const AUDIT_KEY: &str = "exception";
+/// Warn this many days before an exception ends.
+pub const WARN_DAYS: i64 = 7;
+/// Default for `maxExceptionDays`.
+pub const DEFAULT_MAX_DAYS: u32 = 90;
+/// The longest `maxExceptionDays` may be.
+pub const LIMIT_MAX_DAYS: u32 = 366;
+const DAY: i64 = 86_400;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Exception {
+    pub name: String,
+    /// Namespaces it covers (exact, or a prefix ending in `*`).
+    pub namespaces: NamespaceList,
+    /// Pod template labels it covers (all templates of the workload must match).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub selector: Option<LabelSelector>,
+    /// Rule names of the policy; empty: every rule of the policy.
+    pub rules: Vec<String>,
+    pub owner: String,
+    pub reason: String,
+    pub expires: String,
+}
+
+/// A checked exception.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub exception: Exception,
+    /// The first second it no longer applies.
+    pub ends: UnixSeconds,
+}
+
+/// The exceptions of one policy, checked.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Exceptions(Vec<Checked>);
+
+/// What the exceptions say about one workload and rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    None,
+    /// The exception applies; `warning` when it ends within [`WARN_DAYS`].
+    Applies {
+        exception: &'a Checked,
+        warning: Option<String>,
+    },
+    /// The only matching exceptions have ended: the denial should say so.
+    Expired(&'a Checked),
+}
+
+impl Checked {
+    /// `exception=<name> owner=<owner> expires=<time>`.
+    pub fn audit(&self) -> String {
+        format!(
+            "exception={} owner={} expires={}",
+            self.exception.name,
+            self.exception.owner,
+            rfc3339(self.ends)
+        )
+    }
+
+    fn covers(&self, namespace: &str, labels: &[&BTreeMap<String, String>], rule: &str) -> bool {
+        let e = &self.exception;
+        (e.rules.is_empty() || e.rules.iter().any(|r| r == rule))
+            && (e.namespaces.0.is_empty() || e.namespaces.contains(namespace))
+            && e.selector
+                .as_ref()
+                .is_none_or(|s| !labels.is_empty() && labels.iter().all(|l| s.matches(l)))
+    }
+}
+
+impl Exceptions {
+    /// Checks `exceptions` (settings field `field`, e.g. `exceptions`) against the rule
+    /// names the policy knows, at `now`.
+    pub fn check(
+        exceptions: &[Exception],
+        max_days: u32,
+        rule_names: &[&str],
+        now: UnixSeconds,
+        field: &str,
+    ) -> Result<Exceptions, String> {
+        if max_days == 0 || max_days > LIMIT_MAX_DAYS {
+            return Err(format!(
+                "maxExceptionDays: {max_days} is not from 1 to {LIMIT_MAX_DAYS}"
+            ));
+        }
+        let mut out = Vec::new();
+        for (i, e) in exceptions.iter().enumerate() {
+            let field = format!("{field}[{i}]");
+            if e.name.trim().is_empty() {
+                return Err(format!("{field}.name: give the exception a name"));
+            }
+            if exceptions[..i].iter().any(|x| x.name == e.name) {
+                return Err(format!("{field}.name: '{}' is used twice", e.name));
+            }
+            if e.owner.trim().is_empty() {
+                return Err(format!(
+                    "{field}.owner: exception '{}' has no owner; say who answers for it (a person or team)",
+                    e.name
+                ));
+            }
+            if e.namespaces.0.is_empty() && e.selector.is_none() {
+                return Err(format!(
+                    "{field}: exception '{}' names no namespaces and no selector, so it would cover every workload; list namespaces or give a selector",
+                    e.name
+                ));
+            }
+            e.namespaces.validate(&format!("{field}.namespaces"))?;
+            for (j, r) in e.rules.iter().enumerate() {
+                if !rule_names.contains(&r.as_str()) {
+                    return Err(format!(
+                        "{field}.rules[{j}]: '{r}' is not a rule of this policy; use one of {}",
+                        rule_names.join(", ")
+                    ));
+                }
+            }
+            if e.expires.trim().is_empty() {
+                return Err(format!(
+                    "{field}.expires: exception '{}' has no end date; give one (YYYY-MM-DD, at most {max_days} days ahead)",
+                    e.name
+                ));
+            }
+            let ends = parse_end(&e.expires).ok_or_else(|| {
+                format!(
+                    "{field}.expires: '{}' is not a date (YYYY-MM-DD) or an RFC 3339 time (2027-01-31T18:00:00Z)",
+                    e.expires
+                )
+            })?;
+            if ends > now.saturating_add(i64::from(max_days) * DAY) {
+                return Err(format!(
+                    "{field}.expires: {} is more than {max_days} days (maxExceptionDays) from now ({}); exceptions must be renewed on purpose",
+                    e.expires,
+                    rfc3339(now)
+                ));
+            }
+            out.push(Checked {
+                exception: e.clone(),
+                ends,
+            });
+        }
+        Ok(Exceptions(out))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The exception for `rule` of a workload in `namespace` whose pod templates carry
+    /// `labels`, at `now`: one that applies wins over one that expired.
+    pub fn lookup(
+        &self,
+        namespace: &str,
+        labels: &[&BTreeMap<String, String>],
+        rule: &str,
+        now: UnixSeconds,
+    ) -> Lookup<'_> {
+        let mut expired = None;
+        for c in self.0.iter().filter(|c| c.covers(namespace, labels, rule)) {
+            if now < c.ends {
+                let left = c.ends - now;
+                let warning = (left < WARN_DAYS * DAY).then(|| {
+                    format!(
+                        "exception {} (owner {}) ends {} ({}); renew it or fix the workload before then",
+                        c.exception.name,
+                        c.exception.owner,
+                        rfc3339(c.ends),
+                        days_left(left)
+                    )
+                });
+                return Lookup::Applies {
+                    exception: c,
+                    warning,
+                };
+            }
+            expired.get_or_insert(c);
+        }
+        match expired {
+            Some(c) => Lookup::Expired(c),
+            None => Lookup::None,
+        }
+    }
+}
+
+impl Lookup<'_> {
+    /// The sentence a denial adds when the workload's exception has ended.
+    pub fn expired_note(&self) -> Option<String> {
+        match self {
+            Lookup::Expired(c) => Some(format!(
+                "exception {} (owner {}) expired at {}",
+                c.exception.name,
+                c.exception.owner,
+                rfc3339(c.ends)
+            )),
+            _ => None,
+        }
+    }
+}
+
+fn days_left(seconds: i64) -> String {
+    let days = seconds / DAY;
+    match days {
+        0 => "in less than a day".into(),
+        1 => "in 1 day".into(),
+        n => format!("in {n} days"),
+    }
+}
+
+/// `2027-01-31` -> the start of 2027-02-01 UTC; an RFC 3339 time -> that instant.
+fn parse_end(text: &str) -> Option<UnixSeconds> {
+    let t = text.trim();
+    if let Ok(date) = t.parse::<jiff::civil::Date>() {
+        let next = date.tomorrow().ok()?;
+        return next
+            .at(0, 0, 0, 0)
+            .in_tz("UTC")
+            .ok()
+            .map(|z| z.timestamp().as_second());
+    }
+    t.parse::<jiff::Timestamp>().ok().map(|ts| ts.as_second())
+}
+
+#[cfg(test)]
+mod tests;
