@@ -117,14 +117,51 @@ pub fn respond(v: Verdict) -> CallResult {
     Ok(serde_json::to_vec(&response)?)
 }
 
-/// `get_resource`, for [`HostCluster`]'s set of allowed operations.
-pub const GET_RESOURCE: u8 = 1;
-/// `list_resources_all`, for [`HostCluster`]'s set of allowed operations.
-pub const LIST_RESOURCES_ALL: u8 = 2;
-/// `list_resources_by_namespace`, for [`HostCluster`]'s set of allowed operations.
-pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
-/// `oci/v1/oci_manifest_config`, for [`HostCluster`]'s set of allowed operations.
-pub const OCI_MANIFEST_CONFIG: u8 = 8;
+pub use crate::policy::{
+    GET_RESOURCE, LIST_RESOURCES_ALL, LIST_RESOURCES_BY_NAMESPACE, OCI_MANIFEST_CONFIG,
+};
+/// What [`crate::kubewarden_policy!`] expands to refers to these.
+pub use kubewarden_policy_sdk::{protocol_version_guest, wapc_guest as guest};
+
+/// A policy crate's whole code: registers `validate`, `validate_settings` and
+/// `protocol_version` for the [`crate::policy::Policy`] `$policy`, with host calls limited
+/// to its `HOST_CALLS`.
+#[macro_export]
+macro_rules! kubewarden_policy {
+    ($policy:ty) => {
+        #[unsafe(no_mangle)]
+        pub extern "C" fn wapc_init() {
+            $crate::kubewarden::guest::register_function("validate", validate);
+            $crate::kubewarden::guest::register_function("validate_settings", validate_settings);
+            $crate::kubewarden::guest::register_function(
+                "protocol_version",
+                $crate::kubewarden::protocol_version_guest,
+            );
+        }
+
+        /// Decides one admission request.
+        pub fn validate(payload: &[u8]) -> $crate::kubewarden::guest::CallResult {
+            use $crate::policy::Policy;
+            $crate::kubewarden::validate(
+                payload,
+                |request, settings: &<$policy as Policy>::Settings| {
+                    <$policy>::evaluate(
+                        request,
+                        settings,
+                        &$crate::kubewarden::HostCluster::<{ <$policy as Policy>::HOST_CALLS }>,
+                    )
+                },
+            )
+        }
+
+        /// Checks the policy settings.
+        pub fn validate_settings(payload: &[u8]) -> $crate::kubewarden::guest::CallResult {
+            $crate::kubewarden::validate_settings::<<$policy as $crate::policy::Policy>::Settings>(
+                payload,
+            )
+        }
+    };
+}
 
 /// The cluster as seen through waPC host calls (binding `kubewarden`, namespaces
 /// `kubernetes` and `oci`), limited to the operations in `OPS` (a set of the constants

@@ -33,6 +33,7 @@ pub mod kubewarden;
 pub mod labels;
 pub mod limits;
 pub mod podspec;
+pub mod policy;
 pub mod quantity;
 pub mod routing;
 pub mod schedule;

@@ -1,29 +1,6 @@
-//! gpu-capacity-gate-policy: waPC registration only. The rules live in `gpu_rules::capacity`.
+//! gpu-capacity-gate-policy: waPC registration only. The rules live in `gpu_rules::capacity`;
+//! pools, quotas, scaled workloads and DRA claims are read with the host's `list_resources_all`
+//! and `get_resource`. The host calls it may make are
+//! `gpu_rules::policy::CapacityGate::HOST_CALLS`, the ones its metadata.yml declares.
 
-use gpu_rules::capacity::{Settings, evaluate};
-use gpu_rules::kubewarden::{self as glue, HostCluster};
-use kubewarden_policy_sdk::protocol_version_guest;
-use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
-
-#[unsafe(no_mangle)]
-pub extern "C" fn wapc_init() {
-    guest::register_function("validate", validate);
-    guest::register_function("validate_settings", validate_settings);
-    guest::register_function("protocol_version", protocol_version_guest);
-}
-
-/// Decides one admission request; cluster state comes from Kubewarden's host calls.
-pub fn validate(payload: &[u8]) -> CallResult {
-    glue::validate(payload, |request, settings: &Settings| {
-        evaluate(
-            request,
-            settings,
-            &HostCluster::<{ glue::LIST_RESOURCES_ALL | glue::GET_RESOURCE }>,
-        )
-    })
-}
-
-/// Checks the policy settings.
-pub fn validate_settings(payload: &[u8]) -> CallResult {
-    glue::validate_settings::<Settings>(payload)
-}
+gpu_rules::kubewarden_policy!(gpu_rules::policy::CapacityGate);

@@ -1,32 +1,6 @@
-//! gpu-vram-fit-policy: waPC registration only. The rules live in `gpu_rules::vram`; the
-//! model registry ConfigMap (when configured) is read through the host's `get_resource`,
-//! and server images' labels (when `imageLabels` is enabled) through
-//! `oci/v1/oci_manifest_config`.
+//! gpu-vram-fit-policy: waPC registration only. The rules live in `gpu_rules::vram`; the model
+//! registry ConfigMap and DRA claims are read with the host's `get_resource`, server images'
+//! labels (when `imageLabels` is enabled) with `oci/v1/oci_manifest_config`. The host calls it
+//! may make are `gpu_rules::policy::VramFit::HOST_CALLS`, the ones its metadata.yml declares.
 
-use gpu_rules::kubewarden::{self as glue, HostCluster};
-use gpu_rules::vram::{Settings, evaluate};
-use kubewarden_policy_sdk::protocol_version_guest;
-use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
-
-#[unsafe(no_mangle)]
-pub extern "C" fn wapc_init() {
-    guest::register_function("validate", validate);
-    guest::register_function("validate_settings", validate_settings);
-    guest::register_function("protocol_version", protocol_version_guest);
-}
-
-/// Decides one admission request.
-pub fn validate(payload: &[u8]) -> CallResult {
-    glue::validate(payload, |request, settings| {
-        evaluate(
-            request,
-            settings,
-            &HostCluster::<{ glue::GET_RESOURCE | glue::OCI_MANIFEST_CONFIG }>,
-        )
-    })
-}
-
-/// Checks the policy settings.
-pub fn validate_settings(payload: &[u8]) -> CallResult {
-    glue::validate_settings::<Settings>(payload)
-}
+gpu_rules::kubewarden_policy!(gpu_rules::policy::VramFit);
