@@ -27,7 +27,7 @@ pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::dra::{self, ClaimBook};
-use crate::gpu::{GpuResources, template_gpus};
+use crate::gpu::{GpuProblem, GpuResources, template_gpus};
 use crate::workload::{PodTemplate, Workload, pointer_to_location, value_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -90,6 +90,12 @@ pub enum Outcome {
     Deny(Vec<Conflict>),
     /// No pool matches and there is no default pool.
     NoPool(NoPool),
+    /// The template's GPUs cannot be counted (a DRA claim that cannot be read, a
+    /// fractional-GPU request that cannot): it is denied, not routed as if it had none.
+    Uncountable {
+        location: String,
+        problems: Vec<String>,
+    },
 }
 
 /// One template's decision.
@@ -114,6 +120,10 @@ impl Plan {
             match &t.outcome {
                 Outcome::Deny(conflicts) => out.extend(conflicts.iter().map(ToString::to_string)),
                 Outcome::NoPool(no_pool) => out.push(no_pool.to_string()),
+                Outcome::Uncountable { location, problems } => out.push(format!(
+                    "{location}: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: {}",
+                    problems.join("; ")
+                )),
                 _ => {}
             }
         }
@@ -174,6 +184,21 @@ fn gpu_resources(
     Some(out)
 }
 
+/// Why the GPUs of a template cannot be counted: its DRA claims that cannot be read and a
+/// fractional-GPU request that cannot (empty when they can).
+fn uncountable_gpus(
+    template: &PodTemplate,
+    names: &GpuResources,
+    claims: &ClaimBook,
+) -> Vec<String> {
+    template_gpus(template, names, claims)
+        .problems
+        .iter()
+        .filter(|p| matches!(p, GpuProblem::Claim { .. } | GpuProblem::Share(_)))
+        .map(ToString::to_string)
+        .collect()
+}
+
 /// The decision for every pod template of `workload` in `namespace`.
 pub fn plan(
     settings: &Settings,
@@ -187,7 +212,12 @@ pub fn plan(
     let sets_priority = !workload.is_pod();
     let mut templates = Vec::with_capacity(workload.templates.len());
     for t in &workload.templates {
+        let uncountable = uncountable_gpus(t, names, claims);
         let outcome = match gpu_resources(t, names, claims) {
+            _ if !uncountable.is_empty() => Outcome::Uncountable {
+                location: t.location.clone(),
+                problems: uncountable,
+            },
             None => Outcome::NotGpu,
             Some(resources) => match choose_pool(settings, &t.meta.labels, namespace) {
                 None => Outcome::NoPool(NoPool {

@@ -703,3 +703,55 @@ fn mutation_keeps_every_number_exactly() {
         );
     }
 }
+
+/// A DRA pod template whose claim cannot be read is denied with the reason (it was routed
+/// as a GPU pod of unknown size before); one that can be read is routed as its devices.
+#[test]
+fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
+    let spec = json!({"containers": [{"name": "main", "image": "vllm", "resources": {"claims": [{"name": "gpus"}]}}],
+                      "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]});
+    let object = deployment(json!({"workload-type": "batch"}), spec);
+    let req = request("CREATE", "team-a", object, Value::Null);
+
+    let missing = crate::cluster::fake::Objects::default();
+    let v = super::evaluate(&req, &settings(), &missing);
+    assert!(!v.allowed);
+    assert_eq!(v.mutated_object, None);
+    let message = v.message.unwrap();
+    assert!(
+        message.starts_with("spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read ("),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate}"
+        ),
+        "{message}"
+    );
+
+    let template = |class: &str| {
+        json!({"spec": {"spec": {"devices": {"requests": [
+            {"name": "gpus", "exactly": {"deviceClassName": class, "count": 4}}]}}}})
+    };
+    let found = crate::cluster::fake::Objects::default().with(
+        "ResourceClaimTemplate",
+        "four-gpus",
+        template("gpu.nvidia.com"),
+    );
+    let v = super::evaluate(&req, &settings(), &found);
+    assert!(v.allowed, "{:?}", v.message);
+    let routed = v.mutated_object.expect("routed as a GPU workload");
+    assert_eq!(
+        routed["spec"]["template"]["spec"]["nodeSelector"],
+        json!({"gpu-admission/node-pool": "batch"})
+    );
+    // A class that is not a GPU: the template is not a GPU template (a documented pass).
+    let nic = crate::cluster::fake::Objects::default().with(
+        "ResourceClaimTemplate",
+        "four-gpus",
+        template("rdma.example.com"),
+    );
+    let v = super::evaluate(&req, &settings(), &nic);
+    assert!(v.allowed);
+    assert_eq!(v.mutated_object, None);
+}
