@@ -64,6 +64,9 @@ pub fn advise(
     let mut tp_mattered = false;
 
     let current = shape.current;
+    if let Some((slice, share)) = current.and_then(|s| s.share.as_ref().map(|sh| (s, sh))) {
+        return share_advice(model, pods, slice, share, usable);
+    }
     let mig = current.filter(|s| s.device.mig.is_some());
     let whole = current.filter(|s| s.device.mig.is_none());
     let resource = match whole {
@@ -187,6 +190,26 @@ pub fn advise(
     sentences.join(" ")
 }
 
+/// The advice for a pod on a fractional-GPU share that is too small: the memory of each
+/// device a share must give (more pods or GPUs of the same share hold no more of the
+/// model per device than the scheduler grants), or whole GPUs.
+fn share_advice(
+    model: &Model,
+    pods: u64,
+    slice: &Slice,
+    share: &crate::fractional::Share,
+    usable: u64,
+) -> String {
+    let per_pod = slice.effective_count().max(1);
+    let devices = pods.saturating_mul(per_pod).max(1);
+    let per_device = model.estimate(per_pod).total_mib.div_ceil(devices);
+    let mib = u64::try_from((u128::from(per_device) * 100).div_ceil(u128::from(usable.max(1))))
+        .unwrap_or(u64::MAX);
+    format!(
+        "It does not fit in {share}: ask the scheduler for at least {mib} MiB of each GPU ({usable}% of it usable), or for whole GPUs without a share."
+    )
+}
+
 fn join_or(options: &[String]) -> String {
     options.join(", or ")
 }
@@ -227,6 +250,7 @@ mod tests {
             product: device.mig.is_none().then(|| label.to_string()),
             device,
             source: ProductSource::Selector,
+            share: None,
         }
     }
 
@@ -379,5 +403,39 @@ mod tests {
         assert_eq!(count_for(&m, 1, 23028, 90, 8, true), Some(2));
         assert_eq!(count_for(&m, 2, 23028, 90, 8, true), Some(1));
         assert_eq!(count_for(&m, 1, 1024, 90, 8, true), None);
+    }
+
+    /// A fractional share that is too small: the advice is the memory a share must give
+    /// each GPU, not more of the same share (`N on 3000 MiB of one GPU through HAMi`).
+    #[test]
+    fn a_share_too_small_asks_for_a_larger_share() {
+        use crate::fractional::{Portion, Scheduler, Share};
+        let mut l4 = slice("NVIDIA-L4", "nvidia.com/gpu", 1);
+        let hami = Share {
+            scheduler: Scheduler::Hami,
+            devices: 1,
+            portion: Portion::MemoryMib(3000),
+        };
+        l4.device.mib = 3000;
+        l4.label = format!("{hami} on NVIDIA-L4");
+        l4.share = Some(hami);
+        let m = model(json!({"vramGiB": 18}));
+        // 18 GiB = 18,432 MiB at 90%: 20,480 MiB of the GPU.
+        assert_eq!(
+            advice(&m, Some(&l4), 1, json!({})),
+            "It does not fit in 3000 MiB of one GPU through HAMi: ask the scheduler for at least 20480 MiB of each GPU (90% of it usable), or for whole GPUs without a share."
+        );
+        // KAI, half of each of 2 GPUs, over 2 pods: 18,432 MiB / 4 devices = 4,608 per GPU.
+        let kai = Share {
+            scheduler: Scheduler::Kai,
+            devices: 2,
+            portion: Portion::Milli(500),
+        };
+        let mut h100 = slice("NVIDIA-L4", "nvidia.com/gpu", 2);
+        h100.share = Some(kai);
+        assert_eq!(
+            advice(&m, Some(&h100), 2, json!({})),
+            "It does not fit in 0.5 of each of 2 GPUs through KAI Scheduler: ask the scheduler for at least 5120 MiB of each GPU (90% of it usable), or for whole GPUs without a share."
+        );
     }
 }

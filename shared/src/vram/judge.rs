@@ -703,6 +703,7 @@ impl Judge<'_> {
         let (_, first) = parts.first()?;
         if first.device.mig.is_some()
             || first.device.shared
+            || first.share.is_some()
             || parts
                 .iter()
                 .any(|(_, s)| s.label != first.label || s.count != first.count)

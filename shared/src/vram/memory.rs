@@ -50,6 +50,9 @@ pub struct Slice {
     pub product: Option<String>,
     pub device: DeviceMemory,
     pub source: ProductSource,
+    /// The fractional-GPU share this slice is of each device (its `device.mib` is the
+    /// share's part), for advice: more of the same share is not a fix.
+    pub share: Option<Share>,
 }
 
 impl Slice {
@@ -108,6 +111,7 @@ pub fn pod_slices(
                         Portion::Milli(m) => s.device.mib.saturating_mul(m) / 1000,
                     };
                     s.label = format!("{share} on {}", s.label);
+                    s.share = Some(share.clone());
                 }
                 Ok(slices)
             }
@@ -124,6 +128,7 @@ pub fn pod_slices(
                         mig: None,
                     },
                     source: ProductSource::Share,
+                    share: Some(share.clone()),
                 })
                 .collect()),
             (Err(e), Portion::Milli(_)) => Err(e),
@@ -163,6 +168,7 @@ fn whole_slices(
                 product: None,
                 device,
                 source: ProductSource::Mig,
+                share: None,
             });
             continue;
         }
@@ -183,6 +189,7 @@ fn whole_slices(
             product: (device.mig.is_none()).then_some(name),
             device,
             source,
+            share: None,
         });
     }
     Ok(slices)
