@@ -201,8 +201,8 @@ fn object_plan(
 fn uncountable_demand(demand: &Demand) -> Option<Verdict> {
     (!demand.uncountable.is_empty()).then(|| {
         Verdict::reject(format!(
-            "the GPUs of {} cannot be counted, so the capacity gate cannot admit them",
-            demand.uncountable.join(", ")
+            "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: {}",
+            demand.uncountable.join("; ")
         ))
     })
 }

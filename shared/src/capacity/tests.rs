@@ -708,3 +708,44 @@ fn mig_and_time_sliced_pools_account_per_resource_name() {
     let v = run(&create(d), &settings(), &cluster);
     assert!(!v.allowed, "15 of 14 1g slices: {v:?}");
 }
+
+/// A DRA claim that cannot be read is denied before the pool is read, with the reason in
+/// one sentence that ends with what to grant (the reason was once in the middle of it).
+#[test]
+fn unreadable_dra_claim_is_denied_before_the_pool_is_read() {
+    let mut object = deployment(3, Some("a100"), "0");
+    let spec = &mut object["spec"]["template"]["spec"];
+    spec["containers"][0]["resources"] = json!({"claims": [{"name": "gpus"}]});
+    spec["resourceClaims"] = json!([{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]);
+    let get = ClusterRequest::Get(crate::cluster::GetResource {
+        api_version: "resource.k8s.io/v1".into(),
+        kind: "ResourceClaimTemplate".into(),
+        name: "four-gpus".into(),
+        namespace: Some("ml".into()),
+        disable_cache: false,
+        field_masks: Some(["spec.spec.devices".to_string()].into()),
+    });
+    let script = Script::new(vec![(get.clone(), Err("not found".into()))]);
+    let v = run(&create(object.clone()), &settings(), &script);
+    assert!(!v.allowed);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+        )
+    );
+    // Readable: 3 replicas x 4 devices are charged to the pool.
+    let template = json!({"spec": {"spec": {"devices": {"requests": [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}]}}}});
+    let mut answers = vec![(get, Ok(template.to_string()))];
+    answers.extend(pool_calls("a100", nodes(&[8, 8]), pods(&[])));
+    let script = Script::new(answers);
+    let v = run(&create(object), &settings(), &script);
+    assert!(v.allowed, "{:?}", v.message);
+    assert_eq!(
+        v.audit_annotations.get("capacity").map(String::as_str),
+        Some(
+            "a100: nvidia.com/gpu used 0 + incoming 12 = 12 of 16 allocatable (75.0%), threshold 90%, fits"
+        )
+    );
+}
