@@ -115,6 +115,7 @@ fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Ta
     let display = a.display();
     if let Some(job) = &a.inline_job {
         return match target::replica_gpus(job, settings, &a.namespace, cluster) {
+            Ok(gpus) if !gpus.uncountable.is_empty() => uncountable(&display, "its Job", &gpus),
             Ok(gpus) => TargetRead::Gpus {
                 text: "its Job".into(),
                 gpus,
@@ -159,9 +160,20 @@ fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Ta
         Err(e) => return unreadable(e),
     };
     match target::replica_gpus(&object, settings, &a.namespace, cluster) {
+        Ok(gpus) if !gpus.uncountable.is_empty() => uncountable(&display, &text, &gpus),
         Ok(gpus) => TargetRead::Gpus { text, gpus },
         Err(e) => unreadable(e),
     }
+}
+
+/// The denial for a target whose GPUs cannot be counted (fail closed whatever `failOpen`
+/// says, as the capacity gate does: the target was read, the policy lacks what it needs to
+/// count its GPUs).
+fn uncountable(display: &str, target: &str, gpus: &ReplicaGpus) -> TargetRead {
+    TargetRead::Done(Verdict::reject(format!(
+        "{display}: the GPUs of {target} cannot be counted, so this autoscaler cannot be checked: {}",
+        gpus.uncountable.join("; ")
+    )))
 }
 
 fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict {

@@ -27,6 +27,9 @@ pub struct ReplicaGpus {
     pub per_pool: BTreeMap<usize, GpuCounts>,
     /// Templates that hold GPUs and target no configured pool: `location (gpus)`.
     pub no_pool: Vec<String>,
+    /// Templates whose GPUs cannot be counted (a DRA claim that cannot be read, a
+    /// fractional share that cannot): `location: reason`. The target itself was read.
+    pub uncountable: Vec<String>,
 }
 
 impl ReplicaGpus {
@@ -173,7 +176,8 @@ fn kind_of(value: &Value) -> &'static str {
 /// GPUs of the pods `object` stands for (one replica, see [`as_one_replica`]), per pool.
 ///
 /// The DRA claims the templates name are read in `namespace` through `cluster`; a claim
-/// that cannot be read, or a fractional share that cannot, is an error.
+/// that cannot be read, or a fractional share that cannot, is in
+/// [`ReplicaGpus::uncountable`] (the target was read; its GPUs cannot be counted).
 pub fn replica_gpus(
     object: &Value,
     settings: &Settings,
@@ -188,13 +192,21 @@ pub fn replica_gpus(
     let mut gpus = ReplicaGpus::default();
     for t in &workload.templates {
         let pod = template_gpus(t, &names, &claims);
-        if let Some(p) = pod.problems.iter().find(|p| {
-            matches!(
-                p,
-                crate::gpu::GpuProblem::Claim { .. } | crate::gpu::GpuProblem::Share(_)
-            )
-        }) {
-            return Err(format!("{}: {p}; its GPUs cannot be counted", t.location));
+        let uncountable: Vec<String> = pod
+            .problems
+            .iter()
+            .filter(|p| {
+                matches!(
+                    p,
+                    crate::gpu::GpuProblem::Claim { .. } | crate::gpu::GpuProblem::Share(_)
+                )
+            })
+            .map(ToString::to_string)
+            .collect();
+        if !uncountable.is_empty() {
+            gpus.uncountable
+                .push(format!("{}: {}", t.location, uncountable.join("; ")));
+            continue;
         }
         let counts: GpuCounts = scale(&pod.effective, t.pods)
             .into_iter()

@@ -579,3 +579,54 @@ fn malformed_autoscalers_are_rejected_with_400() {
         )
     );
 }
+
+/// The target's DRA claim cannot be read: denied as uncountable (the message once said the
+/// Deployment could not be read), whatever failOpen says; readable, its devices count.
+#[test]
+fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "ml"},
+        "spec": {"template": {"metadata": {"labels": {"gpu-admission/pool": "a100"}},
+          "spec": {"containers": [{"resources": {"claims": [{"name": "gpus"}]}}],
+                   "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]}}}})
+    .to_string();
+    let claim = ClusterRequest::Get(crate::cluster::GetResource {
+        api_version: "resource.k8s.io/v1".into(),
+        kind: "ResourceClaimTemplate".into(),
+        name: "four-gpus".into(),
+        namespace: Some("ml".into()),
+        disable_cache: false,
+        field_masks: Some(["spec.spec.devices".to_string()].into()),
+    });
+    let fail_open = with(settings_json(), "failOpen", json!(true));
+    for s in [settings(), fail_open] {
+        let script = Script::new(vec![
+            (get_deployment(), Ok(target.clone())),
+            (claim.clone(), Err("not found".into())),
+        ]);
+        let v = run(&create(hpa(40, external())), &s, &script);
+        assert!(!v.allowed);
+        assert_eq!(
+            v.message.as_deref(),
+            Some(
+                "HorizontalPodAutoscaler ml/llm: the GPUs of Deployment llm cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+            )
+        );
+    }
+    let template = json!({"spec": {"spec": {"devices": {"requests": [
+        {"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com", "count": 4}}]}}}});
+    let script = Script::new(vec![
+        (get_deployment(), Ok(target)),
+        (claim, Ok(template.to_string())),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ]);
+    let v = run(&create(hpa(40, external())), &settings(), &script);
+    assert!(!v.allowed);
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap()
+            .contains("maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu"),
+        "{:?}",
+        v.message
+    );
+}
