@@ -4,7 +4,7 @@
 //! - [`products`]: GFD product names and MIG profiles -> MiB per device.
 //! - [`model`]: a registry entry, checked, and the memory estimate.
 //! - [`registry`]: finding a model in the settings or the registry ConfigMap.
-//! - [`yaml`]: the small YAML reader for the registry ConfigMap.
+//! - [`yaml`]: the registry ConfigMap's YAML (saphyr-parser events into JSON values, bounded).
 
 pub mod model;
 pub mod products;

@@ -1,16 +1,18 @@
-//! A small YAML reader for the model registry ConfigMap.
+//! The model registry ConfigMap's YAML, read into JSON values.
 //!
-//! The registry is a mapping of model ids to flat entries, which is all this reads:
-//! block mappings nested by indentation, block sequences of scalars (`- x`), flow
-//! mappings and sequences on one line (`{a: 1, b: [x, y]}`), plain, single- and
-//! double-quoted scalars, comments and a leading `---`. A document starting with `{` is
-//! read as JSON. Anchors, tags, block scalars (`|`, `>`), multi-line scalars and several
-//! documents are refused with the line number, rather than misread.
+//! `saphyr-parser` (a pure-Rust YAML 1.2 parser, no `unsafe`) turns the text into
+//! events; this module builds the values from them and enforces what the registry
+//! allows: one document, at most [`MAX_DEPTH`] nested collections, text keys given once,
+//! and no anchors, aliases or tags (registry entries are flat; an alias could expand a
+//! small ConfigMap into a huge value). A document starting with `{` is read as JSON.
+//! Every error is `line N: ...`.
 
+use saphyr_parser::{Event, Parser, ScalarStyle, Span};
 use serde_json::{Map, Number, Value};
 
-/// Deepest nesting read (block levels and flow collections together). Registry entries
-/// nest three levels; without a bound `[[[...` recursed until the stack overflowed (a trap).
+/// Deepest nesting read (block and flow collections together). Registry entries nest
+/// three levels; the events are read one at a time, so `[[[...` stops here rather than
+/// building a deep value.
 const MAX_DEPTH: usize = 32;
 
 /// Parses `text` into JSON values; errors are `line N: ...`.
@@ -19,411 +21,156 @@ pub fn parse(text: &str) -> Result<Value, String> {
     if text.trim_start().starts_with('{') {
         return serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"));
     }
-    let mut lines = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let number = i + 1;
-        let content = strip_comment(raw);
-        let trimmed = content.trim_end();
-        if trimmed.trim().is_empty() {
-            continue;
+    let mut builder = Builder::default();
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| parse_error(text, e.marker().line(), e.info()))?;
+        if let Some(value) = builder.event(event, span)? {
+            return Ok(value);
         }
-        let indent = trimmed.len() - trimmed.trim_start().len();
-        if trimmed[..indent].contains('\t') {
-            return Err(format!(
-                "line {number}: tabs cannot indent YAML; use spaces"
-            ));
-        }
-        let body = trimmed.trim_start();
-        if indent == 0 && body == "---" && lines.is_empty() {
-            continue;
-        }
-        if indent == 0 && (body == "---" || body == "...") {
-            return Err(format!(
-                "line {number}: only one YAML document is read; remove '{body}'"
-            ));
-        }
-        lines.push(Line {
-            number,
-            indent,
-            body,
-        });
     }
-    let Some(first) = lines.first() else {
-        return Ok(Value::Null);
-    };
-    let mut reader = Reader {
-        lines: &lines,
-        at: 0,
-        depth: 0,
-    };
-    let value = reader.node(first.indent)?;
-    if let Some(extra) = lines.get(reader.at) {
-        return Err(format!(
-            "line {}: unexpected indentation or content",
-            extra.number
-        ));
-    }
-    Ok(value)
+    Ok(Value::Null)
 }
 
-struct Line<'a> {
-    number: usize,
-    indent: usize,
-    body: &'a str,
+/// A parser error as `line N: ...`.
+fn parse_error(text: &str, line: usize, info: &str) -> String {
+    // An error found at the end of the text (an unclosed `{`) is on the last line written.
+    let last = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .last()
+        .map_or(1, |(i, _)| i + 1);
+    let line = line.min(last);
+    match info {
+        // The scanner reads ahead and bounds flow nesting itself (255 levels): past that
+        // it can stop before the builder has counted 32.
+        "recursion limit exceeded" => too_deep(line),
+        // In the words the policy's README and tests quote.
+        "while parsing a flow mapping, did not find expected ',' or '}'" => {
+            format!("line {line}: expected ',' or '}}' in a flow mapping")
+        }
+        "while parsing a flow sequence, expected ',' or ']'" => {
+            format!("line {line}: expected ',' or ']' in a flow sequence")
+        }
+        _ => format!("line {line}: {info}"),
+    }
 }
 
-struct Reader<'a> {
-    lines: &'a [Line<'a>],
-    at: usize,
-    /// Block levels entered.
-    depth: usize,
+/// A collection being read.
+enum Open {
+    /// A mapping, and the key read last (with its line) whose value comes next.
+    Mapping(Map<String, Value>, Option<(String, usize)>),
+    Sequence(Vec<Value>),
+}
+
+#[derive(Default)]
+struct Builder {
+    open: Vec<Open>,
+    documents: usize,
+    /// The document's value, once complete.
+    done: Option<Value>,
 }
 
 fn too_deep(line: usize) -> String {
     format!("line {line}: nested more than {MAX_DEPTH} levels deep; registry entries are flat")
 }
 
-fn is_item(body: &str) -> bool {
-    body == "-" || body.starts_with("- ")
+fn refused(line: usize, c: char) -> String {
+    format!(
+        "line {line}: '{c}' (anchors, aliases, tags) is not read here; use plain values or JSON"
+    )
 }
 
-impl Reader<'_> {
-    fn node(&mut self, indent: usize) -> Result<Value, String> {
-        if let Some(line) = self.lines.get(self.at)
-            && self.depth >= MAX_DEPTH
-        {
-            return Err(too_deep(line.number));
-        }
-        self.depth += 1;
-        let value = match self.lines.get(self.at) {
-            Some(line) if is_item(line.body) => self.sequence(indent),
-            Some(_) => self.mapping(indent),
-            None => Ok(Value::Null),
-        };
-        self.depth -= 1;
-        value
-    }
-
-    fn mapping(&mut self, indent: usize) -> Result<Value, String> {
-        let mut map = Map::new();
-        while let Some(line) = self.lines.get(self.at) {
-            if line.indent < indent {
-                break;
-            }
-            if line.indent > indent || is_item(line.body) {
-                return Err(format!(
-                    "line {}: unexpected indentation or content",
-                    line.number
-                ));
-            }
-            let (key, rest) = split_key(line.body).ok_or_else(|| {
-                format!(
-                    "line {}: expected 'key: value', got '{}'",
-                    line.number, line.body
-                )
-            })?;
-            let key = scalar_text(key, line.number)?;
-            self.at += 1;
-            let value = if rest.is_empty() {
-                match self.lines.get(self.at) {
-                    Some(next) if next.indent > indent => self.node(next.indent)?,
-                    // `key:` followed by `- item` at the same indentation is a sequence.
-                    Some(next) if next.indent == indent && is_item(next.body) => {
-                        self.sequence(indent)?
-                    }
-                    _ => Value::Null,
+impl Builder {
+    /// Takes one event; the document's value at the end of the stream.
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<Option<Value>, String> {
+        let line = span.start.line();
+        match event {
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err(format!(
+                        "line {line}: only one YAML document is read; remove '---'"
+                    ));
                 }
-            } else {
-                inline(rest, line.number)?
-            };
-            if map.contains_key(&key) {
-                return Err(format!("line {}: '{key}' is given twice", line.number));
             }
-            map.insert(key, value);
-        }
-        Ok(Value::Object(map))
-    }
-
-    fn sequence(&mut self, indent: usize) -> Result<Value, String> {
-        let mut items = Vec::new();
-        while let Some(line) = self.lines.get(self.at) {
-            if line.indent < indent || (line.indent == indent && !is_item(line.body)) {
-                break;
+            Event::StreamEnd => return Ok(Some(self.done.take().unwrap_or(Value::Null))),
+            Event::Alias(_) => return Err(refused(line, '*')),
+            Event::Scalar(_, _, anchor, tag)
+            | Event::SequenceStart(anchor, tag)
+            | Event::MappingStart(anchor, tag)
+                if anchor != 0 || tag.is_some() =>
+            {
+                return Err(refused(line, if anchor != 0 { '&' } else { '!' }));
             }
-            if line.indent > indent {
-                return Err(format!(
-                    "line {}: unexpected indentation or content",
-                    line.number
-                ));
-            }
-            let rest = line.body[1..].trim();
-            if rest.is_empty() || split_key(rest).is_some() {
-                return Err(format!(
-                    "line {}: lists of mappings are not read here; write the item on one line, e.g. '- {{a: 1}}', or use JSON",
-                    line.number
-                ));
-            }
-            items.push(inline(rest, line.number)?);
-            self.at += 1;
-        }
-        Ok(Value::Array(items))
-    }
-}
-
-/// Cuts ` # comment` (outside quotes) off a line.
-fn strip_comment(line: &str) -> &str {
-    let mut quote: Option<char> = None;
-    let mut prev_space = true;
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' && prev_space => return &line[..i],
-            None => {}
-        }
-        prev_space = c == ' ' || c == '\t';
-    }
-    line
-}
-
-/// Splits `key: rest` at the first `:` followed by a space or the end, outside quotes
-/// and brackets. `None` when the text is not a mapping entry.
-fn split_key(body: &str) -> Option<(&str, &str)> {
-    let mut quote: Option<char> = None;
-    let mut depth = 0usize;
-    let bytes = body.as_bytes();
-    for (i, c) in body.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None => match c {
-                '"' | '\'' if i == 0 => quote = Some(c),
-                '{' | '[' if i == 0 || depth > 0 => depth += 1,
-                '}' | ']' if depth > 0 => depth -= 1,
-                ':' if depth == 0 => {
-                    let next = bytes.get(i + 1);
-                    if next.is_none() || next == Some(&b' ') {
-                        let key = body[..i].trim();
-                        return (!key.is_empty()).then(|| (key, body[i + 1..].trim()));
-                    }
-                }
-                _ => {}
-            },
-        }
-    }
-    None
-}
-
-/// A key's text: quoted or plain.
-fn scalar_text(text: &str, line: usize) -> Result<String, String> {
-    let mut flow = Flow {
-        chars: text.chars().collect(),
-        at: 0,
-        line,
-        depth: 0,
-    };
-    let value = flow.scalar(&[])?;
-    flow.skip_spaces();
-    if flow.at != flow.chars.len() {
-        return Err(format!("line {line}: cannot read '{text}'"));
-    }
-    Ok(match value {
-        Value::String(s) => s,
-        Value::Null => String::new(),
-        other => other.to_string(),
-    })
-}
-
-/// A value written on one line: a flow collection or a scalar.
-fn inline(text: &str, line: usize) -> Result<Value, String> {
-    if let Some(c) = text.chars().next()
-        && matches!(c, '&' | '*' | '!' | '|' | '>' | '%' | '@' | '`')
-    {
-        return Err(format!(
-            "line {line}: '{c}' (anchors, aliases, tags, block scalars) is not read here; use plain values or JSON"
-        ));
-    }
-    let mut flow = Flow {
-        chars: text.chars().collect(),
-        at: 0,
-        line,
-        depth: 0,
-    };
-    let value = flow.value(&[])?;
-    flow.skip_spaces();
-    if flow.at != flow.chars.len() {
-        return Err(format!(
-            "line {line}: unexpected text after the value in '{text}'"
-        ));
-    }
-    Ok(value)
-}
-
-struct Flow {
-    chars: Vec<char>,
-    at: usize,
-    line: usize,
-    /// Flow collections entered.
-    depth: usize,
-}
-
-impl Flow {
-    fn peek(&self) -> Option<char> {
-        self.chars.get(self.at).copied()
-    }
-
-    fn skip_spaces(&mut self) {
-        while self.peek() == Some(' ') {
-            self.at += 1;
-        }
-    }
-
-    fn err(&self, what: &str) -> String {
-        format!("line {}: {what}", self.line)
-    }
-
-    fn value(&mut self, stops: &[char]) -> Result<Value, String> {
-        self.skip_spaces();
-        let open = self.peek();
-        if !matches!(open, Some('{' | '[')) {
-            return self.scalar(stops);
-        }
-        if self.depth >= MAX_DEPTH {
-            return Err(too_deep(self.line));
-        }
-        self.depth += 1;
-        let value = if open == Some('{') {
-            self.map()
-        } else {
-            self.list()
-        };
-        self.depth -= 1;
-        value
-    }
-
-    fn map(&mut self) -> Result<Value, String> {
-        self.at += 1;
-        let mut map = Map::new();
-        loop {
-            self.skip_spaces();
-            if self.peek() == Some('}') {
-                self.at += 1;
-                return Ok(Value::Object(map));
-            }
-            let key = match self.scalar(&[':', ',', '}'])? {
-                Value::String(s) => s,
-                other => other.to_string(),
-            };
-            self.skip_spaces();
-            if self.peek() != Some(':') {
-                return Err(self.err(&format!("expected ':' after '{key}' in a flow mapping")));
-            }
-            self.at += 1;
-            let value = self.value(&[',', '}'])?;
-            if map.insert(key.clone(), value).is_some() {
-                return Err(self.err(&format!("'{key}' is given twice")));
-            }
-            self.skip_spaces();
-            match self.peek() {
-                Some(',') => self.at += 1,
-                Some('}') => {}
-                _ => return Err(self.err("expected ',' or '}' in a flow mapping")),
-            }
-        }
-    }
-
-    fn list(&mut self) -> Result<Value, String> {
-        self.at += 1;
-        let mut items = Vec::new();
-        loop {
-            self.skip_spaces();
-            if self.peek() == Some(']') {
-                self.at += 1;
-                return Ok(Value::Array(items));
-            }
-            items.push(self.value(&[',', ']'])?);
-            self.skip_spaces();
-            match self.peek() {
-                Some(',') => self.at += 1,
-                Some(']') => {}
-                _ => return Err(self.err("expected ',' or ']' in a flow sequence")),
-            }
-        }
-    }
-
-    /// A quoted scalar, or a plain one up to one of `stops` (in a flow collection a `:`
-    /// stop only counts before a space, so `hf://x` stays one scalar).
-    fn scalar(&mut self, stops: &[char]) -> Result<Value, String> {
-        self.skip_spaces();
-        match self.peek() {
-            Some('"') => self.double_quoted().map(Value::String),
-            Some('\'') => self.single_quoted().map(Value::String),
-            None => Ok(Value::Null),
-            Some(_) => {
-                let start = self.at;
-                while let Some(c) = self.peek() {
-                    let stop = if c == ':' {
-                        stops.contains(&':')
-                            && matches!(self.chars.get(self.at + 1), None | Some(' '))
-                    } else {
-                        stops.contains(&c)
-                    };
-                    if stop {
-                        break;
-                    }
-                    self.at += 1;
-                }
-                let text: String = self.chars[start..self.at].iter().collect();
-                Ok(plain(text.trim()))
-            }
-        }
-    }
-
-    fn double_quoted(&mut self) -> Result<String, String> {
-        self.at += 1;
-        let mut out = String::new();
-        while let Some(c) = self.peek() {
-            self.at += 1;
-            match c {
-                '"' => return Ok(out),
-                '\\' => {
-                    let escaped = self.peek().ok_or_else(|| self.err("unfinished escape"))?;
-                    self.at += 1;
-                    out.push(match escaped {
-                        'n' => '\n',
-                        't' => '\t',
-                        '"' => '"',
-                        '\\' => '\\',
-                        '/' => '/',
-                        other => {
-                            return Err(self.err(&format!("escape '\\{other}' is not read here")));
-                        }
-                    });
-                }
-                other => out.push(other),
-            }
-        }
-        Err(self.err("a double-quoted string is not closed on its line"))
-    }
-
-    fn single_quoted(&mut self) -> Result<String, String> {
-        self.at += 1;
-        let mut out = String::new();
-        while let Some(c) = self.peek() {
-            self.at += 1;
-            if c == '\'' {
-                if self.peek() == Some('\'') {
-                    self.at += 1;
-                    out.push('\'');
+            Event::Scalar(text, style, ..) => {
+                if let Some(Open::Mapping(_, key @ None)) = self.open.last_mut() {
+                    *key = Some((key_text(&text, style), line));
                 } else {
-                    return Ok(out);
+                    let value = match style {
+                        ScalarStyle::Plain => plain(&text),
+                        _ => Value::String(text.into_owned()),
+                    };
+                    self.add(value)?;
                 }
-            } else {
-                out.push(c);
             }
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                if let Some(Open::Mapping(_, None)) = self.open.last() {
+                    return Err(format!(
+                        "line {line}: a key must be a single value, not a list or a mapping"
+                    ));
+                }
+                if self.open.len() >= MAX_DEPTH {
+                    return Err(too_deep(line));
+                }
+                self.open
+                    .push(if matches!(event, Event::SequenceStart(..)) {
+                        Open::Sequence(Vec::new())
+                    } else {
+                        Open::Mapping(Map::new(), None)
+                    });
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let value = match self.open.pop() {
+                    Some(Open::Sequence(items)) => Value::Array(items),
+                    Some(Open::Mapping(map, _)) => Value::Object(map),
+                    None => return Err(format!("line {line}: unexpected end of a collection")),
+                };
+                self.add(value)?;
+            }
+            Event::Nothing | Event::StreamStart | Event::DocumentEnd => {}
         }
-        Err(self.err("a single-quoted string is not closed on its line"))
+        Ok(None)
+    }
+
+    /// Puts a complete value where it belongs: under the pending key, at the end of the
+    /// sequence, or as the document.
+    fn add(&mut self, value: Value) -> Result<(), String> {
+        match self.open.last_mut() {
+            Some(Open::Sequence(items)) => items.push(value),
+            Some(Open::Mapping(map, key)) => {
+                let (key, line) = key.take().ok_or("a mapping value without a key")?;
+                if map.contains_key(&key) {
+                    return Err(format!("line {line}: '{key}' is given twice"));
+                }
+                map.insert(key, value);
+            }
+            None => self.done = Some(value),
+        }
+        Ok(())
+    }
+}
+
+/// A key's text: as written, but a plain `~`/`null` is the empty key and plain numbers
+/// and booleans are written the way JSON writes them.
+fn key_text(text: &str, style: ScalarStyle) -> String {
+    match style {
+        ScalarStyle::Plain => match plain(text) {
+            Value::String(s) => s,
+            Value::Null => String::new(),
+            other => other.to_string(),
+        },
+        _ => text.to_string(),
     }
 }
 
@@ -508,30 +255,64 @@ empty:
         assert_eq!(parse("# nothing\n---\n").unwrap(), Value::Null);
     }
 
+    #[test]
+    fn block_scalars_lists_of_mappings_and_multi_line_values_are_read() {
+        assert_eq!(
+            parse("a: |\n  two\n  lines\nb: >\n  one\n  line\nc:\n  - d: 1\n    e: x\nf: \"over\n  lines\"\n")
+                .unwrap(),
+            json!({"a": "two\nlines\n", "b": "one line\n", "c": [{"d": 1, "e": "x"}], "f": "over lines"})
+        );
+        // a document that is not a mapping is a value; the registry refuses it
+        assert_eq!(parse("just text\n").unwrap(), json!("just text"));
+        assert_eq!(parse("- a\n").unwrap(), json!(["a"]));
+    }
+
     #[rstest]
-    #[case::tab("a:\n\tb: 1\n", "line 2: tabs cannot indent YAML; use spaces")]
     #[case::anchor(
         "a: &x 1\n",
-        "line 1: '&' (anchors, aliases, tags, block scalars) is not read here; use plain values or JSON"
+        "line 1: '&' (anchors, aliases, tags) is not read here; use plain values or JSON"
     )]
-    #[case::block_scalar(
-        "a: |\n  text\n",
-        "line 1: '|' (anchors, aliases, tags, block scalars) is not read here; use plain values or JSON"
+    #[case::alias_without_anchor(
+        "a: 1\nb: *x\n",
+        "line 2: while parsing node, found unknown anchor"
+    )]
+    #[case::tag(
+        "a: !!str 1\n",
+        "line 1: '!' (anchors, aliases, tags) is not read here; use plain values or JSON"
     )]
     #[case::two_documents(
         "a: 1\n---\nb: 2\n",
         "line 2: only one YAML document is read; remove '---'"
     )]
     #[case::duplicate("a: 1\na: 2\n", "line 2: 'a' is given twice")]
-    #[case::bad_indent("a:\n    b: 1\n  c: 2\n", "line 3: unexpected indentation or content")]
-    #[case::not_a_mapping("just text\n", "line 1: expected 'key: value', got 'just text'")]
-    #[case::list_of_maps(
-        "a:\n  - b: 1\n",
-        "line 2: lists of mappings are not read here; write the item on one line, e.g. '- {a: 1}', or use JSON"
+    #[case::duplicate_in_flow("a: {b: 1, b: 2}\n", "line 1: 'b' is given twice")]
+    #[case::complex_key(
+        "[a]: 1\n",
+        "line 1: a key must be a single value, not a list or a mapping"
+    )]
+    // YAML errors, as saphyr-parser words them
+    #[case::tab(
+        "a:\n\tb: 1\n",
+        "line 2: tabs disallowed within this context (block indentation)"
+    )]
+    #[case::bad_indent(
+        "a:\n    b: 1\n  c: 2\n",
+        "line 3: while parsing a block mapping, did not find expected key"
     )]
     #[case::unclosed_flow("a: {b: 1\n", "line 1: expected ',' or '}' in a flow mapping")]
-    #[case::unclosed_quote("a: \"x\n", "line 1: a double-quoted string is not closed on its line")]
-    #[case::trailing("a: [1] x\n", "line 1: unexpected text after the value in '[1] x'")]
+    #[case::unclosed_flow_sequence("a: [1\n\n", "line 1: expected ',' or ']' in a flow sequence")]
+    #[case::missing_comma(
+        "a: {b: 1,\n  c: 2\n  d: 3}\n",
+        "line 3: expected ',' or '}' in a flow mapping"
+    )]
+    #[case::unclosed_quote(
+        "a: \"x\n",
+        "line 1: while scanning a quoted scalar, found unexpected end of stream"
+    )]
+    #[case::trailing(
+        "a: [1] x\n",
+        "line 1: while parsing a block mapping, did not find expected key"
+    )]
     fn unsupported_or_broken_yaml_names_the_line(#[case] text: &str, #[case] message: &str) {
         assert_eq!(parse(text).unwrap_err(), message);
     }
@@ -545,6 +326,7 @@ empty:
         assert_eq!(parse(&deep("[", "]", 100_000)).unwrap_err(), message);
         assert_eq!(parse(&deep("{a: ", "}", 100_000)).unwrap_err(), message);
         assert!(parse(&deep("[", "]", 31)).is_ok());
+        assert_eq!(parse(&deep("[", "]", 32)).unwrap_err(), message);
         let block: String = (0..40)
             .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
             .collect();
