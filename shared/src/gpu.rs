@@ -793,4 +793,42 @@ mod tests {
         let c = GpuCounts::from([("a".to_string(), 2), ("b".to_string(), 1)]);
         assert_eq!(describe(&scale(&c, 3)), "a: 6, b: 3");
     }
+
+    /// HAMi's sizing resources are MiB and percent, never GPUs, even under a wildcard that
+    /// matches them (`extraGpuResources: ["nvidia.com/*"]`): the pod holds its one vGPU,
+    /// and the share says how much of a device that is.
+    #[test]
+    fn hami_memory_is_never_counted_as_gpus() {
+        let names = GpuResources::new(&["nvidia.com/*"]);
+        let pod = spec(
+            json!({"containers": [{"name": "vllm", "resources": {"limits": {
+            "nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000",
+            "nvidia.com/gpumem-percentage": "50", "nvidia.com/gpucores": "30"}}}]}),
+        );
+        let counted = pod_gpus(&pod, &names);
+        assert_eq!(
+            counted.effective,
+            GpuCounts::from([("nvidia.com/gpu".to_string(), 1)])
+        );
+        assert!(counted.problems.is_empty(), "{:?}", counted.problems);
+        let with_share = spec_gpus(&pod, &ObjectMeta::default(), &names, &ClaimBook::default());
+        assert_eq!(with_share.effective, counted.effective);
+        assert_eq!(
+            with_share.share.map(|s| s.to_string()).as_deref(),
+            Some("3000 MiB of one GPU through HAMi")
+        );
+        // A wildcard still counts the other names under it.
+        assert!(names.is_gpu("nvidia.com/gpu.shared") && names.is_gpu("nvidia.com/future-gpu"));
+        for share in [
+            "nvidia.com/gpumem",
+            "nvidia.com/gpumem-percentage",
+            "nvidia.com/gpucores",
+        ] {
+            assert!(!names.is_gpu(share), "{share}");
+        }
+        // With HAMi recognition off, the wildcard is taken at its word (the settings' choice).
+        let mut off = FractionalSettings::default();
+        off.hami.enabled = false;
+        assert!(names.with_fractional(&off).is_gpu("nvidia.com/gpumem"));
+    }
 }
