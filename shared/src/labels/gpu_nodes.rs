@@ -36,7 +36,7 @@ fn describe_toleration(index: usize, t: &Toleration) -> String {
 }
 
 /// `nvidia.com/gpu`, `nvidia.com/gpu=present:NoSchedule`.
-fn describe_taint(t: &TaintPattern) -> String {
+pub fn describe_taint(t: &TaintPattern) -> String {
     let mut s = t.key.clone();
     if let Some(v) = &t.value {
         s.push('=');
@@ -49,39 +49,67 @@ fn describe_taint(t: &TaintPattern) -> String {
     s
 }
 
+/// How a pod (template) reaches GPU nodes: the GPU taints (of `gpuTaints`) it tolerates
+/// and the GPU node labels (of `gpuNodeLabelKeys`) it selects, in settings order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GpuNodeTargets<'s> {
+    pub tolerated: Vec<TaintPattern>,
+    pub selected: Vec<&'s str>,
+}
+
+impl GpuNodeTargets<'_> {
+    /// True when the pod tolerates a GPU taint or selects GPU nodes.
+    pub fn any(&self) -> bool {
+        !self.tolerated.is_empty() || !self.selected.is_empty()
+    }
+}
+
+/// The GPU taints `spec` tolerates and the GPU node labels it selects. The GPU-node rule
+/// below and the device-access rules ([`super::devices`]) both read GPU nodes this way.
+pub fn targets<'s>(spec: &PodSpec, settings: &'s Settings) -> GpuNodeTargets<'s> {
+    GpuNodeTargets {
+        tolerated: settings
+            .gpu_taints
+            .iter()
+            .map(|t| t.pattern())
+            .filter(|p| spec.tolerations.iter().any(|t| tolerates(t, p)))
+            .collect(),
+        selected: selected_label_keys(spec, &settings.gpu_node_label_keys),
+    }
+}
+
+/// `nodeSelector nvidia.com/gpu.product: NVIDIA-L4`, `required node affinity on nvidia.com/gpu.present`.
+pub fn describe_selector(spec: &PodSpec, key: &str) -> String {
+    match spec.node_selector.get(key) {
+        Some(value) => format!("nodeSelector {key}: {value}"),
+        None => format!("required node affinity on {key}"),
+    }
+}
+
 /// The GPU-node problems of a pod (template) that requests no GPU.
 pub fn check(spec: &PodSpec, subject: Subject, settings: &Settings) -> Vec<Problem> {
     let mut problems = Vec::new();
-    let patterns: Vec<TaintPattern> = settings.gpu_taints.iter().map(|t| t.pattern()).collect();
-
-    let tolerated: Vec<&TaintPattern> = patterns
-        .iter()
-        .filter(|p| spec.tolerations.iter().any(|t| tolerates(t, p)))
-        .collect();
-    if !tolerated.is_empty() {
+    let targets = targets(spec, settings);
+    if !targets.tolerated.is_empty() {
         problems.push(Problem::ToleratesGpuTaint {
             subject,
-            taints: tolerated.iter().map(|p| describe_taint(p)).collect(),
+            taints: targets.tolerated.iter().map(describe_taint).collect(),
             tolerations: spec
                 .tolerations
                 .iter()
                 .enumerate()
-                .filter(|(_, t)| tolerated.iter().any(|p| tolerates(t, p)))
+                .filter(|(_, t)| targets.tolerated.iter().any(|p| tolerates(t, p)))
                 .map(|(i, t)| describe_toleration(i, t))
                 .collect(),
         });
     }
-
-    let selected = selected_label_keys(spec, &settings.gpu_node_label_keys);
-    if !selected.is_empty() {
+    if !targets.selected.is_empty() {
         problems.push(Problem::SelectsGpuNodes {
             subject,
-            selectors: selected
+            selectors: targets
+                .selected
                 .iter()
-                .map(|key| match spec.node_selector.get(*key) {
-                    Some(value) => format!("nodeSelector {key}: {value}"),
-                    None => format!("required node affinity on {key}"),
-                })
+                .map(|key| describe_selector(spec, key))
                 .collect(),
         });
     }
@@ -189,6 +217,24 @@ mod tests {
         assert_eq!(out.len(), 1, "{out:?}");
         assert!(out[0].contains(expected), "{}", out[0]);
         assert!(out[0].ends_with("so remove the selector, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)"));
+    }
+
+    #[test]
+    fn targets_name_the_tolerated_taints_and_selected_labels() {
+        let spec: PodSpec = serde_json::from_value(json!({
+            "tolerations": [{"operator": "Exists"}],
+            "nodeSelector": {"nvidia.com/gpu.present": "true", "zone": "a"}
+        }))
+        .unwrap();
+        let settings = Settings::default();
+        let t = targets(&spec, &settings);
+        assert!(t.any());
+        assert_eq!(
+            t.tolerated.iter().map(describe_taint).collect::<Vec<_>>(),
+            ["nvidia.com/gpu"]
+        );
+        assert_eq!(t.selected, ["nvidia.com/gpu.present"]);
+        assert!(!targets(&PodSpec::default(), &settings).any());
     }
 
     #[test]

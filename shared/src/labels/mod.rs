@@ -23,6 +23,7 @@
 //!    in full against the new object.
 
 pub mod claims;
+pub mod devices;
 pub mod glob;
 pub mod gpu_nodes;
 pub mod hygiene;
@@ -93,8 +94,21 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
 
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
     let findings = findings(&workload, request, settings, &claims);
+    // envFrom on GPU nodes: a warning, on acceptance and denial alike.
+    let warnings = if settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(&workload, request) {
+        Vec::new()
+    } else {
+        let names = settings.gpu_resources();
+        devices::env_from_warnings(&workload, settings, |t| {
+            template_gpus(t, &names, &claims).uses_gpu()
+        })
+    };
+    let with_warnings = |mut verdict: Verdict| {
+        verdict.warnings.extend(warnings.iter().cloned());
+        verdict
+    };
     if findings.is_empty() {
-        return Verdict::accept();
+        return with_warnings(Verdict::accept());
     }
     let message = problems::rejection_message(
         &object_name(&workload.kind, object),
@@ -117,13 +131,14 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         if let Some(more) = problems::more_problems(findings.len()) {
             verdict = verdict.with_warning(more);
         }
-        return verdict;
+        return with_warnings(verdict);
     }
-    Verdict::reject(message)
+    with_warnings(Verdict::reject(message))
 }
 
 /// Every problem of `workload`, in template order: labels, then GPU requests for GPU
-/// templates; GPU-node use for the others.
+/// templates; GPU-node use for the others; then device access ([`devices`]) for every
+/// template (node agents exempt).
 pub fn findings(
     workload: &Workload,
     request: &AdmissionRequest,
@@ -131,8 +146,8 @@ pub fn findings(
     claims: &ClaimBook,
 ) -> Vec<Finding> {
     let names = settings.gpu_resources();
-    let node_rule = settings.deny_non_gpu_pods_on_gpu_nodes
-        && !(settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(workload, request));
+    let node_agent = settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(workload, request);
+    let node_rule = settings.deny_non_gpu_pods_on_gpu_nodes && !node_agent;
     let subject = if workload.is_pod() {
         Subject::Pod
     } else {
@@ -162,6 +177,16 @@ pub fn findings(
             ));
         } else if node_rule {
             problems.extend(gpu_nodes::check(&template.spec, subject, settings));
+        }
+        if !node_agent {
+            problems.extend(devices::check(
+                template,
+                subject,
+                gpus.uses_gpu(),
+                request,
+                workload,
+                settings,
+            ));
         }
         out.extend(problems.into_iter().map(|problem| Finding {
             location: template.location.clone(),

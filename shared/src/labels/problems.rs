@@ -130,6 +130,43 @@ pub enum Problem {
         subject: Subject,
         selectors: Vec<String>,
     },
+    /// `deviceAccess.deviceEnvVars`: a device-runtime variable set to a value that names
+    /// devices (`value` already cut to a quotable length); `resource` is what to request.
+    DeviceEnvVar {
+        who: String,
+        name: String,
+        value: String,
+        resource: String,
+    },
+    /// ... set through `valueFrom` (`source` reads `ConfigMap 'c' key 'k'`).
+    DeviceEnvVarFrom {
+        who: String,
+        name: String,
+        source: String,
+        resource: String,
+    },
+    /// `deviceAccess.privileged`; `reason` reads `requests GPUs`, `tolerates the GPU
+    /// taint nvidia.com/gpu`, `selects GPU nodes with ...`.
+    PrivilegedContainer {
+        who: String,
+        subject: Subject,
+        reason: String,
+    },
+    /// `deviceAccess.deviceHostPaths`: `device` is the configured path the volume
+    /// reaches; `contains` when the volume is a directory above it (`/dev`, `/`).
+    DeviceHostPath {
+        volume: String,
+        path: String,
+        device: String,
+        contains: bool,
+        subject: Subject,
+        reason: String,
+    },
+    /// `deviceAccess.gpuRuntimeClasses`: a GPU runtime on a pod that requests no GPU.
+    GpuRuntimeClass {
+        subject: Subject,
+        class: String,
+    },
     /// `workloadRules`: `label` reads `workload-type: interactive`.
     NoReadinessProbe {
         who: String,
@@ -201,6 +238,8 @@ pub enum Problem {
 
 const REQUEST_A_GPU: &str =
     "or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)";
+
+const TOOLING: &str = "or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts";
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -349,6 +388,52 @@ impl fmt::Display for Problem {
                 f,
                 "the {subject} requests no GPU but selects GPU nodes with {}: GPU nodes are for GPU work, so remove the selector, {REQUEST_A_GPU}",
                 selectors.join(" and ")
+            ),
+            Problem::DeviceEnvVar {
+                who,
+                name,
+                value,
+                resource,
+            } => write!(
+                f,
+                "{who} sets {name}={value}, which makes the container runtime hand it the GPUs that value names, uncounted by any GPU request: remove {name} and request the GPUs as a resource (e.g. {resource}: 1 in resources.limits); the device plugin sets {name} to the GPUs it allocates (only void or none may be written)"
+            ),
+            Problem::DeviceEnvVarFrom {
+                who,
+                name,
+                source,
+                resource,
+            } => write!(
+                f,
+                "{who} sets {name} from {source} (valueFrom), which the policy cannot read at admission and the container runtime obeys: remove {name} and request the GPUs as a resource (e.g. {resource}: 1 in resources.limits); the device plugin sets {name} to the GPUs it allocates"
+            ),
+            Problem::PrivilegedContainer {
+                who,
+                subject,
+                reason,
+            } => write!(
+                f,
+                "{who} is privileged (securityContext.privileged: true) in a {subject} that {reason}: it sees every device of the node, every GPU included, not only the GPUs it requests; remove privileged: true and request the GPUs as a resource, {TOOLING}"
+            ),
+            Problem::DeviceHostPath {
+                volume,
+                path,
+                device,
+                contains,
+                subject,
+                reason,
+            } => write!(
+                f,
+                "volume '{volume}' mounts the host path {path}, {} (deviceAccess.deviceHostPaths: {device}), into a {subject} that {reason}: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, {TOOLING}",
+                if *contains {
+                    "which contains GPU devices"
+                } else {
+                    "a GPU device"
+                }
+            ),
+            Problem::GpuRuntimeClass { subject, class } => write!(
+                f,
+                "the {subject} requests no GPU but sets runtimeClassName: {class}, a GPU runtime (deviceAccess.gpuRuntimeClasses) that can hand it GPUs no request counts: remove runtimeClassName, {REQUEST_A_GPU}"
             ),
             Problem::NoReadinessProbe { who, label } => write!(
                 f,

@@ -1,5 +1,6 @@
 //! Settings of gpu-labels-policy, their defaults and their validation.
 
+pub use super::devices::DeviceAccess;
 use super::glob::validate_pattern;
 pub use super::lifecycle::WorkloadRules;
 use crate::admission::ValidateSettings;
@@ -181,6 +182,10 @@ pub struct Settings {
     pub dra: DraSettings,
     /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
     pub fractional_gpus: FractionalSettings,
+    /// How pods may reach GPUs other than by requesting them: device-runtime variables,
+    /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
+    /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
+    pub device_access: DeviceAccess,
 }
 
 impl Settings {
@@ -220,6 +225,7 @@ impl Default for Settings {
             workload_rules: WorkloadRules::default(),
             dra: DraSettings::default(),
             fractional_gpus: FractionalSettings::default(),
+            device_access: DeviceAccess::default(),
         }
     }
 }
@@ -284,6 +290,7 @@ impl ValidateSettings for Settings {
         self.workload_rules.validate(allowed)?;
         self.dra.validate("dra")?;
         self.fractional_gpus.validate("fractionalGpus")?;
+        self.device_access.validate("deviceAccess")?;
         Ok(())
     }
 }
@@ -354,6 +361,14 @@ mod tests {
                 "hami": {"enabled": false, "memoryResource": "nvidia.com/gpumem",
                          "memoryPercentageResource": "nvidia.com/gpumem-percentage",
                          "coresResource": "nvidia.com/gpucores"}
+            },
+            "deviceAccess": {
+                "deviceEnvVars": {"enabled": true, "names": ["NVIDIA_VISIBLE_DEVICES"]},
+                "privileged": {"enabled": true, "allowNamespaces": ["gpu-tools"],
+                               "allowServiceAccounts": ["monitoring:dcgm-exporter"]},
+                "deviceHostPaths": {"enabled": true, "paths": ["/dev/nvidia"]},
+                "gpuRuntimeClasses": {"enabled": false, "names": []},
+                "warnOnEnvFrom": false
             }
         });
         let s = parse(v.clone()).unwrap();
@@ -416,6 +431,7 @@ mod tests {
     #[case::bad_resource(json!({"extraGpuResources": ["tpu"]}), "extraGpuResources[0]: ")]
     #[case::bad_custom_kind(json!({"customKinds": [{"group": "", "kind": "X", "templates": []}]}), "customKinds[0].group: ")]
     #[case::exempt_everything(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]: ")]
+    #[case::device_access(json!({"deviceAccess": {"deviceHostPaths": {"paths": ["/"]}}}), "deviceAccess.deviceHostPaths.paths[0]: ")]
     fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
         let err = parse(v).unwrap_err();
         assert!(err.starts_with(prefix), "{err}");
