@@ -2,7 +2,11 @@
 //! objects. (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
+use gpu_rules::admission::AdmissionRequest;
+use gpu_rules::cluster::NoCluster;
 use gpu_rules::gpu::{GpuResources, pod_gpus};
+use gpu_rules::labels::devices::{DeviceAccess, device_mount, normalize};
+use gpu_rules::labels::{Settings as LabelSettings, evaluate as labels_evaluate};
 use gpu_rules::podspec::PodSpec;
 use gpu_rules::quantity::Quantity;
 use gpu_rules::workload::{Workload, presets};
@@ -178,4 +182,84 @@ proptest! {
             let _ = w.pods();
         }
     }
+
+    // gpu-labels-policy device access (deviceAccess).
+
+    #[test]
+    fn a_device_variable_passes_only_when_it_exposes_nothing(
+        value in prop_oneof![
+            Just(String::new()), Just("void".to_string()), Just("none".to_string()),
+            Just("all".to_string()), "[0-9,]{1,8}", "GPU-[0-9a-f-]{8,36}", ".{0,40}",
+        ],
+        name in prop::sample::select(vec!["NVIDIA_VISIBLE_DEVICES", "AMD_VISIBLE_DEVICES", "HABANA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"]),
+        gpus in 0u32..3,
+    ) {
+        let mut limits = json!({"cpu": "1", "memory": "1Gi"});
+        if gpus > 0 {
+            limits["nvidia.com/gpu"] = json!(gpus.to_string());
+        }
+        let spec = json!({"containers": [{"name": "c", "resources": {"limits": limits},
+            "env": [{"name": name, "value": value}]}]});
+        let v = labels_evaluate(&labelled_pod(spec), &LabelSettings::default(), &NoCluster);
+        let exposes = name != "CUDA_VISIBLE_DEVICES" && !["", "void", "none"].contains(&value.as_str());
+        prop_assert_eq!(v.allowed, !exposes, "{} {:?}", value, v.message);
+    }
+
+    #[test]
+    fn host_paths_are_judged_as_the_node_resolves_them(
+        segments in prop::collection::vec(prop::sample::select(vec!["dev", "nvidia0", "dri", "var", ".", "..", "", "kfd", "log"]), 0..8),
+    ) {
+        let path = format!("/{}", segments.join("/"));
+        let devices = DeviceAccess::default().device_host_paths.paths;
+        let normal = normalize(&path);
+        prop_assert_eq!(normalize(&normal), normal.clone());
+        prop_assert!(!normal.contains("//") && !normal.split('/').any(|s| s == "." || s == ".."));
+        prop_assert_eq!(device_mount(&path, &devices), device_mount(&normal, &devices));
+        // Every spelling of a path that starts with a device path is denied.
+        if devices.iter().any(|d| normal.starts_with(d.as_str())) {
+            prop_assert!(device_mount(&path, &devices).is_some());
+        }
+    }
+
+    #[test]
+    fn the_labels_rules_never_panic_on_device_fields(
+        env in any_json(), env_from in any_json(), volumes in any_json(), security in any_json(),
+        runtime in prop::option::of("[a-z-]{0,12}"), tolerate in any::<bool>(),
+    ) {
+        let mut spec = json!({"containers": [{"name": "c", "env": env, "envFrom": env_from, "securityContext": security}],
+            "volumes": volumes});
+        if let Some(r) = runtime {
+            spec["runtimeClassName"] = json!(r);
+        }
+        if tolerate {
+            spec["tolerations"] = json!([{"operator": "Exists"}]);
+        }
+        let v = labels_evaluate(&labelled_pod(spec), &LabelSettings::default(), &NoCluster);
+        prop_assert!(v.warnings.len() <= 11);
+        prop_assert!(v.allowed || v.message.is_some());
+    }
+
+    #[test]
+    fn device_access_settings_round_trip_or_name_the_field(block in any_json()) {
+        match DeviceAccess::from_json(&block) {
+            Ok(d) => {
+                let again = DeviceAccess::from_json(&serde_json::to_value(&d).unwrap()).unwrap();
+                prop_assert_eq!(again, d);
+            }
+            Err(e) => prop_assert!(!e.is_empty()),
+        }
+    }
+}
+
+/// A labelled Pod in namespace `ml`, created by alice.
+fn labelled_pod(spec: Value) -> AdmissionRequest {
+    serde_json::from_value(json!({
+        "uid": "u", "operation": "CREATE", "namespace": "ml",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "userInfo": {"username": "alice"},
+        "object": {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": "p", "namespace": "ml", "labels": {"workload-type": "batch", "team": "ml"}},
+                   "spec": spec}
+    }))
+    .unwrap()
 }
