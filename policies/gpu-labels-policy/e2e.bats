@@ -240,3 +240,62 @@ says() { [[ "$output" == *"$1"* ]]; }
   [ "$status" -ne 0 ]
   says "workloadRules.readinessProbe.workloadTypes[0]: 'serving' is not a value the workload-type label may take"
 }
+
+@test "device variables are denied with or without a GPU request; narrowing ones pass" {
+  run_policy pod_gpu_visible_devices_all.json
+  denied
+  says "container 'vllm' sets NVIDIA_VISIBLE_DEVICES=all, which makes the container runtime hand it the GPUs that value names"
+  run_policy pod_no_gpu_visible_devices.json
+  denied
+  says "container 'worker' sets NVIDIA_VISIBLE_DEVICES=0,1"
+  run_policy pod_gpu_cuda_visible_devices.json
+  allowed
+}
+
+@test "privileged and device hostPath on GPU nodes are denied; GPU tooling is allow-listed" {
+  run_policy pod_gpu_privileged.json
+  denied
+  says "container 'dcgm' is privileged (securityContext.privileged: true) in a pod that requests GPUs"
+  run_policy pod_gpu_privileged.json settings_device_tooling.yml
+  allowed
+  run_policy pod_tolerates_gpu_host_path_nvidia0.json
+  denied
+  says "volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
+}
+
+@test "a GPU runtime class without a GPU is denied" {
+  run_policy pod_no_gpu_runtime_class_nvidia.json
+  denied
+  says "the pod requests no GPU but sets runtimeClassName: nvidia"
+}
+
+@test "envFrom on a GPU pod is allowed with a warning" {
+  run_policy pod_gpu_env_from.json
+  allowed
+  says "container 'vllm' takes variables from ConfigMap 'vllm-settings' (envFrom), which the GPU admission policy cannot read"
+}
+
+@test "a GPU Operator-like DaemonSet is a node agent" {
+  run_policy daemonset_gpu_operator_like.json
+  allowed
+  run_policy daemonset_gpu_operator_like.json settings_strict_daemonsets.yml
+  denied
+  says "(6 problems)"
+}
+
+@test "KAI Scheduler's fractional pod: accepted with labels and what KAI writes, a GPU pod without labels, the spoofed form denied" {
+  run_policy pod_kai_gpu_sharing_labelled.json
+  allowed
+  run_policy pod_kai_gpu_sharing_unlabelled.json
+  denied
+  says "1) label 'workload-type' is missing (GPU pods must carry it)"
+  run_policy pod_kai_spoofed_visible_devices.json
+  denied
+  says "sets NVIDIA_VISIBLE_DEVICES from ConfigMap 'gpu-sharing-bq7kx2z-shared-gpu-0' key 'NVIDIA_VISIBLE_DEVICES' (valueFrom)"
+}
+
+@test "invalid deviceAccess settings name the field" {
+  run kwctl run --request-path "$DATA/pod_gpu_labelled.json" --settings-path "$DATA/settings_invalid_device_access.yml" "$POLICY"
+  [ "$status" -ne 0 ]
+  says "deviceAccess.deviceHostPaths.paths[1]: '/dev/dri/' is not an absolute path"
+}

@@ -165,19 +165,57 @@ fn readme_and_questions_cover_every_setting() {
         .iter()
         .map(|q| q["variable"].as_str().unwrap())
         .collect();
+    // A nested setting is asked field by field (`deviceAccess.privileged.enabled`).
+    let top = |v: &str| v.split('.').next().unwrap_or(v).to_string();
     let names = setting_names();
-    assert_eq!(names.len(), 14);
+    assert!(names.len() >= 16, "{names:?}");
     for name in &names {
         assert!(
             readme.contains(&format!("| `{name}` |")),
             "README settings table lacks {name}"
         );
         assert!(
-            variables.contains(&name.as_str()),
+            variables.iter().any(|v| top(v) == *name),
             "questions-ui lacks {name}"
         );
     }
-    assert_eq!(variables.len(), names.len());
+    for v in &variables {
+        assert!(
+            names.contains(&top(v)),
+            "questions-ui asks for {v}, which is no setting"
+        );
+    }
+    // Every field of the nested blocks is a question and a README row.
+    let all = serde_json::to_value(Settings::default()).unwrap();
+    for block in ["deviceAccess", "fractionalGpus"] {
+        for leaf in leaves(block, &all[block]) {
+            assert!(
+                variables.contains(&leaf.as_str()),
+                "questions-ui lacks {leaf}"
+            );
+            let row = leaf.split_once('.').map_or(leaf.as_str(), |(_, r)| r);
+            let row = if block == "fractionalGpus" {
+                leaf.as_str()
+            } else {
+                row
+            };
+            assert!(
+                readme.contains(&format!("| `{row}` |")),
+                "README lacks the row {row}"
+            );
+        }
+    }
+}
+
+/// `block.a.b` for every non-object value under `value`.
+fn leaves(prefix: &str, value: &Value) -> Vec<String> {
+    match value.as_object() {
+        Some(map) => map
+            .iter()
+            .flat_map(|(k, v)| leaves(&format!("{prefix}.{k}"), v))
+            .collect(),
+        None => vec![prefix.to_string()],
+    }
 }
 
 #[test]
