@@ -298,16 +298,33 @@ pub struct DeviceClaim {
 }
 
 /// One device request: `exactly` (v1), the same fields inline (v1beta1), or alternatives.
+/// (Written out rather than `#[serde(flatten)]`, which buffers every field and costs the
+/// modules tens of KiB.)
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DeviceRequest {
     #[serde(deserialize_with = "null_as_default")]
     pub name: String,
     pub exactly: Option<ExactRequest>,
-    #[serde(flatten)]
-    pub inline: ExactRequest,
+    pub device_class_name: Option<String>,
+    pub allocation_mode: Option<String>,
+    pub count: Option<i64>,
+    #[serde(deserialize_with = "null_as_default")]
+    pub selectors: Vec<Selector>,
     #[serde(deserialize_with = "null_as_default")]
     pub first_available: Vec<ExactRequest>,
+}
+
+impl DeviceRequest {
+    /// The request's own device class and count: `exactly`, or the v1beta1 fields.
+    fn exact(&self) -> ExactRequest {
+        self.exactly.clone().unwrap_or_else(|| ExactRequest {
+            device_class_name: self.device_class_name.clone(),
+            allocation_mode: self.allocation_mode.clone(),
+            count: self.count,
+            selectors: self.selectors.clone(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -369,7 +386,7 @@ pub fn count(devices: &DeviceClaim, settings: &DraSettings) -> Result<ClaimGpus,
         } else {
             request.name.as_str()
         };
-        let exact = request.exactly.as_ref().unwrap_or(&request.inline);
+        let exact = request.exact();
         if !request.first_available.is_empty() {
             if request.first_available.len() > MAX_ALTERNATIVES {
                 return Err(format!(
@@ -394,7 +411,7 @@ pub fn count(devices: &DeviceClaim, settings: &DraSettings) -> Result<ClaimGpus,
             }
             crate::gpu::add_into(&mut out.gpus, &most);
         } else {
-            let one = request_gpus(exact, name, settings, &mut out.products)?;
+            let one = request_gpus(&exact, name, settings, &mut out.products)?;
             crate::gpu::add_into(&mut out.gpus, &one);
         }
     }
