@@ -17,6 +17,7 @@
 pub mod change;
 pub mod conflicts;
 pub mod constraint;
+pub mod lending;
 pub mod overlap;
 pub mod settings;
 

@@ -38,6 +38,9 @@ pub struct Settings {
     pub dra: crate::dra::DraSettings,
     /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
     pub fractional_gpus: crate::fractional::FractionalSettings,
+    /// Named time windows that pools' `lendTo` refer to.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub schedules: crate::schedule::Schedules,
 }
 
 impl Settings {
@@ -59,6 +62,7 @@ impl Default for Settings {
             exempt_namespaces: NamespaceList::default(),
             dra: Default::default(),
             fractional_gpus: Default::default(),
+            schedules: Default::default(),
         }
     }
 }
@@ -85,6 +89,26 @@ pub struct Pool {
     pub allowed_priority_classes: Option<Vec<String>>,
     /// Node selector requirements merged into every required node affinity term.
     pub required_node_affinity: Vec<NodeRequirement>,
+    /// Other pools whose workloads this pool takes inside a time window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lend_to: Vec<Lend>,
+    /// The priority class guests from other pools run with here (so this pool's own
+    /// workloads preempt them when the window closes); unset: the guest's own pool's.
+    #[serde(
+        deserialize_with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub guest_priority_class_name: Option<String>,
+}
+
+/// `lendTo` entry: the workloads of `pool` created while `window` is open are routed
+/// to the lending pool's nodes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct Lend {
+    pub pool: String,
+    /// A name in `schedules`.
+    pub window: String,
 }
 
 /// Values that have an empty form (`""`, `[]`) read as unset: forms such as Rancher's
@@ -283,6 +307,39 @@ impl ValidateSettings for Settings {
                 "defaultPool: '{default}' names no pool; use one of {} or remove defaultPool (GPU workloads that match no pool are then denied)",
                 names.join(", ")
             ));
+        }
+        let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
+        for (i, pool) in self.pools.iter().enumerate() {
+            for (j, lend) in pool.lend_to.iter().enumerate() {
+                let field = format!("pools[{i}].lendTo[{j}]");
+                if lend.pool == pool.name {
+                    return Err(format!("{field}.pool: a pool cannot lend to itself"));
+                }
+                if self.pool(&lend.pool).is_none() {
+                    return Err(format!("{field}.pool: '{}' names no pool", lend.pool));
+                }
+                if !schedules.contains_key(&lend.window) {
+                    let names: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "{field}.window: '{}' names no schedule; define it under schedules{}",
+                        lend.window,
+                        if names.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (defined: {})", names.join(", "))
+                        }
+                    ));
+                }
+                if pool.lend_to[..j].iter().any(|l| l.pool == lend.pool) {
+                    return Err(format!(
+                        "{field}.pool: pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",
+                        pool.name, lend.pool
+                    ));
+                }
+            }
+            if let Some(pc) = &pool.guest_priority_class_name {
+                validate_object_name(&format!("pools[{i}].guestPriorityClassName"), pc)?;
+            }
         }
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         self.dra.validate("dra")?;
