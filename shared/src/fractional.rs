@@ -36,20 +36,11 @@ pub const MAX_SHARED_DEVICES: u64 = 64;
 
 /// Which GPU-sharing schedulers the policies recognize. Both are on by default: a pod
 /// only matches when it carries the scheduler's own fields.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct FractionalSettings {
     pub kai: KaiSettings,
     pub hami: HamiSettings,
-}
-
-impl Default for FractionalSettings {
-    fn default() -> Self {
-        FractionalSettings {
-            kai: KaiSettings::default(),
-            hami: HamiSettings::default(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -516,3 +516,54 @@ fn generated_cases_cover_every_outcome() {
         "patched {patched}, denied {denied}, unchanged {unchanged} of 400"
     );
 }
+
+/// Settings where the second pool lends to the first during a generated window.
+fn lending_settings() -> impl Strategy<Value = Settings> {
+    (
+        settings(),
+        0u16..24,
+        1u16..24,
+        prop::sample::subsequence(vec!["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], 1..=7),
+    )
+        .prop_filter("two pools", |(s, ..)| s.pools.len() >= 2)
+        .prop_map(|(s, from, length, days)| {
+            let mut v = serde_json::to_value(&s).unwrap();
+            let borrower = v["pools"][0]["name"].clone();
+            v["schedules"] = json!({"w": {"timeZone": "Europe/Berlin", "windows": [{
+                "days": days,
+                "from": format!("{from:02}:00"),
+                "to": format!("{:02}:30", (from + length) % 24)}]}});
+            v["pools"][1]["lendTo"] = json!([{"pool": borrower, "window": "w"}]);
+            v["pools"][1]["guestPriorityClassName"] = json!("guest-low");
+            let s: Settings = serde_json::from_value(v).unwrap();
+            s.validate().unwrap();
+            s
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A workload routed at any time (lent or not) is left alone when it is updated at
+    /// any other time: routing a routed guest is a no-op.
+    #[test]
+    fn routed_guests_stay_put(
+        settings in lending_settings(),
+        object in workload(),
+        namespace in pick(&NAMESPACES),
+        t1 in 1_780_000_000i64..1_800_000_000,
+        t2 in 1_780_000_000i64..1_800_000_000,
+    ) {
+        let at = |r: &AdmissionRequest, t: i64| gpu_rules::routing::evaluate_at(
+            r, &settings, &gpu_rules::cluster::NoCluster, &gpu_rules::clock::FixedClock(t));
+        let first = at(&request("CREATE", namespace, &object, &Value::Null), t1);
+        well_formed(&first)?;
+        if let (true, Some(routed)) = (first.allowed, &first.mutated_object) {
+            let update = at(&request("UPDATE", namespace, routed, routed), t2);
+            prop_assert!(
+                update.allowed && update.mutated_object.is_none(),
+                "UPDATE of the routed object at another time: {:?}\n{:#}", update, routed
+            );
+        }
+    }
+}

@@ -110,3 +110,6 @@ pub fn audit(location: &str, lender: &Pool, own: &Pool, why: &Lent, now: UnixSec
         ),
     }
 }
+
+#[cfg(test)]
+mod tests;

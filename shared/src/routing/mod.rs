@@ -105,6 +105,16 @@ pub struct TemplatePlan {
     /// Where the PodSpec is (`spec.template.spec`).
     pub location: String,
     pub outcome: Outcome,
+    /// Why the template goes to a pool that lends to its own (the audit annotation).
+    pub lent: Option<String>,
+}
+
+/// When a decision is made: the time (lending windows) and whether a template already
+/// on a lending pool stays there ([`lending::keeps_lent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct When {
+    pub now: crate::clock::UnixSeconds,
+    pub keeps_lent: bool,
 }
 
 /// The decisions for every pod template of a workload.
@@ -207,12 +217,14 @@ pub fn plan(
     names: &GpuResources,
     claims: &ClaimBook,
     namespace: &str,
+    when: When,
 ) -> Plan {
     // A bare Pod's priority is resolved by the Priority admission plugin before webhooks
     // run: setting only the class name would leave the pod at the old priority.
     let sets_priority = !workload.is_pod();
     let mut templates = Vec::with_capacity(workload.templates.len());
     for t in &workload.templates {
+        let mut lent = None;
         let uncountable = uncountable_gpus(t, names, claims);
         let outcome = match gpu_resources(t, names, claims) {
             _ if !uncountable.is_empty() => Outcome::Uncountable {
@@ -232,7 +244,17 @@ pub fn plan(
                         .map(|p| format!("pool {} takes {}", p.name, p.describe_membership()))
                         .collect(),
                 }),
-                Some((pool, by_default)) => {
+                Some((own, by_default)) => {
+                    // A pool label naming the template's own pool keeps it there.
+                    let stays_home = t.meta.labels.get(&settings.pool_label_key) == Some(&own.name);
+                    let guest = match lending::lender(settings, own, t, when.keeps_lent, when.now) {
+                        Some((lender, why)) if !stays_home => {
+                            lent = Some(lending::audit(&t.location, lender, own, &why, when.now));
+                            Some(lending::as_guest_pool(lender, own))
+                        }
+                        _ => None,
+                    };
+                    let pool = guest.as_ref().unwrap_or(own);
                     let conflicts = conflicts::find(settings, pool, t, &resources, sets_priority);
                     if conflicts.is_empty() {
                         Outcome::Route {
@@ -253,6 +275,7 @@ pub fn plan(
         templates.push(TemplatePlan {
             location: t.location.clone(),
             outcome,
+            lent,
         });
     }
     Plan { templates }
@@ -339,9 +362,22 @@ fn template_is_immutable(workload: &Workload) -> bool {
 /// bad tolerations must not produce a megabyte of message).
 const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 
-/// Decides one admission request. `cluster` answers the `get_resource` calls that read
-/// the workload's DRA claims (none without claims).
+/// Audit annotation of a template routed to a pool that lends to its own.
+pub const AUDIT_LENT: &str = "lent";
+
+/// Decides one admission request at the host's time. `cluster` answers the
+/// `get_resource` calls that read the workload's DRA claims (none without claims).
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
+}
+
+/// [`evaluate`] at the time `clock` tells (lending windows).
+pub fn evaluate_at(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    clock: &dyn crate::clock::Clock,
+) -> Verdict {
     if !request.creates_or_updates() || request.object.is_null() {
         return Verdict::accept();
     }
@@ -373,7 +409,21 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     };
     let names = settings.gpu_resources();
     let claims = dra::resolve(&workload, &namespace, &settings.dra, cluster);
-    let plan = plan(settings, &workload, &names, &claims, &namespace);
+    let when = When {
+        now: if settings.pools.iter().any(|p| !p.lend_to.is_empty()) {
+            clock.now()
+        } else {
+            0
+        },
+        keeps_lent: lending::keeps_lent(request.is_update(), &workload, object),
+    };
+    let plan = plan(settings, &workload, &names, &claims, &namespace, when);
+    let lent: Vec<&str> = plan
+        .templates
+        .iter()
+        .filter_map(|t| t.lent.as_deref())
+        .collect();
+    let lent_audit = (!lent.is_empty()).then(|| lent.join("; "));
     let kind = format!("{}/{}", workload.kind, workload.meta.name);
 
     if request.is_update()
@@ -436,7 +486,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
 
     let changes: Vec<(usize, &Routing)> = plan.changes().collect();
     if changes.is_empty() {
-        return with_warnings(Verdict::accept(), warnings);
+        return with_lent(with_warnings(Verdict::accept(), warnings), lent_audit);
     }
     if request.is_update()
         && workload.is_pod()
@@ -474,12 +524,22 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
                 .with_code(400);
         }
     }
-    with_warnings(Verdict::mutate(mutated), warnings)
+    with_lent(
+        with_warnings(Verdict::mutate(mutated), warnings),
+        lent_audit,
+    )
 }
 
 fn with_warnings(mut verdict: Verdict, warnings: Vec<String>) -> Verdict {
     verdict.warnings.extend(warnings);
     verdict
+}
+
+fn with_lent(verdict: Verdict, lent: Option<String>) -> Verdict {
+    match lent {
+        Some(text) => verdict.with_audit(AUDIT_LENT, text),
+        None => verdict,
+    }
 }
 
 /// One line per template that is not settled, for warnings.

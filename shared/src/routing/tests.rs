@@ -652,6 +652,10 @@ fn plan_is_data() {
         &GpuResources::new::<&str>(&[]),
         &ClaimBook::default(),
         "team-a",
+        When {
+            now: 0,
+            keeps_lent: false,
+        },
     );
     assert_eq!(p.templates.len(), 1);
     let Outcome::Route {

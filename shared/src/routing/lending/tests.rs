@@ -1,0 +1,185 @@
+//! Lending through the whole policy, at fixed times.
+use super::super::settings::Settings;
+use super::super::{AUDIT_LENT, evaluate_at};
+use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use crate::clock::FixedClock;
+use crate::cluster::NoCluster;
+use serde_json::{Value, json};
+
+// 2026-12-01 is a Tuesday.
+const TUESDAY_NOON: i64 = 1_796_126_400; // 12:00 UTC
+const TUESDAY_NIGHT: i64 = 1_796_162_400; // 22:00 UTC
+
+fn settings() -> Settings {
+    let s: Settings = serde_json::from_value(json!({
+        "schedules": {"off-peak": {"timeZone": "UTC", "windows": [
+            {"days": ["Mon", "Tue", "Wed", "Thu", "Fri"], "from": "20:00", "to": "07:00"}]}},
+        "pools": [
+            {"name": "batch", "selector": {"matchLabels": {"workload-type": "batch"}},
+             "nodeSelector": {"gpu-admission/node-pool": "batch"},
+             "priorityClassName": "batch-low"},
+            {"name": "interactive", "selector": {"matchLabels": {"workload-type": "interactive"}},
+             "nodeSelector": {"gpu-admission/node-pool": "interactive"},
+             "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "interactive", "effect": "NoSchedule"}],
+             "priorityClassName": "interactive-high",
+             "lendTo": [{"pool": "batch", "window": "off-peak"}],
+             "guestPriorityClassName": "interactive-guest"}
+        ]
+    }))
+    .unwrap();
+    s.validate().unwrap();
+    s
+}
+
+fn job(labels: Value) -> Value {
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"},
+           "spec": {"template": {"metadata": {"labels": labels}, "spec": {
+               "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}}})
+}
+
+fn request(operation: &str, object: Value, old: Value) -> AdmissionRequest {
+    serde_json::from_value(json!({
+        "uid": "u", "operation": operation, "namespace": "ml",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "object": object, "oldObject": old
+    }))
+    .unwrap()
+}
+
+fn at(now: i64, r: &AdmissionRequest) -> Verdict {
+    evaluate_at(r, &settings(), &NoCluster, &FixedClock(now))
+}
+
+fn template_of(v: &Verdict) -> Value {
+    v.mutated_object.as_ref().expect("a mutation")["spec"]["template"].clone()
+}
+
+#[test]
+fn off_peak_batch_goes_to_the_lending_pool() {
+    let v = at(
+        TUESDAY_NIGHT,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "batch"})),
+            Value::Null,
+        ),
+    );
+    assert!(v.allowed);
+    let t = template_of(&v);
+    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "interactive");
+    assert_eq!(
+        t["spec"]["nodeSelector"]["gpu-admission/node-pool"],
+        "interactive"
+    );
+    assert_eq!(t["spec"]["tolerations"][0]["value"], "interactive");
+    assert_eq!(t["spec"]["priorityClassName"], "interactive-guest");
+    assert_eq!(
+        v.audit_annotations.get(AUDIT_LENT).map(String::as_str),
+        Some(
+            "spec.template.spec: pool interactive lends its nodes to pool batch during off-peak, open at 2026-12-01T22:00:00Z"
+        )
+    );
+}
+
+#[test]
+fn at_peak_batch_stays_in_its_own_pool() {
+    let v = at(
+        TUESDAY_NOON,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "batch"})),
+            Value::Null,
+        ),
+    );
+    let t = template_of(&v);
+    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "batch");
+    assert_eq!(t["spec"]["priorityClassName"], "batch-low");
+    assert!(!v.audit_annotations.contains_key(AUDIT_LENT));
+}
+
+#[test]
+fn interactive_work_is_never_lent() {
+    let v = at(
+        TUESDAY_NIGHT,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "interactive"})),
+            Value::Null,
+        ),
+    );
+    let t = template_of(&v);
+    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "interactive");
+    assert_eq!(t["spec"]["priorityClassName"], "interactive-high");
+}
+
+#[test]
+fn a_lent_workload_is_left_alone_when_updated_after_the_window() {
+    let lent = template_of(&at(
+        TUESDAY_NIGHT,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "batch"})),
+            Value::Null,
+        ),
+    ));
+    let mut object = job(json!({}));
+    object["spec"]["template"] = lent;
+    let v = at(
+        TUESDAY_NOON,
+        &request("UPDATE", object.clone(), object.clone()),
+    );
+    assert!(v.allowed);
+    assert!(v.mutated_object.is_none(), "idempotent: {v:?}");
+    assert!(v.audit_annotations[AUDIT_LENT].contains("stays on pool interactive"));
+    // Created outside the window, the same template naming the lender is not lent.
+    let v = at(TUESDAY_NOON, &request("CREATE", object, Value::Null));
+    assert!(!v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_pool_label_naming_the_own_pool_opts_out() {
+    let v = at(
+        TUESDAY_NIGHT,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "batch", "gpu-admission/pool": "batch"})),
+            Value::Null,
+        ),
+    );
+    let t = template_of(&v);
+    assert_eq!(
+        t["spec"]["nodeSelector"]["gpu-admission/node-pool"],
+        "batch"
+    );
+}
+
+#[test]
+fn lending_settings_are_validated_by_field() {
+    for (patch, says) in [
+        (
+            json!({"pool": "interactive", "window": "off-peak"}),
+            "pools[1].lendTo[0].pool: a pool cannot lend to itself",
+        ),
+        (
+            json!({"pool": "gpu", "window": "off-peak"}),
+            "pools[1].lendTo[0].pool: 'gpu' names no pool",
+        ),
+        (
+            json!({"pool": "batch", "window": "nights"}),
+            "pools[1].lendTo[0].window: 'nights' names no schedule; define it under schedules (defined: off-peak)",
+        ),
+    ] {
+        let mut v = serde_json::to_value(settings()).unwrap();
+        v["pools"][1]["lendTo"] = json!([patch]);
+        let s: Settings = serde_json::from_value(v).unwrap();
+        assert_eq!(s.validate().unwrap_err(), says);
+    }
+    let mut v = serde_json::to_value(settings()).unwrap();
+    v["schedules"]["off-peak"]["windows"][0]["from"] = json!("25:00");
+    let s: Settings = serde_json::from_value(v).unwrap();
+    assert!(
+        s.validate()
+            .unwrap_err()
+            .starts_with("schedules.off-peak.windows[0].from: '25:00'")
+    );
+}
