@@ -114,7 +114,7 @@ wasm-unit-test:
 e2e: build-test-modules
 	$(CARGO) test $(CARGO_FLAGS) $(E2E_PACKAGES) -- --skip dist::
 
-## dist-test: distribution (issue 7): metadata.yml against Cargo.toml and the modules, the annotated
+## dist-test: the distribution checks: metadata.yml against Cargo.toml and the modules, the annotated
 ## modules, push and pull of every policy through a real OCI registry (docker-registry on 127.0.0.1),
 ## the committed artifacthub/ files, and the settings of every deploy manifest
 dist-test: annotate

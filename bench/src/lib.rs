@@ -1,4 +1,4 @@
-//! gpu-bench: how fast and how small the policies are (issue 8), run by `make bench`.
+//! gpu-bench: how fast and how small the policies are, run by `make bench`.
 //!
 //! It measures the **built modules** in the e2e harness's runtime (`gpu_e2e`: wapc +
 //! wasmtime, the pieces Kubewarden's policy-evaluator is built on) and the same rules
@@ -11,7 +11,7 @@
 //!   pods, masked vs whole objects vs a naive full-object parse.
 //! - [`profiles`]: module sizes and the release-profile experiment (opt-level, LTO,
 //!   codegen units, panic, strip, wasm-opt).
-//! - [`report`]: the Markdown, with the targets of issue 8 checked; [`machine`]: what the
+//! - [`report`]: the Markdown, with the targets (its constants) checked; [`machine`]: what the
 //!   numbers were taken on; [`stats`]: timing loops.
 //!
 //! Not a test: nothing here asserts timings. `make test` runs only the unit tests below.

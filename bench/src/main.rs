@@ -1,4 +1,4 @@
-//! `gpu-bench`: runs the benchmarks of issue 8 and writes BENCHMARKS.md (`make bench`).
+//! `gpu-bench`: runs the benchmarks and writes BENCHMARKS.md (`make bench`).
 //!
 //! ```text
 //! gpu-bench [--out BENCHMARKS.md] [--quick] [--skip-pools] [--skip-profiles]

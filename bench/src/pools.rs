@@ -25,7 +25,7 @@ use crate::native;
 use crate::stats::{Plan, Summary, measure};
 use crate::synth::{self, POOL, PoolData};
 
-/// The pool sizes of issue 8.
+/// The pool sizes measured, in GPU pods: from one team's pool to a large cluster's.
 pub const SIZES: &[usize] = &[100, 1_000, 10_000, 50_000];
 
 /// How the pool's state reaches the decision.

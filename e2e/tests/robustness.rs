@@ -1,9 +1,10 @@
-//! Robustness of the four built policy modules (issue 9): malformed payloads, settings of
-//! the wrong type, an object over the size limit, 10,000 containers, too many resource
-//! names and deep nesting are each answered with a well-formed `ValidationResponse` that
-//! rejects with a clear message and the designed code, never a trap (a 500), within the
-//! runtime's deadline and a cap on the guest's linear memory; inputs at the limits, and
-//! GPU workloads as large as the limits allow, are judged with short answers.
+//! Robustness of the built labels, routing, VRAM-fit and capacity-gate modules:
+//! malformed payloads, settings of the wrong type, an object over the size limit,
+//! 10,000 containers, too many resource names and deep nesting are each answered with a
+//! well-formed `ValidationResponse` that rejects with a clear message and the designed
+//! code, never a trap (a 500), within the runtime's deadline and a cap on the guest's
+//! linear memory; inputs at the limits, and GPU workloads as large as the limits allow,
+//! are judged with short answers.
 //!
 //! Every module runs under [`MEMORY_BOUND`] (wasmtime-provider's `ResourceLimits`): a guest
 //! that needed more would trap, and these tests would fail. The deadline is the harness's

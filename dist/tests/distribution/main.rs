@@ -1,4 +1,4 @@
-//! The distribution checks of issue 7, over every `policies/*/`, on the built
+//! The distribution checks, over every `policies/*/`, on the built
 //! modules (`make build`) and the annotated ones (`make annotate`). One test
 //! binary, so the harness and its modules are loaded once.
 //!

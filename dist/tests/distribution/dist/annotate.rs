@@ -1,4 +1,4 @@
-//! Issue 7, part 2: `make annotate` wrote policies/<name>/annotated-policy.wasm
+//! `make annotate` wrote policies/<name>/annotated-policy.wasm
 //! with the metadata embedded the way kwctl embeds it, read back through the
 //! harness.
 

@@ -1,4 +1,4 @@
-//! Issue 7, part 4: the committed artifacthub/ files are what `make artifacthub`
+//! The committed artifacthub/ files are what `make artifacthub`
 //! generates from the current metadata.yml, questions-ui.yml and README.md, and
 //! carry every field `kwctl scaffold artifacthub` writes.
 

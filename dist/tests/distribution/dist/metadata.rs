@@ -1,4 +1,4 @@
-//! Issue 7, part 1: every policy's metadata.yml is complete and agrees with its
+//! Every policy's metadata.yml is complete and agrees with its
 //! Cargo.toml, with the host calls in its built module, and with what the module
 //! does (a mutating policy patches some test_data request, the others never do).
 

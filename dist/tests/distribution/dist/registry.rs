@@ -1,4 +1,4 @@
-//! Issue 7, part 3: every annotated policy pushed to a real OCI registry (the
+//! Every annotated policy pushed to a real OCI registry (the
 //! CNCF distribution registry, Debian's `docker-registry`, started here on a free
 //! 127.0.0.1 port and stopped when the test ends, pass or fail), pulled back by
 //! tag and by digest, and the artifact checked byte for byte, also with plain
