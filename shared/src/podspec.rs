@@ -88,7 +88,7 @@ pub struct Container {
     pub env: Vec<EnvVar>,
     /// `envFrom` sources (ConfigMaps, Secrets): their variables are not visible at admission.
     #[serde(deserialize_with = "null_as_default")]
-    pub env_from: Vec<EnvFromSource>,
+    pub env_from: Vec<serde::de::IgnoredAny>,
     pub security_context: Option<SecurityContext>,
 }
 
@@ -223,161 +223,21 @@ fn words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::E
 }
 
 /// One `env` entry of a container. Only a literal `value` can be read at admission:
-/// `valueFrom` (ConfigMaps, Secrets, the downward API) is resolved by the kubelet; the
-/// reference itself is kept ([`ValueSource`]) so a rule can tell one source from another.
+/// `valueFrom` (ConfigMaps, Secrets, the downward API) is resolved by the kubelet.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(from = "RawEnvVar")]
+#[serde(rename_all = "camelCase", default)]
 pub struct EnvVar {
+    #[serde(deserialize_with = "null_as_default")]
     pub name: String,
     pub value: Option<String>,
     /// True when the value comes from elsewhere (`valueFrom`, whose content is not read).
+    #[serde(deserialize_with = "present")]
     pub value_from: bool,
-    /// What `valueFrom` refers to (`None` without `valueFrom`).
-    pub source: Option<ValueSource>,
 }
 
-/// What an env var's `valueFrom` refers to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ValueSource {
-    /// `configMapKeyRef` alone: the ConfigMap and the key.
-    ConfigMapKey { name: String, key: String },
-    /// `secretKeyRef` alone.
-    SecretKey { name: String, key: String },
-    /// Anything else: `fieldRef`, `resourceFieldRef`, `fileKeyRef`, several sources at
-    /// once, or a value that is not an object.
-    Other,
-}
-
-#[derive(Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-struct RawEnvVar {
-    #[serde(deserialize_with = "null_as_default")]
-    name: String,
-    value: Option<String>,
-    #[serde(deserialize_with = "value_source")]
-    value_from: Option<ValueSource>,
-}
-
-impl From<RawEnvVar> for EnvVar {
-    fn from(raw: RawEnvVar) -> EnvVar {
-        EnvVar {
-            name: raw.name,
-            value: raw.value,
-            value_from: raw.value_from.is_some(),
-            source: raw.value_from,
-        }
-    }
-}
-
-/// A `configMapKeyRef` / `secretKeyRef`.
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct KeySelector {
-    #[serde(deserialize_with = "null_as_default")]
-    name: String,
-    #[serde(deserialize_with = "null_as_default")]
-    key: String,
-}
-
-/// `valueFrom`: any present, non-null value (leniently, as before: a value that is not an
-/// object is [`ValueSource::Other`]); a ConfigMap or Secret key reference is read when it is
-/// the only source.
-fn value_source<'de, D: Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Option<ValueSource>, D::Error> {
-    struct Visitor;
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = Option<ValueSource>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("an env var source")
-        }
-        fn visit_unit<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_none<E: serde::de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-            d.deserialize_any(Visitor)
-        }
-        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(Some(ValueSource::Other))
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut found: Option<ValueSource> = None;
-            let mut sources = 0usize;
-            while let Some(key) = map.next_key::<String>()? {
-                let source = match key.as_str() {
-                    "configMapKeyRef" => map.next_value::<Option<KeySelector>>()?.map(|k| {
-                        ValueSource::ConfigMapKey {
-                            name: k.name,
-                            key: k.key,
-                        }
-                    }),
-                    "secretKeyRef" => {
-                        map.next_value::<Option<KeySelector>>()?
-                            .map(|k| ValueSource::SecretKey {
-                                name: k.name,
-                                key: k.key,
-                            })
-                    }
-                    _ => map
-                        .next_value::<Option<serde::de::IgnoredAny>>()?
-                        .map(|_| ValueSource::Other),
-                };
-                if let Some(s) = source {
-                    sources += 1;
-                    found = Some(s);
-                }
-            }
-            Ok(Some(match found {
-                Some(s) if sources == 1 => s,
-                _ => ValueSource::Other,
-            }))
-        }
-    }
-    deserializer.deserialize_option(Visitor)
-}
-
-/// One `envFrom` entry: every key of a ConfigMap or Secret becomes a variable (with
-/// `prefix` in front), which the policy cannot read at admission.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct EnvFromSource {
-    #[serde(deserialize_with = "null_as_default")]
-    pub prefix: String,
-    pub config_map_ref: Option<LocalObjectReference>,
-    pub secret_ref: Option<LocalObjectReference>,
-}
-
-/// A reference by name to an object in the pod's namespace.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default)]
-pub struct LocalObjectReference {
-    #[serde(deserialize_with = "null_as_default")]
-    pub name: String,
+/// True for a present, non-null value of any shape.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<bool, D::Error> {
+    Ok(Option::<serde::de::IgnoredAny>::deserialize(deserializer)?.is_some())
 }
 
 /// A toleration. An empty key with `Exists` tolerates every taint.
@@ -548,48 +408,6 @@ mod tests {
         assert!(c.env[1].value.is_none() && c.env[1].value_from);
         assert!(c.env[2].value.is_none() && !c.env[2].value_from);
         assert!(spec.containers[1].args.is_empty() && spec.containers[1].env.is_empty());
-        assert_eq!(
-            c.env[1].source,
-            Some(ValueSource::SecretKey {
-                name: "hf".into(),
-                key: "t".into()
-            })
-        );
-        assert_eq!(c.env[0].source, None);
-    }
-
-    #[test]
-    fn env_sources_and_env_from_are_read() {
-        let c: Container = serde_json::from_value(json!({
-            "env": [
-                {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"configMapKeyRef": {"name": "p-abcdefg-shared-gpu-0", "key": "NVIDIA_VISIBLE_DEVICES"}}},
-                {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
-                {"name": "TWO", "valueFrom": {"configMapKeyRef": {"name": "a", "key": "b"}, "secretKeyRef": {"name": "c", "key": "d"}}},
-                {"name": "ODD", "valueFrom": "text"},
-                {"name": "NULL", "valueFrom": null},
-                {"name": "NULLREF", "valueFrom": {"configMapKeyRef": null}}
-            ],
-            "envFrom": [{"configMapRef": {"name": "cfg"}, "prefix": "X_"}, {"secretRef": {"name": "tok"}}, {}]
-        }))
-        .unwrap();
-        assert_eq!(
-            c.env[0].source,
-            Some(ValueSource::ConfigMapKey {
-                name: "p-abcdefg-shared-gpu-0".into(),
-                key: "NVIDIA_VISIBLE_DEVICES".into()
-            })
-        );
-        assert!(c.env[0].value_from);
-        for i in 1..=3 {
-            assert_eq!(c.env[i].source, Some(ValueSource::Other), "{i}");
-            assert!(c.env[i].value_from);
-        }
-        assert!(!c.env[4].value_from && c.env[4].source.is_none());
-        assert_eq!(c.env[5].source, Some(ValueSource::Other));
-        assert_eq!(c.env_from[0].config_map_ref.as_ref().unwrap().name, "cfg");
-        assert_eq!(c.env_from[0].prefix, "X_");
-        assert_eq!(c.env_from[1].secret_ref.as_ref().unwrap().name, "tok");
-        assert!(c.env_from[2].config_map_ref.is_none() && c.env_from[2].secret_ref.is_none());
     }
 
     #[test]

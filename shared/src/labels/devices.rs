@@ -36,9 +36,9 @@ use crate::admission::AdmissionRequest;
 use crate::fractional::{Scheduler, share};
 use crate::gpu::ContainerRole;
 use crate::limits::MAX_LISTED;
-use crate::podspec::{Container, EnvFromSource, EnvVar, PodSpec, ValueSource};
+use crate::podspec::{Container, PodSpec};
 use crate::settings::NamespaceList;
-use crate::workload::{PodTemplate, Workload};
+use crate::workload::{PodTemplate, Workload, value_at};
 use serde::de::Unexpected;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -557,28 +557,103 @@ impl KaiWrites {
         index == self.index && (role == self.role || (init(role) && init(self.role)))
     }
 
-    /// True for the `NVIDIA_VISIBLE_DEVICES` entry KAI writes.
-    fn wrote_env(&self, role: ContainerRole, index: usize, var: &EnvVar) -> bool {
+    /// True for the `NVIDIA_VISIBLE_DEVICES` entry KAI writes (`name` and its `valueFrom`).
+    fn wrote_env(
+        &self,
+        role: ContainerRole,
+        index: usize,
+        name: &str,
+        source: &ValueSource,
+    ) -> bool {
         self.is_container(role, index)
-            && var.name == KAI_VISIBLE_DEVICES
-            && var.value.is_none()
-            && var.source
-                == Some(ValueSource::ConfigMapKey {
-                    name: self.config_map.clone(),
-                    key: KAI_VISIBLE_DEVICES.into(),
-                })
+            && name == KAI_VISIBLE_DEVICES
+            && matches!(source, ValueSource::ConfigMapKey { name, key }
+                if *name == self.config_map && key == KAI_VISIBLE_DEVICES)
     }
 
-    /// True for the `envFrom` entry KAI writes.
-    fn wrote_env_from(&self, role: ContainerRole, index: usize, source: &EnvFromSource) -> bool {
+    /// True for the `envFrom` entry KAI writes: `{configMapRef: {name: <prefix>-<N>-evar}}`
+    /// (`optional: false`), nothing else.
+    fn wrote_env_from(&self, role: ContainerRole, index: usize, entry: &Value) -> bool {
+        let Some(map) = entry.as_object() else {
+            return false;
+        };
+        let only_config_map = map.iter().all(|(k, v)| k == "configMapRef" || v.is_null());
+        let name = entry
+            .pointer("/configMapRef/name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         self.is_container(role, index)
-            && source.prefix.is_empty()
-            && source.secret_ref.is_none()
-            && source
-                .config_map_ref
-                .as_ref()
-                .is_some_and(|r| r.name == format!("{}-evar", self.config_map))
+            && only_config_map
+            && name.strip_suffix("-evar") == Some(self.config_map.as_str())
     }
+}
+
+/// What an env var's `valueFrom` refers to, as the object's JSON says: the typed PodSpec
+/// only knows that there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ValueSource {
+    /// `configMapKeyRef` alone: the ConfigMap and the key.
+    ConfigMapKey { name: String, key: String },
+    /// `secretKeyRef` alone.
+    SecretKey { name: String, key: String },
+    /// Anything else: `fieldRef`, `resourceFieldRef`, several sources, an unreadable value.
+    Other,
+}
+
+impl ValueSource {
+    fn of(value_from: Option<&Value>) -> ValueSource {
+        let Some(map) = value_from.and_then(Value::as_object) else {
+            return ValueSource::Other;
+        };
+        let mut present = map.iter().filter(|(_, v)| !v.is_null());
+        let (Some((kind, reference)), None) = (present.next(), present.next()) else {
+            return ValueSource::Other;
+        };
+        let text = |field: &str| {
+            reference
+                .get(field)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        match kind.as_str() {
+            "configMapKeyRef" => ValueSource::ConfigMapKey {
+                name: text("name"),
+                key: text("key"),
+            },
+            "secretKeyRef" => ValueSource::SecretKey {
+                name: text("name"),
+                key: text("key"),
+            },
+            _ => ValueSource::Other,
+        }
+    }
+}
+
+/// The JSON of a container of the template's PodSpec (`spec`), found by its list, index
+/// and name; `None` for the containers the typed PodSpec took from elsewhere (KServe's
+/// model-server shortcuts).
+fn container_json<'v>(
+    spec: Option<&'v Value>,
+    role: ContainerRole,
+    index: usize,
+    name: &str,
+) -> Option<&'v Value> {
+    let list = match role {
+        ContainerRole::App => "containers",
+        ContainerRole::Init | ContainerRole::Sidecar => "initContainers",
+        ContainerRole::Ephemeral => "ephemeralContainers",
+    };
+    let c = spec?.get(list)?.get(index)?;
+    (c.get("name").and_then(Value::as_str).unwrap_or("") == name).then_some(c)
+}
+
+/// The `valueFrom` of the `j`-th env entry of a container's JSON, if it is that variable.
+fn value_from_json<'v>(container: Option<&'v Value>, j: usize, name: &str) -> Option<&'v Value> {
+    let var = container?.get("env")?.get(j)?;
+    (var.get("name").and_then(Value::as_str) == Some(name))
+        .then(|| var.get("valueFrom"))
+        .flatten()
 }
 
 /// `<base>-<7 characters of Kubernetes' random alphabet>-shared-gpu`, as KAI generates it
@@ -645,15 +720,15 @@ fn quoted(value: &str) -> String {
     }
 }
 
-fn describe_source(source: &Option<ValueSource>) -> String {
+fn describe_source(source: &ValueSource) -> String {
     match source {
-        Some(ValueSource::ConfigMapKey { name, key }) => {
+        ValueSource::ConfigMapKey { name, key } => {
             format!("ConfigMap '{}' key '{}'", quoted(name), quoted(key))
         }
-        Some(ValueSource::SecretKey { name, key }) => {
+        ValueSource::SecretKey { name, key } => {
             format!("Secret '{}' key '{}'", quoted(name), quoted(key))
         }
-        _ => "a reference".to_string(),
+        ValueSource::Other => "a reference".to_string(),
     }
 }
 
@@ -714,19 +789,25 @@ pub fn check(
 
     if access.device_env_vars.enabled {
         let kai = KaiWrites::of(template, settings);
+        let spec_json = value_at(&request.object, &template.spec_pointer);
         for (role, index, c) in containers(spec) {
-            for var in &c.env {
+            for (j, var) in c.env.iter().enumerate() {
                 if !access.device_env_vars.names.contains(&var.name) {
                     continue;
                 }
                 if var.value_from {
-                    if kai.as_ref().is_some_and(|k| k.wrote_env(role, index, var)) {
+                    let json = container_json(spec_json, role, index, &c.name);
+                    let source = ValueSource::of(value_from_json(json, j, &var.name));
+                    if kai
+                        .as_ref()
+                        .is_some_and(|k| k.wrote_env(role, index, &var.name, &source))
+                    {
                         continue;
                     }
                     problems.push(Problem::DeviceEnvVarFrom {
                         who: who(role, c),
                         name: var.name.clone(),
-                        source: describe_source(&var.source),
+                        source: describe_source(&source),
                         resource: resource_for(&var.name).into(),
                     });
                 } else if let Some(value) = var.value.as_deref()
@@ -799,6 +880,7 @@ pub fn check(
 /// at most [`MAX_LISTED`], then a count. KAI's own `envFrom` entry is not warned about.
 pub fn env_from_warnings(
     workload: &Workload,
+    object: &Value,
     settings: &Settings,
     uses_gpu: impl Fn(&PodTemplate) -> bool,
 ) -> Vec<String> {
@@ -829,16 +911,25 @@ pub fn env_from_warnings(
             continue;
         }
         let kai = KaiWrites::of(template, settings);
+        let spec_json = value_at(object, &template.spec_pointer);
         for (role, index, c) in containers(spec) {
-            let sources: Vec<String> = c
-                .env_from
-                .iter()
-                .filter(|s| {
-                    !kai.as_ref()
-                        .is_some_and(|k| k.wrote_env_from(role, index, s))
-                })
-                .filter_map(describe_env_from)
-                .collect();
+            if c.env_from.is_empty() {
+                continue;
+            }
+            let entries = container_json(spec_json, role, index, &c.name)
+                .and_then(|j| j.get("envFrom"))
+                .and_then(Value::as_array);
+            let sources: Vec<String> = match entries {
+                Some(entries) => entries
+                    .iter()
+                    .filter(|e| {
+                        !kai.as_ref()
+                            .is_some_and(|k| k.wrote_env_from(role, index, e))
+                    })
+                    .map(describe_env_from)
+                    .collect(),
+                None => vec!["a ConfigMap or Secret".to_string(); c.env_from.len()],
+            };
             let Some(first) = sources.first() else {
                 continue;
             };
@@ -871,11 +962,14 @@ pub fn env_from_warnings(
     warnings
 }
 
-fn describe_env_from(source: &EnvFromSource) -> Option<String> {
-    match (&source.config_map_ref, &source.secret_ref) {
-        (Some(c), _) => Some(format!("ConfigMap '{}'", quoted(&c.name))),
-        (None, Some(s)) => Some(format!("Secret '{}'", quoted(&s.name))),
-        (None, None) => None,
+/// `ConfigMap 'settings'`, `Secret 'token'` (an entry that names neither: `a ConfigMap or
+/// Secret`, which the API server would refuse).
+fn describe_env_from(entry: &Value) -> String {
+    let name = |field: &str| entry.get(field)?.get("name")?.as_str().map(quoted);
+    match (name("configMapRef"), name("secretRef")) {
+        (Some(c), _) => format!("ConfigMap '{c}'"),
+        (None, Some(s)) => format!("Secret '{s}'"),
+        (None, None) => "a ConfigMap or Secret".to_string(),
     }
 }
 

@@ -99,7 +99,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         Vec::new()
     } else {
         let names = settings.gpu_resources();
-        devices::env_from_warnings(&workload, settings, |t| {
+        devices::env_from_warnings(&workload, object, settings, |t| {
             template_gpus(t, &names, &claims).uses_gpu()
         })
     };
