@@ -2,12 +2,17 @@
 //! `policies/gpu-pool-routing-policy/test_data/` with its verdict, the exact JSONPatch
 //! (decoded ops) or the exact message, and warnings; a second pass over every patched
 //! object that must produce no patch; settings validation; the README quoting the
-//! messages verbatim; metadata.yml consistent with the crate.
+//! messages verbatim; metadata.yml consistent with the crate. DRA pods read their
+//! ResourceClaimTemplate from a kwctl replay session (found, not found, forbidden, not
+//! granted, too many requests, a class that is not a GPU); KAI fractional pods.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use gpu_e2e::{AdmissionResponse, Policy, module_path, read_admission_request, read_settings};
+use gpu_e2e::{
+    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
+    read_admission_request, read_settings,
+};
 use serde_json::{Value, json};
 
 fn policy() -> Policy {
@@ -35,6 +40,14 @@ fn settings(name: &str) -> Value {
 fn run(request: &Value, settings_file: &str) -> AdmissionResponse {
     policy()
         .validate(request, &settings(settings_file), None)
+        .unwrap()
+}
+
+/// Evaluates with host calls served from `session` (a file of test_data/).
+fn run_session(request: &Value, settings_file: &str, session: &str) -> Evaluation {
+    let session = ReplaySession::from_file(policy_dir().join("test_data").join(session)).unwrap();
+    policy()
+        .evaluate(request, &settings(settings_file), Some(session))
         .unwrap()
 }
 
@@ -351,11 +364,189 @@ fn settings_validation() {
     assert!(typo.message.unwrap().contains("unknown field `defaultPol`"));
 }
 
+// ---------------------------------------------------------------------------------------
+// Dynamic Resource Allocation and fractional GPUs
+// ---------------------------------------------------------------------------------------
+
+/// The one host call a DRA template makes: its ResourceClaimTemplate, masked to the device
+/// requests, in the request's namespace.
+fn claim_template_call(name: &str, namespace: &str) -> Value {
+    json!({"api_version": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", "name": name,
+           "namespace": namespace, "disable_cache": false, "field_masks": ["spec.spec.devices"]})
+}
+
+/// A second pass over the patched object, with the claim read again: nothing to change.
+fn second_pass_with_session_is_quiet(req: &Value, response: &AdmissionResponse, session: &str) {
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(response.patch_ops().unwrap())).unwrap();
+    let mut again = req.clone();
+    json_patch::patch(&mut again["object"], &patch).unwrap();
+    let second = run_session(&again, SETTINGS, session).response;
+    assert!(second.allowed, "second pass denied: {:?}", second.message());
+    assert_eq!(second.patch, None, "second pass patched");
+}
+
+#[test]
+fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
+    // pod_batch.json asks for nvidia.com/gpu; this Pod's 4 GPUs come from a claim template.
+    let req = request("pod_dra_four_gpus.json");
+    let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
+    assert!(e.unconsumed_exchanges.is_empty());
+    assert_eq!(
+        e.host_calls
+            .iter()
+            .map(|c| (
+                c.operation.as_str(),
+                serde_json::from_str::<Value>(&c.payload).unwrap()
+            ))
+            .collect::<Vec<_>>(),
+        vec![("get_resource", claim_template_call("four-gpus", "team-a"))]
+    );
+    let plain = run(&request("pod_batch.json"), SETTINGS);
+    assert!(e.response.allowed);
+    assert_eq!(
+        sorted(e.response.patch_ops().unwrap()),
+        sorted(plain.patch_ops().unwrap())
+    );
+    assert_eq!(e.response.warnings, plain.warnings);
+    second_pass_with_session_is_quiet(&req, &e.response, "session_dra_four_gpus.yml");
+
+    let req = request("deployment_dra_four_gpus.json");
+    let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
+    assert!(e.response.allowed);
+    assert_eq!(
+        sorted(e.response.patch_ops().unwrap()),
+        sorted(
+            run(&request("deployment_interactive.json"), SETTINGS)
+                .patch_ops()
+                .unwrap()
+        )
+    );
+    assert_eq!(e.response.warnings, None);
+    second_pass_with_session_is_quiet(&req, &e.response, "session_dra_four_gpus.yml");
+}
+
+const DRA_NOT_FOUND: &str = "spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Cannot find resource.k8s.io/v1/ResourceClaimTemplate named 'four-gpus' inside of namespace 'Some(\"team-a\")'); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
+const DRA_FORBIDDEN: &str = "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: resourceclaimtemplates.resource.k8s.io \"four-gpus\" is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot get resource \"resourceclaimtemplates\" in API group \"resource.k8s.io\" in the namespace \"team-a\"); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
+const DRA_NOT_GRANTED: &str = "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
+const DRA_FORTY_REQUESTS: &str = "spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) has 40 device requests; Kubernetes allows at most 32";
+
+/// (request, session, message): denied, never routed as if the pod had no GPU.
+const DRA_DENIED: &[(&str, &str, &str)] = &[
+    (
+        "pod_dra_four_gpus.json",
+        "session_dra_not_found.yml",
+        DRA_NOT_FOUND,
+    ),
+    (
+        "deployment_dra_four_gpus.json",
+        "session_dra_forbidden.yml",
+        DRA_FORBIDDEN,
+    ),
+    (
+        "deployment_dra_four_gpus.json",
+        "session_dra_not_granted.yml",
+        DRA_NOT_GRANTED,
+    ),
+    (
+        "pod_dra_four_gpus.json",
+        "session_dra_forty_requests.yml",
+        DRA_FORTY_REQUESTS,
+    ),
+];
+
+#[test]
+fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
+    for (file, session, message) in DRA_DENIED {
+        let req = request(file);
+        let e = run_session(&req, SETTINGS, session);
+        assert!(!e.response.allowed, "{file} {session}");
+        assert_eq!(e.response.message(), Some(*message), "{file} {session}");
+        assert_eq!(e.response.patch, None);
+        assert_eq!(e.host_calls.len(), 1, "{file} {session}");
+        assert!(e.unconsumed_exchanges.is_empty());
+    }
+}
+
+#[test]
+fn deployed_without_the_dra_grant_a_dra_pod_is_denied_not_routed() {
+    // The ClusterAdmissionPolicy of a version without DRA: contextAwareResources: [].
+    let response = policy()
+        .with_context_aware_access(ContextAwareAccess::none())
+        .validate(
+            &request("deployment_dra_four_gpus.json"),
+            &settings(SETTINGS),
+            Some(
+                ReplaySession::from_file(
+                    policy_dir()
+                        .join("test_data")
+                        .join("session_dra_four_gpus.yml"),
+                )
+                .unwrap(),
+            ),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert_eq!(
+        response.message(),
+        Some(
+            "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+        )
+    );
+}
+
+#[test]
+fn a_claim_of_a_device_class_that_is_not_a_gpu_leaves_the_pod_alone() {
+    // rdma.example.com is not a GPU class (a documented pass): the Pod is not a GPU pod.
+    let e = run_session(
+        &request("pod_dra_rdma_nic.json"),
+        SETTINGS,
+        "session_dra_rdma_nic.yml",
+    );
+    assert!(e.response.allowed);
+    assert_eq!(e.response.patch, None);
+    assert_eq!(e.response.warnings, None);
+    assert_eq!(e.host_calls.len(), 1);
+}
+
+#[test]
+fn kai_fraction_pod_is_routed_as_a_gpu_pod() {
+    // KAI Scheduler's published gpu-fraction example: no GPU resource, half a GPU.
+    let req = request("pod_kai_gpu_fraction.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        vec![
+            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
+            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
+            // It tolerates nvidia.com/gpu already: the pool's toleration is appended.
+            json!({"op": "add", "path": "/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)}),
+        ]
+    );
+    assert_eq!(
+        response.warnings,
+        run(&request("pod_batch.json"), SETTINGS).warnings
+    );
+    second_pass_is_quiet(&req, &response, SETTINGS);
+    // The same pod under another scheduler is not fractional: not a GPU pod.
+    let mut other = req.clone();
+    other["object"]["spec"]["schedulerName"] = json!("default-scheduler");
+    let response = run(&other, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(response.patch, None);
+}
+
 #[test]
 fn every_request_in_test_data_is_exercised() {
     let mut covered: Vec<&str> = DENIED.iter().map(|(f, _)| *f).collect();
     covered.extend(UNCHANGED.iter().map(|(f, _)| *f));
+    covered.extend(DRA_DENIED.iter().map(|(f, _, _)| *f));
     covered.extend([
+        "pod_dra_four_gpus.json",
+        "deployment_dra_four_gpus.json",
+        "pod_dra_rdma_nic.json",
+        "pod_kai_gpu_fraction.json",
         "pod_batch.json",
         "deployment_interactive.json",
         "job_batch.json",
@@ -380,6 +571,7 @@ fn the_readme_quotes_the_messages_verbatim() {
         .chain(INVALID_SETTINGS)
         .map(|(_, m)| *m)
         .chain(UNCHANGED.iter().flat_map(|(_, w)| w.iter().copied()))
+        .chain(DRA_DENIED.iter().map(|(_, _, m)| *m))
         .filter(|m| !readme.contains(m))
         .collect();
     assert!(
@@ -393,7 +585,16 @@ fn the_readme_quotes_the_messages_verbatim() {
 fn metadata_is_mutating_and_versioned_like_the_crate() {
     let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
     assert_eq!(metadata["mutating"], true);
-    assert_eq!(metadata["contextAwareResources"], json!([]));
+    // DRA: the claims and claim templates a pod template names (get_resource only).
+    assert_eq!(
+        metadata["contextAwareResources"],
+        json!([{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}])
+    );
+    assert_eq!(
+        metadata["hostCapabilities"],
+        json!(["kubernetes/get_resource"])
+    );
     let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
     let version = metadata["annotations"]["io.kubewarden.policy.version"]
         .as_str()
@@ -439,6 +640,11 @@ fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
     assert_eq!(
         cap["spec"]["module"],
         "registry://ghcr.io/gpu-admission/policies/gpu-pool-routing-policy:v0.1.0"
+    );
+    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    assert_eq!(
+        cap["spec"]["contextAwareResources"],
+        metadata["contextAwareResources"]
     );
     let settings = &cap["spec"]["settings"];
     let v = policy().validate_settings(settings).unwrap();

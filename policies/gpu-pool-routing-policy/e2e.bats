@@ -110,3 +110,48 @@ patch_ops() {
   [ "$status" -eq 1 ]
   [ $(expr "$output" : '.*pools\[0\].tolerations\[0\].value: operator Exists takes no value.*') -ne 0 ]
 }
+
+# route_session REQUEST SESSION: with the DRA claim template read from a replay session.
+route_session() {
+  run kwctl run --request-path "$DATA/$1" --settings-path "$SETTINGS" --allow-context-aware \
+    --replay-host-capabilities-interactions "$DATA/$2" "$POLICY"
+}
+
+@test "DRA Pod and Deployment with 4 gpu.nvidia.com devices are routed like 4 nvidia.com/gpu" {
+  route_session pod_dra_four_gpus.json session_dra_four_gpus.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/spec/nodeSelector","value":{"gpu-admission/node-pool":"batch"}.*') -ne 0 ]
+  route_session deployment_dra_four_gpus.json session_dra_four_gpus.yml
+  [ "$status" -eq 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/spec/template/spec/priorityClassName","value":"interactive-high".*') -ne 0 ]
+}
+
+@test "DRA claim template not found, forbidden, not granted, 40 requests: denied with the fix" {
+  for case in "pod_dra_four_gpus.json session_dra_not_found.yml" \
+              "deployment_dra_four_gpus.json session_dra_forbidden.yml" \
+              "deployment_dra_four_gpus.json session_dra_not_granted.yml"; do
+    route_session $case
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+    [ $(expr "$output" : '.*cannot be routed to its pool: resource claim .gpus. (ResourceClaimTemplate four-gpus) cannot be read.*contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate}.*') -ne 0 ]
+  done
+  route_session pod_dra_four_gpus.json session_dra_forty_requests.yml
+  [ $(expr "$output" : '.*has 40 device requests; Kubernetes allows at most 32.*') -ne 0 ]
+}
+
+@test "a claim in a class that is not a GPU leaves the Pod alone" {
+  route_session pod_dra_rdma_nic.json session_dra_rdma_nic.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"patch"') -eq 0 ]
+}
+
+@test "KAI Scheduler gpu-fraction Pod is routed as a GPU pod" {
+  route pod_kai_gpu_fraction.json
+  [ "$status" -eq 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/spec/tolerations/1".*') -ne 0 ]
+}
