@@ -4,7 +4,9 @@
 //! runtime in both spellings, requested-memory caps, over-provisioning); the registry
 //! ConfigMap and image configs served from kwctl replay sessions (found, not found,
 //! malformed; labels found, missing, a registry error) and no host call without them;
-//! settings validation; the metadata; and the README quoting the messages verbatim.
+//! DRA claims and claim templates (count, product from the selector, malformed) and
+//! HAMi's fractional GPUs; settings validation; the metadata; and the README quoting the
+//! messages verbatim.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -496,7 +498,68 @@ const CASES: &[Case] = &[
             true,
         )
     },
+    // DRA: 4 gpu.nvidia.com devices from a shared ResourceClaim, the product from the
+    // nodeSelector: the 70B model fits as on 4 x nvidia.com/gpu.
+    Case {
+        session: Some("session_dra_claim_four_gpus.yml"),
+        ..allowed(
+            "deployment_dra_claim_llama_70b_on_h100.json",
+            S,
+            DRA_FOUR_H100_AUDIT,
+        )
+    },
+    // The product from the claim template's productName selector (no nodeSelector).
+    Case {
+        session: Some("session_dra_four_h100_selector.yml"),
+        ..allowed("deployment_dra_llama_70b.json", S, DRA_FOUR_H100_AUDIT)
+    },
+    Case {
+        session: Some("session_dra_one_h100_selector.yml"),
+        ..denied("deployment_dra_llama_70b.json", S, DRA_ONE_H100, true)
+    },
+    Case {
+        session: Some("session_dra_malformed.yml"),
+        ..denied("deployment_dra_llama_70b.json", S, DRA_MALFORMED, true)
+    },
+    // HAMi: one vGPU of nvidia.com/gpumem 3000 MiB (extraGpuResources nvidia.com/* counts
+    // no MiB as GPUs): a 0.5B model fits in it, the 8B one does not.
+    allowed(
+        "pod_hami_gpumem_qwen_0_5b.json",
+        "settings_fractional.yml",
+        &[
+            (
+                "vram-fit",
+                "model Qwen/Qwen2.5-0.5B-Instruct needs ~1.1 GiB (--max-model-len 4096 from container vllm); the pod asks for 1 x 3000 MiB of one GPU through HAMi = 2.6 GiB usable at 90%",
+            ),
+            ("vram-available-mib", "2700"),
+        ],
+    ),
+    denied(
+        "pod_hami_gpumem_llama_8b.json",
+        "settings_fractional.yml",
+        HAMI_TOO_SMALL,
+        true,
+    ),
 ];
+
+const SETTINGS_DRA_API: &str = "dra.apiVersion: 'resource.k8s.io/v2' is not a DRA API version (resource.k8s.io/v1, v1beta2 or v1beta1)";
+const SETTINGS_DRA_CLASS: &str = "dra.gpuDeviceClasses.gpu.example.com: 'example.com/gpu x' is not a resource name (give the GPU resource its devices count as, e.g. nvidia.com/gpu, or \"\" to count the class as no GPU)";
+const SETTINGS_KAI_NAMES: &str = "fractionalGpus.kai.schedulerNames: give at least one schedulerName, or set fractionalGpus.kai.enabled: false";
+
+const DRA_FOUR_H100_AUDIT: &[(&str, &str)] = &[
+    (
+        "vram-fit",
+        "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB; the pod asks for 4 x NVIDIA-H100-80GB-HBM3 = 286 GiB usable at 90%",
+    ),
+    ("vram-need-mib", "170653"),
+    ("vram-available-mib", "293612"),
+];
+
+const DRA_ONE_H100: &str = "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%. Request nvidia.com/gpu: 4 on NVIDIA-H100-80GB-HBM3, or 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product); counts are tensor-parallel sizes that divide the model's 64 attention heads.";
+
+const DRA_MALFORMED: &str = "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) is not a readable ResourceClaimTemplate: invalid type: map, expected a sequence at line 1 column 161";
+
+const HAMI_TOO_SMALL: &str = "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB GPU memory (weights 15 GiB bf16, KV cache 1 GiB for 1 x 8192 tokens, overhead 10%); the pod asks for 1 x 3000 MiB of one GPU through HAMi on NVIDIA-L4 = 2.6 GiB usable at 90%. It does not fit in 3000 MiB of one GPU through HAMi: ask the scheduler for at least 19973 MiB of each GPU (90% of it usable), or for whole GPUs without a share.";
 
 /// Every vLLM flag the policy reads, spaced or with `=`: the same verdict.
 const VLLM_FLAGS_AUDIT: &[(&str, &str)] = &[
@@ -595,6 +658,66 @@ fn the_registry_is_read_with_the_sdk_get_resource_request() {
         serde_json::from_str::<Value>(&call.payload).unwrap(),
         json!({"api_version": "v1", "kind": "ConfigMap", "name": "gpu-models",
                "namespace": "gpu-system", "disable_cache": false, "field_masks": null})
+    );
+}
+
+#[test]
+fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
+    for (request, session, kind, name, mask) in [
+        (
+            "deployment_dra_claim_llama_70b_on_h100.json",
+            "session_dra_claim_four_gpus.yml",
+            "ResourceClaim",
+            "h100-x4",
+            "spec.devices",
+        ),
+        (
+            "deployment_dra_llama_70b.json",
+            "session_dra_four_h100_selector.yml",
+            "ResourceClaimTemplate",
+            "h100-gpus",
+            "spec.spec.devices",
+        ),
+    ] {
+        let e = evaluate(request, S, Some(session));
+        assert!(e.response.allowed, "{request}: {:?}", e.response);
+        let calls: Vec<(&str, Value)> = e
+            .host_calls
+            .iter()
+            .map(|c| {
+                (
+                    c.operation.as_str(),
+                    serde_json::from_str(&c.payload).unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![(
+                "get_resource",
+                json!({"api_version": "resource.k8s.io/v1", "kind": kind, "name": name,
+                       "namespace": "ml-serving", "disable_cache": false, "field_masks": [mask]})
+            )]
+        );
+    }
+    // Deployed without the DRA grant: the claim cannot be read, and the pod is denied.
+    let request = read_admission_request(data("deployment_dra_llama_70b.json")).unwrap();
+    let r = policy()
+        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(
+            &json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
+        )))
+        .validate(
+            &request,
+            &read_settings(data(S)).unwrap(),
+            Some(ReplaySession::from_file(data("session_dra_four_h100_selector.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!r.allowed);
+    assert_eq!(
+        r.message(),
+        Some(
+            "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) cannot be read (Host error: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+        )
     );
 }
 
@@ -743,6 +866,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_requested_caps.yml",
         "settings_overprovision_deny.yml",
         "settings_image_labels.yml",
+        "settings_fractional.yml",
     ] {
         let v = policy()
             .validate_settings(&read_settings(data(file)).unwrap())
@@ -779,6 +903,25 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         typo.message.unwrap().contains("usableMemoryPercentage"),
         "unknown fields are named"
     );
+    // The DRA and fractional-GPU blocks name their fields (the README quotes these).
+    for (settings, message) in [
+        (
+            json!({"dra": {"apiVersion": "resource.k8s.io/v2"}}),
+            SETTINGS_DRA_API,
+        ),
+        (
+            json!({"dra": {"gpuDeviceClasses": {"gpu.example.com": "example.com/gpu x"}}}),
+            SETTINGS_DRA_CLASS,
+        ),
+        (
+            json!({"fractionalGpus": {"kai": {"schedulerNames": []}}}),
+            SETTINGS_KAI_NAMES,
+        ),
+    ] {
+        let v = policy().validate_settings(&settings).unwrap();
+        assert!(!v.valid, "{settings}");
+        assert_eq!(v.message.as_deref(), Some(message));
+    }
     let zero_layers = policy()
         .validate_settings(
             &json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16",
@@ -821,7 +964,9 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
     let json = serde_json::to_value(&metadata).unwrap();
     assert_eq!(
         json["contextAwareResources"],
-        json!([{"apiVersion": "v1", "kind": "ConfigMap"}])
+        json!([{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+               {"apiVersion": "v1", "kind": "ConfigMap"}])
     );
     assert_eq!(
         json["hostCapabilities"],
@@ -842,6 +987,7 @@ fn the_readme_quotes_the_messages_verbatim() {
         .iter()
         .filter(|c| c.in_readme)
         .flat_map(|c| c.denied.into_iter().chain(c.warnings.iter().copied()))
+        .chain([SETTINGS_DRA_API, SETTINGS_DRA_CLASS, SETTINGS_KAI_NAMES])
         .filter(|m| !readme.contains(*m))
         .collect();
     assert!(
@@ -888,7 +1034,9 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
     );
     assert_eq!(
         spec["contextAwareResources"],
-        json!([{"apiVersion": "v1", "kind": "ConfigMap"}])
+        json!([{"apiVersion": "v1", "kind": "ConfigMap"},
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}])
     );
     let settings = &spec["settings"];
     let v = policy().validate_settings(settings).unwrap();

@@ -284,3 +284,28 @@ says() { [[ "$output" == *"$1"* ]]; }
   [ "$status" -ne 0 ]
   says 'usableMemoryPercent: give a whole percentage such as 90'
 }
+
+@test "DRA: 4 H100 from the claim template's productName selector fit a 70B model, 1 does not" {
+  run_policy deployment_dra_llama_70b.json settings.yml session_dra_four_h100_selector.yml
+  allowed
+  says "4 x NVIDIA-H100-80GB-HBM3 = 286 GiB usable at 90%"
+  run_policy deployment_dra_llama_70b.json settings.yml session_dra_one_h100_selector.yml
+  denied
+  says "the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%"
+  run_policy deployment_dra_claim_llama_70b_on_h100.json settings.yml session_dra_claim_four_gpus.yml
+  allowed
+}
+
+@test "DRA: a malformed claim template is denied" {
+  run_policy deployment_dra_llama_70b.json settings.yml session_dra_malformed.yml
+  denied
+  says "is not a readable ResourceClaimTemplate: invalid type: map, expected a sequence"
+}
+
+@test "HAMi: a vGPU of 3000 MiB holds a 0.5B model, not an 8B one" {
+  run_policy pod_hami_gpumem_qwen_0_5b.json settings_fractional.yml
+  allowed
+  run_policy pod_hami_gpumem_llama_8b.json settings_fractional.yml
+  denied
+  says "It does not fit in 3000 MiB of one GPU through HAMi: ask the scheduler for at least 19973 MiB of each GPU"
+}
