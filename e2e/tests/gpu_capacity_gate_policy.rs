@@ -79,6 +79,15 @@ const QUOTAS_UNSCOPED: &str = "pool a100: ResourceQuota ml-training/gpu-a100 is 
 const QUOTAS_FORBIDDEN: &str = "pool a100: cannot list v1/ResourceQuota: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
 const QUOTAS_NO_CLASS: &str = "pool a100: its GPUs in use are counted by ResourceQuotas scoped to its priority classes (a100-high, a100-low), which would not count this workload's pods: spec.template.spec has no priorityClassName. Set priorityClassName to one of a100-high, a100-low (gpu-pool-routing-policy sets it on the pool's workloads).";
 
+// DRA: a Deployment of 3 replicas whose pods each get 4 gpu.nvidia.com devices from a
+// ResourceClaimTemplate (12 GPUs), and claims that cannot be counted.
+const DRA: &str = "deployment_dra_a100_3x4.json";
+const DRA_QUOTAS_OVER: &str = "pool a100: nvidia.com/gpu would be 62 of capacity 64 declared in settings (96.9%) with this workload's 12 (50 in use from 6 ResourceQuotas), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
+const DRA_PODS_OVER: &str = "pool a100: nvidia.com/gpu would be 62 of 64 allocatable (96.9%) with this workload's 12 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
+const DRA_NOT_FOUND: &str = "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Cannot find resource.k8s.io/v1/ResourceClaimTemplate named 'four-gpus' inside of namespace 'Some(\"ml-serving\")'); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
+const DRA_NOT_GRANTED: &str = "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
+const DRA_ALLOCATION_ALL: &str = "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) request gpus asks for every gpu.nvidia.com device on a node (allocationMode: All); the policies cannot count that: ask for an exact count (allocationMode: ExactCount, count: N)";
+
 const CASES: &[Case] = &[
     // Below, over and exactly at the threshold; an empty pool.
     Case {
@@ -392,6 +401,91 @@ const CASES: &[Case] = &[
         audit: None,
         in_readme: false,
     },
+    // DRA: the claim template is read first (3 x 4 = 12 GPUs), then the pool, as for a
+    // Deployment asking 4 nvidia.com/gpu per pod; with quotas and declared capacity...
+    Case {
+        request: DRA,
+        settings: Q,
+        session: Some("session_dra_quotas_found.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 from 6 ResourceQuotas + incoming 12 = 52 of capacity 64 declared in settings (81.3%), threshold 90%, fits",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+    },
+    Case {
+        request: DRA,
+        settings: Q,
+        session: Some("session_dra_quotas_over.yml"),
+        denied: Some(DRA_QUOTAS_OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 from 6 ResourceQuotas + incoming 12 = 62 of capacity 64 declared in settings (96.9%), threshold 90%, over",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: true,
+    },
+    // ...and on nodes that advertise nvidia.com/gpu (usage: pods).
+    Case {
+        request: DRA,
+        settings: S,
+        session: Some("session_dra_a100_over.yml"),
+        denied: Some(DRA_PODS_OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 12 = 62 of 64 allocatable (96.9%), threshold 90%, over",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+    },
+    // A claim that cannot be counted: denied before the pool is read, whatever failOpen.
+    Case {
+        request: DRA,
+        settings: Q,
+        session: Some("session_dra_not_found.yml"),
+        denied: Some(DRA_NOT_FOUND),
+        capacity: None,
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: DRA,
+        settings: S,
+        session: Some("session_dra_not_granted.yml"),
+        denied: Some(DRA_NOT_GRANTED),
+        capacity: None,
+        audit: None,
+        in_readme: true,
+    },
+    Case {
+        request: DRA,
+        settings: "settings_fail_open.yml",
+        session: Some("session_dra_not_granted.yml"),
+        denied: Some(DRA_NOT_GRANTED),
+        capacity: None,
+        audit: None,
+        in_readme: false,
+    },
+    Case {
+        request: DRA,
+        settings: S,
+        session: Some("session_dra_allocation_all.yml"),
+        denied: Some(DRA_ALLOCATION_ALL),
+        capacity: None,
+        audit: None,
+        in_readme: true,
+    },
+    // KAI Scheduler: 3 pods of gpu-fraction 0.5 are charged ceil(3 x 0.5) = 2 GPUs.
+    Case {
+        request: "deployment_kai_fraction_3x.json",
+        settings: S,
+        session: Some("session_a100_below.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 + incoming 2 = 42 of 56 allocatable (75.0%), threshold 90%, fits",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+    },
 ];
 
 #[test]
@@ -491,6 +585,57 @@ fn host_calls_carry_the_exact_selectors_and_masks() {
                                 "spec.resources"]}),
         ]
     );
+}
+
+#[test]
+fn dra_claims_are_read_first_then_the_pool() {
+    let eval = evaluate(DRA, Q, Some("session_dra_quotas_found.yml"));
+    let calls: Vec<(&str, Value)> = eval
+        .host_calls
+        .iter()
+        .map(|c| {
+            (
+                c.operation.as_str(),
+                serde_json::from_str(&c.payload).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        calls[0],
+        (
+            "get_resource",
+            serde_json::json!({"api_version": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "name": "four-gpus", "namespace": "ml-serving", "disable_cache": false,
+                "field_masks": ["spec.spec.devices"]})
+        )
+    );
+    assert_eq!(calls[1].0, "list_resources_all");
+    assert_eq!(calls[1].1["kind"], "ResourceQuota");
+    // Deployed without the DRA grant (the contextAwareResources of an earlier version):
+    // denied before the pool is read.
+    let old = serde_json::json!({"contextAwareResources": [
+        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"},
+        {"apiVersion": "v1", "kind": "ResourceQuota"}]});
+    let request = read_admission_request(data(DRA)).unwrap();
+    let eval = policy()
+        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
+        .evaluate(
+            &request,
+            &settings(Q),
+            Some(ReplaySession::from_file(data("session_dra_quotas_found.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!eval.response.allowed);
+    assert!(
+        eval.response
+            .message()
+            .unwrap()
+            .starts_with("the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources."),
+        "{:?}",
+        eval.response
+    );
+    assert_eq!(eval.host_calls.len(), 1);
 }
 
 #[test]
@@ -733,8 +878,9 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "rule {rule} of metadata.yml is missing from the example"
         );
     }
-    // Every kind the policy reads is granted to the ServiceAccount (get, list, watch).
-    let role = &docs[1];
+    // Every kind the policy reads is granted to the ServiceAccount (get, list, watch); the
+    // DRA claims, read with get only, by deploy/policy-server.yaml for every policy.
+    let dra_role = deploy_dra_role();
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
         let api_version = resource["apiVersion"].as_str().unwrap();
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
@@ -742,6 +888,11 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "{}s",
             resource["kind"].as_str().unwrap().to_ascii_lowercase()
         );
+        let (role, verbs): (&Value, &[&str]) = if group == "resource.k8s.io" {
+            (&dra_role, &["get"])
+        } else {
+            (&docs[1], &["get", "list", "watch"])
+        };
         let granted = role["rules"].as_array().unwrap().iter().any(|r| {
             r["apiGroups"]
                 .as_array()
@@ -753,16 +904,43 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
                     .unwrap()
                     .iter()
                     .any(|p| p == plural.as_str())
-                && ["get", "list", "watch"]
+                && verbs
                     .iter()
                     .all(|verb| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
         });
         assert!(
             granted,
-            "the ClusterRole does not grant get/list/watch on {plural}"
+            "the ClusterRole does not grant {verbs:?} on {plural}"
         );
     }
-    assert_eq!(docs[2]["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(docs[2]["roleRef"]["name"], docs[1]["metadata"]["name"]);
+}
+
+/// The ClusterRole of deploy/policy-server.yaml that grants every gpu-admission policy the
+/// DRA reads (get on ResourceClaimTemplates and ResourceClaims), checked to be bound to the
+/// PolicyServer's ServiceAccount.
+fn deploy_dra_role() -> Value {
+    use serde::Deserialize;
+    let text =
+        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .collect();
+    let binding = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "gpu-admission-dra-reader"
+        })
+        .expect("deploy/policy-server.yaml binds gpu-admission-dra-reader");
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        "gpu-admission-policy-server"
+    );
+    assert_eq!(binding["roleRef"]["name"], "gpu-admission-dra-reader");
+    docs.iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "gpu-admission-dra-reader")
+        .expect("deploy/policy-server.yaml has the ClusterRole gpu-admission-dra-reader")
+        .clone()
 }
 
 /// The documents of `examples/resource-quotas.yaml`.

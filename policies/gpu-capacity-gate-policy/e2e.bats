@@ -209,3 +209,32 @@ run_policy() {
   [ "$status" -eq 1 ]
   [ $(expr "$output" : ".*Provided settings are not valid: pools\[1\].name: 'a100' is already the name of pools\[0\].*") -ne 0 ]
 }
+
+@test "DRA: 3 replicas x 4 devices of a claim template, under and over the threshold" {
+  run_policy deployment_dra_a100_3x4.json settings_quotas.yml session_dra_quotas_found.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*incoming 12 = 52 of capacity 64 declared in settings (81.3%).*') -ne 0 ]
+  run_policy deployment_dra_a100_3x4.json settings_quotas.yml session_dra_quotas_over.yml
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : ".*pool a100: nvidia.com/gpu would be 62 of capacity 64 declared in settings (96.9%) with this workload's 12.*") -ne 0 ]
+  run_policy deployment_dra_a100_3x4.json settings.yml session_dra_a100_over.yml
+  [ $(expr "$output" : ".*would be 62 of 64 allocatable (96.9%) with this workload's 12 (50 in use).*") -ne 0 ]
+}
+
+@test "DRA: a claim that cannot be counted is denied before the pool is read, even with failOpen" {
+  for case in "settings_quotas.yml session_dra_not_found.yml" "settings.yml session_dra_not_granted.yml" \
+              "settings_fail_open.yml session_dra_not_granted.yml" "settings.yml session_dra_allocation_all.yml"; do
+    run_policy deployment_dra_a100_3x4.json $case
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+    [ $(expr "$output" : '.*the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim .gpus. (ResourceClaimTemplate four-gpus).*') -ne 0 ]
+  done
+}
+
+@test "KAI Scheduler: 3 pods of gpu-fraction 0.5 are charged 2 GPUs" {
+  run_policy deployment_kai_fraction_3x.json settings.yml session_a100_below.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*used 40 + incoming 2 = 42 of 56 allocatable (75.0%).*') -ne 0 ]
+}
