@@ -303,7 +303,35 @@ const CASES: &[Case] = &[
         audit: None,
         in_readme: true,
     },
+    // DRA: the target's pods get 4 gpu.nvidia.com devices each from a ResourceClaimTemplate,
+    // read after the target: 40 x 4 = 160 GPUs, more than pool a100's 64.
+    Case {
+        request: "hpa_max_replicas_over_pool.json",
+        settings: S,
+        session: Some("session_deployment_a100_dra.yml"),
+        denied: Some(DRA_OVER_POOL),
+        warning: None,
+        calls: &["get_resource", "get_resource", "list_resources_all"],
+        audit: Some((
+            "target",
+            "Deployment ml-serving/llm-a100: 4 nvidia.com/gpu per replica, maxReplicas 40",
+        )),
+        in_readme: false,
+    },
+    Case {
+        request: "hpa_max_replicas_over_pool.json",
+        settings: S,
+        session: Some("session_deployment_a100_dra_not_found.yml"),
+        denied: Some(DRA_NOT_FOUND),
+        warning: None,
+        calls: &["get_resource", "get_resource"],
+        audit: None,
+        in_readme: true,
+    },
 ];
+
+const DRA_OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+const DRA_NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: the GPUs of Deployment llm-a100 cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Cannot find resource.k8s.io/v1/ResourceClaimTemplate named 'four-gpus' inside of namespace 'Some(\"ml-serving\")'); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
 
 fn readme() -> &'static str {
     static README: OnceLock<String> = OnceLock::new();
@@ -568,13 +596,19 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "rule {rule} of metadata.yml is missing from the example"
         );
     }
-    // Every kind read: get on the targets, list and watch on Nodes.
-    let role = &docs[1];
+    // Every kind read: get on the targets, list and watch on Nodes; get on the DRA claims
+    // (granted to every policy by deploy/policy-server.yaml).
+    let dra_role = deploy_dra_role();
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
         let api_version = resource["apiVersion"].as_str().unwrap();
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
         let kind = resource["kind"].as_str().unwrap();
         let plural = format!("{}s", kind.to_ascii_lowercase());
+        let role = if group == "resource.k8s.io" {
+            &dra_role
+        } else {
+            &docs[1]
+        };
         let verbs: &[&str] = if kind == "Node" {
             &["list", "watch"]
         } else {
@@ -600,7 +634,34 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "the ClusterRole does not grant {verbs:?} on {plural}"
         );
     }
-    assert_eq!(docs[2]["roleRef"]["name"], role["metadata"]["name"]);
+    assert_eq!(docs[2]["roleRef"]["name"], docs[1]["metadata"]["name"]);
+}
+
+/// The ClusterRole of deploy/policy-server.yaml that grants every gpu-admission policy the
+/// DRA reads (get on ResourceClaimTemplates and ResourceClaims), checked to be bound to the
+/// PolicyServer's ServiceAccount.
+fn deploy_dra_role() -> Value {
+    use serde::Deserialize;
+    let text =
+        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| Value::deserialize(doc).unwrap())
+        .collect();
+    let binding = docs
+        .iter()
+        .find(|d| {
+            d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "gpu-admission-dra-reader"
+        })
+        .expect("deploy/policy-server.yaml binds gpu-admission-dra-reader");
+    assert_eq!(
+        binding["subjects"][0]["name"],
+        "gpu-admission-policy-server"
+    );
+    assert_eq!(binding["roleRef"]["name"], "gpu-admission-dra-reader");
+    docs.iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "gpu-admission-dra-reader")
+        .expect("deploy/policy-server.yaml has the ClusterRole gpu-admission-dra-reader")
+        .clone()
 }
 
 #[test]

@@ -152,3 +152,12 @@ run_policy() {
   [ "$status" -eq 1 ]
   [ $(expr "$output" : ".*Provided settings are not valid: pools\[1\].name: 'a100' is already the name of pools\[0\].*") -ne 0 ]
 }
+
+@test "DRA target: 4 devices per replica from its claim template bound maxReplicas" {
+  run_policy hpa_max_replicas_over_pool.json settings.yml session_deployment_a100_dra.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu.*The largest maxReplicas that fits is 16.*') -ne 0 ]
+  run_policy hpa_max_replicas_over_pool.json settings.yml session_deployment_a100_dra_not_found.yml
+  [ $(expr "$output" : '.*the GPUs of Deployment llm-a100 cannot be counted, so this autoscaler cannot be checked.*') -ne 0 ]
+}
