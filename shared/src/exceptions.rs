@@ -20,9 +20,11 @@
 //! ends more than `maxExceptionDays` after the settings are loaded (so every exception is
 //! renewed by someone, on purpose).
 
+use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::{UnixSeconds, rfc3339};
 use crate::selector::LabelSelector;
 use crate::settings::NamespaceList;
+use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -250,3 +252,68 @@ fn parse_end(text: &str) -> Option<UnixSeconds> {
 
 #[cfg(test)]
 mod tests;
+
+/// The exception settings every policy has (`exceptions`, `maxExceptionDays`).
+pub trait HasExceptions {
+    fn exceptions(&self) -> &[Exception];
+    fn max_exception_days(&self) -> u32;
+}
+
+/// `verdict` with the policy's exceptions applied: a denial of `rule` for a workload an
+/// exception covers at `now` becomes an acceptance with the audit annotation [`AUDIT_KEY`]
+/// (and [`AUDIT_EXCUSED`]: what was excused) and, near its end, a warning; a denial whose
+/// only exception has expired says so. Input errors (a code of 400 or more: the object
+/// could not be read) are never excused.
+pub fn excuse(
+    verdict: Verdict,
+    settings: &dyn HasExceptions,
+    rule_names: &[&str],
+    rule: &str,
+    request: &AdmissionRequest,
+    custom_kinds: &[crate::settings::CustomKind],
+    now: UnixSeconds,
+) -> Verdict {
+    if verdict.allowed || verdict.code.is_some() || settings.exceptions().is_empty() {
+        return verdict;
+    }
+    let Ok(exceptions) = Exceptions::check(
+        settings.exceptions(),
+        settings.max_exception_days(),
+        rule_names,
+        now,
+        "exceptions",
+    ) else {
+        return verdict;
+    };
+    let Ok(workload) = Workload::from_object(&request.object, custom_kinds) else {
+        return verdict;
+    };
+    let labels: Vec<&BTreeMap<String, String>> = if workload.templates.is_empty() {
+        vec![&workload.meta.labels]
+    } else {
+        workload.templates.iter().map(|t| &t.meta.labels).collect()
+    };
+    match exceptions.lookup(&request.namespace, &labels, rule, now) {
+        Lookup::Applies { exception, warning } => {
+            let mut excused = Verdict::accept()
+                .with_audit(AUDIT_KEY, exception.audit())
+                .with_audit(AUDIT_EXCUSED, verdict.message.unwrap_or_default());
+            excused.warnings = verdict.warnings;
+            if let Some(w) = warning {
+                excused = excused.with_warning(w);
+            }
+            excused
+        }
+        lookup @ Lookup::Expired(_) => {
+            let mut denied = verdict;
+            if let (Some(message), Some(note)) = (&mut denied.message, lookup.expired_note()) {
+                message.push_str(&format!(" ({note}; renew it or fix the workload)"));
+            }
+            denied
+        }
+        Lookup::None => verdict,
+    }
+}
+
+/// Audit annotation holding the denial an exception excused.
+pub const AUDIT_EXCUSED: &str = "excused";

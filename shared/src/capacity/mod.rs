@@ -68,6 +68,29 @@ enum Plan {
 
 /// Decides one admission request, reading cluster state through `cluster`.
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
+}
+
+/// [`evaluate`] at the time `clock` tells (exceptions end).
+pub fn evaluate_at(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    clock: &dyn crate::clock::Clock,
+) -> Verdict {
+    let verdict = judge(request, settings, cluster);
+    crate::exceptions::excuse(
+        verdict,
+        settings,
+        &settings::RULE_NAMES,
+        "capacity",
+        request,
+        &settings.custom_kinds,
+        clock.now(),
+    )
+}
+
+fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
     }

@@ -36,6 +36,11 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces whose workloads are never gated (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Exceptions with an owner and an end date ([`crate::exceptions`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<crate::exceptions::Exception>,
+    /// The furthest ahead an exception may end, in days.
+    pub max_exception_days: u32,
     /// Which Dynamic Resource Allocation device classes are GPUs.
     pub dra: crate::dra::DraSettings,
     /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
@@ -55,6 +60,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            exceptions: Vec::new(),
+            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
             dra: Default::default(),
             fractional_gpus: Default::default(),
             exempt_priority_classes: Vec::new(),
@@ -253,6 +260,13 @@ impl ValidateSettings for Settings {
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        crate::exceptions::Exceptions::check(
+            &self.exceptions,
+            self.max_exception_days,
+            &RULE_NAMES,
+            crate::clock::Clock::now(&crate::clock::SystemClock),
+            "exceptions",
+        )?;
         self.dra.validate("dra")?;
         self.fractional_gpus.validate("fractionalGpus")?;
         for (i, class) in self.exempt_priority_classes.iter().enumerate() {
@@ -348,6 +362,18 @@ fn is_priority_class_name(s: &str) -> bool {
                 && b.first().is_some_and(|c| c.is_ascii_alphanumeric())
                 && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
         })
+}
+
+/// The rule names `exceptions[].rules` may give.
+pub const RULE_NAMES: [&str; 1] = ["capacity"];
+
+impl crate::exceptions::HasExceptions for Settings {
+    fn exceptions(&self) -> &[crate::exceptions::Exception] {
+        &self.exceptions
+    }
+    fn max_exception_days(&self) -> u32 {
+        self.max_exception_days
+    }
 }
 
 #[cfg(test)]

@@ -179,3 +179,82 @@ fn settings_mistakes_name_the_field() {
     );
     assert!(longer.is_ok());
 }
+
+/// Through a policy: routing denies a GPU workload that matches no pool.
+mod through_a_policy {
+    use super::*;
+    use crate::clock::FixedClock;
+    use crate::cluster::NoCluster;
+    use crate::routing::{Settings, evaluate_at};
+
+    fn settings(expires: &str) -> Settings {
+        serde_json::from_value(json!({
+            "pools": [{"name": "batch", "selector": {"matchLabels": {"workload-type": "batch"}},
+                       "nodeSelector": {"pool": "batch"}}],
+            "exceptions": [{"name": "lab", "namespaces": ["ml-lab"], "owner": "alice",
+                            "reason": "experiments on the spare node", "expires": expires}]
+        }))
+        .unwrap()
+    }
+
+    fn request(namespace: &str) -> crate::admission::AdmissionRequest {
+        serde_json::from_value(json!({
+            "uid": "u", "operation": "CREATE", "namespace": namespace,
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": {"app": "x"}},
+                       "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_denial_is_excused_with_an_audit_annotation() {
+        let v = evaluate_at(
+            &request("ml-lab"),
+            &settings("2026-12-31"),
+            &NoCluster,
+            &FixedClock(NOW),
+        );
+        assert!(v.allowed, "{v:?}");
+        assert_eq!(
+            v.audit_annotations[AUDIT_KEY],
+            "exception=lab owner=alice expires=2027-01-01T00:00:00Z"
+        );
+        assert!(v.audit_annotations[AUDIT_EXCUSED].contains("matches no GPU pool"));
+        assert!(v.warnings.is_empty());
+        let other = evaluate_at(
+            &request("ml-prod"),
+            &settings("2026-12-31"),
+            &NoCluster,
+            &FixedClock(NOW),
+        );
+        assert!(!other.allowed);
+    }
+
+    #[test]
+    fn near_its_end_it_warns_and_after_it_the_denial_says_it_expired() {
+        let soon = evaluate_at(
+            &request("ml-lab"),
+            &settings("2026-12-03"),
+            &NoCluster,
+            &FixedClock(NOW),
+        );
+        assert!(soon.allowed);
+        assert!(
+            soon.warnings[0]
+                .starts_with("exception lab (owner alice) ends 2026-12-04T00:00:00Z (in 3 days)"),
+            "{:?}",
+            soon.warnings
+        );
+        let late = evaluate_at(
+            &request("ml-lab"),
+            &settings("2026-11-20"),
+            &NoCluster,
+            &FixedClock(NOW),
+        );
+        assert!(!late.allowed);
+        assert!(
+            late.message.unwrap().ends_with("(exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)")
+        );
+    }
+}

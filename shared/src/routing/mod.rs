@@ -371,8 +371,26 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
 }
 
-/// [`evaluate`] at the time `clock` tells (lending windows).
+/// [`evaluate`] at the time `clock` tells (lending windows, exceptions).
 pub fn evaluate_at(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    clock: &dyn crate::clock::Clock,
+) -> Verdict {
+    let verdict = decide(request, settings, cluster, clock);
+    crate::exceptions::excuse(
+        verdict,
+        settings,
+        &settings::RULE_NAMES,
+        "routing",
+        request,
+        &settings.custom_kinds,
+        clock.now(),
+    )
+}
+
+fn decide(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,

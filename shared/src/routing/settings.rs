@@ -34,6 +34,11 @@ pub struct Settings {
     pub custom_kinds: Vec<CustomKind>,
     /// Namespaces the policy lets through untouched (exact, or a prefix ending in `*`).
     pub exempt_namespaces: NamespaceList,
+    /// Exceptions with an owner and an end date ([`crate::exceptions`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<crate::exceptions::Exception>,
+    /// The furthest ahead an exception may end, in days.
+    pub max_exception_days: u32,
     /// Which Dynamic Resource Allocation device classes are GPUs.
     pub dra: crate::dra::DraSettings,
     /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
@@ -60,6 +65,8 @@ impl Default for Settings {
             extra_gpu_resources: Vec::new(),
             custom_kinds: Vec::new(),
             exempt_namespaces: NamespaceList::default(),
+            exceptions: Vec::new(),
+            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
             dra: Default::default(),
             fractional_gpus: Default::default(),
             schedules: Default::default(),
@@ -346,6 +353,13 @@ impl ValidateSettings for Settings {
         self.fractional_gpus.validate("fractionalGpus")?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
+        crate::exceptions::Exceptions::check(
+            &self.exceptions,
+            self.max_exception_days,
+            &RULE_NAMES,
+            crate::clock::Clock::now(&crate::clock::SystemClock),
+            "exceptions",
+        )?;
         Ok(())
     }
 }
@@ -508,6 +522,18 @@ fn validate_object_name(field: &str, name: &str) -> Result<(), String> {
         Err(format!(
             "{field}: '{name}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
         ))
+    }
+}
+
+/// The rule names `exceptions[].rules` may give.
+pub const RULE_NAMES: [&str; 1] = ["routing"];
+
+impl crate::exceptions::HasExceptions for Settings {
+    fn exceptions(&self) -> &[crate::exceptions::Exception] {
+        &self.exceptions
+    }
+    fn max_exception_days(&self) -> u32 {
+        self.max_exception_days
     }
 }
 

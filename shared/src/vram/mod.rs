@@ -67,6 +67,29 @@ pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
 /// only when a GPU unit names a model and `modelRegistry` is set; with `imageLabels`, the
 /// config of each distinct image of the judged units' GPU containers at most once.
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
+}
+
+/// [`evaluate`] at the time `clock` tells (exceptions end).
+pub fn evaluate_at(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    clock: &dyn crate::clock::Clock,
+) -> Verdict {
+    let verdict = decide(request, settings, cluster);
+    crate::exceptions::excuse(
+        verdict,
+        settings,
+        &settings::RULE_NAMES,
+        "vramFit",
+        request,
+        &settings.custom_kinds,
+        clock.now(),
+    )
+}
+
+fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
     }
