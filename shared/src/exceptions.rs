@@ -21,7 +21,7 @@
 //! renewed by someone, on purpose).
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::clock::{UnixSeconds, rfc3339};
+use crate::clock::{UnixSeconds, parse_end, rfc3339};
 use crate::selector::LabelSelector;
 use crate::settings::NamespaceList;
 use crate::workload::Workload;
@@ -234,20 +234,6 @@ fn days_left(seconds: i64) -> String {
         1 => "in 1 day".into(),
         n => format!("in {n} days"),
     }
-}
-
-/// `2027-01-31` -> the start of 2027-02-01 UTC; an RFC 3339 time -> that instant.
-fn parse_end(text: &str) -> Option<UnixSeconds> {
-    let t = text.trim();
-    if let Ok(date) = t.parse::<jiff::civil::Date>() {
-        let next = date.tomorrow().ok()?;
-        return next
-            .at(0, 0, 0, 0)
-            .in_tz("UTC")
-            .ok()
-            .map(|z| z.timestamp().as_second());
-    }
-    t.parse::<jiff::Timestamp>().ok().map(|ts| ts.as_second())
 }
 
 #[cfg(test)]

@@ -17,14 +17,79 @@
 //! day clocks go forward a window that starts in the skipped hour starts when the clock
 //! shows a later time; on the day they go back the repeated hour is in the window twice.
 //! A window over midnight belongs to the day it starts on (`Fri 20:00-07:00` holds
-//! Saturday 06:59). IANA zones come from the tz database embedded in the module (jiff's
-//! bundled copy: the guest has no file system).
+//! Saturday 06:59).
+//!
+//! Zones: `UTC`, a fixed offset (`+05:30`), one of the IANA names in [`ZONES`] (each
+//! stands for its current rule: correct for today and the future, which is all a
+//! schedule asks), or any POSIX TZ rule (`CET-1CEST,M3.5.0,M10.5.0/3`) for the others.
+//! The guest has no file system, so no tz database is read; the module carries this table
+//! instead of a whole database (540 KB), and the tests check every entry against one.
 
 use crate::clock::UnixSeconds;
-use jiff::civil::Weekday;
-use jiff::tz::{Offset, TimeZone};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tz::TimeZone;
+
+/// IANA names the policies know, with their current POSIX TZ rule (the rule line of the
+/// zone's tz database file; checked against jiff's bundled database from 2026-12 on).
+pub const ZONES: &[(&str, &str)] = &[
+    ("UTC", "UTC0"),
+    ("Etc/UTC", "UTC0"),
+    ("Europe/London", "GMT0BST,M3.5.0/1,M10.5.0"),
+    ("Europe/Dublin", "GMT0IST,M3.5.0/1,M10.5.0"),
+    ("Europe/Lisbon", "WET0WEST,M3.5.0/1,M10.5.0"),
+    ("Europe/Amsterdam", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Berlin", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Brussels", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Copenhagen", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Madrid", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Oslo", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Paris", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Prague", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Rome", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Stockholm", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Vienna", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Warsaw", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Zurich", "CET-1CEST,M3.5.0,M10.5.0/3"),
+    ("Europe/Athens", "EET-2EEST,M3.5.0/3,M10.5.0/4"),
+    ("Europe/Bucharest", "EET-2EEST,M3.5.0/3,M10.5.0/4"),
+    ("Europe/Helsinki", "EET-2EEST,M3.5.0/3,M10.5.0/4"),
+    ("Europe/Kyiv", "EET-2EEST,M3.5.0/3,M10.5.0/4"),
+    ("Europe/Istanbul", "<+03>-3"),
+    ("Europe/Moscow", "MSK-3"),
+    ("America/New_York", "EST5EDT,M3.2.0,M11.1.0"),
+    ("America/Toronto", "EST5EDT,M3.2.0,M11.1.0"),
+    ("America/Chicago", "CST6CDT,M3.2.0,M11.1.0"),
+    ("America/Denver", "MST7MDT,M3.2.0,M11.1.0"),
+    ("America/Phoenix", "MST7"),
+    ("America/Los_Angeles", "PST8PDT,M3.2.0,M11.1.0"),
+    // British Columbia keeps daylight time all year from 2026-11-01.
+    ("America/Vancouver", "MST7"),
+    ("America/Anchorage", "AKST9AKDT,M3.2.0,M11.1.0"),
+    ("America/Mexico_City", "CST6"),
+    ("America/Bogota", "<-05>5"),
+    ("America/Sao_Paulo", "<-03>3"),
+    ("America/Argentina/Buenos_Aires", "<-03>3"),
+    ("Pacific/Honolulu", "HST10"),
+    ("Asia/Dubai", "<+04>-4"),
+    ("Asia/Kolkata", "IST-5:30"),
+    ("Asia/Bangkok", "<+07>-7"),
+    ("Asia/Jakarta", "WIB-7"),
+    ("Asia/Singapore", "<+08>-8"),
+    ("Asia/Shanghai", "CST-8"),
+    ("Asia/Hong_Kong", "HKT-8"),
+    ("Asia/Taipei", "CST-8"),
+    ("Asia/Seoul", "KST-9"),
+    ("Asia/Tokyo", "JST-9"),
+    ("Australia/Perth", "AWST-8"),
+    ("Australia/Brisbane", "AEST-10"),
+    ("Australia/Sydney", "AEST-10AEDT,M10.1.0,M4.1.0/3"),
+    ("Australia/Melbourne", "AEST-10AEDT,M10.1.0,M4.1.0/3"),
+    ("Pacific/Auckland", "NZST-12NZDT,M9.5.0,M4.1.0/3"),
+    ("Africa/Lagos", "WAT-1"),
+    ("Africa/Johannesburg", "SAST-2"),
+    ("Africa/Nairobi", "EAT-3"),
+];
 
 /// Schedules by name, as settings give them.
 pub type Schedules = BTreeMap<String, Schedule>;
@@ -54,6 +119,9 @@ pub struct Checked {
     zone: TimeZone,
     windows: Vec<CheckedWindow>,
 }
+
+/// 0 = Sunday ... 6 = Saturday, as POSIX counts.
+type Weekday = u8;
 
 #[derive(Debug, Clone)]
 struct CheckedWindow {
@@ -126,24 +194,23 @@ impl Schedule {
 impl Checked {
     /// True when `now` is inside one of the windows.
     pub fn contains(&self, now: UnixSeconds) -> bool {
-        let Ok(ts) = jiff::Timestamp::from_second(now) else {
+        let Ok(local) = tz::DateTime::from_timespec(now, 0, self.zone.as_ref()) else {
             return false;
         };
-        let local = self.zone.to_datetime(ts);
-        let day = local.weekday();
-        let minute = u16::from(local.hour() as u8) * 60 + u16::from(local.minute() as u8);
+        let day = local.week_day();
+        let minute = u16::from(local.hour()) * 60 + u16::from(local.minute());
         self.windows.iter().any(|w| {
             if w.from < w.to {
                 w.days.contains(&day) && (w.from..w.to).contains(&minute)
             } else {
                 (w.days.contains(&day) && minute >= w.from)
-                    || (w.days.contains(&day.previous()) && minute < w.to)
+                    || (w.days.contains(&((day + 6) % 7)) && minute < w.to)
             }
         })
     }
 }
 
-/// `UTC`, `Z`, `+05:30`, `-08:00`, or an IANA name from the embedded database.
+/// `UTC`, `Z`, `+05:30`, `-08:00`, an IANA name from [`ZONES`], or a POSIX TZ rule.
 fn zone(text: &str) -> Result<TimeZone, String> {
     let t = text.trim();
     if t.is_empty() {
@@ -152,50 +219,56 @@ fn zone(text: &str) -> Result<TimeZone, String> {
                 .into(),
         );
     }
-    if t == "UTC" || t == "Z" {
-        return Ok(TimeZone::UTC);
+    if t == "Z" {
+        return Ok(TimeZone::utc());
     }
     if let Some(sign) = t.chars().next().filter(|c| *c == '+' || *c == '-') {
-        let (h, m) = t[1..]
-            .split_once(':')
-            .ok_or_else(|| format!("'{t}' is not an offset like +05:30"))?;
+        let bad = || format!("'{t}' is not an offset like +05:30 (hours 00-18, minutes 00-59)");
+        let (h, m) = t[1..].split_once(':').ok_or_else(bad)?;
         let two_digits = |x: &str| x.len() == 2 && x.bytes().all(|b| b.is_ascii_digit());
-        let (h, m): (i32, i32) = match (h.parse(), m.parse()) {
-            (Ok(h), Ok(m))
-                if two_digits(&t[1..3]) && two_digits(m_text(t)) && h <= 18 && m < 60 =>
-            {
-                (h, m)
-            }
-            _ => {
-                return Err(format!(
-                    "'{t}' is not an offset like +05:30 (hours 00-18, minutes 00-59)"
-                ));
-            }
-        };
+        if !two_digits(h) || !two_digits(m) {
+            return Err(bad());
+        }
+        let (h, m): (i32, i32) = (h.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?);
+        if h > 18 || m > 59 {
+            return Err(bad());
+        }
         let seconds = (h * 3600 + m * 60) * if sign == '-' { -1 } else { 1 };
-        return Offset::from_seconds(seconds)
-            .map(TimeZone::fixed)
-            .map_err(|e| format!("'{t}': {e}"));
+        return TimeZone::fixed(seconds).map_err(|e| format!("'{t}': {e}"));
     }
-    TimeZone::get(t).map_err(|_| {
-        format!("'{t}' is not a time zone the policy knows; use an IANA name like Europe/Berlin or America/New_York, UTC, or an offset like +05:30")
+    let rule = ZONES
+        .iter()
+        .find(|(name, _)| *name == t)
+        .map(|(_, rule)| *rule)
+        .unwrap_or(t);
+    posix(rule).ok_or_else(|| {
+        format!(
+            "'{t}' is not a time zone the policy knows; use UTC, an offset like +05:30, one of the IANA names {} or a POSIX TZ rule like CET-1CEST,M3.5.0,M10.5.0/3",
+            ZONES.iter().map(|(n, _)| *n).filter(|n| n.contains('/')).take(6).collect::<Vec<_>>().join(", ") + "..."
+        )
     })
 }
 
-/// The minutes of `+HH:MM`.
-fn m_text(t: &str) -> &str {
-    t.split_once(':').map(|(_, m)| m).unwrap_or("")
+/// A POSIX TZ rule, never read from a file (the guest has none; natively it must not
+/// depend on the machine's tz database either).
+fn posix(rule: &str) -> Option<TimeZone> {
+    if rule.contains('/') && !rule.contains(',') {
+        return None;
+    }
+    tz::timezone::TimeZoneSettings::new(&[], |_| Err("no tz database is read".into()))
+        .parse_posix_tz(rule)
+        .ok()
 }
 
 fn weekday(text: &str) -> Option<Weekday> {
     Some(match text.trim().to_ascii_lowercase().as_str() {
-        "mon" | "monday" => Weekday::Monday,
-        "tue" | "tuesday" => Weekday::Tuesday,
-        "wed" | "wednesday" => Weekday::Wednesday,
-        "thu" | "thursday" => Weekday::Thursday,
-        "fri" | "friday" => Weekday::Friday,
-        "sat" | "saturday" => Weekday::Saturday,
-        "sun" | "sunday" => Weekday::Sunday,
+        "sun" | "sunday" => 0,
+        "mon" | "monday" => 1,
+        "tue" | "tuesday" => 2,
+        "wed" | "wednesday" => 3,
+        "thu" | "thursday" => 4,
+        "fri" | "friday" => 5,
+        "sat" | "saturday" => 6,
         _ => return None,
     })
 }

@@ -171,3 +171,39 @@ fn every_mistake_names_its_field() {
         "schedules.x.windows: give at least one window"
     );
 }
+
+#[test]
+fn every_named_zone_agrees_with_the_tz_database() {
+    // Every 20 minutes of two years from the table's date, in every zone the table names:
+    // the local weekday, hour and minute agree with jiff's tz database.
+    let start = utc(2026, 12, 1, 0, 0);
+    let end = utc(2028, 12, 1, 0, 0);
+    for (name, _) in ZONES {
+        let ours = zone(name).unwrap();
+        let theirs = jiff::tz::TimeZone::get(name).unwrap();
+        let mut t = start;
+        while t < end {
+            let o = tz::DateTime::from_timespec(t, 0, ours.as_ref()).unwrap();
+            let j = theirs.to_datetime(jiff::Timestamp::from_second(t).unwrap());
+            assert_eq!(
+                (o.week_day(), o.hour(), o.minute()),
+                (
+                    j.weekday().to_sunday_zero_offset() as u8,
+                    j.hour() as u8,
+                    j.minute() as u8
+                ),
+                "{name} at {}",
+                crate::clock::rfc3339(t)
+            );
+            t += 1200;
+        }
+    }
+}
+
+#[test]
+fn posix_rules_and_unknown_names() {
+    let s = schedule("CET-1CEST,M3.5.0,M10.5.0/3", &["Mon"], "09:00", "10:00");
+    assert!(s.contains(utc(2026, 7, 6, 7, 0)));
+    assert!(zone("Mars/Olympus").is_err());
+    assert!(zone("Europe/Nowhere").is_err());
+}
