@@ -277,12 +277,63 @@ const CASES: &[Case] = &[
         "Deployment 'llm-server' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.template.metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
         false,
     ),
+    // Device access (deviceAccess, the defaults).
+    denied(
+        "pod_gpu_visible_devices_all.json",
+        None,
+        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' sets NVIDIA_VISIBLE_DEVICES=all, which makes the container runtime hand it the GPUs that value names, uncounted by any GPU request: remove NVIDIA_VISIBLE_DEVICES and request the GPUs as a resource (e.g. nvidia.com/gpu: 1 in resources.limits); the device plugin sets NVIDIA_VISIBLE_DEVICES to the GPUs it allocates (only void or none may be written)",
+        true,
+    ),
+    denied(
+        "pod_no_gpu_visible_devices.json",
+        None,
+        "Pod 'etl-worker' breaks the GPU admission rules (1 problem): 1) container 'worker' sets NVIDIA_VISIBLE_DEVICES=0,1, which makes the container runtime hand it the GPUs that value names, uncounted by any GPU request: remove NVIDIA_VISIBLE_DEVICES and request the GPUs as a resource (e.g. nvidia.com/gpu: 1 in resources.limits); the device plugin sets NVIDIA_VISIBLE_DEVICES to the GPUs it allocates (only void or none may be written)",
+        true,
+    ),
+    allowed("pod_gpu_cuda_visible_devices.json", None),
+    denied(
+        "pod_gpu_privileged.json",
+        None,
+        "Pod 'dcgm-diag' breaks the GPU admission rules (1 problem): 1) container 'dcgm' is privileged (securityContext.privileged: true) in a pod that requests GPUs: it sees every device of the node, every GPU included, not only the GPUs it requests; remove privileged: true and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts",
+        true,
+    ),
+    allowed(
+        "pod_gpu_privileged.json",
+        Some("settings_device_tooling.yml"),
+    ),
+    denied(
+        "pod_tolerates_gpu_host_path_nvidia0.json",
+        None,
+        "Pod 'gpu-peek' breaks the GPU admission rules (2 problems): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists, effect: NoSchedule): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits); 2) volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that tolerates the GPU taint nvidia.com/gpu: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts",
+        true,
+    ),
+    denied(
+        "pod_no_gpu_runtime_class_nvidia.json",
+        None,
+        "Pod 'notebook' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but sets runtimeClassName: nvidia, a GPU runtime (deviceAccess.gpuRuntimeClasses) that can hand it GPUs no request counts: remove runtimeClassName, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
+        true,
+    ),
+    allowed("daemonset_gpu_operator_like.json", None),
+    allowed("pod_kai_gpu_sharing_labelled.json", None),
+    denied(
+        "pod_kai_gpu_sharing_unlabelled.json",
+        None,
+        "Pod 'gpu-sharing' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
+        true,
+    ),
     // Fail closed.
     denied(
         "deployment_malformed.json",
         None,
         "Deployment 'llm-server' cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map, expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
         true,
+    ),
+    allowed("resourceclaimtemplate_sixteen_gpus.json", None),
+    denied(
+        "resourceclaimtemplate_sixteen_gpus.json",
+        Some("settings_max_gpus.yml"),
+        "ResourceClaimTemplate sixteen-gpus asks for 16 GPUs (nvidia.com/gpu: 16); a pod may hold at most 8 (maxGpusPerPod), and every pod that uses this claim would hold them: ask for at most 8",
+        false,
     ),
 ];
 
@@ -406,6 +457,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_strict_daemonsets.yml",
         "settings_cost_center.yml",
         "settings_workload_rules.yml",
+        "settings_device_tooling.yml",
     ] {
         let v = policy.validate_settings(&settings(Some(file))).unwrap();
         assert!(v.valid, "{file}: {v:?}");
@@ -463,6 +515,42 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
 }
 
 #[test]
+fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
+    let warning = |file: &str| {
+        let request = read_admission_request(policy_dir().join("test_data").join(file)).unwrap();
+        policy().validate(&request, &json!({}), None).unwrap()
+    };
+    let r = warning("pod_gpu_env_from.json");
+    assert!(r.allowed && r.status.is_none());
+    assert_eq!(
+        r.warnings.as_deref(),
+        Some(&["container 'vllm' takes variables from ConfigMap 'vllm-settings' (envFrom), which the GPU admission policy cannot read: a device variable such as NVIDIA_VISIBLE_DEVICES set there is not checked; set such variables in env instead".to_string()][..])
+    );
+    // KAI's NVIDIA_VISIBLE_DEVICES reference on a pod KAI did not mutate: denied, with the
+    // envFrom warning kept.
+    let r = warning("pod_kai_spoofed_visible_devices.json");
+    assert!(!r.allowed);
+    assert_eq!(
+        r.message(),
+        Some(
+            "Pod 'gpu-sharing' breaks the GPU admission rules (3 problems): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits); 2) container 'gpu-workload' sets NVIDIA_VISIBLE_DEVICES from ConfigMap 'gpu-sharing-bq7kx2z-shared-gpu-0' key 'NVIDIA_VISIBLE_DEVICES' (valueFrom), which the policy cannot read at admission and the container runtime obeys: remove NVIDIA_VISIBLE_DEVICES and request the GPUs as a resource (e.g. nvidia.com/gpu: 1 in resources.limits); the device plugin sets NVIDIA_VISIBLE_DEVICES to the GPUs it allocates; 3) the pod requests no GPU but sets runtimeClassName: nvidia, a GPU runtime (deviceAccess.gpuRuntimeClasses) that can hand it GPUs no request counts: remove runtimeClassName, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)"
+        )
+    );
+    assert_eq!(r.warnings.as_ref().map(Vec::len), Some(1));
+    // The settings file that names the field.
+    let v = policy()
+        .validate_settings(&settings(Some("settings_invalid_device_access.yml")))
+        .unwrap();
+    assert!(!v.valid);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "deviceAccess.deviceHostPaths.paths[1]: '/dev/dri/' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
+        )
+    );
+}
+
+#[test]
 fn the_readme_quotes_the_messages_verbatim() {
     let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
     let missing: Vec<&str> = CASES
@@ -484,6 +572,10 @@ fn every_request_in_test_data_is_exercised() {
     used.extend([
         "pod_in_exempt_namespace.json",
         "deployment_update_scales_legacy.json",
+        "pod_gpu_env_from.json",
+        "pod_kai_spoofed_visible_devices.json",
+        "pod_dra_four_gpus_unlabelled.json",
+        "pod_dra_four_gpus_labelled.json",
     ]);
     let unused: Vec<String> = std::fs::read_dir(policy_dir().join("test_data"))
         .unwrap()
@@ -491,4 +583,44 @@ fn every_request_in_test_data_is_exercised() {
         .filter(|f| f.ends_with(".json") && !used.contains(&f.as_str()))
         .collect();
     assert!(unused.is_empty(), "not exercised: {unused:?}");
+}
+
+/// A DRA pod: its claim template (read from a kwctl replay session) asks for 4
+/// `gpu.nvidia.com` devices, so it is a GPU pod with 4 nvidia.com/gpu.
+#[test]
+fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
+    let run = |request: &str, settings_file: Option<&str>, session: &str| {
+        let request = read_admission_request(policy_dir().join("test_data").join(request)).unwrap();
+        let session =
+            gpu_e2e::ReplaySession::from_file(policy_dir().join("test_data").join(session)).unwrap();
+        let e = policy()
+            .evaluate(&request, &settings(settings_file), Some(session))
+            .unwrap();
+        assert_eq!(e.host_calls.len(), 1, "one get of the claim template");
+        e.response
+    };
+    let r = run("pod_dra_four_gpus_unlabelled.json", None, "session_dra_four_gpus.yml");
+    assert!(!r.allowed);
+    assert_eq!(
+        r.message(),
+        Some(
+            "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels"
+        )
+    );
+    let r = run("pod_dra_four_gpus_labelled.json", None, "session_dra_four_gpus.yml");
+    assert!(r.allowed, "{r:?}");
+    let capped = run(
+        "pod_dra_four_gpus_labelled.json",
+        Some("settings_max_gpus.yml"),
+        "session_dra_four_gpus.yml",
+    );
+    assert!(capped.allowed, "4 DRA GPUs are within maxGpusPerPod 8: {capped:?}");
+    let r = run("pod_dra_four_gpus_labelled.json", None, "session_dra_not_granted.yml");
+    assert!(!r.allowed);
+    assert_eq!(
+        r.message(),
+        Some(
+            "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account; the GPU rules cannot check GPUs they cannot count, so the workload is denied"
+        )
+    );
 }

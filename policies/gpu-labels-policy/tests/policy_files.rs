@@ -42,7 +42,14 @@ fn metadata_matches_the_crate_and_covers_every_builtin_kind() {
     );
     assert_eq!(m["mutating"], false);
     assert_eq!(m["backgroundAudit"], true);
-    assert_eq!(m["contextAwareResources"], json!([]));
+    // DRA: the claims and claim templates a pod template names, read to count their GPUs.
+    assert_eq!(
+        m["contextAwareResources"],
+        json!([
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+        ])
+    );
     let mut covered = Vec::new();
     for rule in m["rules"].as_array().unwrap() {
         assert_eq!(rule["operations"], json!(["CREATE", "UPDATE"]), "{rule}");
@@ -61,6 +68,8 @@ fn metadata_matches_the_crate_and_covers_every_builtin_kind() {
             "pods",
             "replicasets",
             "replicationcontrollers",
+            "resourceclaims",
+            "resourceclaimtemplates",
             "statefulsets"
         ]
     );
