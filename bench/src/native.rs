@@ -9,7 +9,7 @@ use anyhow::{Result, anyhow, bail};
 use gpu_e2e::{CallbackRequest, ReplaySession};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::kubewarden::validate as glue;
-use gpu_rules::{autoscaler, capacity, labels, routing, vram};
+use gpu_rules::policy::{Autoscaler, CapacityGate, Labels, Policy, Routing, VramFit};
 
 /// Host calls answered from a replay session, as the harness does for wasm.
 #[derive(Debug, Default)]
@@ -41,40 +41,38 @@ pub const NAIVE_CAPACITY: &str = "naive-capacity-gate";
 
 /// Whether `policy` has a native counterpart here.
 pub fn supported(policy: &str) -> bool {
-    matches!(
-        policy,
-        "gpu-labels-policy"
-            | "gpu-pool-routing-policy"
-            | "gpu-vram-fit-policy"
-            | "gpu-capacity-gate-policy"
-            | "gpu-autoscaler-policy"
-            | NAIVE_CAPACITY
-    )
+    policy == NAIVE_CAPACITY || POLICIES.iter().any(|(name, _)| *name == policy)
+}
+
+type Native = fn(&[u8], &ReplayCluster) -> Result<Vec<u8>, String>;
+
+/// Every policy, by module name.
+const POLICIES: [(&str, Native); 5] = [
+    (Labels::NAME, native::<Labels>),
+    (Routing::NAME, native::<Routing>),
+    (VramFit::NAME, native::<VramFit>),
+    (CapacityGate::NAME, native::<CapacityGate>),
+    (Autoscaler::NAME, native::<Autoscaler>),
+];
+
+/// `validate` of the policy `P`, natively.
+fn native<P: Policy>(payload: &[u8], cluster: &ReplayCluster) -> Result<Vec<u8>, String> {
+    glue(payload, |r, s: &P::Settings| P::evaluate(r, s, cluster)).map_err(|e| e.to_string())
 }
 
 /// `validate` of `policy`, natively: the bytes the module would answer.
 pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) -> Result<Vec<u8>> {
     let cluster = ReplayCluster::new(session);
-    let answer = match policy {
-        "gpu-labels-policy" => glue(payload, |r, s: &labels::Settings| {
-            labels::evaluate(r, s, &cluster)
-        }),
-        "gpu-pool-routing-policy" => glue(payload, |r, s: &routing::Settings| {
-            routing::evaluate(r, s, &cluster)
-        }),
-        "gpu-vram-fit-policy" => glue(payload, |r, s: &vram::Settings| {
-            vram::evaluate(r, s, &cluster)
-        }),
-        "gpu-capacity-gate-policy" => glue(payload, |r, s: &capacity::Settings| {
-            capacity::evaluate(r, s, &cluster)
-        }),
-        "gpu-autoscaler-policy" => glue(payload, |r, s: &autoscaler::Settings| {
-            autoscaler::evaluate(r, s, &cluster)
-        }),
-        NAIVE_CAPACITY => glue(payload, |r, s: &capacity::Settings| {
+    let answer = if policy == NAIVE_CAPACITY {
+        glue(payload, |r, s: &gpu_rules::capacity::Settings| {
             naive_capacity_gate::evaluate(r, s, &cluster)
-        }),
-        other => bail!("no native counterpart for {other}"),
+        })
+        .map_err(|e| e.to_string())
+    } else {
+        match POLICIES.iter().find(|(name, _)| *name == policy) {
+            Some((_, run)) => run(payload, &cluster),
+            None => bail!("no native counterpart for {policy}"),
+        }
     };
     answer.map_err(|e| anyhow!("native validate of {policy} failed: {e}"))
 }
