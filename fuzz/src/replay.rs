@@ -380,6 +380,9 @@ pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
     }
 }
 
+/// The most DRA claims and claim templates one object makes a policy read.
+const MAX_CLAIMS: usize = gpu_rules::dra::MAX_CLAIMS_PER_OBJECT;
+
 /// `validate` of `policy` on `payload`, checked.
 pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Result<(), String> {
     match policy {
@@ -389,7 +392,8 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<labels::Settings> {
                 decide: labels::evaluate,
-                max_calls: |_| 0,
+                // The DRA claims and claim templates the object names.
+                max_calls: |_| MAX_CLAIMS,
                 fail_open: |_| None,
                 images: |_| false,
             },
@@ -400,7 +404,7 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<routing::Settings> {
                 decide: routing::evaluate,
-                max_calls: |_| 0,
+                max_calls: |_| MAX_CLAIMS,
                 fail_open: |_| None,
                 images: |_| false,
             },
@@ -411,8 +415,8 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<vram::Settings> {
                 decide: vram::evaluate,
-                // At most the registry ConfigMap; image configs only with imageLabels.
-                max_calls: |_| 1,
+                // The DRA claims, the registry ConfigMap; image configs only with imageLabels.
+                max_calls: |_| MAX_CLAIMS + 1,
                 fail_open: |_| None,
                 images: |s| s.image_labels.enabled,
             },
@@ -423,8 +427,8 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<capacity::Settings> {
                 decide: capacity::evaluate,
-                // The scaled workload, then Nodes and Pods of each pool.
-                max_calls: |s| 1 + 2 * s.pools.len(),
+                // The scaled workload, its DRA claims, then Nodes and Pods of each pool.
+                max_calls: |s| 1 + MAX_CLAIMS + 2 * s.pools.len(),
                 fail_open: |s| Some(s.fail_open),
                 images: |_| false,
             },
@@ -435,8 +439,8 @@ pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Res
             answers,
             &Rules::<autoscaler::Settings> {
                 decide: autoscaler::evaluate,
-                // The scale target, then the Nodes of each pool it targets.
-                max_calls: |s| 1 + s.pools.len(),
+                // The scale target, its DRA claims, then the Nodes of each pool it targets.
+                max_calls: |s| 1 + MAX_CLAIMS + s.pools.len(),
                 // Fail closed: a failed read always denies. With failOpen it accepts with a
                 // warning unless another finding (the signal, a bound) denies anyway, so
                 // only the closed half is an invariant.
