@@ -14,7 +14,11 @@
 //!    for GPUs ([`hygiene`]), and, where `workloadRules` are configured, for the serving
 //!    and training hygiene of its workload type ([`lifecycle`]); every template that uses
 //!    no GPU is checked against GPU nodes ([`gpu_nodes`]).
-//! 5. Any problem denies the request with one message that lists them (the first
+//! 5. Problems of a rule an exception covers (`exceptions`, [`excuses`]) are dropped,
+//!    with the audit annotations `exception` and `excused` and, in an exception's last
+//!    week, a warning; a problem whose only exception has expired stays, and the denial
+//!    says which exception expired and when.
+//! 6. Any problem left denies the request with one message that lists them (the first
 //!    [`MAX_LISTED`], then a count: [`problems::rejection_message`]) — except an UPDATE that changes neither the pod
 //!    templates nor any label: that is accepted with a warning and the audit annotation
 //!    [`AUDIT_UNCHANGED`], so controllers can still scale, annotate and remove finalizers
@@ -24,6 +28,7 @@
 
 pub mod claims;
 pub mod devices;
+pub mod excuses;
 pub mod glob;
 pub mod gpu_nodes;
 pub mod hygiene;
@@ -33,9 +38,10 @@ pub mod required;
 pub mod settings;
 
 pub use problems::{Expected, Finding, Problem, Subject};
-pub use settings::{GpuTaint, RequiredLabel, Settings};
+pub use settings::{GpuTaint, RULE_NAMES, RequiredLabel, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
+use crate::clock::Clock;
 use crate::cluster::Cluster;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::template_gpus;
@@ -57,9 +63,20 @@ pub const DAEMON_SET_CONTROLLER_USERS: [&str; 2] = [
     "system:kube-controller-manager",
 ];
 
-/// Decides one admission request (see the module documentation). `cluster` answers the
-/// `get_resource` calls that read the workload's DRA claims (none without claims).
+/// Decides one admission request (see the module documentation) at the host's time.
+/// `cluster` answers the `get_resource` calls that read the workload's DRA claims (none
+/// without claims).
 pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
+}
+
+/// [`evaluate`] at the time `clock` tells (exceptions end, [`excuses`]).
+pub fn evaluate_at(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    clock: &dyn Clock,
+) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
     }
@@ -73,7 +90,16 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         );
     }
     if claims::is_claim_object(request) {
-        return claims::check(request, settings);
+        // Its one rule that denies without a code: maxGpusPerPod.
+        return crate::exceptions::excuse(
+            claims::check(request, settings),
+            settings,
+            &settings::RULE_NAMES,
+            "gpuRequests",
+            request,
+            &settings.custom_kinds,
+            clock.now(),
+        );
     }
     let object = &request.object;
     let workload = match Workload::from_object(object, &settings.custom_kinds) {
@@ -93,28 +119,49 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     };
 
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
-    let findings = findings(&workload, request, settings, &claims);
-    // envFrom on GPU nodes: a warning, on acceptance and denial alike.
-    let warnings = if settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(&workload, request) {
-        Vec::new()
+    let all = findings(&workload, request, settings, &claims);
+    let now = if settings.exceptions.is_empty() || all.is_empty() {
+        0
     } else {
-        let names = settings.gpu_resources();
-        devices::env_from_warnings(&workload, object, settings, |t| {
-            template_gpus(t, &names, &claims).uses_gpu()
-        })
+        clock.now()
     };
-    let with_warnings = |mut verdict: Verdict| {
+    let excusal = excuses::sort(all, &workload, &request.namespace, settings, now);
+    let findings = &excusal.kept;
+    let several = workload.templates.len() > 1;
+    // envFrom on GPU nodes: a warning, on acceptance and denial alike; then the warnings
+    // of exceptions that end soon.
+    let mut warnings =
+        if settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(&workload, request) {
+            Vec::new()
+        } else {
+            let names = settings.gpu_resources();
+            devices::env_from_warnings(&workload, object, settings, |t| {
+                template_gpus(t, &names, &claims).uses_gpu()
+            })
+        };
+    warnings.extend(excusal.warnings.iter().cloned());
+    let finish = |mut verdict: Verdict| {
         verdict.warnings.extend(warnings.iter().cloned());
+        if !excusal.excused.is_empty() {
+            verdict = verdict
+                .with_audit(crate::exceptions::AUDIT_KEY, excusal.audits.join("; "))
+                .with_audit(
+                    crate::exceptions::AUDIT_EXCUSED,
+                    problems::rejection_message(
+                        &object_name(&workload.kind, object),
+                        &excusal.excused,
+                        several,
+                    ),
+                );
+        }
         verdict
     };
     if findings.is_empty() {
-        return with_warnings(Verdict::accept());
+        return finish(Verdict::accept());
     }
-    let message = problems::rejection_message(
-        &object_name(&workload.kind, object),
-        &findings,
-        workload.templates.len() > 1,
-    );
+    let message =
+        problems::rejection_message(&object_name(&workload.kind, object), findings, several)
+            + &excusal.expired_suffix();
     if request.is_update() && judged_parts_unchanged(request, &workload, settings) {
         // The API server truncates each warning at 256 characters: one short lead, then
         // one warning per problem (at most MAX_LISTED, then a count).
@@ -131,9 +178,9 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
         if let Some(more) = problems::more_problems(findings.len()) {
             verdict = verdict.with_warning(more);
         }
-        return with_warnings(verdict);
+        return finish(verdict);
     }
-    with_warnings(Verdict::reject(message))
+    finish(Verdict::reject(message))
 }
 
 /// Every problem of `workload`, in template order: labels, then GPU requests for GPU

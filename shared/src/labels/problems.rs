@@ -236,6 +236,47 @@ pub enum Problem {
     },
 }
 
+impl Problem {
+    /// The rule of [`super::settings::RULE_NAMES`] the problem belongs to, the name an
+    /// exception gives in `rules`; `None` for the problems no exception can excuse: GPU
+    /// quantities that cannot be read or counted (the policy does not know what the pod
+    /// holds) and resources on an ephemeral container (Kubernetes forbids them).
+    pub fn rule(&self) -> Option<&'static str> {
+        match self {
+            Problem::MissingLabel { .. }
+            | Problem::LabelOnObjectOnly { .. }
+            | Problem::ValueNotAllowed { .. }
+            | Problem::PatternMismatch { .. } => Some("requiredLabels"),
+            Problem::RequestWithoutLimit { .. }
+            | Problem::RequestNotEqualLimit { .. }
+            | Problem::FractionalGpu { .. }
+            | Problem::TooManyGpusInContainer { .. }
+            | Problem::TooManyGpusInPod { .. }
+            | Problem::NoCpuOrMemoryRequest { .. } => Some("gpuRequests"),
+            Problem::InvalidGpuQuantity { .. }
+            | Problem::UncountableGpus { .. }
+            | Problem::GpuInEphemeralContainer { .. } => None,
+            Problem::ToleratesGpuTaint { .. } | Problem::SelectsGpuNodes { .. } => Some("gpuNodes"),
+            Problem::DeviceEnvVar { .. }
+            | Problem::DeviceEnvVarFrom { .. }
+            | Problem::PrivilegedContainer { .. }
+            | Problem::DeviceHostPath { .. }
+            | Problem::GpuRuntimeClass { .. } => Some("deviceAccess"),
+            Problem::NoReadinessProbe { .. }
+            | Problem::NoStartupProbe { .. }
+            | Problem::ShortStartupProbe { .. }
+            | Problem::RecreateStrategy { .. }
+            | Problem::RolloutTakesPodsDown { .. }
+            | Problem::BadRollout { .. }
+            | Problem::NoActiveDeadline { .. }
+            | Problem::ActiveDeadlineTooLong { .. }
+            | Problem::NoSharedMemory { .. }
+            | Problem::SharedMemoryNotInMemory { .. }
+            | Problem::SharedMemoryTooSmall { .. } => Some("workloadRules"),
+        }
+    }
+}
+
 const REQUEST_A_GPU: &str =
     "or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)";
 

@@ -186,6 +186,33 @@ pub struct Settings {
     /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
     /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
     pub device_access: DeviceAccess,
+    /// Exceptions with an owner and an end date, by rule ([`RULE_NAMES`],
+    /// [`crate::exceptions`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub exceptions: Vec<crate::exceptions::Exception>,
+    /// The furthest ahead an exception may end, in days.
+    pub max_exception_days: u32,
+}
+
+/// The rule names `exceptions[].rules` may give: the required labels; how GPUs are asked
+/// for (limits, requests equal to limits, whole GPUs, maxGpusPerPod and
+/// maxGpusPerContainer, cpu and memory requests); non-GPU pods on GPU nodes; device
+/// access; the serving and training hygiene of `workloadRules`.
+pub const RULE_NAMES: [&str; 5] = [
+    "requiredLabels",
+    "gpuRequests",
+    "gpuNodes",
+    "deviceAccess",
+    "workloadRules",
+];
+
+impl crate::exceptions::HasExceptions for Settings {
+    fn exceptions(&self) -> &[crate::exceptions::Exception] {
+        &self.exceptions
+    }
+    fn max_exception_days(&self) -> u32 {
+        self.max_exception_days
+    }
 }
 
 impl Settings {
@@ -226,6 +253,8 @@ impl Default for Settings {
             dra: DraSettings::default(),
             fractional_gpus: FractionalSettings::default(),
             device_access: DeviceAccess::default(),
+            exceptions: Vec::new(),
+            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
         }
     }
 }
@@ -291,6 +320,13 @@ impl ValidateSettings for Settings {
         self.dra.validate("dra")?;
         self.fractional_gpus.validate("fractionalGpus")?;
         self.device_access.validate("deviceAccess")?;
+        crate::exceptions::Exceptions::check(
+            &self.exceptions,
+            self.max_exception_days,
+            &RULE_NAMES,
+            crate::clock::Clock::now(&crate::clock::SystemClock),
+            "exceptions",
+        )?;
         Ok(())
     }
 }
@@ -322,6 +358,8 @@ mod tests {
         assert!(s.require_whole_gpus && s.require_cpu_and_memory_requests);
         assert!(s.deny_non_gpu_pods_on_gpu_nodes && s.allow_daemon_sets_on_gpu_nodes);
         assert_eq!(s.max_gpus_per_pod, None);
+        assert!(s.exceptions.is_empty());
+        assert_eq!(s.max_exception_days, 90);
         assert_eq!(
             s.gpu_node_label_keys,
             vec!["nvidia.com/gpu.product", "nvidia.com/gpu.present"]
@@ -369,7 +407,8 @@ mod tests {
                 "deviceHostPaths": {"enabled": true, "paths": ["/dev/nvidia"]},
                 "gpuRuntimeClasses": {"enabled": false, "names": []},
                 "warnOnEnvFrom": false
-            }
+            },
+            "maxExceptionDays": 30
         });
         let s = parse(v.clone()).unwrap();
         assert_eq!(s.max_gpus_per_pod, Some(8));
@@ -432,6 +471,10 @@ mod tests {
     #[case::bad_custom_kind(json!({"customKinds": [{"group": "", "kind": "X", "templates": []}]}), "customKinds[0].group: ")]
     #[case::exempt_everything(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]: ")]
     #[case::device_access(json!({"deviceAccess": {"deviceHostPaths": {"paths": ["/"]}}}), "deviceAccess.deviceHostPaths.paths[0]: ")]
+    #[case::exception_without_owner(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "expires": "2026-12-31"}]}), "exceptions[0].owner: exception 'lab' has no owner")]
+    #[case::exception_of_no_rule(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "owner": "a", "rules": ["labels"], "expires": "2026-12-31"}]}), "exceptions[0].rules[0]: 'labels' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules")]
+    #[case::exception_too_long(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "owner": "a", "expires": "2999-12-31"}]}), "exceptions[0].expires: 2999-12-31 is more than 90 days (maxExceptionDays) from now")]
+    #[case::max_exception_days(json!({"maxExceptionDays": 0}), "maxExceptionDays: 0 is not from 1 to 366")]
     fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
         let err = parse(v).unwrap_err();
         assert!(err.starts_with(prefix), "{err}");
