@@ -1,4 +1,5 @@
 use super::*;
+use serde_json::{Map, Value};
 use rstest::rstest;
 use serde_json::json;
 

@@ -1,0 +1,217 @@
+//! Where pod templates live: the built-in kinds' locations and the schema of a custom
+//! kind's (from settings), with its validation.
+
+use super::presets;
+use serde::{Deserialize, Serialize};
+
+/// One path or a list of candidate paths (the first one present is used).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    pub fn candidates(&self) -> &[String] {
+        match self {
+            OneOrMany::One(s) => std::slice::from_ref(s),
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+/// One factor of a template's pod count: the integer at `path` (default `default` when
+/// absent), minus `subtract`, at least `atLeast`. A template stands for the product of its
+/// factors (1 pod when it has none).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReplicaFactor {
+    /// Dot path relative to the matched element, or `$.`-rooted.
+    pub path: String,
+    #[serde(default = "one")]
+    pub default: u64,
+    #[serde(default)]
+    pub subtract: u64,
+    #[serde(default)]
+    pub at_least: u64,
+}
+
+pub(super) fn one() -> u64 {
+    1
+}
+
+/// Where pod templates live in one kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TemplateLocation {
+    /// JSONPath selecting the element(s) that hold a pod template.
+    pub path: String,
+    /// Dot path(s) of the PodSpec inside the element; `""` is the element itself.
+    #[serde(default = "default_pod_spec")]
+    pub pod_spec: OneOrMany,
+    /// Dot path(s) of the pod metadata (labels, annotations). May be `$.`-rooted, e.g.
+    /// `$.metadata` for KServe, whose pods inherit the InferenceService's labels.
+    #[serde(default = "default_metadata")]
+    pub metadata: OneOrMany,
+    /// Factors whose product is the number of pods each element stands for.
+    #[serde(default)]
+    pub replicas: Vec<ReplicaFactor>,
+    /// Dot paths, relative to the PodSpec, of single containers kept outside its
+    /// `containers` list (KServe's `model`, `huggingface`, ... shortcuts). They count as
+    /// app containers, named after the path when they have no name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub containers: Vec<String>,
+}
+
+pub(super) fn default_pod_spec() -> OneOrMany {
+    OneOrMany::One("template.spec".into())
+}
+
+pub(super) fn default_metadata() -> OneOrMany {
+    OneOrMany::One("template.metadata".into())
+}
+
+/// How to find the pod templates of a custom resource (from settings).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CustomKind {
+    /// API group, any version (`serving.kserve.io`).
+    pub group: String,
+    pub kind: String,
+    /// Where its pod templates are. May be left out for the kinds that have a ready-made
+    /// description in [`presets`] (KServe InferenceService, LeaderWorkerSet, RayCluster,
+    /// PyTorchJob): naming the kind is enough.
+    #[serde(default)]
+    pub templates: Vec<TemplateLocation>,
+}
+
+impl CustomKind {
+    /// Its template locations: the ones given, or the built-in description when none are.
+    pub fn locations(&self) -> Vec<TemplateLocation> {
+        if self.templates.is_empty() {
+            presets::find(&self.group, &self.kind)
+                .map(|p| p.templates)
+                .unwrap_or_default()
+        } else {
+            self.templates.clone()
+        }
+    }
+
+    /// Checks the description; errors name the field under `field` (e.g. `customKinds[0]`).
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        if self.group.trim().is_empty() {
+            return Err(format!(
+                "{field}.group: must name the API group, e.g. serving.kserve.io"
+            ));
+        }
+        if self.kind.trim().is_empty() {
+            return Err(format!("{field}.kind: must not be empty"));
+        }
+        if builtin(&self.group, &self.kind).is_some() {
+            return Err(format!(
+                "{field}: {}/{} is built in and cannot be redefined",
+                self.group, self.kind
+            ));
+        }
+        if self.templates.is_empty() && presets::find(&self.group, &self.kind).is_none() {
+            return Err(format!(
+                "{field}.templates: give at least one template location ({}/{} has no built-in description; those exist for {})",
+                self.group,
+                self.kind,
+                presets::all()
+                    .iter()
+                    .map(|p| format!("{}/{}", p.group, p.kind))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for (i, t) in self.templates.iter().enumerate() {
+            let f = format!("{field}.templates[{i}]");
+            if !t.path.starts_with('$') {
+                return Err(format!(
+                    "{f}.path: a JSONPath must start with '$' (got '{}')",
+                    t.path
+                ));
+            }
+            jsonpath_lib::Compiled::compile(&t.path)
+                .map_err(|e| format!("{f}.path: invalid JSONPath '{}': {e}", t.path))?;
+            for (name, paths, allow_empty) in [
+                ("podSpec", &t.pod_spec, true),
+                ("metadata", &t.metadata, false),
+            ] {
+                if paths.candidates().is_empty() {
+                    return Err(format!("{f}.{name}: give at least one path"));
+                }
+                for p in paths.candidates() {
+                    check_dot_path(p, allow_empty).map_err(|e| format!("{f}.{name}: {e}"))?;
+                }
+            }
+            for (j, c) in t.containers.iter().enumerate() {
+                check_dot_path(c, false).map_err(|e| format!("{f}.containers[{j}]: {e}"))?;
+            }
+            for (j, r) in t.replicas.iter().enumerate() {
+                check_dot_path(&r.path, false)
+                    .map_err(|e| format!("{f}.replicas[{j}].path: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(super) fn check_dot_path(path: &str, allow_empty: bool) -> Result<(), String> {
+    if path.is_empty() {
+        return if allow_empty {
+            Ok(())
+        } else {
+            Err("must not be empty".into())
+        };
+    }
+    let rel = path.strip_prefix("$.").unwrap_or(path);
+    if rel
+        .split('.')
+        .any(|s| s.is_empty() || s.contains(['[', ']', '*', '$']))
+    {
+        return Err(format!(
+            "'{path}' must be a dot path like template.spec or $.spec.replicas (no wildcards or brackets)"
+        ));
+    }
+    Ok(())
+}
+
+/// The pod template rules of a built-in kind.
+pub(super) fn builtin(group: &str, kind: &str) -> Option<Vec<TemplateLocation>> {
+    let loc = |path: &str, spec: &str, meta: &str, replicas: Option<&str>| TemplateLocation {
+        path: path.into(),
+        pod_spec: OneOrMany::One(spec.into()),
+        metadata: OneOrMany::One(meta.into()),
+        replicas: replicas
+            .map(|p| ReplicaFactor {
+                path: p.into(),
+                default: 1,
+                subtract: 0,
+                at_least: 0,
+            })
+            .into_iter()
+            .collect(),
+        containers: Vec::new(),
+    };
+    let controller =
+        |replicas: Option<&str>| vec![loc("$.spec.template", "spec", "metadata", replicas)];
+    Some(match (group, kind) {
+        ("", "Pod") => vec![loc("$", "spec", "metadata", None)],
+        ("apps", "Deployment" | "StatefulSet" | "ReplicaSet") | ("", "ReplicationController") => {
+            controller(Some("$.spec.replicas"))
+        }
+        // One pod per matching node: unknown at admission time, counted as one.
+        ("apps", "DaemonSet") => controller(None),
+        ("batch", "Job") => controller(Some("$.spec.parallelism")),
+        ("batch", "CronJob") => vec![loc(
+            "$.spec.jobTemplate.spec.template",
+            "spec",
+            "metadata",
+            Some("$.spec.jobTemplate.spec.parallelism"),
+        )],
+        _ => return None,
+    })
+}

@@ -1,0 +1,119 @@
+//! JSON Pointers (RFC 6901) and the dot paths of settings: reading without allocating,
+//! writing a template back in place.
+
+use super::WorkloadError;
+use super::extract::PodTemplate;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+
+/// The PodSpec of `template` in `object`, for changing it in place.
+pub fn spec_mut<'a>(
+    object: &'a mut Value,
+    template: &PodTemplate,
+) -> Result<&'a mut Map<String, Value>, WorkloadError> {
+    object_at_mut(object, &template.spec_pointer).ok_or_else(|| WorkloadError::Malformed {
+        location: template.location.clone(),
+        reason: "is not an object".into(),
+    })
+}
+
+/// The pod metadata of `template` in `object`, created (with any missing parents) if absent.
+pub fn metadata_mut<'a>(
+    object: &'a mut Value,
+    template: &PodTemplate,
+) -> Result<&'a mut Map<String, Value>, WorkloadError> {
+    object_at_mut(object, &template.metadata_pointer).ok_or_else(|| WorkloadError::Malformed {
+        location: pointer_to_location(&template.metadata_pointer),
+        reason: "is not an object".into(),
+    })
+}
+
+/// The value at JSON Pointer `pointer` (RFC 6901), as `Value::pointer` finds it, without
+/// allocating: serde_json unescapes every token into a new `String`, and workload
+/// extraction resolves dozens of pointers per request.
+pub fn value_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
+    if pointer.is_empty() {
+        return Some(value);
+    }
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(value, |target, token| {
+            let token = unescape_token(token);
+            match target {
+                Value::Object(map) => map.get(token.as_ref()),
+                Value::Array(items) => array_index(&token).and_then(|i| items.get(i)),
+                _ => None,
+            }
+        })
+}
+
+/// A pointer token with `~1` and `~0` decoded (borrowed when it has none).
+pub(super) fn unescape_token(token: &str) -> Cow<'_, str> {
+    if token.contains('~') {
+        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        Cow::Borrowed(token)
+    }
+}
+
+/// An array index token: digits without a sign or leading zeros (as serde_json reads them).
+pub(super) fn array_index(token: &str) -> Option<usize> {
+    if token.starts_with('+') || (token.starts_with('0') && token.len() > 1) {
+        return None;
+    }
+    token.parse().ok()
+}
+
+/// The object at `pointer`, creating missing (or null) members as empty objects.
+/// `None` when something on the way is not an object (or an array index out of range).
+pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut Map<String, Value>> {
+    let mut current = root;
+    for token in pointer.split('/').skip(1) {
+        let token = unescape_token(token);
+        current = match current {
+            Value::Object(map) => {
+                let slot = map.entry(token.into_owned()).or_insert(Value::Null);
+                if slot.is_null() {
+                    *slot = Value::Object(Map::new());
+                }
+                slot
+            }
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    current.as_object_mut()
+}
+
+/// `spec.template` -> `/spec/template`.
+pub fn dot_to_pointer(path: &str) -> String {
+    path.split('.')
+        .map(|s| format!("/{}", escape_token(s)))
+        .collect()
+}
+
+pub(super) fn escape_token(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+/// `/spec/workerGroupSpecs/1/template/spec` -> `spec.workerGroupSpecs[1].template.spec`.
+pub fn pointer_to_location(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = unescape_token(token);
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    if out.is_empty() {
+        "(object)".into()
+    } else {
+        out
+    }
+}
