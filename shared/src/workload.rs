@@ -9,6 +9,12 @@
 //! metadata and the replica factors are plain dot paths, relative to the element or,
 //! when they start with `$.`, to the object root.
 //!
+//! The JSONPath dialect is jsonpath_lib's (Goessner's JSONPath, the form Kubernetes' own
+//! `kubectl -o jsonpath` users know, not RFC 9535): `$` the object, `.name` or `['name']`
+//! a member, `[*]` every element, `[n]` one, `..name` at any depth, and filters such as
+//! `[?(@.name == 'worker')]`. A path that is a plain dot path (`$.spec.predictor`) is
+//! resolved directly, without the JSONPath engine.
+//!
 //! Every match is turned into JSON pointers, so a policy reads a template through typed
 //! [`PodSpec`]/[`ObjectMeta`] and writes changes through [`spec_mut`] / [`metadata_mut`]
 //! on the original JSON, without losing fields the rules do not model.

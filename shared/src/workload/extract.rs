@@ -124,38 +124,47 @@ pub(super) fn element_pointers(
             _ => vec![],
         });
     }
-    // Mark every match in a copy, then find the marks: this yields exact pointers, so
-    // a changed template can be written back to the same place.
-    const MARK: &str = "\u{0}gpu-admission-match";
-    let marked = jsonpath_lib::replace_with(object.clone(), path, &mut |v| {
-        if v.is_null() {
-            Some(v)
-        } else {
-            Some(serde_json::json!({ MARK: true }))
-        }
-    })
-    .map_err(|e| WorkloadError::JsonPath {
+    // jsonpath_lib answers with references into `object`: finding where each one is
+    // gives exact pointers, so a changed template can be written back to the same place.
+    let selected = jsonpath_lib::select(object, path).map_err(|e| WorkloadError::JsonPath {
         kind: kind.to_string(),
         path: path.to_string(),
         reason: format!("{e:?}"),
     })?;
+    let targets: Vec<*const Value> = selected
+        .into_iter()
+        .filter(|v| !v.is_null())
+        .map(|v| v as *const Value)
+        .collect();
     let mut found = Vec::new();
-    find_marks(&marked, &mut String::new(), MARK, &mut found);
+    if !targets.is_empty() {
+        find_refs(object, &mut String::new(), &targets, &mut found);
+    }
     Ok(found)
 }
 
-pub(super) fn find_marks(v: &Value, at: &mut String, mark: &str, found: &mut Vec<String>) {
+/// The pointers of the values in `targets` (the very values, by address), in document
+/// order, at most one more than [`MAX_TEMPLATES`].
+pub(super) fn find_refs(
+    v: &Value,
+    at: &mut String,
+    targets: &[*const Value],
+    found: &mut Vec<String>,
+) {
     if found.len() > MAX_TEMPLATES {
         return;
     }
+    if targets.contains(&(v as *const Value)) {
+        found.push(at.clone());
+        return;
+    }
     match v {
-        Value::Object(map) if map.len() == 1 && map.contains_key(mark) => found.push(at.clone()),
         Value::Object(map) => {
             for (k, child) in map {
                 let len = at.len();
                 at.push('/');
                 at.push_str(&escape_token(k));
-                find_marks(child, at, mark, found);
+                find_refs(child, at, targets, found);
                 at.truncate(len);
             }
         }
@@ -164,7 +173,7 @@ pub(super) fn find_marks(v: &Value, at: &mut String, mark: &str, found: &mut Vec
                 let len = at.len();
                 at.push('/');
                 at.push_str(&i.to_string());
-                find_marks(child, at, mark, found);
+                find_refs(child, at, targets, found);
                 at.truncate(len);
             }
         }
