@@ -6,13 +6,14 @@
 //! `guestPriorityClassName` when it has one, so the lender's own workloads preempt the
 //! guests once the window has closed (routing never moves a running pod: preemption by
 //! priority is what takes the GPUs back). A workload already on a lending pool stays
-//! there when it is updated, and so do the Pods its controller creates from a lent
-//! template: routing is idempotent, whatever the time. A workload that names the lending
-//! pool itself outside the window is judged like any pool label that disagrees.
+//! there when it is updated, and so do the objects its controller creates from a lent
+//! template (Pods, ReplicaSets, Jobs): routing is idempotent, whatever the time. A
+//! workload that names the lending pool itself outside the window is judged like any pool
+//! label that disagrees.
 
 use super::settings::{Pool, Settings};
 use crate::clock::{UnixSeconds, rfc3339};
-use crate::workload::{PodTemplate, Workload};
+use crate::workload::PodTemplate;
 use serde_json::Value;
 
 /// Why a template goes to a lending pool.
@@ -81,18 +82,19 @@ pub fn as_guest_pool(lender: &Pool, own: &Pool) -> Pool {
     }
 }
 
-/// True when a lent pool label is kept: on UPDATE, and for a Pod created by a controller
-/// (its template was lent when the controller's object was admitted).
-pub fn keeps_lent(is_update: bool, workload: &Workload, object: &Value) -> bool {
+/// True when a lent pool label is kept: on UPDATE, and for an object created by a
+/// controller (a Pod, the ReplicaSet of a Deployment, the Job of a CronJob: its template
+/// was lent when the controller's object was admitted, and denying it would stop the
+/// controller).
+pub fn keeps_lent(is_update: bool, object: &Value) -> bool {
     is_update
-        || (workload.is_pod()
-            && object
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
-                .is_some_and(|refs| {
-                    refs.iter()
-                        .any(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-                }))
+        || object
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
+            })
 }
 
 /// The audit annotation value for a lent template.

@@ -433,7 +433,7 @@ fn decide(
         } else {
             0
         },
-        keeps_lent: lending::keeps_lent(request.is_update(), &workload, object),
+        keeps_lent: lending::keeps_lent(request.is_update(), object),
     };
     let plan = plan(settings, &workload, &names, &claims, &namespace, when);
     let lent: Vec<&str> = plan

@@ -183,3 +183,43 @@ fn lending_settings_are_validated_by_field() {
             .starts_with("schedules.off-peak.windows[0].from: '25:00'")
     );
 }
+
+/// The Job a CronJob creates, and the ReplicaSet a Deployment creates, copy a template
+/// that was lent when their owner was admitted: created after the window has closed, they
+/// stay on the lending pool (denying them would stop the CronJob or the rollout).
+#[test]
+fn objects_a_controller_creates_from_a_lent_template_stay_after_the_window() {
+    let lent = template_of(&at(
+        TUESDAY_NIGHT,
+        &request(
+            "CREATE",
+            job(json!({"workload-type": "batch"})),
+            Value::Null,
+        ),
+    ));
+    let mut owned = job(json!({}));
+    owned["spec"]["template"] = lent.clone();
+    owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "CronJob",
+        "name": "nightly", "uid": "c", "controller": true}]);
+    let v = at(TUESDAY_NOON, &request("CREATE", owned.clone(), Value::Null));
+    assert!(v.allowed, "{v:?}");
+    assert!(v.mutated_object.is_none(), "{v:?}");
+    assert!(v.audit_annotations[AUDIT_LENT].contains("stays on pool interactive"));
+    let mut rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {"name": "embed-5d8f", "namespace": "ml", "ownerReferences": [
+            {"apiVersion": "apps/v1", "kind": "Deployment", "name": "embed", "uid": "d", "controller": true}]},
+        "spec": {"replicas": 2, "template": lent}});
+    let r: AdmissionRequest = serde_json::from_value(json!({
+        "uid": "u", "operation": "CREATE", "namespace": "ml",
+        "kind": {"group": "apps", "version": "v1", "kind": "ReplicaSet"}, "object": rs
+    }))
+    .unwrap();
+    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON));
+    assert!(v.allowed, "{v:?}");
+    assert!(v.mutated_object.is_none() && v.warnings.is_empty(), "{v:?}");
+    // Without a controller, the same template created outside the window is not lent.
+    rs = r.object.clone();
+    rs["metadata"]["ownerReferences"] = json!([]);
+    let r = AdmissionRequest { object: rs, ..r };
+    assert!(!evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON)).allowed);
+}
