@@ -490,14 +490,26 @@ fn decide(
                     .as_deref()
                     .unwrap_or("")
                     .is_empty()
-                && let Some(pc) = settings
-                    .pool(&routing.pool)
-                    .and_then(|p| p.priority_class_name.as_deref())
             {
-                warnings.push(format!(
-                    "spec.priorityClassName: pool {} runs its workloads with priority class {pc}, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: {pc} (Pods of routed Deployments, Jobs and other controllers already carry it)",
-                    routing.pool
-                ));
+                // A lent Pod runs with the guest class, not the lending pool's own.
+                let lender = settings.pool(&routing.pool);
+                let own = choose_pool(settings, &t.meta.labels, &namespace).map(|(p, _)| p);
+                let (class, whose) = match (lender, own) {
+                    (Some(l), Some(o)) if tp.lent.is_some() => (
+                        lending::as_guest_pool(l, o).priority_class_name,
+                        format!("guests from pool {}", o.name),
+                    ),
+                    _ => (
+                        lender.and_then(|p| p.priority_class_name.clone()),
+                        "its workloads".to_string(),
+                    ),
+                };
+                if let Some(pc) = class {
+                    warnings.push(format!(
+                        "spec.priorityClassName: pool {} runs {whose} with priority class {pc}, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: {pc} (Pods of routed Deployments, Jobs and other controllers already carry it)",
+                        routing.pool
+                    ));
+                }
             }
         }
     }

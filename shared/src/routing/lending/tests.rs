@@ -223,3 +223,44 @@ fn objects_a_controller_creates_from_a_lent_template_stay_after_the_window() {
     let r = AdmissionRequest { object: rs, ..r };
     assert!(!evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON)).allowed);
 }
+
+/// A bare Pod gets no priority class (its priority is resolved before webhooks run): the
+/// warning names the guest class it should set, not the lending pool's own (which the
+/// guest pool does not allow).
+#[test]
+fn a_lent_bare_pod_is_told_the_guest_priority_class() {
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ml", "labels": {"workload-type": "batch"}},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}});
+    let r: AdmissionRequest = serde_json::from_value(json!({
+        "uid": "u", "operation": "CREATE", "namespace": "ml",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"}, "object": pod
+    }))
+    .unwrap();
+    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT));
+    assert_eq!(
+        v.warnings,
+        vec![
+            "spec.priorityClassName: pool interactive runs guests from pool batch with priority class interactive-guest, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: interactive-guest (Pods of routed Deployments, Jobs and other controllers already carry it)"
+        ]
+    );
+    // Following the advice is accepted; the lending pool's own class is not.
+    let mut told = r.object.clone();
+    told["spec"]["priorityClassName"] = json!("interactive-guest");
+    let ok = AdmissionRequest {
+        object: told.clone(),
+        ..r.clone()
+    };
+    assert!(evaluate_at(&ok, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT)).allowed);
+    told["spec"]["priorityClassName"] = json!("interactive-high");
+    let own = AdmissionRequest {
+        object: told,
+        ..r.clone()
+    };
+    assert!(!evaluate_at(&own, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT)).allowed);
+    // At peak it joins its own pool and is told its own pool's class.
+    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON));
+    assert!(v.warnings[0].starts_with(
+        "spec.priorityClassName: pool batch runs its workloads with priority class batch-low"
+    ));
+}
