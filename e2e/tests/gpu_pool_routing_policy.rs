@@ -4,7 +4,11 @@
 //! object that must produce no patch; settings validation; the README quoting the
 //! messages verbatim; metadata.yml consistent with the crate. DRA pods read their
 //! ResourceClaimTemplate from a kwctl replay session (found, not found, forbidden, not
-//! granted, too many requests, a class that is not a GPU); KAI fractional pods.
+//! granted, too many requests, a class that is not a GPU); KAI fractional pods. Lending by
+//! schedule, at the host's time: a batch Deployment lent to the interactive pool under the
+//! harness and under the real kwctl (when on PATH), its audit annotation carrying the time
+//! the module read from the host's clock; exceptions (valid, ending soon with dates computed
+//! at test time, expired).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -336,11 +340,21 @@ const INVALID_SETTINGS: &[(&str, &str)] = &[
         "settings_invalid_toleration.yml",
         "pools[0].tolerations[0].value: operator Exists takes no value (got 'batch'); remove the value, or use operator Equal",
     ),
+    (
+        "settings_invalid_lending.yml",
+        "pools[0].lendTo[0].window: 'nights' names no schedule; define it under schedules (defined: off-peak)",
+    ),
 ];
 
 #[test]
 fn settings_validation() {
-    for file in [SETTINGS, "settings_default_pool.yml"] {
+    for file in [
+        SETTINGS,
+        "settings_default_pool.yml",
+        LENDING,
+        EXCEPTIONS,
+        "settings_exceptions_expired.yml",
+    ] {
         let v = policy().validate_settings(&settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
@@ -554,6 +568,8 @@ fn every_request_in_test_data_is_exercised() {
         "inferenceservice_interactive.json",
         "raycluster_batch.json",
         "deployment_gpu_in_init_container.json",
+        "deployment_batch.json",
+        "deployment_batch_lent_update.json",
     ]);
     for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
@@ -572,6 +588,13 @@ fn the_readme_quotes_the_messages_verbatim() {
         .map(|(_, m)| *m)
         .chain(UNCHANGED.iter().flat_map(|(_, w)| w.iter().copied()))
         .chain(DRA_DENIED.iter().map(|(_, _, m)| *m))
+        .chain([
+            LENT_STAYS,
+            EXCEPTION_AUDIT,
+            EXPIRED_NOTE.trim_start(),
+            LENT_PREFIX,
+            LENT_POD_PRIORITY,
+        ])
         .filter(|m| !readme.contains(m))
         .collect();
     assert!(
@@ -677,5 +700,380 @@ fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
     assert_eq!(
         sorted(response.patch_ops().unwrap()),
         batch_ops("/spec/workerGroupSpecs/0/template")
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Lending by schedule, at the host's time
+// ---------------------------------------------------------------------------------------
+
+/// settings.yml, with pool interactive lending to batch during `always` (every day,
+/// 00:00-24:00 Europe/Berlin: open whenever the tests run).
+const LENDING: &str = "settings_lending.yml";
+/// The audit annotation `lent` of a template routed during the window, before the time.
+const LENT_PREFIX: &str =
+    "spec.template.spec: pool interactive lends its nodes to pool batch during always, open at ";
+const LENT_STAYS: &str = "spec.template.spec: stays on pool interactive, which lends to pool batch (lent when it was created)";
+
+fn unix_now() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(d.as_secs()).unwrap()
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
+/// the module.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+/// `YYYY-MM-DD` of day `days` since 1970-01-01.
+fn civil_from_days(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Seconds since the epoch of an RFC 3339 UTC time `YYYY-MM-DDTHH:MM:SSZ`.
+fn parse_utc(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(r)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+#[test]
+fn the_date_helpers_agree_with_known_dates() {
+    assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
+    assert_eq!(parse_utc("2026-12-01T22:00:00Z"), Some(1_796_162_400));
+    assert_eq!(civil_from_days(1_796_083_200 / 86_400), "2026-12-01");
+    assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
+    for bad in [
+        "2026-12-01T22:00:00",
+        "2026-13-01T22:00:00Z",
+        "2026-12-01T2a:00:00Z",
+    ] {
+        assert_eq!(parse_utc(bad), None, "{bad}");
+    }
+}
+
+/// The time in a `lent` annotation of a template lent during the window: a real RFC 3339
+/// time, within a day of this machine's clock (the module read it from the host).
+fn assert_lent_at_the_hosts_time(response: &AdmissionResponse, runner: &str) {
+    assert_lent_at_the_hosts_time_at(response, runner, "spec.template.spec: ");
+}
+
+/// [`assert_lent_at_the_hosts_time`] for the template at `location` (`spec: ` for a Pod).
+fn assert_lent_at_the_hosts_time_at(response: &AdmissionResponse, runner: &str, location: &str) {
+    let prefix = LENT_PREFIX.replacen("spec.template.spec: ", location, 1);
+    let lent = response
+        .audit_annotations
+        .as_ref()
+        .and_then(|a| a.get("lent"))
+        .unwrap_or_else(|| panic!("{runner}: no lent annotation: {response:?}"));
+    let at = lent
+        .strip_prefix(prefix.as_str())
+        .unwrap_or_else(|| panic!("{runner}: {lent}"));
+    let judged =
+        parse_utc(at).unwrap_or_else(|| panic!("{runner}: '{at}' is not an RFC 3339 UTC time"));
+    let now = unix_now();
+    assert!(
+        (judged - now).abs() < 86_400,
+        "{runner}: judged at {at}, but this machine's clock says {now} s after 1970"
+    );
+}
+
+/// The ops that lend `/spec/template` of a batch Deployment to pool interactive.
+fn lent_ops() -> Vec<Value> {
+    vec![
+        json!({"op": "add", "path": "/spec/template/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
+        json!({"op": "add", "path": "/spec/template/spec/affinity", "value": interactive_affinity()}),
+        json!({"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
+        json!({"op": "add", "path": "/spec/template/spec/priorityClassName", "value": "interactive-guest"}),
+        json!({"op": "add", "path": "/spec/template/spec/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
+    ]
+}
+
+#[test]
+fn a_batch_deployment_goes_to_its_own_pool_without_lending() {
+    let req = request("deployment_batch.json");
+    let response = run(&req, SETTINGS);
+    assert!(response.allowed);
+    assert_eq!(
+        sorted(response.patch_ops().unwrap()),
+        batch_ops("/spec/template")
+    );
+    assert_eq!(response.audit_annotations, None);
+    second_pass_is_quiet(&req, &response, SETTINGS);
+}
+
+#[test]
+fn inside_the_window_a_batch_deployment_is_lent_at_the_hosts_time() {
+    let req = request("deployment_batch.json");
+    let response = run(&req, LENDING);
+    assert!(response.allowed, "{:?}", response.message());
+    assert_eq!(sorted(response.patch_ops().unwrap()), lent_ops());
+    assert_eq!(response.warnings, None);
+    assert_lent_at_the_hosts_time(&response, "harness");
+    second_pass_is_quiet(&req, &response, LENDING);
+}
+
+/// A lent bare Pod is told the guest priority class (a Pod's priority is resolved before
+/// webhooks run), not the lending pool's own.
+const LENT_POD_PRIORITY: &str = "spec.priorityClassName: pool interactive runs guests from pool batch with priority class interactive-guest, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: interactive-guest (Pods of routed Deployments, Jobs and other controllers already carry it)";
+
+#[test]
+fn a_lent_bare_pod_is_told_the_guest_priority_class() {
+    let req = request("pod_batch.json");
+    let response = run(&req, LENDING);
+    assert!(response.allowed);
+    assert_eq!(response.warnings, Some(vec![LENT_POD_PRIORITY.to_string()]));
+    assert_lent_at_the_hosts_time_at(&response, "harness", "spec: ");
+    let mut told = req.clone();
+    told["object"]["spec"]["priorityClassName"] = json!("interactive-guest");
+    assert!(run(&told, LENDING).allowed);
+}
+
+#[test]
+fn a_pool_label_naming_the_own_pool_opts_out_of_lending() {
+    let mut req = request("deployment_batch.json");
+    req["object"]["spec"]["template"]["metadata"]["labels"]["gpu-admission/pool"] = json!("batch");
+    let response = run(&req, LENDING);
+    assert!(response.allowed);
+    let mut expected = batch_ops("/spec/template");
+    expected.remove(0); // the pool label is there already
+    assert_eq!(sorted(response.patch_ops().unwrap()), expected);
+    assert_eq!(response.audit_annotations, None);
+}
+
+#[test]
+fn a_lent_deployment_stays_on_the_lending_pool_when_updated() {
+    let req = request("deployment_batch_lent_update.json");
+    let response = run(&req, LENDING);
+    assert!(response.allowed, "{:?}", response.message());
+    assert_eq!(response.patch, None);
+    assert_eq!(response.warnings, None);
+    assert_eq!(
+        response
+            .audit_annotations
+            .as_ref()
+            .and_then(|a| a.get("lent"))
+            .map(String::as_str),
+        Some(LENT_STAYS)
+    );
+    // Without lending in the settings, the pool label naming interactive is a contradiction.
+    let plain = run(&req, SETTINGS);
+    assert!(!plain.allowed);
+    assert!(
+        plain
+            .message()
+            .unwrap()
+            .starts_with("spec.template.metadata.labels.gpu-admission/pool: names pool interactive, but the workload's labels place it in pool batch")
+    );
+}
+
+/// kwctl: `$KWCTL` if set (`none`: not used), else the first `kwctl` on PATH.
+fn find_kwctl() -> Option<PathBuf> {
+    match std::env::var_os("KWCTL") {
+        Some(v) if v == "none" => return None,
+        Some(v) if !v.is_empty() && PathBuf::from(&v).components().count() > 1 => {
+            return Some(PathBuf::from(v)).filter(|p| p.is_file());
+        }
+        _ => {}
+    }
+    let name = std::env::var_os("KWCTL")
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "kwctl".into());
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(&name))
+        .find(|p| p.is_file())
+}
+
+/// The same lent Deployment under Kubewarden's own kwctl: the module reads the host's clock
+/// through WASI there too.
+#[test]
+fn under_the_real_kwctl_the_module_reads_the_hosts_clock() {
+    let Some(kwctl) = find_kwctl() else {
+        eprintln!(
+            "SKIPPED: kwctl is not on PATH, so lending was not run under the real kwctl (to get it: ../shared/kubewarden/install.sh DIR, then add DIR to PATH)"
+        );
+        return;
+    };
+    let shared = match std::env::var_os("GPU_ADMISSION_SHARED") {
+        Some(v) if !v.is_empty() => PathBuf::from(v),
+        _ => gpu_e2e::workspace_root().join("../shared"),
+    };
+    let trust = shared.join("kubewarden/offline-sigstore-trust-config.json");
+    assert!(trust.is_file(), "{} not found", trust.display());
+    let home = std::env::temp_dir().join(format!("gpu-e2e-lending-{}", std::process::id()));
+    let module = module_path("gpu-pool-routing-policy").unwrap();
+    let output = std::process::Command::new(&kwctl)
+        .args([
+            "--no-color",
+            "run",
+            "--request-path",
+            "test_data/deployment_batch.json",
+        ])
+        .args(["--settings-path", "test_data/settings_lending.yml"])
+        .arg("--sigstore-trust-config")
+        .arg(&trust)
+        .arg(&module)
+        .current_dir(policy_dir())
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&home);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "kwctl run failed: {}{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .unwrap_or_else(|| panic!("kwctl printed no AdmissionResponse: {stdout}"));
+    let response: AdmissionResponse = serde_json::from_str(line).unwrap();
+    assert!(response.allowed, "{:?}", response.message());
+    assert_eq!(sorted(response.patch_ops().unwrap()), lent_ops());
+    assert_eq!(response.warnings, None);
+    assert_lent_at_the_hosts_time(&response, "kwctl");
+}
+
+// ---------------------------------------------------------------------------------------
+// Exceptions (settings_exceptions.yml: the research team's workloads in team-a, until
+// 2027-09-27)
+// ---------------------------------------------------------------------------------------
+
+const EXCEPTIONS: &str = "settings_exceptions.yml";
+const EXCEPTION_AUDIT: &str =
+    "exception=research-spare-node owner=research-leads@example.com expires=2027-09-28T00:00:00Z";
+const EXPIRED_NOTE: &str = " (exception research-spare-node (owner research-leads@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
+/// The first second settings_exceptions.yml's exception no longer applies.
+const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
+
+fn no_pool_message() -> &'static str {
+    DENIED
+        .iter()
+        .find(|(f, _)| *f == "deployment_no_pool.json")
+        .map(|(_, m)| *m)
+        .unwrap()
+}
+
+fn audit(r: &AdmissionResponse, key: &str) -> Option<String> {
+    r.audit_annotations.as_ref()?.get(key).cloned()
+}
+
+#[test]
+fn the_exception_fixture_is_renewed_in_time() {
+    let ends = parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap();
+    assert!(
+        unix_now() < ends - 30 * 86_400,
+        "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    );
+}
+
+#[test]
+fn an_exception_lets_a_workload_that_matches_no_pool_through() {
+    let req = request("deployment_no_pool.json");
+    let response = run(&req, EXCEPTIONS);
+    assert!(response.allowed, "{:?}", response.message());
+    assert_eq!(response.patch, None, "excused, not routed");
+    assert_eq!(response.warnings, None);
+    assert_eq!(
+        audit(&response, "exception").as_deref(),
+        Some(EXCEPTION_AUDIT)
+    );
+    assert_eq!(
+        audit(&response, "excused").as_deref(),
+        Some(no_pool_message())
+    );
+    // What the exception does not cover is routed as before.
+    let other = run(&request("deployment_interactive.json"), EXCEPTIONS);
+    assert_eq!(
+        other,
+        run(&request("deployment_interactive.json"), SETTINGS)
+    );
+}
+
+#[test]
+fn an_expired_exception_is_named_in_the_denial() {
+    let response = run(
+        &request("deployment_no_pool.json"),
+        "settings_exceptions_expired.yml",
+    );
+    assert!(!response.allowed);
+    assert_eq!(
+        response.message(),
+        Some(format!("{}{EXPIRED_NOTE}", no_pool_message()).as_str())
+    );
+    assert_eq!(response.audit_annotations, None);
+}
+
+#[test]
+fn exceptions_dated_at_test_time_warn_in_their_last_week() {
+    let today = unix_now().div_euclid(86_400);
+    let until = |days: i64| {
+        let mut s = settings(EXCEPTIONS);
+        s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
+        s
+    };
+    let req = request("deployment_no_pool.json");
+    let month = policy().validate(&req, &until(30), None).unwrap();
+    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
+    assert_eq!(
+        audit(&month, "exception"),
+        Some(format!(
+            "exception=research-spare-node owner=research-leads@example.com expires={}T00:00:00Z",
+            civil_from_days(today + 31)
+        ))
+    );
+    let soon = policy().validate(&req, &until(2), None).unwrap();
+    assert!(soon.allowed);
+    let warnings = soon.warnings.unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!(
+            "exception research-spare-node (owner research-leads@example.com) ends {}T00:00:00Z (in ",
+            civil_from_days(today + 3)
+        )) && warnings[0].ends_with(" days); renew it or fix the workload before then"),
+        "{}",
+        warnings[0]
     );
 }

@@ -155,3 +155,42 @@ route_session() {
   ops="$(patch_ops)"
   [ $(expr "$ops" : '.*"path":"/spec/tolerations/1".*') -ne 0 ]
 }
+
+@test "a batch Deployment created inside the lending window goes to pool interactive, judged at the host's time" {
+  route deployment_batch.json "$DATA/settings_lending.yml"
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  ops="$(patch_ops)"
+  [ $(expr "$ops" : '.*"path":"/spec/template/spec/nodeSelector","value":{"gpu-admission/node-pool":"interactive"}.*') -ne 0 ]
+  [ $(expr "$ops" : '.*"path":"/spec/template/spec/priorityClassName","value":"interactive-guest".*') -ne 0 ]
+  at="$(echo "$output" | sed -n 's/.*"lent":"spec.template.spec: pool interactive lends its nodes to pool batch during always, open at \([0-9T:Z-]*\)".*/\1/p')"
+  [ -n "$at" ]
+  # The time the module read through WASI is this machine's, within a day.
+  judged=$(date -u -d "$at" +%s)
+  now=$(date -u +%s)
+  [ $(( judged > now ? judged - now : now - judged )) -lt 86400 ]
+}
+
+@test "a lent Deployment stays on the lending pool when it is updated" {
+  route deployment_batch_lent_update.json "$DATA/settings_lending.yml"
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"patch":.*') -eq 0 ]
+  [ $(expr "$output" : '.*stays on pool interactive, which lends to pool batch (lent when it was created).*') -ne 0 ]
+}
+
+@test "a lendTo window that names no schedule is invalid settings" {
+  route deployment_batch.json "$DATA/settings_invalid_lending.yml"
+  [ "$status" -eq 1 ]
+  [ $(expr "$output" : ".*pools\[0\].lendTo\[0\].window: 'nights' names no schedule.*") -ne 0 ]
+}
+
+@test "an exception lets the research Deployment through; expired, the denial says so" {
+  route deployment_no_pool.json "$DATA/settings_exceptions.yml"
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"exception":"exception=research-spare-node owner=research-leads@example.com expires=2027-09-28T00:00:00Z".*') -ne 0 ]
+  route deployment_no_pool.json "$DATA/settings_exceptions_expired.yml"
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*(exception research-spare-node (owner research-leads@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload).*') -ne 0 ]
+}
