@@ -5,8 +5,9 @@
 //! ConfigMap and image configs served from kwctl replay sessions (found, not found,
 //! malformed; labels found, missing, a registry error) and no host call without them;
 //! DRA claims and claim templates (count, product from the selector, malformed) and
-//! HAMi's fractional GPUs; settings validation; the metadata; and the README quoting the
-//! messages verbatim.
+//! HAMi's fractional GPUs; exceptions (valid, ending soon with dates computed at test
+//! time, expired); settings validation; the metadata; and the README quoting the messages
+//! verbatim.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -93,7 +94,32 @@ const fn denied(
     }
 }
 
+/// The denial of deployment_llama_70b_on_2_a10g.json under settings.yml.
+const LLAMA_70B_ON_2_A10G: &str = "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-A10G = 40 GiB usable at 90%. It does not fit on NVIDIA-A10G with up to 8 GPUs per pod. Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product).";
+/// settings_exceptions.yml's exception (until 2027-09-27: renew the fixture before then).
+const EXCEPTION_AUDIT: &str =
+    "exception=llama-70b-a10g-trial owner=serving-team@example.com expires=2027-09-28T00:00:00Z";
+/// The first second settings_exceptions.yml's exception no longer applies.
+const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
+const LLAMA_70B_EXPIRED: &str = "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB GPU memory (weights 132 GiB bf16, KV cache 20 GiB for 8 x 8192 tokens, overhead 10%); the pod asks for 2 x NVIDIA-A10G = 40 GiB usable at 90%. It does not fit on NVIDIA-A10G with up to 8 GPUs per pod. Request nvidia.com/gpu: 2 on NVIDIA-H100-NVL, or 2 on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product). (exception llama-70b-a10g-trial (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
+
 const CASES: &[Case] = &[
+    // Exceptions: the denial below excused (accepted, with what was excused), then named
+    // as expired.
+    allowed(
+        "deployment_llama_70b_on_2_a10g.json",
+        "settings_exceptions.yml",
+        &[
+            ("exception", EXCEPTION_AUDIT),
+            ("excused", LLAMA_70B_ON_2_A10G),
+        ],
+    ),
+    denied(
+        "deployment_llama_70b_on_2_a10g.json",
+        "settings_exceptions_expired.yml",
+        LLAMA_70B_EXPIRED,
+        true,
+    ),
     // The DESIGN.md example: a 70B model on two 24 GB cards.
     denied(
         "deployment_llama_70b_on_2_a10g.json",
@@ -867,6 +893,8 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_overprovision_deny.yml",
         "settings_image_labels.yml",
         "settings_fractional.yml",
+        "settings_exceptions.yml",
+        "settings_exceptions_expired.yml",
     ] {
         let v = policy()
             .validate_settings(&read_settings(data(file)).unwrap())
@@ -988,6 +1016,7 @@ fn the_readme_quotes_the_messages_verbatim() {
         .filter(|c| c.in_readme)
         .flat_map(|c| c.denied.into_iter().chain(c.warnings.iter().copied()))
         .chain([SETTINGS_DRA_API, SETTINGS_DRA_CLASS, SETTINGS_KAI_NAMES])
+        .chain([EXCEPTION_AUDIT])
         .filter(|m| !readme.contains(*m))
         .collect();
     assert!(
@@ -1108,4 +1137,95 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
             .starts_with("model deepseek-ai/DeepSeek-V3 needs ~763 GiB GPU memory (weights 625 GiB fp8, KV cache 69 GiB bf16 for 4 x 32768 tokens (tensor parallel 8 > 1 KV heads: heads replicated), overhead 10%); the pod asks for 8 x NVIDIA-H100-80GB-HBM3 = 573 GiB usable at 90%. It does not fit on NVIDIA-H100-80GB-HBM3 with up to 8 GPUs per pod. No pool's GPU fits it"),
         "{r:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Exceptions dated at test time
+// ---------------------------------------------------------------------------------------
+
+fn unix_now() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(d.as_secs()).unwrap()
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
+/// the module.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+/// `YYYY-MM-DD` of day `days` since 1970-01-01.
+fn civil_from_days(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+#[test]
+fn the_date_helpers_agree_with_known_dates() {
+    assert_eq!(days_from_civil(2026, 12, 1) * 86_400, 1_796_083_200);
+    assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
+    assert_eq!(civil_from_days(0), "1970-01-01");
+}
+
+#[test]
+fn the_exception_fixture_is_renewed_in_time() {
+    let ends = days_from_civil(2027, 9, 28) * 86_400;
+    assert!(
+        unix_now() < ends - 30 * 86_400,
+        "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    );
+}
+
+#[test]
+fn exceptions_dated_at_test_time_warn_in_their_last_week() {
+    let today = unix_now().div_euclid(86_400);
+    let until = |days: i64| {
+        let mut s = read_settings(data("settings_exceptions.yml")).unwrap();
+        s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
+        s
+    };
+    let request = read_admission_request(data("deployment_llama_70b_on_2_a10g.json")).unwrap();
+    let month = policy().validate(&request, &until(30), None).unwrap();
+    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
+    assert_eq!(
+        month
+            .audit_annotations
+            .as_ref()
+            .and_then(|a| a.get("exception"))
+            .cloned(),
+        Some(format!(
+            "exception=llama-70b-a10g-trial owner=serving-team@example.com expires={}T00:00:00Z",
+            civil_from_days(today + 31)
+        ))
+    );
+    let soon = policy().validate(&request, &until(1), None).unwrap();
+    assert!(soon.allowed);
+    let warnings = soon.warnings.unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!(
+            "exception llama-70b-a10g-trial (owner serving-team@example.com) ends {}T00:00:00Z (in ",
+            civil_from_days(today + 2)
+        )) && warnings[0].ends_with("; renew it or fix the workload before then"),
+        "{}",
+        warnings[0]
+    );
+    // Another workload of the namespace the selector does not match is still denied.
+    let mut other = request.clone();
+    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");
+    assert!(!policy().validate(&other, &until(30), None).unwrap().allowed);
 }

@@ -309,3 +309,12 @@ says() { [[ "$output" == *"$1"* ]]; }
   denied
   says "It does not fit in 3000 MiB of one GPU through HAMi: ask the scheduler for at least 19973 MiB of each GPU"
 }
+
+@test "an exception lets the 70B Deployment on two A10G through; expired, the denial says so" {
+  run_policy deployment_llama_70b_on_2_a10g.json settings_exceptions.yml
+  allowed
+  [[ "$output" == *'"exception":"exception=llama-70b-a10g-trial owner=serving-team@example.com expires=2027-09-28T00:00:00Z"'* ]]
+  run_policy deployment_llama_70b_on_2_a10g.json settings_exceptions_expired.yml
+  denied
+  [[ "$output" == *"(exception llama-70b-a10g-trial (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)"* ]]
+}
