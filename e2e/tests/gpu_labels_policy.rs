@@ -1,7 +1,8 @@
 //! gpu-labels-policy, built as wasm, through the harness: every request in
 //! `policies/gpu-labels-policy/test_data/` with the verdict, the exact message users see,
-//! warnings and audit annotations; settings validation; and the README quoting the
-//! messages verbatim.
+//! warnings and audit annotations; exceptions per rule (valid, ending soon with the dates
+//! computed at test time, expired, invalid); settings validation; and the README quoting
+//! the messages verbatim.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -458,6 +459,8 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_cost_center.yml",
         "settings_workload_rules.yml",
         "settings_device_tooling.yml",
+        "settings_exceptions.yml",
+        "settings_exceptions_expired.yml",
     ] {
         let v = policy.validate_settings(&settings(Some(file))).unwrap();
         assert!(v.valid, "{file}: {v:?}");
@@ -592,14 +595,19 @@ fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
     let run = |request: &str, settings_file: Option<&str>, session: &str| {
         let request = read_admission_request(policy_dir().join("test_data").join(request)).unwrap();
         let session =
-            gpu_e2e::ReplaySession::from_file(policy_dir().join("test_data").join(session)).unwrap();
+            gpu_e2e::ReplaySession::from_file(policy_dir().join("test_data").join(session))
+                .unwrap();
         let e = policy()
             .evaluate(&request, &settings(settings_file), Some(session))
             .unwrap();
         assert_eq!(e.host_calls.len(), 1, "one get of the claim template");
         e.response
     };
-    let r = run("pod_dra_four_gpus_unlabelled.json", None, "session_dra_four_gpus.yml");
+    let r = run(
+        "pod_dra_four_gpus_unlabelled.json",
+        None,
+        "session_dra_four_gpus.yml",
+    );
     assert!(!r.allowed);
     assert_eq!(
         r.message(),
@@ -607,15 +615,26 @@ fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
             "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels"
         )
     );
-    let r = run("pod_dra_four_gpus_labelled.json", None, "session_dra_four_gpus.yml");
+    let r = run(
+        "pod_dra_four_gpus_labelled.json",
+        None,
+        "session_dra_four_gpus.yml",
+    );
     assert!(r.allowed, "{r:?}");
     let capped = run(
         "pod_dra_four_gpus_labelled.json",
         Some("settings_max_gpus.yml"),
         "session_dra_four_gpus.yml",
     );
-    assert!(capped.allowed, "4 DRA GPUs are within maxGpusPerPod 8: {capped:?}");
-    let r = run("pod_dra_four_gpus_labelled.json", None, "session_dra_not_granted.yml");
+    assert!(
+        capped.allowed,
+        "4 DRA GPUs are within maxGpusPerPod 8: {capped:?}"
+    );
+    let r = run(
+        "pod_dra_four_gpus_labelled.json",
+        None,
+        "session_dra_not_granted.yml",
+    );
     assert!(!r.allowed);
     assert_eq!(
         r.message(),
@@ -623,4 +642,216 @@ fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
             "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account; the GPU rules cannot check GPUs they cannot count, so the workload is denied"
         )
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Exceptions (settings_exceptions.yml: the label rules of ml-serving, until 2027-09-27)
+// ---------------------------------------------------------------------------------------
+
+const EXCEPTION_AUDIT: &str = "exception=serving-labels-migration owner=platform-team@example.com expires=2027-09-28T00:00:00Z";
+const MIG_LABELS_EXCUSED: &str = "Pod 'mig-notebook' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels";
+const LLM_LABELS_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels";
+/// What an exception for the label rules leaves of pod_gpu_missing_labels.json.
+const LLM_NOT_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it";
+const EXPIRED_NOTE: &str = " (exception serving-labels-migration (owner platform-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
+const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules";
+/// The first second settings_exceptions.yml's exception no longer applies.
+const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
+
+fn unix_now() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap();
+    i64::try_from(d.as_secs()).unwrap()
+}
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
+/// the module.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
+    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
+}
+
+/// `YYYY-MM-DD` of day `days` since 1970-01-01.
+fn civil_from_days(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SSZ`.
+fn parse_utc(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(r)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    if b.len() != 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'Z'
+    {
+        return None;
+    }
+    let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+    let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
+        return None;
+    }
+    Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+#[test]
+fn the_date_helpers_agree_with_known_dates() {
+    assert_eq!(civil_from_days(0), "1970-01-01");
+    assert_eq!(parse_utc("2026-12-01T00:00:00Z"), Some(1_796_083_200));
+    assert_eq!(civil_from_days(1_796_083_200 / 86_400), "2026-12-01");
+    assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
+    assert_eq!(parse_utc("2026-12-01 00:00:00Z"), None);
+}
+
+/// The label exceptions' settings with `expires` set to `date`.
+fn exceptions_until(date: &str) -> Value {
+    let mut s = settings(Some("settings_exceptions.yml"));
+    s["exceptions"][0]["expires"] = json!(date);
+    s
+}
+
+fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
+    let request = read_admission_request(policy_dir().join("test_data").join(request)).unwrap();
+    policy().validate(&request, settings, None).unwrap()
+}
+
+fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
+    r.audit_annotations.as_ref()?.get(key).cloned()
+}
+
+#[test]
+fn the_exception_fixture_is_renewed_in_time() {
+    let ends = parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap();
+    assert!(
+        unix_now() < ends - 30 * 86_400,
+        "test_data/settings_exceptions.yml of gpu-labels-policy, gpu-pool-routing-policy and gpu-vram-fit-policy: the exceptions end {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move their expires forward (at most maxExceptionDays from today) and the expected audit annotations with them"
+    );
+}
+
+#[test]
+fn an_exception_for_the_label_rules_excuses_only_them() {
+    let s = settings(Some("settings_exceptions.yml"));
+    // Only label problems: accepted, with what was excused and by which exception.
+    let r = run_with("pod_mig_slice_unlabelled.json", &s);
+    assert!(r.allowed, "{r:?}");
+    assert_eq!((r.status.as_ref(), r.warnings.as_ref()), (None, None));
+    assert_eq!(audit(&r, "exception").as_deref(), Some(EXCEPTION_AUDIT));
+    assert_eq!(audit(&r, "excused").as_deref(), Some(MIG_LABELS_EXCUSED));
+    // Labels and a request problem: denied for the request problem alone.
+    let r = run_with("pod_gpu_missing_labels.json", &s);
+    assert!(!r.allowed);
+    assert_eq!(r.message(), Some(LLM_NOT_EXCUSED));
+    assert_eq!(audit(&r, "exception").as_deref(), Some(EXCEPTION_AUDIT));
+    assert_eq!(audit(&r, "excused").as_deref(), Some(LLM_LABELS_EXCUSED));
+    // Another namespace: not covered, as without the exception.
+    let r = run_with("pod_amd_gpu_unlabelled.json", &s);
+    let plain = run_with("pod_amd_gpu_unlabelled.json", &json!({}));
+    assert!(!r.allowed);
+    assert_eq!(r, plain);
+}
+
+#[test]
+fn an_expired_exception_is_named_in_the_denial() {
+    let s = settings(Some("settings_exceptions_expired.yml"));
+    let r = run_with("pod_mig_slice_unlabelled.json", &s);
+    assert!(!r.allowed);
+    assert_eq!(
+        r.message(),
+        Some(format!("{MIG_LABELS_EXCUSED}{EXPIRED_NOTE}").as_str())
+    );
+    assert_eq!(r.audit_annotations, None);
+    let r = run_with("pod_gpu_missing_labels.json", &s);
+    let plain = run_with("pod_gpu_missing_labels.json", &json!({}));
+    assert_eq!(
+        r.message().map(String::from),
+        plain.message().map(|m| format!("{m}{EXPIRED_NOTE}"))
+    );
+}
+
+#[test]
+fn exceptions_dated_at_test_time_warn_in_their_last_week() {
+    // Dates from the test machine's clock, so these cases never go stale.
+    let today = unix_now().div_euclid(86_400);
+    let in_30 = civil_from_days(today + 30);
+    let r = run_with("pod_mig_slice_unlabelled.json", &exceptions_until(&in_30));
+    assert!(r.allowed && r.warnings.is_none(), "{r:?}");
+    assert_eq!(
+        audit(&r, "exception"),
+        Some(format!(
+            "exception=serving-labels-migration owner=platform-team@example.com expires={}T00:00:00Z",
+            civil_from_days(today + 31)
+        ))
+    );
+    let in_3 = civil_from_days(today + 3);
+    let r = run_with("pod_mig_slice_unlabelled.json", &exceptions_until(&in_3));
+    assert!(r.allowed, "{r:?}");
+    let warnings = r.warnings.unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let ends = civil_from_days(today + 4);
+    assert!(
+        warnings[0].starts_with(&format!(
+            "exception serving-labels-migration (owner platform-team@example.com) ends {ends}T00:00:00Z (in "
+        )) && warnings[0].ends_with(" days); renew it or fix the workload before then"),
+        "{}",
+        warnings[0]
+    );
+    // An exception more than maxExceptionDays ahead is refused by settings validation.
+    let far = civil_from_days(today + 400);
+    let v = policy().validate_settings(&exceptions_until(&far)).unwrap();
+    assert!(!v.valid);
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap_or_default()
+            .starts_with(&format!(
+                "exceptions[0].expires: {far} is more than 366 days (maxExceptionDays) from now ("
+            )),
+        "{:?}",
+        v.message
+    );
+}
+
+#[test]
+fn an_exception_of_no_rule_is_invalid_settings() {
+    let v = policy()
+        .validate_settings(&settings(Some("settings_invalid_exceptions.yml")))
+        .unwrap();
+    assert!(!v.valid);
+    assert_eq!(v.message.as_deref(), Some(INVALID_EXCEPTION));
+}
+
+#[test]
+fn the_readme_quotes_the_exception_texts() {
+    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    for text in [
+        EXCEPTION_AUDIT,
+        MIG_LABELS_EXCUSED,
+        LLM_NOT_EXCUSED,
+        EXPIRED_NOTE.trim_start(),
+        INVALID_EXCEPTION,
+    ] {
+        assert!(readme.contains(text), "README.md does not quote: {text}");
+    }
 }

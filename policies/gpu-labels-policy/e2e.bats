@@ -299,3 +299,21 @@ says() { [[ "$output" == *"$1"* ]]; }
   [ "$status" -ne 0 ]
   says "deviceAccess.deviceHostPaths.paths[1]: '/dev/dri/' is not an absolute path"
 }
+
+@test "an exception for the label rules excuses them and nothing else; expired, the denial says so" {
+  run_policy pod_mig_slice_unlabelled.json settings_exceptions.yml
+  allowed
+  says '"exception":"exception=serving-labels-migration owner=platform-team@example.com expires=2027-09-28T00:00:00Z"'
+  run_policy pod_gpu_missing_labels.json settings_exceptions.yml
+  denied
+  says "(1 problem): 1) container 'vllm' holds GPUs but requests no cpu and no memory"
+  run_policy pod_mig_slice_unlabelled.json settings_exceptions_expired.yml
+  denied
+  says "(exception serving-labels-migration (owner platform-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)"
+}
+
+@test "an exception naming no rule of the policy is invalid settings" {
+  run kwctl run --request-path "$DATA/pod_gpu_labelled.json" --settings-path "$DATA/settings_invalid_exceptions.yml" "$POLICY"
+  [ "$status" -eq 1 ]
+  says "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy"
+}

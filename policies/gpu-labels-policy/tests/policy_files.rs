@@ -153,6 +153,7 @@ fn setting_names() -> Vec<String> {
     let all = Settings {
         max_gpus_per_pod: Some(1),
         max_gpus_per_container: Some(1),
+        exceptions: vec![Default::default()],
         ..Settings::default()
     };
     serde_json::to_value(all)
