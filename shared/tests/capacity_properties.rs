@@ -1,7 +1,11 @@
 //! Property tests of the capacity gate: the decision is monotonic in demand and in what the
 //! pool already holds, both in [`decide`] and through `evaluate` with a fake cluster serving
 //! generated Node and Pod lists, or ResourceQuota lists (`usage: quotas`); where the numbers
-//! come from never changes the decision. (Run natively; the unit tests also run in wasm.)
+//! come from never changes the decision. With ceilings (judged on max(allocatable,
+//! ceiling)) and per-node accounting (pods bound to nodes, fragmentation warn or deny) the
+//! decision stays monotonic in demand, existing use and the ceiling; a suspended workload
+//! is never charged more than its unsuspended form. (Run natively; the unit tests also
+//! run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
@@ -440,5 +444,264 @@ proptest! {
         ] {
             prop_assert!(v.allowed || !other.allowed, "denied, but accepted with {}: {:?}", what, other);
         }
+    }
+}
+
+// -- ceilings, per-node checks, suspended workloads -------------------------------------
+
+use gpu_rules::capacity::decision::Inputs;
+use gpu_rules::capacity::{Ceiling, CeilingSource, decide_with};
+
+fn ceiling() -> impl Strategy<Value = Option<Ceiling>> {
+    prop::option::of(counts(400).prop_map(|gpus| Ceiling {
+        gpus,
+        source: CeilingSource::MaxAllocatable,
+        node_shape: None,
+    }))
+}
+
+fn allowed_with(s: &PoolSnapshot, d: &GpuCounts, threshold: u32) -> bool {
+    let p = pool(threshold);
+    let decision = decide_with(
+        s,
+        d,
+        &p,
+        &Inputs {
+            threshold_percent: threshold,
+            ..Inputs::of(&p)
+        },
+    );
+    assert_eq!(
+        decision.allowed(),
+        decision.denial().is_none(),
+        "{decision:?}"
+    );
+    decision.allowed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// With a ceiling: more demand or more GPUs in use never turn a denial into an
+    /// acceptance; more allocatable, a higher ceiling or a higher threshold never turn an
+    /// acceptance into a denial; and the pool is judged on max(allocatable, ceiling).
+    #[test]
+    fn decision_with_a_ceiling_is_monotonic(
+        s in snapshot(), c in ceiling(), d in demand(), threshold in 1u32..100, which in 0usize..3, extra in 1u64..16,
+    ) {
+        let s = PoolSnapshot { ceiling: c, ..s };
+        let resource = RESOURCES[which];
+        let base = allowed_with(&s, &d, threshold);
+        prop_assert!(base || !allowed_with(&s, &plus(&d, resource, extra), threshold));
+        let fuller = PoolSnapshot { used: plus(&s.used, resource, extra), ..s.clone() };
+        prop_assert!(base || !allowed_with(&fuller, &d, threshold));
+        let bigger = PoolSnapshot { allocatable: plus(&s.allocatable, resource, extra), ..s.clone() };
+        prop_assert!(!base || allowed_with(&bigger, &d, threshold));
+        let mut higher = s.clone();
+        if let Some(c) = higher.ceiling.as_mut() {
+            c.gpus = plus(&c.gpus, resource, extra);
+        }
+        prop_assert!(!base || allowed_with(&higher, &d, threshold));
+        prop_assert!(!base || allowed_with(&s, &d, threshold + 1));
+        // Against the larger of the two numbers, exactly.
+        let expected = d.iter().all(|(r, n)| {
+            let now = s.allocatable.get(r).copied().unwrap_or(0);
+            let limit = s.ceiling.as_ref().and_then(|c| c.gpus.get(r)).copied().unwrap_or(0);
+            let used = s.used.get(r).copied().unwrap_or(0);
+            u128::from(used + n) * 100 <= u128::from(threshold) * u128::from(now.max(limit))
+        });
+        prop_assert_eq!(base, expected);
+    }
+}
+
+/// A named pool node and the GPUs its pods hold.
+#[derive(Debug, Clone)]
+struct BusyNode {
+    gpus: u64,
+    used: Vec<u64>,
+}
+
+fn busy_nodes() -> impl Strategy<Value = Vec<BusyNode>> {
+    prop::collection::vec(
+        (1u64..=8, prop::collection::vec(0u64..=4, 0..3))
+            .prop_map(|(gpus, used)| BusyNode { gpus, used }),
+        0..6,
+    )
+}
+
+/// The gate's Node and Pod lists for `nodes` (pods bound with `spec.nodeName`), and
+/// `pending` pods bound to no node; a NodePool answer for `ceiling`.
+struct PoolCluster {
+    nodes: String,
+    pods: String,
+    node_pool: String,
+}
+
+impl Cluster for PoolCluster {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        match request.what().as_str() {
+            "v1/Node" => Ok(self.nodes.clone().into_bytes()),
+            "v1/Pod" => Ok(self.pods.clone().into_bytes()),
+            "karpenter.sh/v1/NodePool" => Ok(self.node_pool.clone().into_bytes()),
+            other => Err(format!("unexpected host call for {other}")),
+        }
+    }
+}
+
+fn pool_cluster(nodes: &[BusyNode], pending: &[u64], ceiling: u64) -> PoolCluster {
+    let node_items: Vec<Value> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| json!({"metadata": {"name": format!("n{i}")}, "status": {"allocatable": {GPU: n.gpus.to_string()}}}))
+        .collect();
+    let pod = |node: Option<usize>, gpus: u64| {
+        let mut spec = json!({"containers": [{"resources": {"limits": {GPU: gpus.to_string()}}}]});
+        if let Some(i) = node {
+            spec["nodeName"] = json!(format!("n{i}"));
+        }
+        json!({"metadata": {"name": "p"}, "spec": spec})
+    };
+    let mut pod_items: Vec<Value> = nodes
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| n.used.iter().map(move |g| (i, *g)))
+        .map(|(i, g)| pod(Some(i), g))
+        .collect();
+    pod_items.extend(pending.iter().map(|g| pod(None, *g)));
+    PoolCluster {
+        nodes: json!({"items": node_items}).to_string(),
+        pods: json!({"items": pod_items}).to_string(),
+        node_pool: json!({"spec": {"limits": {GPU: ceiling.to_string(), "cpu": "1000"}}})
+            .to_string(),
+    }
+}
+
+fn node_gate(
+    threshold: u32,
+    ceiling: Option<u64>,
+    fragmentation: &str,
+    cluster: &PoolCluster,
+    replicas: u64,
+    gpus_per_pod: u64,
+) -> Verdict {
+    let mut pool = json!({"name": "a100", "nodeSelector": {"matchLabels": {POOL_KEY: "a100"}}, "thresholdPercent": threshold});
+    if ceiling.is_some() {
+        pool["karpenterNodePool"] = json!("a100");
+    }
+    let settings: Settings =
+        serde_json::from_value(json!({"pools": [pool], "fragmentation": fragmentation})).unwrap();
+    evaluate(
+        &create_deployment(replicas, gpus_per_pod),
+        &settings,
+        cluster,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Through `evaluate`, with per-node accounting (pods bound by `spec.nodeName`), a
+    /// Karpenter ceiling or none, fragmentation warn or deny: more replicas, more GPUs per
+    /// pod, or one more pod on any node never turn a denial into an acceptance; a higher
+    /// ceiling never turns an acceptance into a denial. A pod bigger than every node (and
+    /// nodes exist) is always denied.
+    #[test]
+    fn per_node_gate_is_monotonic(
+        threshold in 1u32..=100,
+        nodes in busy_nodes(),
+        pending in prop::collection::vec(0u64..=4, 0..3),
+        ceiling in prop::option::of(0u64..80),
+        deny in prop::bool::ANY,
+        replicas in 1u64..5,
+        gpus_per_pod in 1u64..=9,
+        which in 0usize..6,
+        extra in 1u64..4,
+    ) {
+        let mode = if deny { "deny" } else { "warn" };
+        let cluster = pool_cluster(&nodes, &pending, ceiling.unwrap_or(0));
+        let v = node_gate(threshold, ceiling, mode, &cluster, replicas, gpus_per_pod);
+        prop_assert_eq!(v.allowed, v.message.is_none());
+        if !nodes.is_empty() && nodes.iter().all(|n| n.gpus < gpus_per_pod) {
+            prop_assert!(!v.allowed, "bigger than every node, accepted: {:?}", v);
+            prop_assert!(v.message.as_deref().unwrap().contains("can never be scheduled"), "{:?}", v);
+        }
+        let more_replicas = node_gate(threshold, ceiling, mode, &cluster, replicas + 1, gpus_per_pod);
+        let more_gpus = node_gate(threshold, ceiling, mode, &cluster, replicas, gpus_per_pod + 1);
+        let mut fuller = nodes.clone();
+        if !fuller.is_empty() {
+            let i = which % fuller.len();
+            fuller[i].used.push(extra);
+        }
+        let busier = node_gate(threshold, ceiling, mode, &pool_cluster(&fuller, &pending, ceiling.unwrap_or(0)), replicas, gpus_per_pod);
+        for (what, other) in [("one more replica", &more_replicas), ("one more GPU per pod", &more_gpus), ("one more pod on a node", &busier)] {
+            prop_assert!(v.allowed || !other.allowed, "denied, but accepted with {}: {:?} / {:?}", what, v, other);
+        }
+        if let Some(c) = ceiling {
+            let higher = node_gate(threshold, Some(c + extra * 8), mode, &pool_cluster(&nodes, &pending, c + extra * 8), replicas, gpus_per_pod);
+            prop_assert!(!v.allowed || higher.allowed, "accepted under ceiling {}, denied under {}: {:?}", c, c + extra * 8, higher);
+        }
+        // Warn never denies what deny accepts, and deny never accepts what warn denies.
+        let other_mode = node_gate(threshold, ceiling, if deny { "warn" } else { "deny" }, &cluster, replicas, gpus_per_pod);
+        let (warn, denied) = if deny { (&other_mode, &v) } else { (&v, &other_mode) };
+        prop_assert!(warn.allowed || !denied.allowed);
+    }
+}
+
+/// The GPUs an UPDATE or CREATE of a Job is charged: the `incoming` of the capacity audit
+/// annotation (0 when the pool is not checked).
+fn charged(v: &Verdict) -> u64 {
+    v.audit_annotations
+        .get("capacity")
+        .and_then(|c| c.split("incoming ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn job(suspend: Option<bool>, parallelism: u64, gpus: u64) -> Value {
+    let mut spec = json!({"parallelism": parallelism, "template": {
+        "metadata": {"labels": {POOL_KEY: "a100"}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {GPU: gpus.to_string()}}}]}}});
+    if let Some(s) = suspend {
+        spec["suspend"] = json!(s);
+    }
+    json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train", "namespace": "ml"}, "spec": spec})
+}
+
+fn job_request(new: Value, old: Option<Value>) -> AdmissionRequest {
+    let operation = if old.is_some() { "UPDATE" } else { "CREATE" };
+    serde_json::from_value(json!({
+        "uid": "u", "operation": operation, "namespace": "ml", "name": "train",
+        "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+        "object": new, "oldObject": old.unwrap_or(Value::Null)
+    }))
+    .unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// A suspended Job is never charged more than the same Job unsuspended, at CREATE and
+    /// on any UPDATE (from any old Job), and is accepted whenever its unsuspended form is.
+    #[test]
+    fn a_suspended_workload_is_never_charged_more_than_unsuspended(
+        parallelism in 0u64..6,
+        gpus in 1u64..=8,
+        old in prop::option::of((prop::option::of(prop::bool::ANY), 0u64..6, 1u64..=8)),
+        nodes in nodes(),
+        pods in pool_pods(),
+        threshold in 1u32..=100,
+    ) {
+        let cluster = cluster(&nodes, &pods);
+        let settings = gate_settings(threshold);
+        let old = old.map(|(s, p, g)| job(s, p, g));
+        let suspended = evaluate(&job_request(job(Some(true), parallelism, gpus), old.clone()), &settings, &cluster);
+        for unsuspended in [None, Some(false)] {
+            let running = evaluate(&job_request(job(unsuspended, parallelism, gpus), old.clone()), &settings, &cluster);
+            prop_assert!(charged(&suspended) <= charged(&running), "{:?} vs {:?}", suspended, running);
+            prop_assert!(suspended.allowed || !running.allowed);
+        }
+        prop_assert_eq!(charged(&suspended), 0);
+        prop_assert!(suspended.allowed);
     }
 }

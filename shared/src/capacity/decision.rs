@@ -5,7 +5,8 @@
 //! `(used + incoming) * 100 > threshold * allocatable`. A pool with no allocatable GPUs of
 //! a requested resource denies any demand for it (no division anywhere).
 
-use super::settings::Pool;
+use super::demand::PodShape;
+use super::settings::{Fragmentation, Pool};
 use crate::gpu::{GpuCounts, describe};
 use std::fmt;
 
@@ -27,6 +28,82 @@ pub struct PoolSnapshot {
     pub allocatable_from: CapacitySource,
     /// Where `used` comes from.
     pub used_from: UsageSource,
+    /// The most the pool can grow to, when settings give it a ceiling.
+    pub ceiling: Option<Ceiling>,
+    /// Each schedulable node (when the pool's Nodes are listed), with the GPUs its pods
+    /// hold when `per_node_used` (usage from Pods).
+    pub per_node: Option<Vec<NodeUse>>,
+    /// True when `per_node[].used` was counted (usage from Pods with `spec.nodeName`).
+    pub per_node_used: bool,
+}
+
+/// One schedulable node of a pool.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeUse {
+    pub name: String,
+    pub allocatable: GpuCounts,
+    /// GPUs held by the pool's pods bound to it.
+    pub used: GpuCounts,
+}
+
+impl NodeUse {
+    /// What is left on the node, per resource.
+    pub fn free(&self, resource: &str) -> u64 {
+        let get = |m: &GpuCounts| m.get(resource).copied().unwrap_or(0);
+        get(&self.allocatable).saturating_sub(get(&self.used))
+    }
+}
+
+/// The most GPUs a pool can grow to, per resource name, and where that comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ceiling {
+    /// Resources without an entry have no ceiling (the pool is judged on what is allocatable).
+    pub gpus: GpuCounts,
+    pub source: CeilingSource,
+    /// The GPUs of one node the autoscaler adds, when the ceiling is by node count.
+    pub node_shape: Option<GpuCounts>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CeilingSource {
+    /// `maxAllocatable` in settings.
+    MaxAllocatable,
+    /// `spec.limits` of this Karpenter NodePool.
+    NodePool(String),
+    /// `clusterAutoscaler`: this many nodes of `gpusPerNode`.
+    ClusterAutoscaler { max_nodes: u64 },
+}
+
+impl Ceiling {
+    /// Where the ceiling of `resource` comes from, for messages: `maxAllocatable in
+    /// settings`, `NodePool a100 spec.limits`, `clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu`.
+    pub fn from_text(&self, resource: &str) -> String {
+        match &self.source {
+            CeilingSource::MaxAllocatable => "maxAllocatable in settings".into(),
+            CeilingSource::NodePool(name) => format!("NodePool {name} spec.limits"),
+            CeilingSource::ClusterAutoscaler { max_nodes } => {
+                let per_node = self
+                    .node_shape
+                    .as_ref()
+                    .and_then(|s| s.get(resource))
+                    .copied()
+                    .unwrap_or(0);
+                format!("clusterAutoscaler: {max_nodes} nodes x {per_node} {resource}")
+            }
+        }
+    }
+}
+
+/// What a resource's check says about the pool's ceiling.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CeilingNote {
+    /// The pool has no ceiling.
+    #[default]
+    None,
+    /// The ceiling of the resource: its count, where it comes from.
+    Limit { gpus: u64, from: String },
+    /// The ceiling's source gives no number for the resource (a NodePool without that limit).
+    Unset { from: String },
 }
 
 /// Where a pool's allocatable GPUs come from.
@@ -37,6 +114,8 @@ pub enum CapacitySource {
     Nodes,
     /// The pool's `capacity` in settings.
     Declared,
+    /// The pool's ceiling, above what its Nodes offer now: what it can grow to.
+    Ceiling,
 }
 
 /// Where a pool's GPUs in use come from.
@@ -66,6 +145,7 @@ impl CapacitySource {
         match self {
             CapacitySource::Nodes => format!("{n} allocatable"),
             CapacitySource::Declared => format!("capacity {n} declared in settings"),
+            CapacitySource::Ceiling => format!("{n} it can grow to"),
         }
     }
 }
@@ -76,10 +156,17 @@ pub struct ResourceCheck {
     pub resource: String,
     pub used: u64,
     pub incoming: u64,
+    /// What the pool is judged against: allocatable (or declared), or its ceiling when
+    /// that is higher.
     pub allocatable: u64,
     pub threshold_percent: u32,
     pub used_from: UsageSource,
     pub allocatable_from: CapacitySource,
+    /// Allocatable (or declared) now, whatever the ceiling.
+    pub allocatable_now: u64,
+    pub ceiling: CeilingNote,
+    /// The schedule window that set `threshold_percent`, if one did.
+    pub window: Option<String>,
 }
 
 impl ResourceCheck {
@@ -109,6 +196,53 @@ impl ResourceCheck {
     /// when the check fails (see [`percent_text`]).
     pub fn percent_after(&self) -> String {
         percent_text(self.after(), self.allocatable, self.threshold_percent)
+    }
+
+    /// ` of window peak` after a threshold chosen by a schedule window.
+    fn window_text(&self) -> String {
+        self.window
+            .as_ref()
+            .map(|w| format!(" of window {w}"))
+            .unwrap_or_default()
+    }
+
+    /// What the ceiling says, for the audit line: ` (ceiling 64 from maxAllocatable in
+    /// settings, 16 allocatable now)`.
+    fn ceiling_text(&self) -> String {
+        match &self.ceiling {
+            CeilingNote::None => String::new(),
+            CeilingNote::Limit { gpus, from } => format!(
+                " (ceiling {gpus} from {from}, {} allocatable now)",
+                self.allocatable_now
+            ),
+            CeilingNote::Unset { from } => {
+                format!(" ({from} sets no {}: judged on allocatable)", self.resource)
+            }
+        }
+    }
+}
+
+/// The inputs of a pool's decision besides its state and the demand.
+#[derive(Debug, Clone)]
+pub struct Inputs<'a> {
+    /// The threshold in force (the pool's, or a window's).
+    pub threshold_percent: u32,
+    /// The schedule window that set it.
+    pub window: Option<String>,
+    /// One pod of each template charged to the pool (the per-node checks).
+    pub shapes: &'a [PodShape],
+    pub fragmentation: Fragmentation,
+}
+
+impl Inputs<'_> {
+    /// The pool's own threshold, no per-node checks.
+    pub fn of(pool: &Pool) -> Inputs<'static> {
+        Inputs {
+            threshold_percent: pool.threshold_percent,
+            window: None,
+            shapes: &[],
+            fragmentation: Fragmentation::Warn,
+        }
     }
 }
 
@@ -145,12 +279,86 @@ pub struct Decision {
     pub offered: GpuCounts,
     pub allocatable_from: CapacitySource,
     pub checks: Vec<ResourceCheck>,
+    /// Pods bigger than every node of the pool (never schedulable): one clause each.
+    pub unschedulable: Vec<Unschedulable>,
+    /// Pods for which no node has room now, although the pool has: one clause each.
+    pub fragmented: Vec<String>,
+    pub fragmentation: Fragmentation,
+    /// What the pool's alternatives say, appended to a denial (set by the caller).
+    pub alternatives: Option<String>,
 }
 
-/// Checks `demand` (incoming GPUs per resource name) against the pool's state.
+/// A pod bigger than every node of its pool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unschedulable {
+    /// Why, naming the largest node.
+    pub clause: String,
+    /// The resource that does not fit, and the most of it one node has.
+    pub resource: String,
+    pub largest: u64,
+}
+
+/// Checks `demand` (incoming GPUs per resource name) against the pool's state, at the
+/// pool's own threshold, without per-node checks.
 pub fn decide(snapshot: &PoolSnapshot, demand: &GpuCounts, pool: &Pool) -> Decision {
+    decide_with(snapshot, demand, pool, &Inputs::of(pool))
+}
+
+/// Checks `demand` against the pool's state: per resource, `used + incoming` against
+/// the threshold in force x the larger of allocatable and the pool's ceiling; then, with
+/// the pool's nodes known, one pod of each template in `inputs.shapes` against each node
+/// (bigger than every node: never schedulable; no node with room for it: fragmentation).
+pub fn decide_with(
+    snapshot: &PoolSnapshot,
+    demand: &GpuCounts,
+    pool: &Pool,
+    inputs: &Inputs,
+) -> Decision {
     let get = |m: &GpuCounts, k: &str| m.get(k).copied().unwrap_or(0);
-    Decision {
+    let checks: Vec<ResourceCheck> = demand
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(resource, incoming)| {
+            let now = get(&snapshot.allocatable, resource);
+            let (allocatable, allocatable_from, ceiling) = match &snapshot.ceiling {
+                None => (now, snapshot.allocatable_from, CeilingNote::None),
+                Some(c) => match c.gpus.get(resource) {
+                    None => (
+                        now,
+                        snapshot.allocatable_from,
+                        CeilingNote::Unset {
+                            from: c.from_text(resource),
+                        },
+                    ),
+                    Some(&limit) => (
+                        now.max(limit),
+                        if limit > now {
+                            CapacitySource::Ceiling
+                        } else {
+                            snapshot.allocatable_from
+                        },
+                        CeilingNote::Limit {
+                            gpus: limit,
+                            from: c.from_text(resource),
+                        },
+                    ),
+                },
+            };
+            ResourceCheck {
+                resource: resource.clone(),
+                used: get(&snapshot.used, resource),
+                incoming: *incoming,
+                allocatable,
+                threshold_percent: inputs.threshold_percent,
+                used_from: snapshot.used_from,
+                allocatable_from,
+                allocatable_now: now,
+                ceiling,
+                window: inputs.window.clone(),
+            }
+        })
+        .collect();
+    let mut decision = Decision {
         pool: pool.name.clone(),
         node_selector: pool.node_selector.to_query(),
         nodes: snapshot.nodes,
@@ -162,32 +370,167 @@ pub fn decide(snapshot: &PoolSnapshot, demand: &GpuCounts, pool: &Pool) -> Decis
             .filter(|(_, n)| **n > 0)
             .map(|(k, n)| (k.clone(), *n))
             .collect(),
-        checks: demand
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(resource, incoming)| ResourceCheck {
-                resource: resource.clone(),
-                used: get(&snapshot.used, resource),
-                incoming: *incoming,
-                allocatable: get(&snapshot.allocatable, resource),
-                threshold_percent: pool.threshold_percent,
-                used_from: snapshot.used_from,
-                allocatable_from: snapshot.allocatable_from,
-            })
-            .collect(),
+        checks,
+        unschedulable: Vec::new(),
+        fragmented: Vec::new(),
+        fragmentation: inputs.fragmentation,
+        alternatives: None,
+    };
+    if let Some(nodes) = &snapshot.per_node {
+        decision.check_nodes(snapshot, nodes, inputs.shapes);
     }
+    decision
+}
+
+/// True when `gpus` holds at least `need` of every resource.
+fn holds(gpus: impl Fn(&str) -> u64, need: &GpuCounts) -> bool {
+    need.iter().all(|(r, n)| gpus(r) >= *n)
+}
+
+/// `16 nvidia.com/gpu` or `8 nvidia.com/gpu and 1 nvidia.com/mig-1g.10gb`.
+fn amounts(counts: &GpuCounts) -> String {
+    counts
+        .iter()
+        .map(|(r, n)| format!("{n} {r}"))
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 impl Decision {
-    /// True when every resource fits.
+    /// The per-node checks: each pod shape against every node. Linear in nodes x shapes.
+    fn check_nodes(&mut self, snapshot: &PoolSnapshot, nodes: &[NodeUse], shapes: &[PodShape]) {
+        let ceiling = snapshot.ceiling.as_ref();
+        let node_shape = ceiling.and_then(|c| c.node_shape.as_ref());
+        for shape in shapes {
+            let need: GpuCounts = shape
+                .per_pod
+                .iter()
+                .filter(|(_, n)| **n > 0)
+                .map(|(r, n)| (r.clone(), *n))
+                .collect();
+            if need.is_empty() || (nodes.is_empty() && node_shape.is_none()) {
+                continue;
+            }
+            let of = |m: &GpuCounts, r: &str| m.get(r).copied().unwrap_or(0);
+            let fits_a_node = nodes
+                .iter()
+                .any(|n| holds(|r| of(&n.allocatable, r), &need))
+                || node_shape.is_some_and(|s| holds(|r| of(s, r), &need));
+            if !fits_a_node {
+                self.unschedulable
+                    .push(unschedulable(shape, &need, nodes, node_shape));
+                continue;
+            }
+            if !snapshot.per_node_used || nodes.iter().any(|n| holds(|r| n.free(r), &need)) {
+                continue;
+            }
+            // A pool that can still add a node that holds the pod is not fragmented: the
+            // autoscaler adds one for the pending pod.
+            let can_grow = ceiling.is_some_and(|c| {
+                node_shape.is_none_or(|s| holds(|r| of(s, r), &need))
+                    && need.iter().all(|(r, n)| {
+                        c.gpus.get(r).is_some_and(|limit| {
+                            *limit >= of(&snapshot.allocatable, r).saturating_add(*n)
+                        })
+                    })
+            });
+            if can_grow {
+                continue;
+            }
+            let blocks: Vec<String> = need
+                .keys()
+                .map(|r| {
+                    let best = nodes
+                        .iter()
+                        .max_by_key(|n| (n.free(r), std::cmp::Reverse(&n.name)));
+                    match best.map(|n| (n.free(r), &n.name)) {
+                        Some((free, name)) if free > 0 => format!("{free} {r} on {name}"),
+                        _ => format!("no free {r} on any node"),
+                    }
+                })
+                .collect();
+            let total: GpuCounts = need
+                .keys()
+                .map(|r| (r.clone(), nodes.iter().map(|n| n.free(r)).sum::<u64>()))
+                .collect();
+            self.fragmented.push(format!(
+                "no node has room for one pod of {} ({}): the largest free block is {} ({} free over its {} nodes)",
+                shape.location,
+                amounts(&need),
+                blocks.join(" and "),
+                amounts(&total),
+                nodes.len()
+            ));
+        }
+    }
+
+    /// True when every resource fits, every pod fits a node, and fragmentation (when
+    /// found) only warns.
     pub fn allowed(&self) -> bool {
         self.checks.iter().all(ResourceCheck::fits)
+            && self.unschedulable.is_empty()
+            && (self.fragmentation == Fragmentation::Warn || self.fragmented.is_empty())
+    }
+
+    /// The warning for fragmentation (`fragmentation: warn`) on an accepted workload.
+    pub fn warning(&self) -> Option<String> {
+        (self.allowed()
+            && self.fragmentation == Fragmentation::Warn
+            && !self.fragmented.is_empty())
+        .then(|| {
+            format!(
+                "pool {}: {}. Its pods will wait (Pending) until GPUs free up on one node (fragmentation: warn).",
+                self.pool,
+                self.fragmented.join("; ")
+            )
+        })
+    }
+
+    /// The fragmentation found, for the audit annotation.
+    pub fn fragmentation_audit(&self) -> Option<String> {
+        (!self.fragmented.is_empty())
+            .then(|| format!("{}: {}", self.pool, self.fragmented.join("; ")))
     }
 
     /// Why the workload is denied and what to do, or `None` when it fits.
     pub fn denial(&self) -> Option<String> {
+        let text = self.denial_text()?;
+        Some(match &self.alternatives {
+            Some(alternatives) => format!("{text} {alternatives}"),
+            None => text,
+        })
+    }
+
+    fn denial_text(&self) -> Option<String> {
+        if !self.unschedulable.is_empty() {
+            let clauses: Vec<&str> = self
+                .unschedulable
+                .iter()
+                .map(|u| u.clause.as_str())
+                .collect();
+            let most: Vec<String> = self
+                .unschedulable
+                .iter()
+                .map(|u| format!("{} {}", u.largest, u.resource))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            return Some(format!(
+                "pool {}: {}. Ask for at most {} per pod (split the work over more pods), or target a pool with bigger nodes.",
+                self.pool,
+                clauses.join("; "),
+                most.join(" and ")
+            ));
+        }
         let failing: Vec<&ResourceCheck> = self.checks.iter().filter(|c| !c.fits()).collect();
         if failing.is_empty() {
+            if self.fragmentation == Fragmentation::Deny && !self.fragmented.is_empty() {
+                return Some(format!(
+                    "pool {}: {}. Wait for GPUs to free up on one node, ask for fewer GPUs per pod, or target another pool (fragmentation: deny).",
+                    self.pool,
+                    self.fragmented.join("; ")
+                ));
+            }
             return None;
         }
         let mut clauses = Vec::new();
@@ -197,8 +540,18 @@ impl Decision {
                 no_capacity = true;
                 self.no_capacity_clause(c)
             } else {
+                let ceiling = match &c.ceiling {
+                    CeilingNote::None => String::new(),
+                    CeilingNote::Limit { gpus, from } => format!(
+                        "; ceiling {gpus} from {from}, {} allocatable now",
+                        c.allocatable_now
+                    ),
+                    CeilingNote::Unset { from } => {
+                        format!("; {from} sets no {}", c.resource)
+                    }
+                };
                 format!(
-                    "{} would be {} of {} ({}) with this workload's {} ({} in use{}), above the {}% threshold (room for {} more)",
+                    "{} would be {} of {} ({}) with this workload's {} ({} in use{}), above the {}% threshold{} (room for {} more{ceiling})",
                     c.resource,
                     c.after(),
                     c.allocatable_from.amount(c.allocatable),
@@ -207,6 +560,7 @@ impl Decision {
                     c.used,
                     c.used_from.suffix(),
                     c.threshold_percent,
+                    c.window_text(),
                     c.room()
                 )
             });
@@ -266,11 +620,70 @@ impl Decision {
     }
 }
 
+/// The clause for a pod bigger than every node: the resource that does not fit, the
+/// largest node for it (and the node shape of a node-count ceiling).
+fn unschedulable(
+    shape: &PodShape,
+    need: &GpuCounts,
+    nodes: &[NodeUse],
+    node_shape: Option<&GpuCounts>,
+) -> Unschedulable {
+    let of = |m: &GpuCounts, r: &str| m.get(r).copied().unwrap_or(0);
+    let most = |r: &str| {
+        let on_nodes = nodes
+            .iter()
+            .map(|n| of(&n.allocatable, r))
+            .max()
+            .unwrap_or(0);
+        on_nodes.max(node_shape.map_or(0, |s| of(s, r)))
+    };
+    // The first resource no node has enough of (else the first asked for: no node has
+    // all of them together).
+    let resource = need
+        .iter()
+        .find(|(r, n)| most(r) < **n)
+        .or_else(|| need.iter().next())
+        .map(|(r, _)| r.clone())
+        .unwrap_or_default();
+    let largest = nodes
+        .iter()
+        .max_by_key(|n| (of(&n.allocatable, &resource), std::cmp::Reverse(&n.name)));
+    let mut held = Vec::new();
+    if let Some(n) = largest {
+        held.push(format!(
+            "the largest, {}, has {} {resource} allocatable",
+            n.name,
+            of(&n.allocatable, &resource)
+        ));
+    }
+    if let Some(s) = node_shape {
+        held.push(format!(
+            "{}the nodes the cluster autoscaler adds have {}",
+            if nodes.is_empty() {
+                "the pool has no node now and "
+            } else {
+                ""
+            },
+            of(s, &resource)
+        ));
+    }
+    Unschedulable {
+        clause: format!(
+            "a pod of {} asks for {}, more than any node of the pool has ({}), so it can never be scheduled",
+            shape.location,
+            amounts(need),
+            held.join("; ")
+        ),
+        largest: most(&resource),
+        resource,
+    }
+}
+
 impl fmt::Display for ResourceCheck {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} used {}{} + incoming {} = {} of {} ({}), threshold {}%, {}",
+            "{} used {}{} + incoming {} = {} of {} ({}), threshold {}%{}, {}{}",
             self.resource,
             self.used,
             self.used_from.suffix(),
@@ -279,7 +692,12 @@ impl fmt::Display for ResourceCheck {
             self.allocatable_from.amount(self.allocatable),
             self.percent_after(),
             self.threshold_percent,
-            if self.fits() { "fits" } else { "over" }
+            self.window
+                .as_ref()
+                .map(|w| format!(" in window {w}"))
+                .unwrap_or_default(),
+            if self.fits() { "fits" } else { "over" },
+            self.ceiling_text()
         )
     }
 }
@@ -464,6 +882,9 @@ mod tests {
             threshold_percent: 90,
             used_from: UsageSource::Pods,
             allocatable_from: CapacitySource::Nodes,
+            allocatable_now: 64,
+            ceiling: CeilingNote::None,
+            window: None,
         };
         assert_eq!(c.limit(), 57);
         assert_eq!(c.room(), 7);

@@ -31,7 +31,21 @@ pub struct Demand {
     /// Templates whose GPUs cannot be counted (an unreadable DRA claim, a malformed
     /// fractional share): `location: reason`. The gate denies them.
     pub uncountable: Vec<String>,
+    /// Per pool, the GPUs one pod of each charged template holds (templates with a
+    /// fractional-GPU share are left out: their pods share devices), for the per-node checks.
+    pub shapes: PoolShapes,
 }
+
+/// The GPUs one pod of a template holds, per resource name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodShape {
+    /// The template's location (`spec.template.spec`).
+    pub location: String,
+    pub per_pod: GpuCounts,
+}
+
+/// Per pool: the pod shapes of the templates charged to it.
+pub type PoolShapes = BTreeMap<usize, Vec<PodShape>>;
 
 /// Per pool: (template location, its `priorityClassName`) of every template charged to it.
 pub type PoolClasses = BTreeMap<usize, Vec<(String, Option<String>)>>;
@@ -173,6 +187,12 @@ pub fn workload_demand(
                     .entry(i)
                     .or_default()
                     .push((t.location.clone(), t.spec.priority_class_name.clone()));
+                if pod.share.is_none() {
+                    demand.shapes.entry(i).or_default().push(PodShape {
+                        location: t.location.clone(),
+                        per_pod: pod.effective.clone(),
+                    });
+                }
             }
         }
     }
@@ -200,6 +220,101 @@ pub fn increase(new: &PoolDemand, old: &PoolDemand) -> PoolDemand {
         }
     }
     out
+}
+
+/// Per pool and resource, `a + b`.
+pub fn sum(a: &PoolDemand, b: &PoolDemand) -> PoolDemand {
+    let mut out = a.clone();
+    for (pool, counts) in b {
+        crate::gpu::add_into(out.entry(*pool).or_default(), counts);
+    }
+    out
+}
+
+/// The value at a dot path (`spec.runPolicy.suspend`).
+fn at_dot_path<'v>(object: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(object, |v, key| v.get(key))
+}
+
+/// The dot path of the suspend field of kind `group`/`kind`, if it has one.
+pub fn suspend_path<'s>(group: &str, kind: &str, settings: &'s Settings) -> Option<&'s str> {
+    super::settings::BUILTIN_SUSPENDABLE
+        .iter()
+        .find(|(g, k, _)| *g == group && *k == kind)
+        .map(|(_, _, path)| *path)
+        .or_else(|| {
+            settings
+                .suspendable_kinds
+                .iter()
+                .find(|s| s.group == group && s.kind == kind)
+                .map(|s| s.path.as_str())
+        })
+}
+
+/// True when `object` (of kind `group`/`kind`) is suspended: its suspend field is `true`.
+pub fn is_suspended(group: &str, kind: &str, object: &Value, settings: &Settings) -> bool {
+    suspend_path(group, kind, settings)
+        .and_then(|path| at_dot_path(object, path))
+        .and_then(Value::as_bool)
+        == Some(true)
+}
+
+/// Kubernetes' default `maxSurge` of a RollingUpdate Deployment.
+pub const DEFAULT_MAX_SURGE: &str = "25%";
+
+/// The extra pods a Deployment's rollout creates: `maxSurge` of `spec.replicas`, a
+/// percentage rounded up as Kubernetes does (`intstr.GetScaledValueFromIntOrPercent` with
+/// round up); 0 for the `Recreate` strategy. Returns (pods, how they were found).
+pub fn rollout_surge(deployment: &Value) -> (u64, String) {
+    let spec = deployment.get("spec");
+    let replicas = spec
+        .and_then(|s| s.get("replicas"))
+        .map_or(Some(1), Value::as_u64)
+        .unwrap_or(1);
+    let strategy = spec.and_then(|s| s.get("strategy"));
+    if strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate") {
+        return (0, "strategy Recreate".into());
+    }
+    let given = strategy
+        .and_then(|s| s.pointer("/rollingUpdate/maxSurge"))
+        .filter(|v| !v.is_null());
+    let (text, default) = match given {
+        Some(Value::Number(n)) => (n.to_string(), false),
+        Some(Value::String(t)) => (t.clone(), false),
+        _ => (DEFAULT_MAX_SURGE.to_string(), true),
+    };
+    let pods = match text.strip_suffix('%') {
+        Some(p) => match p.parse::<u64>() {
+            Ok(percent) => (u128::from(replicas) * u128::from(percent)).div_ceil(100),
+            // The API server validates maxSurge first; unreadable is charged as the default.
+            Err(_) => u128::from(replicas).div_ceil(4),
+        },
+        None => u128::from(text.parse::<u64>().unwrap_or_else(|_| replicas.div_ceil(4))),
+    };
+    let pods = u64::try_from(pods).unwrap_or(u64::MAX);
+    let how = if text.ends_with('%') {
+        format!(
+            "maxSurge {text}{} of {replicas} replicas, rounded up",
+            if default { " (the default)" } else { "" }
+        )
+    } else {
+        format!("maxSurge {text}")
+    };
+    (pods, how)
+}
+
+/// True when an UPDATE of a Deployment starts (or changes) a rollout: its pod template or
+/// its strategy changed, or it was resumed (`spec.paused` true -> false: the gate cannot
+/// tell whether template changes were waiting). A paused Deployment rolls nothing out.
+pub fn starts_rollout(new: &Value, old: &Value) -> bool {
+    let at = |v: &Value, p: &str| v.pointer(p).cloned().unwrap_or(Value::Null);
+    let paused = |v: &Value| at(v, "/spec/paused").as_bool() == Some(true);
+    if paused(new) {
+        return false;
+    }
+    at(new, "/spec/template") != at(old, "/spec/template")
+        || at(new, "/spec/strategy") != at(old, "/spec/strategy")
+        || paused(old)
 }
 
 /// An object's controller, from its `ownerReferences`.
@@ -470,6 +585,50 @@ mod tests {
         #[case] expected: Option<(&str, &str)>,
     ) {
         assert_eq!(scale_parent(group, resource), expected);
+    }
+
+    #[rstest]
+    #[case::default(json!({"spec": {"replicas": 10}}), 3)]
+    #[case::default_rounds_up(json!({"spec": {"replicas": 5}}), 2)]
+    #[case::no_replicas_is_one(json!({"spec": {}}), 1)]
+    #[case::percent(json!({"spec": {"replicas": 10, "strategy": {"rollingUpdate": {"maxSurge": "33%"}}}}), 4)]
+    #[case::hundred_percent(json!({"spec": {"replicas": 7, "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "100%"}}}}), 7)]
+    #[case::count(json!({"spec": {"replicas": 10, "strategy": {"rollingUpdate": {"maxSurge": 4}}}}), 4)]
+    #[case::zero(json!({"spec": {"replicas": 10, "strategy": {"rollingUpdate": {"maxSurge": 0}}}}), 0)]
+    #[case::recreate(json!({"spec": {"replicas": 10, "strategy": {"type": "Recreate"}}}), 0)]
+    #[case::zero_replicas(json!({"spec": {"replicas": 0}}), 0)]
+    #[case::unreadable_is_the_default(json!({"spec": {"replicas": 10, "strategy": {"rollingUpdate": {"maxSurge": "lots"}}}}), 3)]
+    fn surge_of_a_deployment(#[case] deployment: Value, #[case] pods: u64) {
+        assert_eq!(rollout_surge(&deployment).0, pods);
+    }
+
+    #[rstest]
+    #[case::template(json!({"spec": {"template": {"a": 1}}}), json!({"spec": {"template": {"a": 2}}}), true)]
+    #[case::strategy(json!({"spec": {"template": {}, "strategy": {"type": "Recreate"}}}), json!({"spec": {"template": {}}}), true)]
+    #[case::replicas_only(json!({"spec": {"template": {}, "replicas": 3}}), json!({"spec": {"template": {}, "replicas": 2}}), false)]
+    #[case::paused(json!({"spec": {"template": {"a": 1}, "paused": true}}), json!({"spec": {"template": {"a": 2}}}), false)]
+    #[case::resumed(json!({"spec": {"template": {}}}), json!({"spec": {"template": {}, "paused": true}}), true)]
+    fn rollouts(#[case] new: Value, #[case] old: Value, #[case] starts: bool) {
+        assert_eq!(starts_rollout(&new, &old), starts);
+    }
+
+    #[rstest]
+    #[case::job("batch", "Job", json!({"spec": {"suspend": true}}), true)]
+    #[case::job_running("batch", "Job", json!({"spec": {"suspend": false}}), false)]
+    #[case::job_unset("batch", "Job", json!({"spec": {}}), false)]
+    #[case::job_not_a_bool("batch", "Job", json!({"spec": {"suspend": "true"}}), false)]
+    #[case::jobset("jobset.x-k8s.io", "JobSet", json!({"spec": {"suspend": true}}), true)]
+    #[case::rayjob("ray.io", "RayJob", json!({"spec": {"suspend": true}}), true)]
+    #[case::pytorch("kubeflow.org", "PyTorchJob", json!({"spec": {"runPolicy": {"suspend": true}}}), true)]
+    #[case::cronjob("batch", "CronJob", json!({"spec": {"suspend": true}}), false)]
+    #[case::deployment("apps", "Deployment", json!({"spec": {"suspend": true}}), false)]
+    fn suspended_kinds(
+        #[case] group: &str,
+        #[case] kind: &str,
+        #[case] object: Value,
+        #[case] suspended: bool,
+    ) {
+        assert_eq!(is_suspended(group, kind, &object, &settings()), suspended);
     }
 
     #[rstest]

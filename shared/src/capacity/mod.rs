@@ -7,9 +7,18 @@
 //! context-aware host calls ([`state`]): allocatable GPUs from the pool's Nodes or from the
 //! capacity declared in settings, GPUs in use from the pool's Pods or from its
 //! ResourceQuotas (`usage: quotas`: one object per namespace instead of one per pod); then
-//! it checks `used + incoming` against the pool's threshold per resource name
-//! ([`decision::decide`]). Node and Pod lists are read one item at a time, skipping
+//! it checks `used + incoming` against the threshold in force (the pool's, or a schedule
+//! window's) times the larger of allocatable and the pool's ceiling (`maxAllocatable`, a
+//! Karpenter NodePool's `spec.limits`, or cluster-autoscaler's `maxNodes` x
+//! `gpusPerNode`), per resource name, and one pod of each template against each node of
+//! the pool (bigger than every node: denied; no node with room: fragmentation)
+//! ([`decision::decide_with`]). Node and Pod lists are read one item at a time, skipping
 //! metadata with a byte-level scanner ([`scan`]).
+//!
+//! Suspended workloads (`spec.suspend: true`) are charged when they are unsuspended;
+//! workloads handed to a queue (Kueue's `kueue.x-k8s.io/queue-name` label) are left to
+//! it unless `gateQueued`; an UPDATE that starts a Deployment rollout is charged its
+//! `maxSurge` pods. A denied pool names the first of its `alternatives` with room.
 //!
 //! It fails closed: when cluster state cannot be read the workload is denied with a
 //! message naming the missing contextAwareResources entry or RBAC permission, and when
@@ -22,15 +31,19 @@ pub mod scan;
 pub mod settings;
 pub mod state;
 
-pub use decision::{CapacitySource, Decision, PoolSnapshot, ResourceCheck, UsageSource, decide};
-pub use settings::{ChargePods, Pool, Settings, Usage};
+pub use decision::{
+    CapacitySource, Ceiling, CeilingSource, Decision, NodeUse, PoolSnapshot, ResourceCheck,
+    UsageSource, decide, decide_with,
+};
+pub use settings::{ChargePods, Fragmentation, Pool, Settings, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::dra;
 use crate::gpu::GpuResources;
 use crate::workload::Workload;
-use demand::{Demand, PoolClasses, PoolDemand};
+use decision::Inputs;
+use demand::{Demand, PoolClasses, PoolDemand, PoolShapes};
 use serde_json::Value;
 use state::{HostFailure, PoolError};
 
@@ -47,6 +60,16 @@ pub mod audit {
     pub const NOT_CHARGED: &str = "not-charged";
     /// The host's error text (truncated) when cluster state could not be read.
     pub const HOST_ERROR: &str = "host-error";
+    /// A workload handed to a queue (Kueue), not gated.
+    pub const QUEUE: &str = "queue";
+    /// A suspended workload (not charged), or the update that unsuspends it (charged in full).
+    pub const SUSPEND: &str = "suspend";
+    /// The extra pods of a Deployment's rollout (maxSurge), charged.
+    pub const SURGE: &str = "surge";
+    /// Pods no node of the pool has room for now.
+    pub const FRAGMENTATION: &str = "fragmentation";
+    /// What the pool's alternatives said on a denial.
+    pub const ALTERNATIVES: &str = "alternatives";
 }
 
 /// Longest host error kept in the `host-error` audit annotation.
@@ -57,6 +80,7 @@ enum Plan {
     Charge {
         per_pool: PoolDemand,
         classes: PoolClasses,
+        shapes: PoolShapes,
         notes: Vec<(&'static str, String)>,
     },
     Done(Verdict),
@@ -71,14 +95,15 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
 }
 
-/// [`evaluate`] at the time `clock` tells (exceptions end).
+/// [`evaluate`] at the time `clock` tells (thresholds by schedule window, exceptions end).
 pub fn evaluate_at(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
     clock: &dyn crate::clock::Clock,
 ) -> Verdict {
-    let verdict = judge(request, settings, cluster);
+    let now = clock.now();
+    let verdict = judge(request, settings, cluster, now);
     crate::exceptions::excuse(
         verdict,
         settings,
@@ -86,11 +111,16 @@ pub fn evaluate_at(
         "capacity",
         request,
         &settings.custom_kinds,
-        clock.now(),
+        now,
     )
 }
 
-fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+fn judge(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    now: crate::clock::UnixSeconds,
+) -> Verdict {
     if !request.creates_or_updates() {
         return Verdict::accept();
     }
@@ -107,12 +137,13 @@ fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster)
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
     };
-    let (per_pool, classes, notes) = match plan {
+    let (per_pool, classes, shapes, notes) = match plan {
         Plan::Charge {
             per_pool,
             classes,
+            shapes,
             notes,
-        } => (per_pool, classes, notes),
+        } => (per_pool, classes, shapes, notes),
         Plan::Done(verdict) => return verdict,
         Plan::HostFailed { failure, context } => {
             return host_failure(settings, &context, &failure, Vec::new());
@@ -131,8 +162,18 @@ fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster)
             return with_notes(Verdict::reject(format!("{context}: {denial}")), notes)
                 .with_audit(audit::CAPACITY, format!("{context}: not checked"));
         }
-        match state::read_pool(cluster, settings, pool, &names, &request.namespace, demand) {
-            Ok(snapshot) => decisions.push(decide(&snapshot, demand, pool)),
+        let shapes = shapes.get(index).map(Vec::as_slice).unwrap_or_default();
+        let job = PoolJob {
+            cluster,
+            settings,
+            names: &names,
+            namespace: &request.namespace,
+            demand,
+            shapes,
+            now,
+        };
+        match job.decide(pool) {
+            Ok(decision) => decisions.push((decision, job)),
             Err(PoolError::Host(failure)) => {
                 return host_failure(settings, &context, &failure, notes);
             }
@@ -141,10 +182,29 @@ fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster)
             }
         }
     }
+    // Denied pools name their first alternative with room.
+    let mut alternatives = Vec::new();
+    for (decision, job) in &mut decisions {
+        if decision.denial().is_none() {
+            continue;
+        }
+        let Some((_, pool)) = settings.pool_named(&decision.pool) else {
+            continue;
+        };
+        if let Some(text) = job.alternatives(pool) {
+            alternatives.push(format!("{}: {text}", pool.name));
+            decision.alternatives = Some(text);
+        }
+    }
+    let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
     let denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
     let mut verdict = if denials.is_empty() {
-        Verdict::accept()
+        let mut v = Verdict::accept();
+        for warning in decisions.iter().filter_map(Decision::warning) {
+            v = v.with_warning(warning);
+        }
+        v
     } else {
         Verdict::reject(denials.join(" "))
     };
@@ -154,8 +214,96 @@ fn judge(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster)
         verdict = verdict
             .with_audit(audit::POOL, pools.join(","))
             .with_audit(audit::CAPACITY, capacity.join("; "));
+        let fragmented: Vec<String> = decisions
+            .iter()
+            .filter_map(Decision::fragmentation_audit)
+            .collect();
+        if !fragmented.is_empty() {
+            verdict = verdict.with_audit(audit::FRAGMENTATION, fragmented.join("; "));
+        }
+        if !alternatives.is_empty() {
+            verdict = verdict.with_audit(audit::ALTERNATIVES, alternatives.join("; "));
+        }
     }
     with_notes(verdict, notes)
+}
+
+/// What a request asks of any pool: reading it and deciding with the same demand (for
+/// the pools it targets, and for their alternatives on a denial).
+struct PoolJob<'a> {
+    cluster: &'a dyn Cluster,
+    settings: &'a Settings,
+    names: &'a GpuResources,
+    namespace: &'a str,
+    demand: &'a crate::gpu::GpuCounts,
+    shapes: &'a [demand::PodShape],
+    now: crate::clock::UnixSeconds,
+}
+
+impl PoolJob<'_> {
+    /// Reads `pool` and decides at the threshold in force now.
+    fn decide(&self, pool: &Pool) -> Result<Decision, PoolError> {
+        let snapshot = state::read_pool(
+            self.cluster,
+            self.settings,
+            pool,
+            self.names,
+            self.namespace,
+            self.demand,
+        )?;
+        let (threshold_percent, window) = pool.threshold_at(&self.settings.schedules, self.now);
+        let inputs = Inputs {
+            threshold_percent,
+            window: window.map(str::to_string),
+            shapes: self.shapes,
+            fragmentation: self.settings.fragmentation,
+        };
+        Ok(decide_with(&snapshot, self.demand, pool, &inputs))
+    }
+
+    /// The sentence a denial of `pool` ends with: the first of its alternatives with room
+    /// for the workload (read with the same calls as any pool), or why none has. `None`
+    /// when the pool has no alternatives.
+    fn alternatives(&self, pool: &Pool) -> Option<String> {
+        if pool.alternatives.is_empty() {
+            return None;
+        }
+        let mut without = Vec::new();
+        for name in &pool.alternatives {
+            let Some((_, alternative)) = self.settings.pool_named(name) else {
+                continue;
+            };
+            let why = match self.decide(alternative) {
+                Ok(d) if d.denial().is_none() && d.warning().is_none() => {
+                    return Some(format!("Pool {name} has room for {}.", room_text(&d)));
+                }
+                Ok(d) if !d.unschedulable.is_empty() => {
+                    format!("{name} (its nodes are too small for one pod)")
+                }
+                Ok(d) if !d.fragmented.is_empty() && d.checks.iter().all(ResourceCheck::fits) => {
+                    format!("{name} (no node has room for one pod)")
+                }
+                Ok(d) => format!("{name} (room for {})", room_text(&d)),
+                Err(_) => format!("{name} (its state could not be read)"),
+            };
+            without.push(why);
+        }
+        Some(format!(
+            "No alternative pool has room: {}.",
+            without.join(", ")
+        ))
+    }
+}
+
+/// `24 nvidia.com/gpu` (and more resources with `and`): how many more GPUs of each
+/// demanded resource fit under the pool's threshold.
+fn room_text(decision: &Decision) -> String {
+    decision
+        .checks
+        .iter()
+        .map(|c| format!("{} {}", c.room(), c.resource))
+        .collect::<Vec<_>>()
+        .join(" and ")
 }
 
 fn with_notes(mut verdict: Verdict, notes: Vec<(&'static str, String)>) -> Verdict {
@@ -184,6 +332,39 @@ fn object_plan(
             );
         }
     };
+    let what = format!(
+        "{} {}/{}",
+        workload.kind,
+        request.namespace,
+        object_name(request)
+    );
+    // Decided before any claim is read: a queued or suspended workload is not charged.
+    let holds_gpus = || {
+        demand::workload_demand(&workload, settings, names, &dra::ClaimBook::default()).uses_gpu()
+    };
+    if let Some(queue) = queue_of(&workload, settings)
+        && holds_gpus()
+    {
+        return Plan::Done(Verdict::accept().with_audit(
+            audit::QUEUE,
+            format!(
+                "{what} carries {}={queue}: its queue admits it, not the capacity gate (gateQueued: false)",
+                settings.queue_label_key
+            ),
+        ));
+    }
+    let suspended =
+        |object: &Value| demand::is_suspended(&workload.group, &workload.kind, object, settings);
+    let path = demand::suspend_path(&workload.group, &workload.kind, settings).unwrap_or_default();
+    if suspended(&request.object) {
+        if !holds_gpus() {
+            return Plan::Done(Verdict::accept());
+        }
+        return Plan::Done(Verdict::accept().with_audit(
+            audit::SUSPEND,
+            format!("{what} is suspended ({path}: true): not charged until the update that unsuspends it"),
+        ));
+    }
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
     let new = demand::workload_demand(&workload, settings, names, &claims);
     if !new.uses_gpu() {
@@ -200,12 +381,30 @@ fn object_plan(
     }
 
     let classes = new.classes.clone();
+    let shapes = new.shapes.clone();
     let per_pool = if request.is_update() {
-        // The old object was admitted before; if it cannot be read, charge everything.
-        let old = Workload::from_object(&request.old_object, &settings.custom_kinds)
-            .map(|w| demand::workload_demand(&w, settings, names, &claims))
-            .unwrap_or_default();
-        demand::increase(&new.per_pool, &old.per_pool)
+        // The old object was admitted before; if it cannot be read, charge everything. A
+        // suspended old object held nothing: the update that unsuspends it is charged in full.
+        let old_workload = Workload::from_object(&request.old_object, &settings.custom_kinds);
+        let old = match &old_workload {
+            Ok(_) if suspended(&request.old_object) => {
+                notes.push((
+                    audit::SUSPEND,
+                    format!("{what} is unsuspended ({path}: true -> false): charged in full"),
+                ));
+                Demand::default()
+            }
+            Ok(w) => demand::workload_demand(w, settings, names, &claims),
+            Err(_) => Demand::default(),
+        };
+        let grown = demand::increase(&new.per_pool, &old.per_pool);
+        match rollout(request, &workload, settings, names, &claims) {
+            Some((surge, note)) => {
+                notes.push((audit::SURGE, note));
+                demand::sum(&grown, &surge)
+            }
+            None => grown,
+        }
     } else {
         new.per_pool
     };
@@ -215,8 +414,72 @@ fn object_plan(
     Plan::Charge {
         per_pool,
         classes,
+        shapes,
         notes,
     }
+}
+
+fn object_name(request: &AdmissionRequest) -> &str {
+    if request.name.is_empty() {
+        request
+            .object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    } else {
+        request.name.as_str()
+    }
+}
+
+/// The queue a workload is handed to (the value of `queueLabelKey` on the object), when
+/// queued workloads are not gated.
+fn queue_of<'w>(workload: &'w Workload, settings: &Settings) -> Option<&'w str> {
+    if settings.gate_queued || settings.queue_label_key.is_empty() {
+        return None;
+    }
+    workload
+        .meta
+        .labels
+        .get(&settings.queue_label_key)
+        .map(String::as_str)
+}
+
+/// The extra pods of a Deployment rollout this UPDATE starts (`maxSurge` of its replicas,
+/// GPUs per pod of the new template), per pool, with the audit note; `None` when it starts
+/// none, for other kinds, and with `chargeRolloutSurge: false`.
+fn rollout(
+    request: &AdmissionRequest,
+    workload: &Workload,
+    settings: &Settings,
+    names: &GpuResources,
+    claims: &dra::ClaimBook,
+) -> Option<(PoolDemand, String)> {
+    if !settings.charge_rollout_surge
+        || (workload.group.as_str(), workload.kind.as_str()) != ("apps", "Deployment")
+        || !demand::starts_rollout(&request.object, &request.old_object)
+    {
+        return None;
+    }
+    let (pods, how) = demand::rollout_surge(&request.object);
+    if pods == 0 {
+        return None;
+    }
+    let mut surge = workload.clone();
+    for t in &mut surge.templates {
+        t.pods = pods;
+    }
+    let charged = demand::workload_demand(&surge, settings, names, claims).per_pool;
+    if charged.is_empty() {
+        return None;
+    }
+    Some((
+        charged,
+        format!(
+            "rollout of Deployment {}/{}: {pods} extra pods charged ({how}; chargeRolloutSurge: true)",
+            request.namespace,
+            object_name(request)
+        ),
+    ))
 }
 
 /// The denial for templates whose GPUs cannot be counted (fail closed, whatever
@@ -361,6 +624,7 @@ fn scale_plan(
     Plan::Charge {
         per_pool: added.per_pool,
         classes: added.classes,
+        shapes: added.shapes,
         notes,
     }
 }

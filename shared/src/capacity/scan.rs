@@ -79,6 +79,69 @@ pub fn for_each_item<'a, E: From<ScanError>, const N: usize>(
     Ok(())
 }
 
+/// An object's bytes split around one of its top-level members: what comes before the
+/// member's key, the member's value, and what comes after the value. Two objects that
+/// differ only in that member's value have the same `before` and `after`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Split<'a> {
+    pub before: &'a [u8],
+    /// The member's raw value; `None` when the object has no such member (then `before`
+    /// is the whole value and `after` is empty).
+    pub value: Option<&'a [u8]>,
+    pub after: &'a [u8],
+}
+
+/// Splits `value` (the raw bytes of one JSON value, as [`for_each_item`] gives them)
+/// around its top-level member `key`, walking the object's members once. A value that
+/// is not an object has no members. The last member wins if `key` repeats.
+pub fn split_member<'a>(value: &'a [u8], key: &[u8]) -> Result<Split<'a>, ScanError> {
+    let whole = Split {
+        before: value,
+        value: None,
+        after: &[],
+    };
+    let mut s = Scanner { b: value, i: 0 };
+    s.ws();
+    if !s.eat(b'{') {
+        return Ok(whole);
+    }
+    let mut found = None;
+    s.ws();
+    if !s.eat(b'}') {
+        loop {
+            s.ws();
+            let member = s.i;
+            let k = s.string()?;
+            s.ws();
+            s.expect(b':', "':' after a key")?;
+            s.ws();
+            let start = s.i;
+            s.skip_value()?;
+            if k == key {
+                found = Some((member, start, s.i));
+            }
+            s.ws();
+            if s.eat(b'}') {
+                break;
+            }
+            s.expect(b',', "',' or '}' in an object")?;
+        }
+    }
+    Ok(match found {
+        Some((member, start, end)) => Split {
+            before: value.get(..member).unwrap_or_default(),
+            value: value.get(start..end),
+            after: value.get(end..).unwrap_or_default(),
+        },
+        None => whole,
+    })
+}
+
+/// The raw value of the top-level member `key` of `value` (see [`split_member`]).
+pub fn member<'a>(value: &'a [u8], key: &[u8]) -> Result<Option<&'a [u8]>, ScanError> {
+    split_member(value, key).map(|s| s.value)
+}
+
 /// A mask with the high bit set in (at least) the lowest byte of `word` that is a quote
 /// or a backslash, zero when there is none. The classic zero-byte test on
 /// `word ^ byte * 0x0101...`: it can flag bytes *above* a true match (borrows), never

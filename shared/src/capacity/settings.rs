@@ -16,6 +16,18 @@ pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
 /// Percent of a pool's allocatable GPUs above which new work is denied.
 pub const DEFAULT_THRESHOLD_PERCENT: u32 = 90;
 
+/// The label Kueue reads to find a workload's LocalQueue.
+pub const DEFAULT_QUEUE_LABEL_KEY: &str = "kueue.x-k8s.io/queue-name";
+
+/// Kinds whose `suspend` field keeps their pods from being created, built in: (API group,
+/// kind, dot path of the field).
+pub const BUILTIN_SUSPENDABLE: &[(&str, &str, &str)] = &[
+    ("batch", "Job", "spec.suspend"),
+    ("jobset.x-k8s.io", "JobSet", "spec.suspend"),
+    ("ray.io", "RayJob", "spec.suspend"),
+    ("kubeflow.org", "PyTorchJob", "spec.runPolicy.suspend"),
+];
+
 /// Settings of gpu-capacity-gate-policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -47,6 +59,20 @@ pub struct Settings {
     pub fractional_gpus: crate::fractional::FractionalSettings,
     /// Pod templates with one of these `priorityClassName`s are not charged.
     pub exempt_priority_classes: Vec<String>,
+    /// Named time windows that `pools[].thresholds` refer to.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub schedules: crate::schedule::Schedules,
+    /// What to do when the pool has room in total but no node has room for one pod.
+    pub fragmentation: Fragmentation,
+    /// Charge an UPDATE that changes a Deployment's pod template `maxSurge` pods.
+    pub charge_rollout_surge: bool,
+    /// The label that hands a workload to a queue (Kueue's LocalQueue name); empty: none.
+    pub queue_label_key: String,
+    /// Gate workloads that carry the queue label too (default: the queue owns their quota).
+    pub gate_queued: bool,
+    /// More kinds whose `suspend` field keeps their pods from being created.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub suspendable_kinds: Vec<SuspendableKind>,
 }
 
 impl Default for Settings {
@@ -65,8 +91,68 @@ impl Default for Settings {
             dra: Default::default(),
             fractional_gpus: Default::default(),
             exempt_priority_classes: Vec::new(),
+            schedules: Default::default(),
+            fragmentation: Fragmentation::default(),
+            charge_rollout_surge: true,
+            queue_label_key: DEFAULT_QUEUE_LABEL_KEY.to_string(),
+            gate_queued: false,
+            suspendable_kinds: Vec::new(),
         }
     }
+}
+
+/// What the gate does when a pool has room for the workload in total, but no single node
+/// has room for one of its pods (the pods would wait, Pending, until GPUs free up on a node).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Fragmentation {
+    /// Accept with a warning naming the largest free block.
+    #[default]
+    Warn,
+    /// Deny, naming the largest free block.
+    Deny,
+}
+
+impl Fragmentation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Fragmentation::Warn => "warn",
+            Fragmentation::Deny => "deny",
+        }
+    }
+}
+
+/// A kind (custom resource) whose boolean field at `path` suspends it: while it is
+/// `true` the kind's controller creates no pods.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SuspendableKind {
+    /// API group, any version (`kubeflow.org`).
+    pub group: String,
+    pub kind: String,
+    /// Dot path of the field in the object (`spec.runPolicy.suspend`).
+    pub path: String,
+}
+
+/// A pool's threshold inside a time window.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct WindowThreshold {
+    /// A name in `schedules`.
+    pub window: String,
+    /// Replaces the pool's `thresholdPercent` while the window holds "now" (1..=100).
+    pub threshold_percent: u32,
+}
+
+/// A pool's ceiling under cluster-autoscaler: node groups are not Kubernetes objects, so
+/// their size is given here.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ClusterAutoscalerCeiling {
+    /// The most nodes the pool's node groups may have together (their `--nodes` maximum).
+    pub max_nodes: u64,
+    /// GPUs per resource name one node of the group has (the node shape).
+    pub gpus_per_node: BTreeMap<String, DeclaredGpus>,
 }
 
 /// One pool of GPU nodes.
@@ -92,6 +178,23 @@ pub struct Pool {
     pub priority_classes: Vec<String>,
     /// Deny when allocated + incoming GPUs would exceed this percent of allocatable (1..=100).
     pub threshold_percent: u32,
+    /// Thresholds by time window: the first entry whose window holds "now" replaces
+    /// `thresholdPercent`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<WindowThreshold>,
+    /// The most GPUs per resource name the pool can grow to (a static ceiling).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_allocatable: Option<BTreeMap<String, DeclaredGpus>>,
+    /// The Karpenter NodePool (karpenter.sh/v1) whose `spec.limits` is the pool's ceiling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter_node_pool: Option<String>,
+    /// The pool's ceiling under cluster-autoscaler: `maxNodes` x `gpusPerNode`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_autoscaler: Option<ClusterAutoscalerCeiling>,
+    /// Pools to suggest, in order, when this one denies a workload: the first with room is
+    /// named in the denial.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
 }
 
 impl Default for Pool {
@@ -103,6 +206,11 @@ impl Default for Pool {
             usage: None,
             priority_classes: Vec::new(),
             threshold_percent: DEFAULT_THRESHOLD_PERCENT,
+            thresholds: Vec::new(),
+            max_allocatable: None,
+            karpenter_node_pool: None,
+            cluster_autoscaler: None,
+            alternatives: Vec::new(),
         }
     }
 }
@@ -130,16 +238,59 @@ impl Usage {
     }
 }
 
+/// Counts of a map of declared GPUs; entries that are not whole numbers count as 0
+/// (settings validation refuses them).
+fn counts_of(declared: &BTreeMap<String, DeclaredGpus>) -> crate::gpu::GpuCounts {
+    declared
+        .iter()
+        .map(|(resource, n)| (resource.clone(), n.count().unwrap_or(0)))
+        .collect()
+}
+
 impl Pool {
+    /// The threshold at `now`, and the window that set it (`None`: `thresholdPercent`).
+    /// `schedules` are the gate's; a window that names no valid schedule never holds.
+    pub fn threshold_at(
+        &self,
+        schedules: &crate::schedule::Schedules,
+        now: crate::clock::UnixSeconds,
+    ) -> (u32, Option<&str>) {
+        self.thresholds
+            .iter()
+            .find(|t| {
+                schedules
+                    .get(&t.window)
+                    .and_then(|s| s.check("").ok())
+                    .is_some_and(|s| s.contains(now))
+            })
+            .map(|t| (t.threshold_percent, Some(t.window.as_str())))
+            .unwrap_or((self.threshold_percent, None))
+    }
+
+    /// True when the pool's ceiling is read from a Karpenter NodePool, declared, or given
+    /// by node count.
+    pub fn has_ceiling(&self) -> bool {
+        self.max_allocatable.is_some()
+            || self.karpenter_node_pool.is_some()
+            || self.cluster_autoscaler.is_some()
+    }
+
+    /// The static ceiling (`maxAllocatable`) as counts.
+    pub fn static_ceiling(&self) -> Option<crate::gpu::GpuCounts> {
+        self.max_allocatable.as_ref().map(counts_of)
+    }
+
+    /// The cluster-autoscaler ceiling: (`maxNodes`, GPUs per node).
+    pub fn node_count_ceiling(&self) -> Option<(u64, crate::gpu::GpuCounts)> {
+        self.cluster_autoscaler
+            .as_ref()
+            .map(|c| (c.max_nodes, counts_of(&c.gpus_per_node)))
+    }
+
     /// The declared capacity as counts (`None`: measured from the Nodes). Entries that are
     /// not whole numbers count as 0 (settings validation refuses them).
     pub fn declared_capacity(&self) -> Option<crate::gpu::GpuCounts> {
-        self.capacity.as_ref().map(|declared| {
-            declared
-                .iter()
-                .map(|(resource, n)| (resource.clone(), n.count().unwrap_or(0)))
-                .collect()
-        })
+        self.capacity.as_ref().map(counts_of)
     }
 }
 
@@ -255,7 +406,68 @@ impl ValidateSettings for Settings {
                 ));
             }
             self.validate_capacity(&field, pool)?;
+            self.validate_ceiling(&field, pool)?;
             self.validate_priority_classes(i, &field, pool)?;
+            self.validate_alternatives(i, &field, pool)?;
+        }
+        let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
+        for (i, pool) in self.pools.iter().enumerate() {
+            for (k, t) in pool.thresholds.iter().enumerate() {
+                let field = format!("pools[{i}].thresholds[{k}]");
+                if !schedules.contains_key(&t.window) {
+                    let names: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
+                    return Err(format!(
+                        "{field}.window: '{}' names no schedule; define it under schedules{}",
+                        t.window,
+                        if names.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (defined: {})", names.join(", "))
+                        }
+                    ));
+                }
+                if !(1..=100).contains(&t.threshold_percent) {
+                    return Err(format!(
+                        "{field}.thresholdPercent: must be between 1 and 100 (got {})",
+                        t.threshold_percent
+                    ));
+                }
+                if pool.thresholds[..k].iter().any(|o| o.window == t.window) {
+                    return Err(format!(
+                        "{field}.window: '{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
+                        t.window
+                    ));
+                }
+            }
+        }
+        if !self.queue_label_key.is_empty() {
+            validate_label_key("queueLabelKey", &self.queue_label_key)?;
+        }
+        for (i, k) in self.suspendable_kinds.iter().enumerate() {
+            let field = format!("suspendableKinds[{i}]");
+            if k.group.trim().is_empty() {
+                return Err(format!(
+                    "{field}.group: must name the API group, e.g. kubeflow.org"
+                ));
+            }
+            if k.kind.trim().is_empty() {
+                return Err(format!("{field}.kind: must not be empty"));
+            }
+            if k.path.is_empty() || k.path.split('.').any(|s| s.is_empty()) {
+                return Err(format!(
+                    "{field}.path: '{}' must be a dot path like spec.suspend",
+                    k.path
+                ));
+            }
+            if BUILTIN_SUSPENDABLE
+                .iter()
+                .any(|(g, kind, _)| *g == k.group && *kind == k.kind)
+            {
+                return Err(format!(
+                    "{field}: {}/{} is built in (its suspend field is known); remove it",
+                    k.group, k.kind
+                ));
+            }
         }
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
@@ -287,22 +499,119 @@ impl Settings {
         let Some(declared) = &pool.capacity else {
             return Ok(());
         };
+        self.validate_gpu_map(
+            &format!("{field}.capacity"),
+            declared,
+            "declare the pool's GPUs per resource, e.g. {nvidia.com/gpu: 512}, or remove capacity to measure them from the pool's nodes",
+        )
+    }
+
+    /// A map of GPUs per resource name (`{nvidia.com/gpu: 64}`): at least one entry, each a
+    /// GPU resource the gate counts with a whole number of GPUs.
+    fn validate_gpu_map(
+        &self,
+        field: &str,
+        declared: &BTreeMap<String, DeclaredGpus>,
+        if_empty: &str,
+    ) -> Result<(), String> {
         if declared.is_empty() {
-            return Err(format!(
-                "{field}.capacity: declare the pool's GPUs per resource, e.g. {{nvidia.com/gpu: 512}}, or remove capacity to measure them from the pool's nodes"
-            ));
+            return Err(format!("{field}: {if_empty}"));
         }
         let names = self.gpu_resources();
         for (resource, value) in declared {
             if !names.is_gpu(resource) {
                 return Err(format!(
-                    "{field}.capacity.{resource}: not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
+                    "{field}.{resource}: not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
                     crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
                 ));
             }
-            value.count().map_err(|e| {
-                format!("{field}.capacity.{resource}: must be a whole number of GPUs ({e})")
-            })?;
+            value
+                .count()
+                .map_err(|e| format!("{field}.{resource}: must be a whole number of GPUs ({e})"))?;
+        }
+        Ok(())
+    }
+
+    /// The pool's ceiling: one of `maxAllocatable`, `karpenterNodePool` and
+    /// `clusterAutoscaler`, on a pool whose allocatable GPUs are measured from its nodes.
+    fn validate_ceiling(&self, field: &str, pool: &Pool) -> Result<(), String> {
+        let given: Vec<&str> = [
+            ("maxAllocatable", pool.max_allocatable.is_some()),
+            ("karpenterNodePool", pool.karpenter_node_pool.is_some()),
+            ("clusterAutoscaler", pool.cluster_autoscaler.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(name, set)| set.then_some(name))
+        .collect();
+        let Some(first) = given.first() else {
+            return Ok(());
+        };
+        if let Some(second) = given.get(1) {
+            return Err(format!(
+                "{field}.{second}: the pool already has a ceiling in {field}.{first}; give one ceiling per pool"
+            ));
+        }
+        if pool.capacity.is_some() {
+            return Err(format!(
+                "{field}.{first}: the pool declares its capacity in {field}.capacity, which is already what it is judged against; remove one of them (a ceiling is for pools whose GPUs are measured from their nodes)"
+            ));
+        }
+        if let Some(max) = &pool.max_allocatable {
+            self.validate_gpu_map(
+                &format!("{field}.maxAllocatable"),
+                max,
+                "give the most GPUs per resource the pool can grow to, e.g. {nvidia.com/gpu: 64}",
+            )?;
+        }
+        if let Some(name) = &pool.karpenter_node_pool
+            && !is_priority_class_name(name)
+        {
+            return Err(format!(
+                "{field}.karpenterNodePool: '{name}' is not a NodePool name (lowercase letters, digits, '-' and '.')"
+            ));
+        }
+        if let Some(ca) = &pool.cluster_autoscaler {
+            if ca.max_nodes == 0 {
+                return Err(format!(
+                    "{field}.clusterAutoscaler.maxNodes: must be at least 1 (the most nodes the pool's node groups may have together)"
+                ));
+            }
+            self.validate_gpu_map(
+                &format!("{field}.clusterAutoscaler.gpusPerNode"),
+                &ca.gpus_per_node,
+                "give the GPUs one node of the pool has, e.g. {nvidia.com/gpu: 8}",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// `alternatives`: other pools of the gate, each once.
+    fn validate_alternatives(&self, i: usize, field: &str, pool: &Pool) -> Result<(), String> {
+        for (k, name) in pool.alternatives.iter().enumerate() {
+            let f = format!("{field}.alternatives[{k}]");
+            if *name == pool.name {
+                return Err(format!("{f}: a pool cannot be its own alternative"));
+            }
+            if self.pool_named(name).is_none() {
+                let names: Vec<&str> = self
+                    .pools
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != i)
+                    .map(|(_, p)| p.name.as_str())
+                    .collect();
+                return Err(format!(
+                    "{f}: '{name}' names no pool; use one of {}",
+                    if names.is_empty() {
+                        "the other pools (there are none)".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ));
+            }
+            if pool.alternatives[..k].contains(name) {
+                return Err(format!("{f}: '{name}' is listed twice"));
+            }
         }
         Ok(())
     }
@@ -514,6 +823,111 @@ mod tests {
     fn invalid_quota_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
         let err = parse(settings).validate().unwrap_err();
         assert!(err.starts_with(start), "{err}");
+    }
+
+    /// `base()` with the growth settings of issue-sized clusters: ceilings of every kind,
+    /// schedules with thresholds, alternatives, queue and suspend settings.
+    fn growth() -> Value {
+        let mut v = base();
+        v["pools"][0]["maxAllocatable"] = json!({"nvidia.com/gpu": 64});
+        v["pools"][0]["alternatives"] = json!(["h100", "batch"]);
+        v["pools"][0]["thresholds"] = json!([{"window": "peak", "thresholdPercent": 80}]);
+        v["pools"][1]["karpenterNodePool"] = json!("h100-spot");
+        v["pools"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "batch",
+            "nodeSelector": {"matchLabels": {"gpu-admission/pool": "batch"}},
+            "clusterAutoscaler": {"maxNodes": 16, "gpusPerNode": {"nvidia.com/gpu": "8"}}}));
+        v["schedules"] = json!({"peak": {"timeZone": "Europe/Berlin",
+            "windows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri"], "from": "08:00", "to": "20:00"}]}});
+        v["fragmentation"] = json!("deny");
+        v["chargeRolloutSurge"] = json!(false);
+        v["queueLabelKey"] = json!("example.com/queue");
+        v["gateQueued"] = json!(true);
+        v["suspendableKinds"] =
+            json!([{"group": "kubeflow.org", "kind": "TFJob", "path": "spec.runPolicy.suspend"}]);
+        v
+    }
+
+    #[test]
+    fn growth_settings_are_valid_and_default_sensibly() {
+        let s = parse(growth());
+        s.validate().unwrap();
+        assert_eq!(s.fragmentation, Fragmentation::Deny);
+        assert_eq!(
+            s.pools[2].node_count_ceiling(),
+            Some((
+                16,
+                crate::gpu::GpuCounts::from([("nvidia.com/gpu".to_string(), 8)])
+            ))
+        );
+        let d = parse(base());
+        assert_eq!(d.fragmentation, Fragmentation::Warn);
+        assert!(d.charge_rollout_surge);
+        assert_eq!(d.queue_label_key, "kueue.x-k8s.io/queue-name");
+        assert!(!d.gate_queued);
+        assert!(!d.pools[0].has_ceiling());
+        // An empty queue label key recognises no queue.
+        parse(top("queueLabelKey", json!(""))).validate().unwrap();
+    }
+
+    #[test]
+    fn the_first_window_that_holds_now_sets_the_threshold() {
+        let mut v = growth();
+        v["schedules"]["always"] = json!({"timeZone": "UTC", "windows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "from": "00:00", "to": "24:00"}]});
+        v["pools"][0]["thresholds"] = json!([
+            {"window": "peak", "thresholdPercent": 80},
+            {"window": "always", "thresholdPercent": 95}
+        ]);
+        let s = parse(v);
+        s.validate().unwrap();
+        // Tuesday 2026-12-01 10:00 Berlin (09:00 UTC): peak; 22:00 Berlin: always.
+        let tuesday = 1_796_083_200;
+        assert_eq!(
+            s.pools[0].threshold_at(&s.schedules, tuesday + 9 * 3600),
+            (80, Some("peak"))
+        );
+        assert_eq!(
+            s.pools[0].threshold_at(&s.schedules, tuesday + 21 * 3600),
+            (95, Some("always"))
+        );
+        assert_eq!(s.pools[1].threshold_at(&s.schedules, tuesday), (80, None));
+    }
+
+    #[rstest]
+    #[case::two_ceilings(pool_field(growth(), 1, "maxAllocatable", json!({"nvidia.com/gpu": 8})), "pools[1].karpenterNodePool: the pool already has a ceiling in pools[1].maxAllocatable; give one ceiling per pool")]
+    #[case::ceiling_and_capacity(pool_field(growth(), 0, "capacity", json!({"nvidia.com/gpu": 8})), "pools[0].maxAllocatable: the pool declares its capacity in pools[0].capacity, which is already what it is judged against; remove one of them")]
+    #[case::empty_max(with(growth(), "/pools/0/maxAllocatable", json!({})), "pools[0].maxAllocatable: give the most GPUs per resource the pool can grow to, e.g. {nvidia.com/gpu: 64}")]
+    #[case::max_not_gpu(with(growth(), "/pools/0/maxAllocatable", json!({"cpu": 64})), "pools[0].maxAllocatable.cpu: not a GPU resource the gate counts")]
+    #[case::max_fraction(with(growth(), "/pools/0/maxAllocatable", json!({"nvidia.com/gpu": "0.5"})), "pools[0].maxAllocatable.nvidia.com/gpu: must be a whole number of GPUs ('0.5' must be a whole number)")]
+    #[case::bad_node_pool(with(growth(), "/pools/1/karpenterNodePool", json!("H100 Spot")), "pools[1].karpenterNodePool: 'H100 Spot' is not a NodePool name")]
+    #[case::no_max_nodes(with(growth(), "/pools/2/clusterAutoscaler/maxNodes", json!(0)), "pools[2].clusterAutoscaler.maxNodes: must be at least 1")]
+    #[case::no_node_shape(with(growth(), "/pools/2/clusterAutoscaler/gpusPerNode", json!({})), "pools[2].clusterAutoscaler.gpusPerNode: give the GPUs one node of the pool has, e.g. {nvidia.com/gpu: 8}")]
+    #[case::own_alternative(with(growth(), "/pools/0/alternatives", json!(["a100"])), "pools[0].alternatives[0]: a pool cannot be its own alternative")]
+    #[case::unknown_alternative(with(growth(), "/pools/0/alternatives", json!(["h100", "spot"])), "pools[0].alternatives[1]: 'spot' names no pool; use one of h100, batch")]
+    #[case::alternative_twice(with(growth(), "/pools/0/alternatives", json!(["h100", "h100"])), "pools[0].alternatives[1]: 'h100' is listed twice")]
+    #[case::unknown_window(with(growth(), "/pools/0/thresholds/0/window", json!("night")), "pools[0].thresholds[0].window: 'night' names no schedule; define it under schedules (defined: peak)")]
+    #[case::window_threshold(with(growth(), "/pools/0/thresholds/0/thresholdPercent", json!(0)), "pools[0].thresholds[0].thresholdPercent: must be between 1 and 100 (got 0)")]
+    #[case::window_twice(with(growth(), "/pools/0/thresholds", json!([{"window": "peak", "thresholdPercent": 80}, {"window": "peak", "thresholdPercent": 70}])), "pools[0].thresholds[1].window: 'peak' is listed twice")]
+    #[case::bad_schedule(with(growth(), "/schedules/peak/windows/0/from", json!("25:00")), "schedules.peak.windows[0].from: '25:00' is not a time HH:MM")]
+    #[case::bad_zone(with(growth(), "/schedules/peak/timeZone", json!("Mars/Olympus")), "schedules.peak.timeZone: 'Mars/Olympus' is not a time zone the policy knows")]
+    #[case::queue_key(top("queueLabelKey", json!("bad key")), "queueLabelKey: 'bad key'")]
+    #[case::suspend_group(with(growth(), "/suspendableKinds/0/group", json!("")), "suspendableKinds[0].group: must name the API group")]
+    #[case::suspend_path(with(growth(), "/suspendableKinds/0/path", json!("spec..suspend")), "suspendableKinds[0].path: 'spec..suspend' must be a dot path like spec.suspend")]
+    #[case::suspend_builtin(with(growth(), "/suspendableKinds/0/kind", json!("PyTorchJob")), "suspendableKinds[0]: kubeflow.org/PyTorchJob is built in")]
+    fn invalid_growth_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
+        let err = parse(settings).validate().unwrap_err();
+        assert!(err.starts_with(start), "{err}");
+    }
+
+    #[rstest]
+    #[case::fragmentation(json!({"fragmentation": "ignore"}))]
+    #[case::ca_field(json!({"pools": [{"name": "a", "clusterAutoscaler": {"maxNodes": 2, "nodes": 3}}]}))]
+    #[case::threshold_field(json!({"pools": [{"name": "a", "thresholds": [{"window": "w", "percent": 3}]}]}))]
+    #[case::alternatives_not_a_list(json!({"pools": [{"name": "a", "alternatives": "b"}]}))]
+    fn malformed_growth_settings_do_not_parse(#[case] settings: Value) {
+        assert!(serde_json::from_value::<Settings>(settings).is_err());
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! Every pool always produces the same list requests, so policy-server keeps one watch per
 //! pool and kind; nothing in a request depends on the admitted object.
 
-use super::decision::{CapacitySource, PoolSnapshot, UsageSource};
+use super::decision::{CapacitySource, Ceiling, CeilingSource, NodeUse, PoolSnapshot, UsageSource};
 use super::settings::{Pool, Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll};
 use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
@@ -24,14 +24,23 @@ pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Fail
 /// What crosses the host boundary for each Node.
 pub const NODE_FIELD_MASKS: &[&str] = &["spec.taints", "spec.unschedulable", "status.allocatable"];
 
-/// What crosses the host boundary for each Pod: the inputs of the effective-request rule.
+/// What crosses the host boundary for each Pod: the inputs of the effective-request rule,
+/// and the node it is bound to (the per-node checks).
 pub const POD_FIELD_MASKS: &[&str] = &[
     "spec.containers.resources",
     "spec.ephemeralContainers.resources",
     "spec.initContainers.resources",
     "spec.initContainers.restartPolicy",
+    "spec.nodeName",
     "spec.resources",
 ];
+
+/// What crosses the host boundary for a Karpenter NodePool: its limits.
+pub const NODE_POOL_FIELD_MASKS: &[&str] = &["spec.limits"];
+
+/// Karpenter's NodePool, whose `spec.limits` is a pool's ceiling.
+pub const NODE_POOL_API_VERSION: &str = "karpenter.sh/v1";
+pub const NODE_POOL_KIND: &str = "NodePool";
 
 /// What crosses the host boundary for each ResourceQuota: what it limits (the GPU
 /// resources it counts), its scope (which pods it counts) and what it counted.
@@ -111,6 +120,44 @@ pub fn quota_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
     })
 }
 
+/// The Karpenter NodePool `name` (cluster-scoped), masked to its limits.
+pub fn node_pool_query(name: &str) -> ClusterRequest {
+    ClusterRequest::Get(GetResource {
+        api_version: NODE_POOL_API_VERSION.into(),
+        kind: NODE_POOL_KIND.into(),
+        name: name.into(),
+        namespace: None,
+        disable_cache: false,
+        field_masks: masks(NODE_POOL_FIELD_MASKS),
+    })
+}
+
+/// The GPU entries of a NodePool's `spec.limits` (resource names the gate counts). A
+/// NodePool without limits, or without a GPU limit, gives no entry (it may grow without
+/// bound: the gate then judges on what is allocatable). A GPU limit that is not a whole,
+/// non-negative count makes the answer unreadable.
+pub fn parse_node_pool_limits(bytes: &[u8], names: &GpuResources) -> Result<GpuCounts, String> {
+    let object: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+    if !object.is_object() {
+        return Err(format!("expected an object, got {object}"));
+    }
+    let mut limits = GpuCounts::new();
+    let entries = object.pointer("/spec/limits").and_then(|l| l.as_object());
+    for (resource, quantity) in entries.into_iter().flatten() {
+        if !names.is_gpu(resource) {
+            continue;
+        }
+        let text = match quantity {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let n = crate::quantity::Quantity::parse_count(&text)
+            .map_err(|e| format!("spec.limits.{resource}: {e}"))?;
+        limits.insert(resource.clone(), n);
+    }
+    Ok(limits)
+}
+
 /// The workload behind a `scale` subresource request.
 pub fn parent_query(api_version: &str, kind: &str, name: &str, namespace: &str) -> ClusterRequest {
     ClusterRequest::Get(GetResource {
@@ -148,13 +195,12 @@ impl HostFailure {
             ClusterRequest::Get(g) => (
                 "get",
                 "get",
-                format!(
-                    "{}/{} {}/{}",
-                    g.api_version,
-                    g.kind,
-                    g.namespace.as_deref().unwrap_or(""),
-                    g.name
-                ),
+                match &g.namespace {
+                    Some(namespace) => {
+                        format!("{}/{} {namespace}/{}", g.api_version, g.kind, g.name)
+                    }
+                    None => format!("{}/{} {}", g.api_version, g.kind, g.name),
+                },
             ),
             ClusterRequest::ListAll(_) | ClusterRequest::ListInNamespace(_) => {
                 ("list", "list and watch", self.request.what())
@@ -178,6 +224,11 @@ impl HostFailure {
             HostError::Call(raw) if raw.contains("has not been granted access") => {
                 format!("cannot {verb} {what}: {context_aware}")
             }
+            HostError::Call(raw)
+                if matches!(self.request.as_ref(), ClusterRequest::Get(_)) && is_not_found(raw) =>
+            {
+                format!("cannot {verb} {what}: it does not exist")
+            }
             HostError::Call(raw) if raw.to_ascii_lowercase().contains("forbidden") => {
                 format!("cannot {verb} {what}: {rbac}")
             }
@@ -200,6 +251,13 @@ impl HostFailure {
         }
         format!("{}...", &text[..end])
     }
+}
+
+/// The host's text for an object that does not exist (the API server's `NotFound`, or
+/// kwctl's and policy-server's "Cannot find ...").
+fn is_not_found(raw: &str) -> bool {
+    let lower = raw.to_ascii_lowercase();
+    lower.contains("not found") || lower.contains("notfound") || lower.contains("cannot find")
 }
 
 fn api_version_kind(request: &ClusterRequest) -> (&str, &str) {
@@ -255,6 +313,7 @@ pub fn read_pool(
         error: HostError::Unreadable(e.to_string()),
     };
     let mut snapshot = PoolSnapshot::default();
+    let mut per_node = None;
     match pool.declared_capacity() {
         Some(declared) => {
             snapshot.allocatable = declared;
@@ -267,15 +326,28 @@ pub fn read_pool(
             snapshot.nodes = nodes.nodes;
             snapshot.schedulable_nodes = nodes.schedulable;
             snapshot.allocatable = nodes.allocatable;
+            per_node = Some(nodes.per_node);
         }
     }
+    snapshot.ceiling = read_ceiling(cluster, pool, names)?;
     match settings.usage_of(pool) {
         Usage::Pods => {
             let pods_request = pod_query(&settings.pool_label_key, pool);
             let pods = call(cluster, &pods_request)?;
-            let pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
+            let mut pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
+            snapshot.per_node = per_node.map(|nodes| {
+                nodes
+                    .into_iter()
+                    .map(|n| NodeUse {
+                        used: pods.per_node.remove(&n.name).unwrap_or_default(),
+                        name: n.name,
+                        allocatable: n.allocatable,
+                    })
+                    .collect()
+            });
+            snapshot.per_node_used = true;
         }
         Usage::Quotas => {
             let quotas_request = quota_query(&settings.pool_label_key, pool);
@@ -291,9 +363,57 @@ pub fn read_pool(
             };
             snapshot.used = quota_usage(&quotas, &target).map_err(PoolError::Uncountable)?;
             snapshot.used_from = UsageSource::Quotas(quotas.len() as u64);
+            // Quotas say nothing of where pods run: only node sizes are known.
+            snapshot.per_node = per_node.map(|nodes| {
+                nodes
+                    .into_iter()
+                    .map(|n| NodeUse {
+                        name: n.name,
+                        allocatable: n.allocatable,
+                        used: GpuCounts::new(),
+                    })
+                    .collect()
+            });
         }
     }
     Ok(snapshot)
+}
+
+/// The pool's ceiling: `maxAllocatable`, `clusterAutoscaler` (`maxNodes` x
+/// `gpusPerNode`), or the `spec.limits` of its Karpenter NodePool (one `get_resource`).
+pub fn read_ceiling(
+    cluster: &dyn Cluster,
+    pool: &Pool,
+    names: &GpuResources,
+) -> Result<Option<Ceiling>, HostFailure> {
+    if let Some(gpus) = pool.static_ceiling() {
+        return Ok(Some(Ceiling {
+            gpus,
+            source: CeilingSource::MaxAllocatable,
+            node_shape: None,
+        }));
+    }
+    if let Some((max_nodes, shape)) = pool.node_count_ceiling() {
+        return Ok(Some(Ceiling {
+            gpus: crate::gpu::scale(&shape, max_nodes),
+            source: CeilingSource::ClusterAutoscaler { max_nodes },
+            node_shape: Some(shape),
+        }));
+    }
+    let Some(name) = &pool.karpenter_node_pool else {
+        return Ok(None);
+    };
+    let request = node_pool_query(name);
+    let bytes = call(cluster, &request)?;
+    let gpus = parse_node_pool_limits(&bytes, names).map_err(|e| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Unreadable(e),
+    })?;
+    Ok(Some(Ceiling {
+        gpus,
+        source: CeilingSource::NodePool(name.clone()),
+        node_shape: None,
+    }))
 }
 
 /// One ResourceQuota of a pool, as far as the gate reads it.
@@ -553,6 +673,15 @@ pub struct NodeTotals {
     pub schedulable: u64,
     /// GPU resources allocatable on schedulable nodes.
     pub allocatable: GpuCounts,
+    /// Each schedulable node, in list order.
+    pub per_node: Vec<NodeGpus>,
+}
+
+/// One schedulable node: its name and allocatable GPUs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NodeGpus {
+    pub name: String,
+    pub allocatable: GpuCounts,
 }
 
 /// GPUs held by a pool's Pods.
@@ -560,6 +689,9 @@ pub struct NodeTotals {
 pub struct PodTotals {
     pub pods: u64,
     pub used: GpuCounts,
+    /// GPUs held by the pods bound to each node (`spec.nodeName`); pending pods hold
+    /// theirs in `used` only.
+    pub per_node: HashMap<String, GpuCounts>,
 }
 
 // Every field optional: field masks drop whatever they do not name.
@@ -589,19 +721,39 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
     // (spec, status) text -> allocatable GPUs, `None` when unschedulable.
     type Memo<'a> = HashMap<(Option<&'a [u8]>, Option<&'a [u8]>), Option<GpuCounts>>;
     let mut seen = Memo::new();
-    super::scan::for_each_item(bytes, [b"spec", b"status"], |[spec, status]| {
-        totals.nodes += 1;
-        let gpus = match seen.entry((spec, status)) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?),
-        };
-        if let Some(gpus) = gpus {
-            totals.schedulable += 1;
-            add_into(&mut totals.allocatable, gpus);
-        }
-        Ok::<(), ListError>(())
-    })?;
+    super::scan::for_each_item(
+        bytes,
+        [b"metadata", b"spec", b"status"],
+        |[metadata, spec, status]| {
+            totals.nodes += 1;
+            let gpus = match seen.entry((spec, status)) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?),
+            };
+            if let Some(gpus) = gpus {
+                totals.schedulable += 1;
+                add_into(&mut totals.allocatable, gpus);
+                totals.per_node.push(NodeGpus {
+                    name: node_name(metadata)?,
+                    allocatable: gpus.clone(),
+                });
+            }
+            Ok::<(), ListError>(())
+        },
+    )?;
     Ok(totals)
+}
+
+/// `metadata.name` of a node (empty when absent: messages then say `""`).
+fn node_name(metadata: Option<&[u8]>) -> Result<String, ListError> {
+    let name = match metadata {
+        Some(m) => super::scan::member(m, b"name")?,
+        None => None,
+    };
+    Ok(match name {
+        None | Some(b"null") => String::new(),
+        Some(raw) => serde_json::from_slice(raw)?,
+    })
 }
 
 /// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
@@ -656,25 +808,50 @@ fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
 /// (keys borrowed while reading), then goes through the shared effective-request rule
 /// ([`pod_gpus`]).
 ///
-/// Replicas of one workload have the same masked `spec` (the masks keep only resources),
-/// so each distinct `spec` text is read once and its GPUs are counted per occurrence: a
-/// pool of thousands of pods from a few dozen workloads parses a few dozen specs. The
-/// memo borrows the input and holds one entry per distinct spec.
+/// Replicas of one workload have the same masked `spec` but for `nodeName` (the masks keep
+/// only resources and the node), so each distinct `spec` text without its `nodeName`
+/// member is read once and its GPUs are counted per occurrence: a pool of thousands of
+/// pods from a few dozen workloads parses a few dozen specs. The memo borrows the input
+/// and holds one entry per distinct spec; GPUs are summed per node (one entry per node
+/// name, borrowed too) and for pending pods, and the pool's total is their sum.
 pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
     let mut totals = PodTotals::default();
-    let mut seen: HashMap<&[u8], GpuCounts> = HashMap::new();
+    // The spec without its nodeName member (the text before and after it) -> GPUs.
+    let mut seen: HashMap<(&[u8], &[u8]), GpuCounts> = HashMap::new();
+    // Raw nodeName value -> GPUs of the pods bound there; pending pods' GPUs.
+    let mut on_node: HashMap<&[u8], GpuCounts> = HashMap::new();
+    let mut pending = GpuCounts::new();
     super::scan::for_each_item_spec(bytes, |spec| -> Result<(), ListError> {
         totals.pods += 1;
         let Some(spec) = spec else {
             return Ok(());
         };
-        let gpus = match seen.entry(spec) {
+        let split = super::scan::split_member(spec, b"nodeName")?;
+        let gpus = match seen.entry((split.before, split.after)) {
             Entry::Occupied(e) => e.into_mut(),
             Entry::Vacant(e) => e.insert(spec_gpus(spec, names)?),
         };
-        add_into(&mut totals.used, gpus);
+        if gpus.is_empty() {
+            return Ok(());
+        }
+        let into = match split.value {
+            None | Some(b"null") => &mut pending,
+            Some(node) => on_node.entry(node).or_default(),
+        };
+        add_into(into, gpus);
         Ok(())
     })?;
+    totals.used = pending;
+    for (node, gpus) in on_node {
+        add_into(&mut totals.used, &gpus);
+        let name: String = serde_json::from_slice(node)?;
+        match totals.per_node.entry(name) {
+            Entry::Occupied(mut e) => add_into(e.get_mut(), &gpus),
+            Entry::Vacant(e) => {
+                e.insert(gpus);
+            }
+        }
+    }
     Ok(totals)
 }
 

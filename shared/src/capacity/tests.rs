@@ -1,5 +1,6 @@
 //! `evaluate` end to end, with a scripted cluster that checks every host call.
 
+mod growth;
 mod quotas;
 
 use super::state::{node_query, parent_query, pod_query};
@@ -54,6 +55,14 @@ fn settings() -> Settings {
         "exemptPriorityClasses": ["system-node-critical"]
     }))
     .unwrap()
+}
+
+/// `settings()` without the rollout surge charge (for tests of the replica arithmetic).
+fn no_surge() -> Settings {
+    Settings {
+        charge_rollout_surge: false,
+        ..settings()
+    }
 }
 
 fn pool(name: &str) -> Pool {
@@ -354,7 +363,7 @@ fn updates_are_charged_the_increase(
         Some(_) => Script::new(pool_calls("a100", nodes(&[64]), pods(&[]))),
         None => Script::none(),
     };
-    let v = run(&request("UPDATE", new, old), &settings(), &cluster);
+    let v = run(&request("UPDATE", new, old), &no_surge(), &cluster);
     assert!(v.allowed, "{v:?}");
     match incoming {
         Some(n) => assert!(
@@ -374,7 +383,7 @@ fn update_moving_pools_is_charged_in_full_to_the_new_pool() {
             deployment(2, Some("h100"), "2"),
             deployment(2, Some("a100"), "2"),
         ),
-        &settings(),
+        &no_surge(),
         &cluster,
     );
     assert!(v.allowed);
@@ -393,7 +402,7 @@ fn update_with_unreadable_old_object_charges_everything() {
             deployment(2, Some("a100"), "2"),
             json!({"kind": 5}),
         ),
-        &settings(),
+        &no_surge(),
         &cluster,
     );
     assert!(

@@ -192,3 +192,65 @@ fn node_fields_are_found_beside_spec() {
         ]
     );
 }
+
+#[rstest]
+#[case::middle(
+    r#"{"containers":[1],"nodeName":"n1","resources":{}}"#,
+    Some(r#""n1""#),
+    r#"{"containers":[1],"#,
+    r#","resources":{}}"#
+)]
+#[case::last(
+    r#"{"containers":[1], "nodeName" : "n-2" }"#,
+    Some(r#""n-2""#),
+    r#"{"containers":[1], "#,
+    " }"
+)]
+#[case::first(
+    r#"{"nodeName":null,"a":{"nodeName":"inner"}}"#,
+    Some("null"),
+    "{",
+    r#","a":{"nodeName":"inner"}}"#
+)]
+#[case::absent(
+    r#"{"containers":[{"nodeName":"x"}]}"#,
+    None,
+    r#"{"containers":[{"nodeName":"x"}]}"#,
+    ""
+)]
+#[case::empty("{}", None, "{}", "")]
+#[case::not_an_object("null", None, "null", "")]
+fn split_member_cuts_around_the_member(
+    #[case] text: &str,
+    #[case] value: Option<&str>,
+    #[case] before: &str,
+    #[case] after: &str,
+) {
+    let split = split_member(text.as_bytes(), b"nodeName").unwrap();
+    assert_eq!(split.value, value.map(str::as_bytes));
+    assert_eq!(split.before, before.as_bytes());
+    assert_eq!(split.after, after.as_bytes());
+}
+
+#[test]
+fn objects_that_differ_only_in_the_member_split_alike() {
+    let a = split_member(br#"{"c":[{"r":1}],"nodeName":"gpu-0"}"#, b"nodeName").unwrap();
+    let b = split_member(br#"{"c":[{"r":1}],"nodeName":"gpu-17"}"#, b"nodeName").unwrap();
+    assert_eq!((a.before, a.after), (b.before, b.after));
+    assert_ne!(a.value, b.value);
+    assert_eq!(
+        member(br#"{"name":"x","labels":{"name":"y"}}"#, b"name").unwrap(),
+        Some(&br#""x""#[..])
+    );
+}
+
+#[rstest]
+#[case::truncated(r#"{"a":1,"nodeName":"#)]
+#[case::bare_key(r#"{a:1}"#)]
+#[case::missing_comma(r#"{"a":1 "b":2}"#)]
+fn split_member_refuses_malformed_objects(#[case] text: &str) {
+    assert!(
+        split_member(text.as_bytes(), b"nodeName").is_err(),
+        "{text}"
+    );
+}

@@ -58,6 +58,7 @@ fn pod_query_is_exact() {
             "spec.ephemeralContainers.resources",
             "spec.initContainers.resources",
             "spec.initContainers.restartPolicy",
+            "spec.nodeName",
             "spec.resources"
         ]
     );
@@ -235,11 +236,21 @@ fn read_pool_lists_nodes_then_pods() {
         answers: RefCell::new(vec![
             (
                 node_query(&pool()),
-                Ok(json!({"items": [node(json!({"nvidia.com/gpu": "8"}), json!({}))]}).to_string()),
+                Ok(json!({"items": [
+                    {"metadata": {"name": "gpu-0", "labels": {"a": "b"}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+                    {"metadata": {"name": "gpu-1"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+                    {"metadata": {"name": "gpu-2"}, "spec": {"unschedulable": true}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+                ]}).to_string()),
             ),
             (
                 pod_query("gpu-admission/pool", &pool()),
-                Ok(json!({"items": [pod(json!({"containers": [gpu("3")]}))]}).to_string()),
+                Ok(json!({"items": [
+                    pod(json!({"containers": [gpu("3")], "nodeName": "gpu-1"})),
+                    pod(json!({"containers": [gpu("2")]})),
+                    pod(json!({"nodeName": "gpu-1", "containers": [gpu("1")]})),
+                    pod(json!({"containers": [gpu("4")], "nodeName": "gpu-2"})),
+                    pod(json!({"containers": [gpu("4")], "nodeName": "elsewhere"}))
+                ]}).to_string()),
             ),
         ]),
     };
@@ -255,11 +266,26 @@ fn read_pool_lists_nodes_then_pods() {
     assert_eq!(
         s,
         PoolSnapshot {
-            nodes: 1,
-            schedulable_nodes: 1,
-            allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
-            pods: 1,
-            used: GpuCounts::from([("nvidia.com/gpu".to_string(), 3)]),
+            nodes: 3,
+            schedulable_nodes: 2,
+            allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 16)]),
+            pods: 5,
+            // Every pod counts, wherever it is bound (pending, on a cordoned node, or on
+            // a node the list does not have); per node only the listed schedulable ones.
+            used: GpuCounts::from([("nvidia.com/gpu".to_string(), 14)]),
+            per_node: Some(vec![
+                NodeUse {
+                    name: "gpu-0".into(),
+                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
+                    used: GpuCounts::new(),
+                },
+                NodeUse {
+                    name: "gpu-1".into(),
+                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
+                    used: GpuCounts::from([("nvidia.com/gpu".to_string(), 4)]),
+                },
+            ]),
+            per_node_used: true,
             ..PoolSnapshot::default()
         }
     );
@@ -337,6 +363,21 @@ fn read_pool_stops_at_the_first_failure() {
     "Forbidden",
     "cannot get apps/v1/StatefulSet ml/llama: grant the policy-server's ServiceAccount get on statefulsets (apiGroup apps)"
 )]
+#[case::node_pool_not_found(
+    node_pool_query("a100"),
+    "Callback evaluation failure: Cannot find karpenter.sh/v1/NodePool named 'a100' inside of namespace 'None'",
+    "cannot get karpenter.sh/v1/NodePool a100: it does not exist"
+)]
+#[case::node_pool_forbidden(
+    node_pool_query("a100"),
+    "nodepools.karpenter.sh \"a100\" is forbidden",
+    "cannot get karpenter.sh/v1/NodePool a100: grant the policy-server's ServiceAccount get on nodepools (apiGroup karpenter.sh)"
+)]
+#[case::node_pool_not_granted(
+    node_pool_query("a100"),
+    "Policy has not been granted access to Kubernetes karpenter.sh/v1/NodePool resources. The violation has been reported.",
+    "cannot get karpenter.sh/v1/NodePool a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources"
+)]
 #[case::namespaced_list(
     ClusterRequest::ListInNamespace(ListInNamespace { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: "ml".into(), label_selector: None, field_selector: None, field_masks: None }),
     "has not been granted access",
@@ -406,4 +447,83 @@ fn extra_gpu_resources_are_counted_in_pods_and_nodes() {
             .used
             .is_empty()
     );
+}
+
+#[test]
+fn node_pool_query_is_exact() {
+    let ClusterRequest::Get(q) = node_pool_query("gpu-a100") else {
+        panic!("not a get_resource");
+    };
+    assert_eq!(
+        (q.api_version.as_str(), q.kind.as_str(), q.name.as_str()),
+        ("karpenter.sh/v1", "NodePool", "gpu-a100")
+    );
+    assert_eq!(q.namespace, None);
+    assert!(!q.disable_cache);
+    assert_eq!(
+        q.field_masks.unwrap().into_iter().collect::<Vec<_>>(),
+        vec!["spec.limits"]
+    );
+}
+
+#[rstest]
+#[case::gpus(json!({"spec": {"limits": {"cpu": "1000", "memory": "1000Gi", "nvidia.com/gpu": "64", "amd.com/gpu": 8}}}), Ok(vec![("amd.com/gpu", 8), ("nvidia.com/gpu", 64)]))]
+#[case::no_gpu_limit(json!({"spec": {"limits": {"cpu": "1000"}}}), Ok(vec![]))]
+#[case::no_limits(json!({"spec": {}}), Ok(vec![]))]
+#[case::masked_to_nothing(json!({"metadata": {"name": "a100"}}), Ok(vec![]))]
+#[case::fraction(json!({"spec": {"limits": {"nvidia.com/gpu": "500m"}}}), Err("spec.limits.nvidia.com/gpu: '500m' must be a whole number"))]
+#[case::not_an_object(json!([1]), Err("expected an object, got [1]"))]
+fn node_pool_limits(
+    #[case] answer: serde_json::Value,
+    #[case] expected: Result<Vec<(&str, u64)>, &str>,
+) {
+    let got = parse_node_pool_limits(answer.to_string().as_bytes(), &names());
+    match expected {
+        Ok(pairs) => assert_eq!(
+            got.unwrap(),
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect::<GpuCounts>()
+        ),
+        Err(start) => assert!(got.unwrap_err().starts_with(start)),
+    }
+}
+
+#[test]
+fn nodes_are_named_and_pods_are_counted_per_node() {
+    // The name is read from metadata (escapes decoded), never from a label.
+    let nodes = r#"{"items": [
+        {"metadata": {"labels": {"name": "not-this"}, "name": "gpu-\u0030"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+        {"status": {"allocatable": {"nvidia.com/gpu": "4"}}}
+    ]}"#;
+    let t = parse_nodes(nodes.as_bytes(), &names()).unwrap();
+    let named: Vec<(&str, u64)> = t
+        .per_node
+        .iter()
+        .map(|n| (n.name.as_str(), n.allocatable["nvidia.com/gpu"]))
+        .collect();
+    assert_eq!(named, vec![("gpu-0", 8), ("", 4)]);
+    // Replicas of one spec on different nodes share a memo entry, and are each counted
+    // on their own node.
+    let pods = json!({"items": [
+        pod(json!({"containers": [gpu("2")], "nodeName": "a"})),
+        pod(json!({"containers": [gpu("2")], "nodeName": "b"})),
+        pod(json!({"containers": [gpu("2")], "nodeName": "a"})),
+        pod(json!({"containers": [gpu("2")], "nodeName": null})),
+        pod(json!({"containers": [gpu("2")]})),
+        pod(json!({"containers": [{"resources": {"limits": {"cpu": "1"}}}], "nodeName": "c"}))
+    ]});
+    let t = parse_pods(pods.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!((t.pods, t.used["nvidia.com/gpu"]), (6, 10));
+    let mut per_node: Vec<(&str, u64)> = t
+        .per_node
+        .iter()
+        .map(|(k, v)| (k.as_str(), v["nvidia.com/gpu"]))
+        .collect();
+    per_node.sort();
+    assert_eq!(per_node, vec![("a", 4), ("b", 2)]);
+    // A nodeName that is not a string makes the list unreadable.
+    let bad = json!({"items": [pod(json!({"containers": [gpu("1")], "nodeName": 5}))]});
+    assert!(parse_pods(bad.to_string().as_bytes(), &names()).is_err());
 }
