@@ -31,13 +31,13 @@ mod kinds;
 mod pointer;
 pub mod presets;
 
+#[cfg(test)]
+use extract::*;
 pub use extract::{PodTemplate, Workload};
 pub use kinds::{CustomKind, OneOrMany, ReplicaFactor, TemplateLocation};
 pub use pointer::{
     dot_to_pointer, metadata_mut, object_at_mut, pointer_to_location, spec_mut, value_at,
 };
-#[cfg(test)]
-use extract::*;
 
 /// Why the pod templates of an object could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -1,7 +1,7 @@
 use super::*;
-use serde_json::{Map, Value};
 use rstest::rstest;
 use serde_json::json;
+use serde_json::{Map, Value};
 
 fn gpu_spec(n: u32) -> Value {
     json!({"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}]})
