@@ -58,6 +58,10 @@ pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), St
     Ok(())
 }
 
+/// The pod template label that names a workload's pool: routing sets it, the capacity gate,
+/// VRAM fit and the autoscaler policy read it (each policy's `poolLabelKey` defaults to it).
+pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+
 /// Namespace names, exact or a prefix ending in `*` (`kube-*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -20,8 +20,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// The label the routing policy stamps on pod templates, naming their pool.
-pub const DEFAULT_POOL_LABEL_KEY: &str = crate::capacity::settings::DEFAULT_POOL_LABEL_KEY;
+pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 
 /// Settings of gpu-autoscaler-policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,8 +10,7 @@ use crate::settings::{
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 
-/// The label the routing policy stamps on pod templates, naming their pool.
-pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 
 /// Percent of a pool's allocatable GPUs above which new work is denied.
 pub const DEFAULT_THRESHOLD_PERCENT: u32 = 90;

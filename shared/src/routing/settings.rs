@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
-/// The pod label that records a workload's pool, unless `poolLabelKey` says otherwise.
-pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 
 /// Settings of gpu-pool-routing-policy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

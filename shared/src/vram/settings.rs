@@ -21,8 +21,7 @@ use std::fmt;
 pub const DEFAULT_MODEL_KEY: &str = "gpu-admission/model";
 /// GFD's product label.
 pub const DEFAULT_PRODUCT_LABEL_KEY: &str = "nvidia.com/gpu.product";
-/// The pool label the routing policy sets on pod templates.
-pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
+pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 /// vLLM's default `--gpu-memory-utilization` (0.9), as a percentage.
 pub const DEFAULT_USABLE_MEMORY_PERCENT: u64 = 90;
 /// GPUs per pod considered when suggesting a count (a node rarely has more than 8).
