@@ -243,7 +243,35 @@ mod tests;
 pub trait HasExceptions {
     fn exceptions(&self) -> &[Exception];
     fn max_exception_days(&self) -> u32;
+
+    /// Settings validation of the exceptions, against the policy's rule names, at the
+    /// host's time.
+    fn validate_exceptions(&self, rule_names: &[&str]) -> Result<(), String> {
+        Exceptions::check(
+            self.exceptions(),
+            self.max_exception_days(),
+            rule_names,
+            crate::clock::Clock::now(&crate::clock::SystemClock),
+            "exceptions",
+        )
+        .map(|_| ())
+    }
 }
+
+/// `impl HasExceptions` for a settings type with `exceptions` and `maxExceptionDays`.
+macro_rules! impl_has_exceptions {
+    ($settings:ty) => {
+        impl $crate::exceptions::HasExceptions for $settings {
+            fn exceptions(&self) -> &[$crate::exceptions::Exception] {
+                &self.exceptions
+            }
+            fn max_exception_days(&self) -> u32 {
+                self.max_exception_days
+            }
+        }
+    };
+}
+pub(crate) use impl_has_exceptions;
 
 /// `verdict` with the policy's exceptions applied: a denial of `rule` for a workload an
 /// exception covers at `now` becomes an acceptance with the audit annotation [`AUDIT_KEY`]

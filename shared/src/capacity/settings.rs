@@ -471,13 +471,7 @@ impl ValidateSettings for Settings {
         validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
-        crate::exceptions::Exceptions::check(
-            &self.exceptions,
-            self.max_exception_days,
-            &RULE_NAMES,
-            crate::clock::Clock::now(&crate::clock::SystemClock),
-            "exceptions",
-        )?;
+        crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         self.dra.validate("dra")?;
         self.fractional_gpus.validate("fractionalGpus")?;
         for (i, class) in self.exempt_priority_classes.iter().enumerate() {
@@ -675,14 +669,7 @@ fn is_priority_class_name(s: &str) -> bool {
 /// The rule names `exceptions[].rules` may give.
 pub const RULE_NAMES: [&str; 1] = ["capacity"];
 
-impl crate::exceptions::HasExceptions for Settings {
-    fn exceptions(&self) -> &[crate::exceptions::Exception] {
-        &self.exceptions
-    }
-    fn max_exception_days(&self) -> u32 {
-        self.max_exception_days
-    }
-}
+crate::exceptions::impl_has_exceptions!(Settings);
 
 #[cfg(test)]
 mod tests {

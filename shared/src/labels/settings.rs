@@ -206,14 +206,7 @@ pub const RULE_NAMES: [&str; 5] = [
     "workloadRules",
 ];
 
-impl crate::exceptions::HasExceptions for Settings {
-    fn exceptions(&self) -> &[crate::exceptions::Exception] {
-        &self.exceptions
-    }
-    fn max_exception_days(&self) -> u32 {
-        self.max_exception_days
-    }
-}
+crate::exceptions::impl_has_exceptions!(Settings);
 
 impl Settings {
     /// What counts as a GPU under these settings.
@@ -320,13 +313,7 @@ impl ValidateSettings for Settings {
         self.dra.validate("dra")?;
         self.fractional_gpus.validate("fractionalGpus")?;
         self.device_access.validate("deviceAccess")?;
-        crate::exceptions::Exceptions::check(
-            &self.exceptions,
-            self.max_exception_days,
-            &RULE_NAMES,
-            crate::clock::Clock::now(&crate::clock::SystemClock),
-            "exceptions",
-        )?;
+        crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         Ok(())
     }
 }

@@ -352,13 +352,7 @@ impl ValidateSettings for Settings {
         self.fractional_gpus.validate("fractionalGpus")?;
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
-        crate::exceptions::Exceptions::check(
-            &self.exceptions,
-            self.max_exception_days,
-            &RULE_NAMES,
-            crate::clock::Clock::now(&crate::clock::SystemClock),
-            "exceptions",
-        )?;
+        crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         Ok(())
     }
 }
@@ -527,14 +521,7 @@ fn validate_object_name(field: &str, name: &str) -> Result<(), String> {
 /// The rule names `exceptions[].rules` may give.
 pub const RULE_NAMES: [&str; 1] = ["routing"];
 
-impl crate::exceptions::HasExceptions for Settings {
-    fn exceptions(&self) -> &[crate::exceptions::Exception] {
-        &self.exceptions
-    }
-    fn max_exception_days(&self) -> u32 {
-        self.max_exception_days
-    }
-}
+crate::exceptions::impl_has_exceptions!(Settings);
 
 #[cfg(test)]
 mod tests {
