@@ -40,47 +40,37 @@ pub struct CapacityGate;
 /// gpu-autoscaler-policy.
 pub struct Autoscaler;
 
-impl Policy for Labels {
-    const NAME: &'static str = "gpu-labels-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE;
-    type Settings = crate::labels::Settings;
-    fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-        crate::labels::evaluate(r, s, c)
-    }
+/// `impl Policy` for a policy whose rules are the module `$rules` (`evaluate`, `Settings`).
+macro_rules! policy {
+    ($policy:ty, $name:literal, $host_calls:expr, $rules:ident) => {
+        impl Policy for $policy {
+            const NAME: &'static str = $name;
+            const HOST_CALLS: u8 = $host_calls;
+            type Settings = crate::$rules::Settings;
+            fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
+                crate::$rules::evaluate(r, s, c)
+            }
+        }
+    };
 }
 
-impl Policy for Routing {
-    const NAME: &'static str = "gpu-pool-routing-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE;
-    type Settings = crate::routing::Settings;
-    fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-        crate::routing::evaluate(r, s, c)
-    }
-}
-
-impl Policy for VramFit {
-    const NAME: &'static str = "gpu-vram-fit-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE | OCI_MANIFEST_CONFIG;
-    type Settings = crate::vram::Settings;
-    fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-        crate::vram::evaluate(r, s, c)
-    }
-}
-
-impl Policy for CapacityGate {
-    const NAME: &'static str = "gpu-capacity-gate-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE | LIST_RESOURCES_ALL;
-    type Settings = crate::capacity::Settings;
-    fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-        crate::capacity::evaluate(r, s, c)
-    }
-}
-
-impl Policy for Autoscaler {
-    const NAME: &'static str = "gpu-autoscaler-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE | LIST_RESOURCES_ALL;
-    type Settings = crate::autoscaler::Settings;
-    fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-        crate::autoscaler::evaluate(r, s, c)
-    }
-}
+policy!(Labels, "gpu-labels-policy", GET_RESOURCE, labels);
+policy!(Routing, "gpu-pool-routing-policy", GET_RESOURCE, routing);
+policy!(
+    VramFit,
+    "gpu-vram-fit-policy",
+    GET_RESOURCE | OCI_MANIFEST_CONFIG,
+    vram
+);
+policy!(
+    CapacityGate,
+    "gpu-capacity-gate-policy",
+    GET_RESOURCE | LIST_RESOURCES_ALL,
+    capacity
+);
+policy!(
+    Autoscaler,
+    "gpu-autoscaler-policy",
+    GET_RESOURCE | LIST_RESOURCES_ALL,
+    autoscaler
+);
