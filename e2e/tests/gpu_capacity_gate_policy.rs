@@ -59,6 +59,8 @@ struct Case {
     audit: Option<(&'static str, &'static str)>,
     /// Quoted verbatim in the README.
     in_readme: bool,
+    /// The warning expected, when there is one to check.
+    warning: Option<&'static str>,
 }
 
 const S: &str = "settings.yml";
@@ -88,6 +90,33 @@ const DRA_NOT_FOUND: &str = "the capacity gate cannot count the GPUs of this wor
 const DRA_NOT_GRANTED: &str = "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
 const DRA_ALLOCATION_ALL: &str = "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) request gpus asks for every gpu.nvidia.com device on a node (allocationMode: All); the policies cannot count that: ask for an exact count (allocationMode: ExactCount, count: N)";
 
+// Pools that grow (ceilings), suspended and queued Jobs, pods no node holds, fragmentation,
+// rollout surge, alternatives, and a threshold by schedule window.
+const STATIC_CEILING: &str = "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)";
+const KARPENTER_FOUND: &str = "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from NodePool gpu-a100 spec.limits, 0 allocatable now)";
+const KARPENTER_NOT_FOUND: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: it does not exist. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const KARPENTER_NOT_GRANTED: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const SUSPENDED: &str = "Job ml-training/train-a100 is suspended (spec.suspend: true): not charged until the update that unsuspends it";
+const UNSUSPENDED: &str =
+    "Job ml-training/train-a100 is unsuspended (spec.suspend: true -> false): charged in full";
+const QUEUED: &str = "Job ml-training/train-queued carries kueue.x-k8s.io/queue-name=team-a: its queue admits it, not the capacity gate (gateQueued: false)";
+const BIGGER_THAN_NODES: &str = "pool a100: the pod asks for 16 nvidia.com/gpu, more than any node of the pool has (the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.";
+const BIGGER_THAN_NODE_SHAPE: &str = "pool a100: the pod asks for 16 nvidia.com/gpu, more than any node of the pool has (the pool has no node now and the nodes the cluster autoscaler adds have 8), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.";
+const FRAGMENTED_AUDIT: &str = "a100: no node has room for one pod of spec.template.spec (4 nvidia.com/gpu): the largest free block is 3 nvidia.com/gpu on gpu-a100-0 (11 nvidia.com/gpu free over its 4 nodes)";
+const FRAGMENTED_WARNING: &str = "pool a100: no node has room for one pod of spec.template.spec (4 nvidia.com/gpu): the largest free block is 3 nvidia.com/gpu on gpu-a100-0 (11 nvidia.com/gpu free over its 4 nodes). Its pods will wait (Pending) until GPUs free up on one node (fragmentation: warn).";
+const FRAGMENTED_DENIED: &str = "pool a100: no node has room for one pod of spec.template.spec (4 nvidia.com/gpu): the largest free block is 3 nvidia.com/gpu on gpu-a100-0 (11 nvidia.com/gpu free over its 4 nodes). Wait for GPUs to free up on one node, ask for fewer GPUs per pod, or target another pool (fragmentation: deny).";
+const FRAGMENTED_CAPACITY: &str =
+    "a100: nvidia.com/gpu used 21 + incoming 4 = 25 of 32 allocatable (78.1%), threshold 90%, fits";
+const SURGE_10: &str = "rollout of Deployment ml-serving/llm-a100: 3 extra pods charged (maxSurge 25% (the default) of 10 replicas, rounded up; chargeRolloutSurge: true)";
+const ALTERNATIVE_ROOM: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. Pool batch has room for 20 nvidia.com/gpu.";
+const ALTERNATIVE_NONE: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. No alternative pool has room: h100 (room for 1 nvidia.com/gpu), batch (room for 0 nvidia.com/gpu).";
+const PEAK: &str = "pool a100: nvidia.com/gpu would be 48 of 56 allocatable (85.7%) with this workload's 8 (40 in use), above the 80% threshold of window peak (room for 4 more). Wait for capacity, lower replicas, or target another pool.";
+
+/// settings_exceptions.yml's exception (until 2027-09-27: renew the fixture before then).
+const EXCEPTION_AUDIT: &str =
+    "exception=llm-a100-launch owner=serving-team@example.com expires=2027-09-28T00:00:00Z";
+const EXCEPTION_EXPIRED: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. (exception llm-a100-launch (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
+
 const CASES: &[Case] = &[
     // Below, over and exactly at the threshold; an empty pool.
     Case {
@@ -100,6 +129,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -111,6 +141,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -122,6 +153,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -133,6 +165,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     // Host-call failures: fail closed, or open with a warning.
     Case {
@@ -146,6 +179,7 @@ const CASES: &[Case] = &[
             "Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
         )),
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -155,6 +189,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -164,6 +199,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // UPDATE: only the increase is charged, no increase means no host call.
     Case {
@@ -176,15 +212,48 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
+    // A template change (new image) starts a rollout: maxSurge pods are charged (25% of 4
+    // replicas, rounded up: 1 pod of 2 GPUs)...
     Case {
         request: "deployment_update_image_only.json",
         settings: S,
+        session: Some("session_a100_over.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 2 = 52 of 64 allocatable (81.3%), threshold 90%, fits",
+        ),
+        audit: Some((
+            "surge",
+            "rollout of Deployment ml-serving/llm-a100: 1 extra pod charged (maxSurge 25% (the default) of 4 replicas, rounded up; chargeRolloutSurge: true)",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    // ...unless chargeRolloutSurge is false: then nothing, and no host call.
+    Case {
+        request: "deployment_update_image_only.json",
+        settings: "settings_no_surge.yml",
         session: None,
         denied: None,
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
+    },
+    // 10 replicas of 2 GPUs, new image: 25% of 10 rounded up = 3 pods, 6 GPUs.
+    Case {
+        request: "deployment_update_rollout_10.json",
+        settings: S,
+        session: Some("session_a100_below.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 + incoming 6 = 46 of 56 allocatable (82.1%), threshold 90%, fits",
+        ),
+        audit: Some(("surge", SURGE_10)),
+        in_readme: false,
+        warning: None,
     },
     // Scale subresource: the parent's GPUs per pod x the added replicas.
     Case {
@@ -197,6 +266,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_scale_up.json",
@@ -206,6 +276,7 @@ const CASES: &[Case] = &[
         capacity: Some("scale of Deployment ml-serving/llm-a100: not checked"),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_scale_down.json",
@@ -215,6 +286,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // Time-slicing and MIG: per resource name, in the unit pods request.
     Case {
@@ -227,6 +299,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "job_mig_3g.json",
@@ -238,6 +311,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // A custom kind from settings (KServe preset), pool from the object's own label.
     Case {
@@ -250,6 +324,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // Demand counted once: a pod of a gated controller is not charged again...
     Case {
@@ -263,6 +338,7 @@ const CASES: &[Case] = &[
             "created by ReplicaSet llm-a100-7d9f8c6b5, which was charged for its pods (chargePods: ownerless)",
         )),
         in_readme: false,
+        warning: None,
     },
     // ...unless chargePods is all.
     Case {
@@ -275,6 +351,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // No host call for what the gate does not measure.
     Case {
@@ -285,6 +362,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // The same with kwctl's empty session, as e2e.bats runs every case that makes no call.
     Case {
@@ -295,6 +373,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_no_pool.json",
@@ -307,6 +386,7 @@ const CASES: &[Case] = &[
             "spec.template.spec (nvidia.com/gpu: 8): no configured pool is named by the pool label or selected by the node selector; capacity not checked",
         )),
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_exempt_namespace.json",
@@ -316,6 +396,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: Some(("exempt", "namespace gpu-operator is in exemptNamespaces")),
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_malformed.json",
@@ -325,6 +406,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // Usage from ResourceQuotas with capacity declared: one list of the pool's quotas.
     Case {
@@ -337,6 +419,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2_priority.json",
@@ -348,6 +431,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2_priority.json",
@@ -357,6 +441,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2_priority.json",
@@ -366,6 +451,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2_priority.json",
@@ -378,6 +464,7 @@ const CASES: &[Case] = &[
             "Callback evaluation failure: resourcequotas is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot list resource \"resourcequotas\" in API group \"\" at the cluster scope",
         )),
         in_readme: true,
+        warning: None,
     },
     // A template without one of the pool's classes: its pods would not be counted.
     Case {
@@ -388,6 +475,7 @@ const CASES: &[Case] = &[
         capacity: Some("pool a100: not checked"),
         audit: None,
         in_readme: true,
+        warning: None,
     },
     // usage: pods with capacity declared: only the pool's Pods are listed.
     Case {
@@ -400,6 +488,7 @@ const CASES: &[Case] = &[
         ),
         audit: None,
         in_readme: false,
+        warning: None,
     },
     // DRA: the claim template is read first (3 x 4 = 12 GPUs), then the pool, as for a
     // Deployment asking 4 nvidia.com/gpu per pod; with quotas and declared capacity...
@@ -413,6 +502,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: false,
+        warning: None,
     },
     Case {
         request: DRA,
@@ -424,6 +514,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: true,
+        warning: None,
     },
     // ...and on nodes that advertise nvidia.com/gpu (usage: pods).
     Case {
@@ -436,6 +527,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: false,
+        warning: None,
     },
     // A claim that cannot be counted: denied before the pool is read, whatever failOpen.
     Case {
@@ -446,6 +538,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: DRA,
@@ -455,6 +548,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: true,
+        warning: None,
     },
     Case {
         request: DRA,
@@ -464,6 +558,7 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: false,
+        warning: None,
     },
     Case {
         request: DRA,
@@ -473,6 +568,211 @@ const CASES: &[Case] = &[
         capacity: None,
         audit: None,
         in_readme: true,
+        warning: None,
+    },
+    // Pool ceilings: a pool scaled to zero grows to a static maxAllocatable or to its
+    // Karpenter NodePool's spec.limits (nodes, then the NodePool, then the pods).
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_static_ceiling.yml",
+        session: Some("session_a100_empty.yml"),
+        denied: None,
+        capacity: Some(STATIC_CEILING),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_karpenter.yml",
+        session: Some("session_karpenter_zero_nodes.yml"),
+        denied: None,
+        capacity: Some(KARPENTER_FOUND),
+        audit: Some(("pool", "a100")),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_karpenter.yml",
+        session: Some("session_karpenter_not_found.yml"),
+        denied: Some(KARPENTER_NOT_FOUND),
+        capacity: Some("pool a100: not checked"),
+        audit: Some((
+            "host-error",
+            "Callback evaluation failure: Cannot find karpenter.sh/v1/NodePool named 'gpu-a100' inside of namespace 'None'",
+        )),
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_karpenter.yml",
+        session: Some("session_karpenter_not_granted.yml"),
+        denied: Some(KARPENTER_NOT_GRANTED),
+        capacity: Some("pool a100: not checked"),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    // cluster-autoscaler: the node shape decides what a pool of no nodes can schedule.
+    Case {
+        request: "pod_a100_16gpu.json",
+        settings: "settings_cluster_autoscaler.yml",
+        session: Some("session_a100_empty.yml"),
+        denied: Some(BIGGER_THAN_NODE_SHAPE),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 90%, fits (ceiling 64 from clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu, 0 allocatable now)",
+        ),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    // Suspended Jobs: not charged at CREATE (no host call); the UPDATE that unsuspends one
+    // is charged in full (2 pods x 4 GPUs), accepted or denied like a new Job.
+    Case {
+        request: "job_a100_suspended.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: Some(("suspend", SUSPENDED)),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "job_a100_unsuspended.json",
+        settings: S,
+        session: Some("session_a100_below.yml"),
+        denied: None,
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits",
+        ),
+        audit: Some(("suspend", UNSUSPENDED)),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "job_a100_unsuspended.json",
+        settings: S,
+        session: Some("session_a100_over.yml"),
+        denied: Some(OVER),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: Some(("suspend", UNSUSPENDED)),
+        in_readme: false,
+        warning: None,
+    },
+    // A Job handed to a Kueue LocalQueue: its queue owns the quota (no host call).
+    Case {
+        request: "job_kueue_a100.json",
+        settings: S,
+        session: None,
+        denied: None,
+        capacity: None,
+        audit: Some(("queue", QUEUED)),
+        in_readme: false,
+        warning: None,
+    },
+    // A 16-GPU pod on a pool of 8-GPU nodes with 40 GPUs free: never schedulable.
+    Case {
+        request: "pod_a100_16gpu.json",
+        settings: S,
+        session: Some("session_a100_8gpu_nodes.yml"),
+        denied: Some(BIGGER_THAN_NODES),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 24 + incoming 16 = 40 of 64 allocatable (62.5%), threshold 90%, fits",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: true,
+        warning: None,
+    },
+    // Fragmentation: room in the pool (11 free), no node with 4 free: warn (default) or deny.
+    Case {
+        request: "deployment_a100_1x4.json",
+        settings: S,
+        session: Some("session_a100_fragmented.yml"),
+        denied: None,
+        capacity: Some(FRAGMENTED_CAPACITY),
+        audit: Some(("fragmentation", FRAGMENTED_AUDIT)),
+        in_readme: false,
+        warning: Some(FRAGMENTED_WARNING),
+    },
+    Case {
+        request: "deployment_a100_1x4.json",
+        settings: "settings_fragmentation_deny.yml",
+        session: Some("session_a100_fragmented.yml"),
+        denied: Some(FRAGMENTED_DENIED),
+        capacity: Some(FRAGMENTED_CAPACITY),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    // Alternatives: the first with room is named; or none has room.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_alternatives.yml",
+        session: Some("session_alternatives_batch_room.yml"),
+        denied: Some(ALTERNATIVE_ROOM),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: Some((
+            "alternatives",
+            "a100: Pool batch has room for 20 nvidia.com/gpu.",
+        )),
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_alternatives.yml",
+        session: Some("session_alternatives_none.yml"),
+        denied: Some(ALTERNATIVE_NONE),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    // A threshold by schedule window: peak is open all week in this fixture, so the
+    // module, reading the host's clock, always picks it (80% instead of 90%).
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_peak.yml",
+        session: Some("session_a100_below.yml"),
+        denied: Some(PEAK),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 80% in window peak, over",
+        ),
+        audit: Some(("pool", "a100")),
+        in_readme: true,
+        warning: None,
+    },
+    // Exceptions: the over-threshold Deployment excused, then named expired in the denial.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_exceptions.yml",
+        session: Some("session_a100_over.yml"),
+        denied: None,
+        capacity: None,
+        audit: Some(("exception", EXCEPTION_AUDIT)),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: "settings_exceptions_expired.yml",
+        session: Some("session_a100_over.yml"),
+        denied: Some(EXCEPTION_EXPIRED),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: false,
+        warning: None,
     },
     // KAI Scheduler: 3 pods of gpu-fraction 0.5 are charged ceil(3 x 0.5) = 2 GPUs.
     Case {
@@ -485,6 +785,7 @@ const CASES: &[Case] = &[
         ),
         audit: Some(("pool", "a100")),
         in_readme: false,
+        warning: None,
     },
 ];
 
@@ -517,6 +818,13 @@ fn every_request_gives_its_verdict_message_and_annotations() {
             case.capacity,
             "{label}: {audit:?}"
         );
+        if let Some(warning) = case.warning {
+            assert_eq!(
+                response.warnings.as_deref(),
+                Some(&[warning.to_string()][..]),
+                "{label}"
+            );
+        }
         if let Some((key, value)) = case.audit {
             assert_eq!(
                 audit.get(key).map(String::as_str),
@@ -582,7 +890,7 @@ fn host_calls_carry_the_exact_selectors_and_masks() {
                 "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
                 "field_masks": ["spec.containers.resources", "spec.ephemeralContainers.resources",
                                 "spec.initContainers.resources", "spec.initContainers.restartPolicy",
-                                "spec.resources"]}),
+                                "spec.nodeName", "spec.resources"]}),
         ]
     );
 }
@@ -654,6 +962,69 @@ fn scale_reads_the_deployment_then_the_pool() {
     );
     let audit = eval.response.audit_annotations.unwrap_or_default();
     assert!(audit["capacity"].contains("incoming 8 "), "{audit:?}");
+}
+
+#[test]
+fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
+    let eval = evaluate(
+        "deployment_a100_4x2.json",
+        "settings_karpenter.yml",
+        Some("session_karpenter_zero_nodes.yml"),
+    );
+    let calls: Vec<(&str, Value)> = eval
+        .host_calls
+        .iter()
+        .map(|c| {
+            (
+                c.operation.as_str(),
+                serde_json::from_str(&c.payload).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls[0].1["kind"], "Node");
+    assert_eq!(
+        calls[1],
+        (
+            "get_resource",
+            serde_json::json!({"api_version": "karpenter.sh/v1", "kind": "NodePool",
+                "name": "gpu-a100", "namespace": null, "disable_cache": false,
+                "field_masks": ["spec.limits"]})
+        )
+    );
+    assert_eq!(calls[2].1["kind"], "Pod");
+}
+
+#[test]
+fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() {
+    // The contextAwareResources of a policy deployed before karpenterNodePool existed.
+    let old = serde_json::json!({"contextAwareResources": [
+        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
+    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
+    let response = policy()
+        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
+        .validate(
+            &request,
+            &settings("settings_karpenter.yml"),
+            Some(ReplaySession::from_file(data("session_karpenter_zero_nodes.yml")).unwrap()),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert_eq!(response.message(), Some(KARPENTER_NOT_GRANTED));
+}
+
+#[test]
+fn pods_bigger_than_every_node_are_denied_before_any_warning_and_whatever_fail_open() {
+    // failOpen is about cluster reads; a pod no node can hold is denied all the same.
+    let request = read_admission_request(data("pod_a100_16gpu.json")).unwrap();
+    let eval = policy()
+        .evaluate(
+            &request,
+            &settings("settings_fail_open.yml"),
+            Some(ReplaySession::from_file(data("session_a100_8gpu_nodes.yml")).unwrap()),
+        )
+        .unwrap();
+    assert_eq!(eval.response.message(), Some(BIGGER_THAN_NODES));
 }
 
 #[test]
@@ -801,6 +1172,15 @@ fn settings_validation() {
         "settings_fail_open.yml",
         "settings_charge_all.yml",
         "settings_quotas.yml",
+        "settings_static_ceiling.yml",
+        "settings_karpenter.yml",
+        "settings_cluster_autoscaler.yml",
+        "settings_fragmentation_deny.yml",
+        "settings_no_surge.yml",
+        "settings_alternatives.yml",
+        "settings_peak.yml",
+        "settings_exceptions.yml",
+        "settings_exceptions_expired.yml",
     ] {
         let v = p.validate_settings(&settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
@@ -817,6 +1197,21 @@ fn settings_validation() {
         (
             serde_json::json!({}),
             "pools: define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure",
+        ),
+        (
+            serde_json::json!({"pools": [{"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}},
+                "thresholds": [{"window": "peak", "thresholdPercent": 80}]}]}),
+            "pools[0].thresholds[0].window: 'peak' names no schedule; define it under schedules",
+        ),
+        (
+            serde_json::json!({"pools": [{"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}},
+                "maxAllocatable": {"nvidia.com/gpu": 64}, "karpenterNodePool": "gpu-a100"}]}),
+            "pools[0].karpenterNodePool: the pool already has a ceiling in pools[0].maxAllocatable; give one ceiling per pool",
+        ),
+        (
+            serde_json::json!({"pools": [{"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}},
+                "alternatives": ["batch"]}]}),
+            "pools[0].alternatives[0]: 'batch' names no pool; use one of the other pools (there are none)",
         ),
     ];
     for (s, message) in cases {
@@ -878,8 +1273,9 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "rule {rule} of metadata.yml is missing from the example"
         );
     }
-    // Every kind the policy reads is granted to the ServiceAccount (get, list, watch); the
-    // DRA claims, read with get only, by deploy/policy-server.yaml for every policy.
+    // Every kind the policy reads is granted to the ServiceAccount (get, list, watch; get for
+    // NodePools); the DRA claims, read with get only, by deploy/policy-server.yaml for every
+    // policy.
     let dra_role = deploy_dra_role();
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
         let api_version = resource["apiVersion"].as_str().unwrap();
@@ -888,10 +1284,11 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             "{}s",
             resource["kind"].as_str().unwrap().to_ascii_lowercase()
         );
-        let (role, verbs): (&Value, &[&str]) = if group == "resource.k8s.io" {
-            (&dra_role, &["get"])
-        } else {
-            (&docs[1], &["get", "list", "watch"])
+        let (role, verbs): (&Value, &[&str]) = match group {
+            "resource.k8s.io" => (&dra_role, &["get"]),
+            // NodePools are only read with get_resource.
+            "karpenter.sh" => (&docs[1], &["get"]),
+            _ => (&docs[1], &["get", "list", "watch"]),
         };
         let granted = role["rules"].as_array().unwrap().iter().any(|r| {
             r["apiGroups"]
@@ -1019,5 +1416,90 @@ fn metadata_version_matches_the_crate() {
     assert!(
         cargo.contains(&format!("version = \"{version}\"")),
         "Cargo.toml is not at {version}"
+    );
+}
+
+/// Days since the Unix epoch of a civil date (proleptic Gregorian), and back.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(days: i64) -> String {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+fn unix_now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[test]
+fn the_exception_fixture_is_renewed_in_time() {
+    let ends = days_from_civil(2027, 9, 28) * 86_400;
+    assert!(
+        unix_now() < ends - 30 * 86_400,
+        "test_data/settings_exceptions.yml: the exception ends 2027-09-27, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    );
+}
+
+#[test]
+fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
+    let today = unix_now().div_euclid(86_400);
+    let until = |days: i64| {
+        let mut s = settings("settings_exceptions.yml");
+        s["exceptions"][0]["expires"] = serde_json::json!(civil_from_days(today + days));
+        s
+    };
+    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
+    let session = || Some(ReplaySession::from_file(data("session_a100_over.yml")).unwrap());
+    let month = policy().validate(&request, &until(30), session()).unwrap();
+    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
+    let audit = month.audit_annotations.clone().unwrap_or_default();
+    assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
+    assert_eq!(
+        audit.get("exception").cloned(),
+        Some(format!(
+            "exception=llm-a100-launch owner=serving-team@example.com expires={}T00:00:00Z",
+            civil_from_days(today + 31)
+        ))
+    );
+    let soon = policy().validate(&request, &until(2), session()).unwrap();
+    assert!(soon.allowed);
+    let warnings = soon.warnings.unwrap_or_default();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(&format!(
+            "exception llm-a100-launch (owner serving-team@example.com) ends {}T00:00:00Z (in ",
+            civil_from_days(today + 3)
+        )) && warnings[0].ends_with("; renew it or fix the workload before then"),
+        "{}",
+        warnings[0]
+    );
+    // Another workload of the namespace, which the selector does not match, is still denied.
+    let mut other = request.clone();
+    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =
+        serde_json::json!("llm-other");
+    assert!(
+        !policy()
+            .validate(&other, &until(30), session())
+            .unwrap()
+            .allowed
     );
 }

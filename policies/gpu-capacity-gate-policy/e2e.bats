@@ -79,10 +79,26 @@ run_policy() {
   [ $(expr "$output" : '.*used 50 + incoming 2 = 52 of 64.*') -ne 0 ]
 }
 
-@test "update without growth: accepted without host calls" {
-  run_policy deployment_update_image_only.json settings.yml
+@test "update of the image: the rollout's maxSurge pod is charged" {
+  run_policy deployment_update_image_only.json settings.yml session_a100_over.yml
   [ "$status" -eq 0 ]
   [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*used 50 + incoming 2 = 52 of 64.*') -ne 0 ]
+  [ $(expr "$output" : '.*1 extra pod charged (maxSurge 25% (the default) of 4 replicas, rounded up.*') -ne 0 ]
+}
+
+@test "update of the image with chargeRolloutSurge false: accepted without host calls" {
+  run_policy deployment_update_image_only.json settings_no_surge.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+}
+
+@test "rollout of 10 replicas with maxSurge 25%: 3 pods charged" {
+  run_policy deployment_update_rollout_10.json settings.yml session_a100_below.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*used 40 + incoming 6 = 46 of 56 allocatable.*') -ne 0 ]
+  [ $(expr "$output" : '.*3 extra pods charged (maxSurge 25% (the default) of 10 replicas, rounded up.*') -ne 0 ]
 }
 
 @test "scale subresource: the parent is read and the added replicas charged" {
@@ -237,4 +253,93 @@ run_policy() {
   [ "$status" -eq 0 ]
   [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
   [ $(expr "$output" : '.*used 40 + incoming 2 = 42 of 56 allocatable (75.0%).*') -ne 0 ]
+}
+
+@test "pool scaled to zero with a static ceiling: accepted under the ceiling" {
+  run_policy deployment_a100_4x2.json settings_static_ceiling.yml session_a100_empty.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now).*') -ne 0 ]
+}
+
+@test "pool scaled to zero with a Karpenter NodePool: its spec.limits is the ceiling" {
+  run_policy deployment_a100_4x2.json settings_karpenter.yml session_karpenter_zero_nodes.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*8 of 64 it can grow to (12.5%).*ceiling 64 from NodePool gpu-a100 spec.limits.*') -ne 0 ]
+}
+
+@test "Karpenter NodePool not found or not granted: fails closed" {
+  run_policy deployment_a100_4x2.json settings_karpenter.yml session_karpenter_not_found.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*cannot get karpenter.sh/v1/NodePool gpu-a100: it does not exist.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_karpenter.yml session_karpenter_not_granted.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy.s contextAwareResources.*') -ne 0 ]
+}
+
+@test "suspended Job: not charged at create, charged in full when unsuspended" {
+  run_policy job_a100_suspended.json settings.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*is suspended (spec.suspend: true): not charged until the update that unsuspends it.*') -ne 0 ]
+  run_policy job_a100_unsuspended.json settings.yml session_a100_over.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*unsuspended (spec.suspend: true -> false): charged in full.*') -ne 0 ]
+}
+
+@test "Kueue-labelled Job: left to its queue" {
+  run_policy job_kueue_a100.json settings.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*carries kueue.x-k8s.io/queue-name=team-a: its queue admits it.*') -ne 0 ]
+}
+
+@test "a 16-GPU pod on 8-GPU nodes: never schedulable, the largest node named" {
+  run_policy pod_a100_16gpu.json settings.yml session_a100_8gpu_nodes.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled.*') -ne 0 ]
+}
+
+@test "fragmentation: warned by default, denied with fragmentation deny" {
+  run_policy deployment_a100_1x4.json settings.yml session_a100_fragmented.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"warnings":\[".*the largest free block is 3 nvidia.com/gpu on gpu-a100-0.*') -ne 0 ]
+  run_policy deployment_a100_1x4.json settings_fragmentation_deny.yml session_a100_fragmented.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*(fragmentation: deny).*') -ne 0 ]
+}
+
+@test "alternatives: the first with room is named, or none has room" {
+  run_policy deployment_a100_4x2.json settings_alternatives.yml session_alternatives_batch_room.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*Pool batch has room for 20 nvidia.com/gpu.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_alternatives.yml session_alternatives_none.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*No alternative pool has room: h100 (room for 1 nvidia.com/gpu), batch (room for 0 nvidia.com/gpu).*') -ne 0 ]
+}
+
+@test "threshold by schedule window: the module reads the host clock and names the window" {
+  run_policy deployment_a100_4x2.json settings_peak.yml session_a100_below.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*threshold 80% in window peak, over.*') -ne 0 ]
+}
+
+@test "exception: the over-threshold Deployment excused, then named expired" {
+  run_policy deployment_a100_4x2.json settings_exceptions.yml session_a100_over.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"exception":"exception=llm-a100-launch owner=serving-team@example.com expires=2027-09-28T00:00:00Z".*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_exceptions_expired.yml session_a100_over.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*(exception llm-a100-launch (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload).*') -ne 0 ]
 }

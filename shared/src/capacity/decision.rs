@@ -454,8 +454,8 @@ impl Decision {
                 .map(|r| (r.clone(), nodes.iter().map(|n| n.free(r)).sum::<u64>()))
                 .collect();
             self.fragmented.push(format!(
-                "no node has room for one pod of {} ({}): the largest free block is {} ({} free over its {} nodes)",
-                shape.location,
+                "no node has room for {} ({}): the largest free block is {} ({} free over its {} nodes)",
+                one_pod_of(shape),
                 amounts(&need),
                 blocks.join(" and "),
                 amounts(&total),
@@ -620,6 +620,24 @@ impl Decision {
     }
 }
 
+/// `one pod of spec.template.spec`, or `the pod` for a Pod (whose template is `spec`).
+fn one_pod_of(shape: &PodShape) -> String {
+    if shape.location == "spec" {
+        "the pod".into()
+    } else {
+        format!("one pod of {}", shape.location)
+    }
+}
+
+/// `a pod of spec.template.spec`, or `the pod` for a Pod.
+fn a_pod_of(shape: &PodShape) -> String {
+    if shape.location == "spec" {
+        "the pod".into()
+    } else {
+        format!("a pod of {}", shape.location)
+    }
+}
+
 /// The clause for a pod bigger than every node: the resource that does not fit, the
 /// largest node for it (and the node shape of a node-count ceiling).
 fn unschedulable(
@@ -669,8 +687,8 @@ fn unschedulable(
     }
     Unschedulable {
         clause: format!(
-            "a pod of {} asks for {}, more than any node of the pool has ({}), so it can never be scheduled",
-            shape.location,
+            "{} asks for {}, more than any node of the pool has ({}), so it can never be scheduled",
+            a_pod_of(shape),
             amounts(need),
             held.join("; ")
         ),

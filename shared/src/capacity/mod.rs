@@ -475,9 +475,10 @@ fn rollout(
     Some((
         charged,
         format!(
-            "rollout of Deployment {}/{}: {pods} extra pods charged ({how}; chargeRolloutSurge: true)",
+            "rollout of Deployment {}/{}: {pods} extra {} charged ({how}; chargeRolloutSurge: true)",
             request.namespace,
-            object_name(request)
+            object_name(request),
+            if pods == 1 { "pod" } else { "pods" }
         ),
     ))
 }

@@ -49,6 +49,19 @@ pub fn for_each_item<'a, E: From<ScanError>, const N: usize>(
     keys: [&[u8]; N],
     mut on_item: impl FnMut([Option<&'a [u8]>; N]) -> Result<(), E>,
 ) -> Result<(), E> {
+    for_each_item_split(bytes, keys, None, |found, _| on_item(found))
+}
+
+/// [`for_each_item`], also splitting the value of `keys[split.0]` around its top-level
+/// member `split.1` as [`split_member`] does, in the same pass (the value's members are
+/// walked instead of skipped: no byte is read twice). `on_item` gets the split when the
+/// item has that key.
+pub fn for_each_item_split<'a, E: From<ScanError>, const N: usize>(
+    bytes: &'a [u8],
+    keys: [&[u8]; N],
+    split: Option<(usize, &[u8])>,
+    mut on_item: impl FnMut([Option<&'a [u8]>; N], Option<Split<'a>>) -> Result<(), E>,
+) -> Result<(), E> {
     let mut s = Scanner { b: bytes, i: 0 };
     s.ws();
     s.expect(b'{', "'{' opening the list")?;
@@ -61,7 +74,7 @@ pub fn for_each_item<'a, E: From<ScanError>, const N: usize>(
             s.expect(b':', "':' after a key")?;
             s.ws();
             if key == b"items" {
-                s.items(&keys, &mut on_item)?;
+                s.items(&keys, split, &mut on_item)?;
             } else {
                 s.skip_value()?;
             }
@@ -95,46 +108,14 @@ pub struct Split<'a> {
 /// around its top-level member `key`, walking the object's members once. A value that
 /// is not an object has no members. The last member wins if `key` repeats.
 pub fn split_member<'a>(value: &'a [u8], key: &[u8]) -> Result<Split<'a>, ScanError> {
-    let whole = Split {
-        before: value,
-        value: None,
-        after: &[],
-    };
     let mut s = Scanner { b: value, i: 0 };
     s.ws();
-    if !s.eat(b'{') {
-        return Ok(whole);
-    }
-    let mut found = None;
+    let split = s.split_value(key)?;
     s.ws();
-    if !s.eat(b'}') {
-        loop {
-            s.ws();
-            let member = s.i;
-            let k = s.string()?;
-            s.ws();
-            s.expect(b':', "':' after a key")?;
-            s.ws();
-            let start = s.i;
-            s.skip_value()?;
-            if k == key {
-                found = Some((member, start, s.i));
-            }
-            s.ws();
-            if s.eat(b'}') {
-                break;
-            }
-            s.expect(b',', "',' or '}' in an object")?;
-        }
+    if s.i != s.b.len() {
+        return Err(s.error("the end of the value"));
     }
-    Ok(match found {
-        Some((member, start, end)) => Split {
-            before: value.get(..member).unwrap_or_default(),
-            value: value.get(start..end),
-            after: value.get(end..).unwrap_or_default(),
-        },
-        None => whole,
-    })
+    Ok(split)
 }
 
 /// The raw value of the top-level member `key` of `value` (see [`split_member`]).
@@ -225,6 +206,56 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Any value, split around its top-level member `key` when it is an object (its
+    /// members walked one by one; otherwise skipped as by [`Scanner::skip_value`]).
+    fn split_value(&mut self, key: &[u8]) -> Result<Split<'a>, ScanError> {
+        let start = self.i;
+        if self.peek() != Some(b'{') {
+            self.skip_value()?;
+            return Ok(Split {
+                before: self.b.get(start..self.i).unwrap_or_default(),
+                value: None,
+                after: &[],
+            });
+        }
+        self.i += 1;
+        let mut found = None;
+        self.ws();
+        if !self.eat(b'}') {
+            loop {
+                self.ws();
+                let member = self.i;
+                let k = self.string()?;
+                self.ws();
+                self.expect(b':', "':' after a key")?;
+                self.ws();
+                let value = self.i;
+                self.skip_value()?;
+                if k == key {
+                    found = Some((member, value, self.i));
+                }
+                self.ws();
+                if self.eat(b'}') {
+                    break;
+                }
+                self.expect(b',', "',' or '}' in an object")?;
+            }
+        }
+        let end = self.i;
+        Ok(match found {
+            Some((member, value, value_end)) => Split {
+                before: self.b.get(start..member).unwrap_or_default(),
+                value: self.b.get(value..value_end),
+                after: self.b.get(value_end..end).unwrap_or_default(),
+            },
+            None => Split {
+                before: self.b.get(start..end).unwrap_or_default(),
+                value: None,
+                after: &[],
+            },
+        })
+    }
+
     /// Any value: strings and scalars directly, objects and arrays by matching brackets
     /// outside strings (content is validated where it matters: by serde, in `spec`).
     fn skip_value(&mut self) -> Result<(), ScanError> {
@@ -268,7 +299,8 @@ impl<'a> Scanner<'a> {
     fn items<E: From<ScanError>, const N: usize>(
         &mut self,
         keys: &[&[u8]; N],
-        on_item: &mut impl FnMut([Option<&'a [u8]>; N]) -> Result<(), E>,
+        split: Option<(usize, &[u8])>,
+        on_item: &mut impl FnMut([Option<&'a [u8]>; N], Option<Split<'a>>) -> Result<(), E>,
     ) -> Result<(), E> {
         if self.b.get(self.i..self.i + 4) == Some(b"null") {
             self.i += 4;
@@ -283,6 +315,7 @@ impl<'a> Scanner<'a> {
             self.ws();
             self.expect(b'{', "'{' opening an item")?;
             let mut found = [None; N];
+            let mut split_found = None;
             self.ws();
             if !self.eat(b'}') {
                 loop {
@@ -292,8 +325,14 @@ impl<'a> Scanner<'a> {
                     self.expect(b':', "':' after a key")?;
                     self.ws();
                     let start = self.i;
-                    self.skip_value()?;
-                    if let Some(k) = keys.iter().position(|k| *k == key) {
+                    let k = keys.iter().position(|k| *k == key);
+                    match split {
+                        Some((index, member)) if k == Some(index) => {
+                            split_found = Some(self.split_value(member)?);
+                        }
+                        _ => self.skip_value()?,
+                    }
+                    if let Some(k) = k {
                         found[k] = self.b.get(start..self.i);
                     }
                     self.ws();
@@ -303,7 +342,7 @@ impl<'a> Scanner<'a> {
                     self.expect(b',', "',' or '}' in an item")?;
                 }
             }
-            on_item(found)?;
+            on_item(found, split_found)?;
             self.ws();
             if self.eat(b']') {
                 return Ok(());

@@ -270,8 +270,15 @@ impl Pool {
     /// by node count.
     pub fn has_ceiling(&self) -> bool {
         self.max_allocatable.is_some()
-            || self.karpenter_node_pool.is_some()
+            || self.node_pool().is_some()
             || self.cluster_autoscaler.is_some()
+    }
+
+    /// The Karpenter NodePool's name (an empty name, as forms send, is none).
+    pub fn node_pool(&self) -> Option<&str> {
+        self.karpenter_node_pool
+            .as_deref()
+            .filter(|name| !name.is_empty())
     }
 
     /// The static ceiling (`maxAllocatable`) as counts.
@@ -530,7 +537,7 @@ impl Settings {
     fn validate_ceiling(&self, field: &str, pool: &Pool) -> Result<(), String> {
         let given: Vec<&str> = [
             ("maxAllocatable", pool.max_allocatable.is_some()),
-            ("karpenterNodePool", pool.karpenter_node_pool.is_some()),
+            ("karpenterNodePool", pool.node_pool().is_some()),
             ("clusterAutoscaler", pool.cluster_autoscaler.is_some()),
         ]
         .into_iter()
@@ -556,7 +563,7 @@ impl Settings {
                 "give the most GPUs per resource the pool can grow to, e.g. {nvidia.com/gpu: 64}",
             )?;
         }
-        if let Some(name) = &pool.karpenter_node_pool
+        if let Some(name) = pool.node_pool()
             && !is_priority_class_name(name)
         {
             return Err(format!(
@@ -854,8 +861,11 @@ mod tests {
         assert_eq!(d.queue_label_key, "kueue.x-k8s.io/queue-name");
         assert!(!d.gate_queued);
         assert!(!d.pools[0].has_ceiling());
-        // An empty queue label key recognises no queue.
+        // An empty queue label key recognises no queue; an empty NodePool name is none.
         parse(top("queueLabelKey", json!(""))).validate().unwrap();
+        let s = parse(with(growth(), "/pools/1/karpenterNodePool", json!("")));
+        s.validate().unwrap();
+        assert!(!s.pools[1].has_ceiling());
     }
 
     #[test]

@@ -400,7 +400,7 @@ pub fn read_ceiling(
             node_shape: Some(shape),
         }));
     }
-    let Some(name) = &pool.karpenter_node_pool else {
+    let Some(name) = pool.node_pool() else {
         return Ok(None);
     };
     let request = node_pool_query(name);
@@ -411,7 +411,7 @@ pub fn read_ceiling(
     })?;
     Ok(Some(Ceiling {
         gpus,
-        source: CeilingSource::NodePool(name.clone()),
+        source: CeilingSource::NodePool(name.to_string()),
         node_shape: None,
     }))
 }
@@ -721,20 +721,30 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
     // (spec, status) text -> allocatable GPUs, `None` when unschedulable.
     type Memo<'a> = HashMap<(Option<&'a [u8]>, Option<&'a [u8]>), Option<GpuCounts>>;
     let mut seen = Memo::new();
-    super::scan::for_each_item(
+    type Key<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+    let mut last: Option<(Key, Option<GpuCounts>)> = None;
+    super::scan::for_each_item_split(
         bytes,
         [b"metadata", b"spec", b"status"],
-        |[metadata, spec, status]| {
+        Some((0, b"name")),
+        |[_, spec, status], metadata| {
             totals.nodes += 1;
-            let gpus = match seen.entry((spec, status)) {
-                Entry::Occupied(e) => e.into_mut(),
-                Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?),
+            // Nodes of one machine type are usually listed together (see parse_pods).
+            let gpus = match &last {
+                Some((key, gpus)) if *key == (spec, status) => gpus,
+                _ => {
+                    let gpus = match seen.entry((spec, status)) {
+                        Entry::Occupied(e) => e.get().clone(),
+                        Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?).clone(),
+                    };
+                    &last.insert(((spec, status), gpus)).1
+                }
             };
             if let Some(gpus) = gpus {
                 totals.schedulable += 1;
                 add_into(&mut totals.allocatable, gpus);
                 totals.per_node.push(NodeGpus {
-                    name: node_name(metadata)?,
+                    name: node_name(metadata.and_then(|m| m.value))?,
                     allocatable: gpus.clone(),
                 });
             }
@@ -744,16 +754,12 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
     Ok(totals)
 }
 
-/// `metadata.name` of a node (empty when absent: messages then say `""`).
-fn node_name(metadata: Option<&[u8]>) -> Result<String, ListError> {
-    let name = match metadata {
-        Some(m) => super::scan::member(m, b"name")?,
-        None => None,
-    };
-    Ok(match name {
-        None | Some(b"null") => String::new(),
-        Some(raw) => serde_json::from_slice(raw)?,
-    })
+/// `metadata.name` of a node, from its raw value (empty when absent).
+fn node_name(name: Option<&[u8]>) -> Result<String, ListError> {
+    match name {
+        None | Some(b"null") => Ok(String::new()),
+        Some(raw) => json_string(raw),
+    }
 }
 
 /// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
@@ -814,45 +820,105 @@ fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
 /// pods from a few dozen workloads parses a few dozen specs. The memo borrows the input
 /// and holds one entry per distinct spec; GPUs are summed per node (one entry per node
 /// name, borrowed too) and for pending pods, and the pool's total is their sum.
-pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
-    let mut totals = PodTotals::default();
-    // The spec without its nodeName member (the text before and after it) -> GPUs.
-    let mut seen: HashMap<(&[u8], &[u8]), GpuCounts> = HashMap::new();
-    // Raw nodeName value -> GPUs of the pods bound there; pending pods' GPUs.
-    let mut on_node: HashMap<&[u8], GpuCounts> = HashMap::new();
-    let mut pending = GpuCounts::new();
-    super::scan::for_each_item_spec(bytes, |spec| -> Result<(), ListError> {
-        totals.pods += 1;
-        let Some(spec) = spec else {
+pub fn parse_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodTotals, ListError> {
+    let mut pods = 0u64;
+    // The spec without its nodeName member (the text before and after it) -> its index in
+    // `shapes`, the GPUs of one such pod.
+    let mut seen: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
+    let mut shapes: Vec<GpuCounts> = Vec::new();
+    // Pods per shape (all of them), and per (raw nodeName value, shape) for bound pods:
+    // per pod one lookup in `seen` and one here, nothing allocated.
+    let mut per_shape: Vec<u64> = Vec::new();
+    let mut on_node: HashMap<(&[u8], usize), u64> = HashMap::new();
+    type SpecKey<'a> = (&'a [u8], &'a [u8]);
+    let mut recent: [Option<(SpecKey, usize)>; 4] = [None; 4];
+    let mut run: Option<(&[u8], usize, u64)> = None;
+    let keys = [b"spec".as_slice()];
+    let on_pod = |[spec]: [Option<&'a [u8]>; 1],
+                  split: Option<super::scan::Split<'a>>|
+     -> Result<(), ListError> {
+        pods += 1;
+        let (Some(spec), Some(split)) = (spec, split) else {
             return Ok(());
         };
-        let split = super::scan::split_member(spec, b"nodeName")?;
-        let gpus = match seen.entry((split.before, split.after)) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(spec_gpus(spec, names)?),
+        let key = (split.before, split.after);
+        // Replicas are listed near each other (lists come sorted by namespace and name):
+        // comparing with the few specs seen last is cheaper than hashing this one.
+        let cached = recent
+            .iter()
+            .flatten()
+            .find(|(k, _)| *k == key)
+            .map(|(_, s)| *s);
+        let shape = match cached {
+            Some(shape) => shape,
+            None => {
+                let shape = match seen.entry(key) {
+                    Entry::Occupied(e) => *e.get(),
+                    Entry::Vacant(e) => {
+                        let gpus = spec_gpus(spec, names)?;
+                        if gpus.is_empty() {
+                            // A pod without GPUs counts nowhere: remember it as such.
+                            *e.insert(usize::MAX)
+                        } else {
+                            shapes.push(gpus);
+                            per_shape.push(0);
+                            *e.insert(shapes.len() - 1)
+                        }
+                    }
+                };
+                recent.rotate_right(1);
+                recent[0] = Some((key, shape));
+                shape
+            }
         };
-        if gpus.is_empty() {
+        if shape == usize::MAX {
             return Ok(());
         }
-        let into = match split.value {
-            None | Some(b"null") => &mut pending,
-            Some(node) => on_node.entry(node).or_default(),
-        };
-        add_into(into, gpus);
-        Ok(())
-    })?;
-    totals.used = pending;
-    for (node, gpus) in on_node {
-        add_into(&mut totals.used, &gpus);
-        let name: String = serde_json::from_slice(node)?;
-        match totals.per_node.entry(name) {
-            Entry::Occupied(mut e) => add_into(e.get_mut(), &gpus),
-            Entry::Vacant(e) => {
-                e.insert(gpus);
+        per_shape[shape] += 1;
+        if let Some(node) = split.value.filter(|v| *v != b"null") {
+            // Pods of one node in a row are counted together, then added to `on_node`.
+            match &mut run {
+                Some((n, s, count)) if *n == node && *s == shape => *count += 1,
+                _ => {
+                    if let Some((n, s, count)) = run.replace((node, shape, 1)) {
+                        *on_node.entry((n, s)).or_insert(0) += count;
+                    }
+                }
             }
         }
+        Ok(())
+    };
+    super::scan::for_each_item_split(bytes, keys, Some((0, b"nodeName")), on_pod)?;
+    if let Some((n, s, count)) = run {
+        *on_node.entry((n, s)).or_insert(0) += count;
+    }
+    let mut totals = PodTotals {
+        pods,
+        ..PodTotals::default()
+    };
+    for (shape, n) in shapes.iter().zip(&per_shape) {
+        add_into(&mut totals.used, &crate::gpu::scale(shape, *n));
+    }
+    for ((node, shape), n) in on_node {
+        let name = json_string(node)?;
+        add_into(
+            totals.per_node.entry(name).or_default(),
+            &crate::gpu::scale(&shapes[shape], n),
+        );
     }
     Ok(totals)
+}
+
+/// A raw JSON string value as a `String`: borrowed bytes when it has no escapes (names
+/// of Kubernetes objects never do), serde_json otherwise.
+fn json_string(raw: &[u8]) -> Result<String, ListError> {
+    if let Some(inner) = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\""))
+        && !inner.contains(&b'\\')
+        && let Ok(text) = std::str::from_utf8(inner)
+    {
+        return Ok(text.to_string());
+    }
+    Ok(serde_json::from_slice(raw)?)
 }
 
 /// The effective GPU request of one masked pod `spec` (empty for `null`).

@@ -573,7 +573,8 @@ fn a_template_change_is_charged_max_surge_pods(
     assert_eq!(
         v.audit_annotations["surge"],
         format!(
-            "rollout of Deployment ml/llm: {surge} extra pods charged ({how}; chargeRolloutSurge: true)"
+            "rollout of Deployment ml/llm: {surge} extra {} charged ({how}; chargeRolloutSurge: true)",
+            if surge == 1 { "pod" } else { "pods" }
         )
     );
 }
