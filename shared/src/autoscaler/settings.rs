@@ -115,6 +115,19 @@ pub struct Pool {
     /// The capacity gate's PriorityClasses of the pool (accepted; not used here).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub priority_classes: Vec<String>,
+    /// The capacity gate's thresholds by window, growth ceilings (`maxAllocatable`,
+    /// `karpenterNodePool`, `clusterAutoscaler`) and alternatives: accepted, so the gate's
+    /// pools can be copied here as they are, and checked by the gate; not used here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub thresholds: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_allocatable: Option<BTreeMap<String, Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub karpenter_node_pool: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster_autoscaler: Option<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
 }
 
 /// The capacity gate's `usage` values.
