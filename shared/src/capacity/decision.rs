@@ -41,7 +41,7 @@ pub struct PoolSnapshot {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeUse {
     pub name: String,
-    pub allocatable: GpuCounts,
+    pub allocatable: std::rc::Rc<GpuCounts>,
     /// GPUs held by the pool's pods bound to it.
     pub used: GpuCounts,
 }

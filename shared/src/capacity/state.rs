@@ -17,6 +17,7 @@ use serde::de::DeserializeSeed;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
+use std::rc::Rc;
 
 /// Pods that hold GPUs: everything but finished pods (pending pods are demand too).
 pub const POD_FIELD_SELECTOR: &str = "status.phase!=Succeeded,status.phase!=Failed";
@@ -334,20 +335,25 @@ pub fn read_pool(
         Usage::Pods => {
             let pods_request = pod_query(&settings.pool_label_key, pool);
             let pods = call(cluster, &pods_request)?;
-            let mut pods = parse_pods(&pods, names).map_err(|e| unreadable(&pods_request, &e))?;
+            let nodes = per_node.unwrap_or_default();
+            let (pods, used) =
+                parse_pods_on(&pods, names, &nodes).map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
-            snapshot.per_node = per_node.map(|nodes| {
-                nodes
-                    .into_iter()
-                    .map(|n| NodeUse {
-                        used: pods.per_node.remove(&n.name).unwrap_or_default(),
-                        name: n.name,
-                        allocatable: n.allocatable,
-                    })
-                    .collect()
-            });
-            snapshot.per_node_used = true;
+            if pool.declared_capacity().is_none() {
+                snapshot.per_node = Some(
+                    nodes
+                        .into_iter()
+                        .zip(used)
+                        .map(|(n, used)| NodeUse {
+                            name: n.name,
+                            allocatable: n.allocatable,
+                            used,
+                        })
+                        .collect(),
+                );
+                snapshot.per_node_used = true;
+            }
         }
         Usage::Quotas => {
             let quotas_request = quota_query(&settings.pool_label_key, pool);
@@ -677,11 +683,12 @@ pub struct NodeTotals {
     pub per_node: Vec<NodeGpus>,
 }
 
-/// One schedulable node: its name and allocatable GPUs.
+/// One schedulable node: its name and allocatable GPUs (shared by the nodes of one
+/// machine type).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NodeGpus {
     pub name: String,
-    pub allocatable: GpuCounts,
+    pub allocatable: Rc<GpuCounts>,
 }
 
 /// GPUs held by a pool's Pods.
@@ -718,11 +725,11 @@ struct Taint {
 /// and `status` text, so each distinct pair is read once.
 pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, ListError> {
     let mut totals = NodeTotals::default();
-    // (spec, status) text -> allocatable GPUs, `None` when unschedulable.
-    type Memo<'a> = HashMap<(Option<&'a [u8]>, Option<&'a [u8]>), Option<GpuCounts>>;
-    let mut seen = Memo::new();
+    // (spec, status) text -> allocatable GPUs, `None` when unschedulable; shared by the
+    // nodes of one machine type.
     type Key<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
-    let mut last: Option<(Key, Option<GpuCounts>)> = None;
+    let mut seen: HashMap<Key, Option<Rc<GpuCounts>>> = HashMap::new();
+    let mut last: Option<(Key, Option<Rc<GpuCounts>>)> = None;
     super::scan::for_each_item_split(
         bytes,
         [b"metadata", b"spec", b"status"],
@@ -731,27 +738,43 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
             totals.nodes += 1;
             // Nodes of one machine type are usually listed together (see parse_pods).
             let gpus = match &last {
-                Some((key, gpus)) if *key == (spec, status) => gpus,
+                Some((key, gpus)) if *key == (spec, status) => gpus.clone(),
                 _ => {
                     let gpus = match seen.entry((spec, status)) {
                         Entry::Occupied(e) => e.get().clone(),
-                        Entry::Vacant(e) => e.insert(node_gpus(spec, status, names)?).clone(),
+                        Entry::Vacant(e) => e
+                            .insert(node_gpus(spec, status, names)?.map(Rc::new))
+                            .clone(),
                     };
-                    &last.insert(((spec, status), gpus)).1
+                    last = Some(((spec, status), gpus.clone()));
+                    gpus
                 }
             };
             if let Some(gpus) = gpus {
                 totals.schedulable += 1;
-                add_into(&mut totals.allocatable, gpus);
+                add_scaled(&mut totals.allocatable, &gpus, 1);
                 totals.per_node.push(NodeGpus {
                     name: node_name(metadata.and_then(|m| m.value))?,
-                    allocatable: gpus.clone(),
+                    allocatable: gpus,
                 });
             }
             Ok::<(), ListError>(())
         },
     )?;
     Ok(totals)
+}
+
+/// `into[k] += from[k] * times` for every k, cloning a key only when `into` lacks it.
+fn add_scaled(into: &mut GpuCounts, from: &GpuCounts, times: u64) {
+    for (k, v) in from {
+        let n = v.saturating_mul(times);
+        match into.get_mut(k) {
+            Some(e) => *e = e.saturating_add(n),
+            None => {
+                into.insert(k.clone(), n);
+            }
+        }
+    }
 }
 
 /// `metadata.name` of a node, from its raw value (empty when absent).
@@ -820,7 +843,70 @@ fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
 /// pods from a few dozen workloads parses a few dozen specs. The memo borrows the input
 /// and holds one entry per distinct spec; GPUs are summed per node (one entry per node
 /// name, borrowed too) and for pending pods, and the pool's total is their sum.
-pub fn parse_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodTotals, ListError> {
+pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
+    let counts = count_pods(bytes, names)?;
+    let mut totals = counts.totals();
+    for ((node, shape), n) in &counts.on_node {
+        add_scaled(
+            totals.per_node.entry(json_string(node)?).or_default(),
+            &counts.shapes[*shape],
+            *n,
+        );
+    }
+    Ok(totals)
+}
+
+/// [`parse_pods`] for the nodes of `nodes` (as [`parse_nodes`] lists them): the totals,
+/// and the GPUs held by the pods bound to each of those nodes, in their order (pods bound
+/// to other nodes count in the totals only). No node name is copied.
+pub fn parse_pods_on(
+    bytes: &[u8],
+    names: &GpuResources,
+    nodes: &[NodeGpus],
+) -> Result<(PodTotals, Vec<GpuCounts>), ListError> {
+    let counts = count_pods(bytes, names)?;
+    let totals = counts.totals();
+    let index: HashMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut used = vec![GpuCounts::new(); nodes.len()];
+    for ((node, shape), n) in &counts.on_node {
+        let found = match raw_str(node) {
+            Some(name) => index.get(name).copied(),
+            None => index.get(json_string(node)?.as_str()).copied(),
+        };
+        if let Some(i) = found {
+            add_scaled(&mut used[i], &counts.shapes[*shape], *n);
+        }
+    }
+    Ok((totals, used))
+}
+
+/// What [`count_pods`] found: the GPUs of each distinct pod shape, how many pods have
+/// it, and how many of those are bound to each node (raw `nodeName` values).
+struct PodCounts<'a> {
+    pods: u64,
+    shapes: Vec<GpuCounts>,
+    per_shape: Vec<u64>,
+    on_node: HashMap<(&'a [u8], usize), u64>,
+}
+
+impl PodCounts<'_> {
+    fn totals(&self) -> PodTotals {
+        let mut totals = PodTotals {
+            pods: self.pods,
+            ..PodTotals::default()
+        };
+        for (shape, n) in self.shapes.iter().zip(&self.per_shape) {
+            add_scaled(&mut totals.used, shape, *n);
+        }
+        totals
+    }
+}
+
+fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>, ListError> {
     let mut pods = 0u64;
     // The spec without its nodeName member (the text before and after it) -> its index in
     // `shapes`, the GPUs of one such pod.
@@ -892,33 +978,29 @@ pub fn parse_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodTotals
     if let Some((n, s, count)) = run {
         *on_node.entry((n, s)).or_insert(0) += count;
     }
-    let mut totals = PodTotals {
+    Ok(PodCounts {
         pods,
-        ..PodTotals::default()
-    };
-    for (shape, n) in shapes.iter().zip(&per_shape) {
-        add_into(&mut totals.used, &crate::gpu::scale(shape, *n));
-    }
-    for ((node, shape), n) in on_node {
-        let name = json_string(node)?;
-        add_into(
-            totals.per_node.entry(name).or_default(),
-            &crate::gpu::scale(&shapes[shape], n),
-        );
-    }
-    Ok(totals)
+        shapes,
+        per_shape,
+        on_node,
+    })
 }
 
-/// A raw JSON string value as a `String`: borrowed bytes when it has no escapes (names
-/// of Kubernetes objects never do), serde_json otherwise.
+/// The text of a raw JSON string value without escapes (names of Kubernetes objects
+/// never have any), borrowed.
+fn raw_str(raw: &[u8]) -> Option<&str> {
+    raw.strip_prefix(b"\"")
+        .and_then(|r| r.strip_suffix(b"\""))
+        .filter(|inner| !inner.contains(&b'\\'))
+        .and_then(|inner| std::str::from_utf8(inner).ok())
+}
+
+/// A raw JSON string value as a `String` ([`raw_str`], else decoded by serde_json).
 fn json_string(raw: &[u8]) -> Result<String, ListError> {
-    if let Some(inner) = raw.strip_prefix(b"\"").and_then(|r| r.strip_suffix(b"\""))
-        && !inner.contains(&b'\\')
-        && let Ok(text) = std::str::from_utf8(inner)
-    {
-        return Ok(text.to_string());
+    match raw_str(raw) {
+        Some(text) => Ok(text.to_string()),
+        None => Ok(serde_json::from_slice(raw)?),
     }
-    Ok(serde_json::from_slice(raw)?)
 }
 
 /// The effective GPU request of one masked pod `spec` (empty for `null`).

@@ -276,12 +276,12 @@ fn read_pool_lists_nodes_then_pods() {
             per_node: Some(vec![
                 NodeUse {
                     name: "gpu-0".into(),
-                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
+                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]).into(),
                     used: GpuCounts::new(),
                 },
                 NodeUse {
                     name: "gpu-1".into(),
-                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]),
+                    allocatable: GpuCounts::from([("nvidia.com/gpu".to_string(), 8)]).into(),
                     used: GpuCounts::from([("nvidia.com/gpu".to_string(), 4)]),
                 },
             ]),
