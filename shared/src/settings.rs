@@ -62,6 +62,11 @@ pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), St
 /// VRAM fit and the autoscaler policy read it (each policy's `poolLabelKey` defaults to it).
 pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
 
+/// The pod template label that names a workload's team: routing stamps it from the
+/// namespace's team label (users cannot set a namespace label, they can set a pod label),
+/// the capacity gate counts a team's GPUs in use by listing the pods that carry it.
+pub const TEAM_POD_LABEL_KEY: &str = "gpu-admission/team";
+
 /// Namespace names, exact or a prefix ending in `*` (`kube-*`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
