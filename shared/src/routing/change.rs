@@ -233,6 +233,29 @@ fn child_array<'a>(
         .ok_or_else(|| format!("{at}.{key}: is not a list"))
 }
 
+/// Sets the label `key` of `template`'s metadata in `object` to `value`, or removes it
+/// (`None`); the labels map is created when missing.
+pub fn write_label(
+    object: &mut Value,
+    template: &PodTemplate,
+    key: &str,
+    value: Option<&str>,
+) -> Result<(), String> {
+    let at = pointer_to_location(&template.metadata_pointer);
+    let meta = metadata_mut(object, template).map_err(|e| e.to_string())?;
+    match value {
+        Some(v) => {
+            child_object(meta, "labels", &at)?.insert(key.to_string(), json!(v));
+        }
+        None => {
+            if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+                labels.remove(key);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Writes `routing` into `template`'s place in `object` (through the same pointers the
 /// template was read from, so custom kinds configured by JSONPath work too).
 pub fn apply(object: &mut Value, template: &PodTemplate, routing: &Routing) -> Result<(), String> {

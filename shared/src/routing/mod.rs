@@ -12,6 +12,7 @@
 //! - [`constraint`] / [`overlap`]: label requirements as sets, and why two pools are disjoint.
 //! - [`conflicts`]: contradictions between a template and its pool.
 //! - [`change`]: the routing change as data ([`change::Routing`]) and writing it back.
+//! - [`team`]: the team label, stamped from the namespace's label (`teamLabelKey`).
 //! - [`plan`] (this module): one decision per template; [`evaluate`] turns it into a verdict.
 
 pub mod change;
@@ -20,6 +21,7 @@ pub mod constraint;
 pub mod lending;
 pub mod overlap;
 pub mod settings;
+pub mod team;
 
 pub use change::Routing;
 pub use conflicts::Conflict;
@@ -288,6 +290,8 @@ struct RoutingView {
     uses_gpu: bool,
     pool: Option<String>,
     pool_label: Option<String>,
+    /// The team label, when the policy stamps it.
+    team_label: Option<String>,
     scheduling: [Value; 4],
 }
 
@@ -313,6 +317,10 @@ fn routing_views(
                 uses_gpu: gpu_resources(t, names, claims).is_some(),
                 pool: choose_pool(settings, &t.meta.labels, namespace).map(|(p, _)| p.name.clone()),
                 pool_label: t.meta.labels.get(&settings.pool_label_key).cloned(),
+                team_label: settings
+                    .team_label_key
+                    .as_ref()
+                    .and_then(|_| t.meta.labels.get(team::TEAM_POD_LABEL_KEY).cloned()),
                 scheduling: [
                     field("/nodeSelector"),
                     field("/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution"),
@@ -468,7 +476,32 @@ fn decide(
         return Verdict::reject(denials.join("; "));
     }
 
+    let teams = match namespace_team(request, settings, &workload, &plan, &namespace, cluster) {
+        Ok(Some(team)) => team_labels(request, settings, &workload, &plan, &team),
+        Ok(None) => Vec::new(),
+        Err(message) => return Verdict::reject(message),
+    };
+    let mut forged: Vec<String> = teams
+        .iter()
+        .filter(|(_, j)| matches!(j.label, team::TeamLabel::Forged(_)))
+        .map(|(_, j)| j.to_string())
+        .collect();
+    if !forged.is_empty() {
+        if forged.len() > MAX_REPORTED {
+            let more = forged.len() - MAX_REPORTED;
+            forged.truncate(MAX_REPORTED);
+            forged.push(format!("and {more} more"));
+        }
+        return Verdict::reject(forged.join("; "));
+    }
+
     let mut warnings = Vec::new();
+    warnings.extend(
+        teams
+            .iter()
+            .filter(|(_, j)| matches!(j.label, team::TeamLabel::Restamp { .. }))
+            .map(|(_, j)| j.to_string()),
+    );
     for t in &plan.templates {
         if let Outcome::Route {
             routing,
@@ -515,7 +548,7 @@ fn decide(
     }
 
     let changes: Vec<(usize, &Routing)> = plan.changes().collect();
-    if changes.is_empty() {
+    if changes.is_empty() && teams.is_empty() {
         return with_lent(with_warnings(Verdict::accept(), warnings), lent_audit);
     }
     if request.is_update()
@@ -554,10 +587,98 @@ fn decide(
                 .with_code(400);
         }
     }
+    for (i, judged) in &teams {
+        let (Some(template), Some(value)) = (workload.templates.get(*i), judged.label.write())
+        else {
+            continue;
+        };
+        if let Err(e) = change::write_label(&mut mutated, template, team::TEAM_POD_LABEL_KEY, value)
+        {
+            return Verdict::reject(format!("cannot route this {}: {e}", workload.kind))
+                .with_code(400);
+        }
+    }
     with_lent(
         with_warnings(Verdict::mutate(mutated), warnings),
         lent_audit,
     )
+}
+
+/// The team of the workload's namespace, read when the policy stamps team labels and the
+/// workload has a GPU template it routes; `None` (no host call) without `teamLabelKey`,
+/// without such a template, for an object another controller manages (the policy does not
+/// change it; its Pods are stamped), and for an UPDATE of a Job (its template cannot
+/// change). `Err`: the denial, the namespace cannot be read.
+fn namespace_team(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    workload: &Workload,
+    plan: &Plan,
+    namespace: &str,
+    cluster: &dyn Cluster,
+) -> Result<Option<team::NamespaceTeam>, String> {
+    let Some(key) = &settings.team_label_key else {
+        return Ok(None);
+    };
+    let routes = plan
+        .templates
+        .iter()
+        .any(|t| matches!(t.outcome, Outcome::Route { .. }));
+    let managed = !workload.is_pod() && controller_of(&request.object).is_some();
+    let frozen = request.is_update() && !workload.is_pod() && template_is_immutable(workload);
+    if !routes || managed || frozen {
+        return Ok(None);
+    }
+    team::read(cluster, namespace, key).map(Some)
+}
+
+/// The team label of every routed template that is not right as it is, with its index.
+fn team_labels(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    workload: &Workload,
+    plan: &Plan,
+    team: &team::NamespaceTeam,
+) -> Vec<(usize, team::Judged)> {
+    let key = team::TEAM_POD_LABEL_KEY;
+    // On UPDATE: the label each template had before, by where the template's metadata is.
+    let before: BTreeMap<String, Option<String>> = if request.is_update() {
+        Workload::from_object(&request.old_object, &settings.custom_kinds)
+            .map(|old| {
+                old.templates
+                    .into_iter()
+                    .map(|t| (t.metadata_pointer, t.meta.labels.get(key).cloned()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    } else {
+        BTreeMap::new()
+    };
+    // A Pod a controller created carries the label of the controller's template.
+    let from_controller = !request.is_update() && controller_of(&request.object).is_some();
+    let mut out = Vec::new();
+    for (i, (t, tp)) in workload.templates.iter().zip(&plan.templates).enumerate() {
+        if !matches!(tp.outcome, Outcome::Route { .. }) {
+            continue;
+        }
+        let have = t.meta.labels.get(key);
+        let carried_over = from_controller
+            || before
+                .get(&t.metadata_pointer)
+                .is_some_and(|old| old.as_ref() == have);
+        let label = team::judge(have.map(String::as_str), team, carried_over);
+        if label != team::TeamLabel::Right {
+            out.push((
+                i,
+                team::Judged {
+                    field: format!("{}.labels.{key}", pointer_to_location(&t.metadata_pointer)),
+                    team: team.clone(),
+                    label,
+                },
+            ));
+        }
+    }
+    out
 }
 
 fn with_warnings(mut verdict: Verdict, warnings: Vec<String>) -> Verdict {

@@ -45,6 +45,14 @@ pub struct Settings {
     /// Named time windows that pools' `lendTo` refer to.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub schedules: crate::schedule::Schedules,
+    /// The Namespace label whose value names the workload's team, stamped on its GPU pod
+    /// templates as `gpu-admission/team` ([`super::team`]); unset (or empty): no team label
+    /// is stamped or checked, and no Namespace is read.
+    #[serde(
+        deserialize_with = "empty_as_none",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub team_label_key: Option<String>,
 }
 
 impl Settings {
@@ -69,6 +77,7 @@ impl Default for Settings {
             dra: Default::default(),
             fractional_gpus: Default::default(),
             schedules: Default::default(),
+            team_label_key: None,
         }
     }
 }
@@ -280,6 +289,7 @@ const NODE_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt",
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), String> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
+        self.validate_team()?;
         if self.pools.is_empty() {
             return Err(
                 "pools: configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied"
@@ -353,6 +363,38 @@ impl ValidateSettings for Settings {
         validate_custom_kinds("customKinds", &self.custom_kinds)?;
         self.exempt_namespaces.validate("exemptNamespaces")?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
+        Ok(())
+    }
+}
+
+impl Settings {
+    /// `teamLabelKey`: a label key; the team label it stamps is neither the pool label nor
+    /// a key pools select on (the pool is chosen before the label is stamped, so a selector
+    /// on it would move a workload to another pool once stamped).
+    fn validate_team(&self) -> Result<(), String> {
+        let Some(key) = &self.team_label_key else {
+            return Ok(());
+        };
+        validate_label_key("teamLabelKey", key)?;
+        let team = crate::settings::TEAM_POD_LABEL_KEY;
+        if self.pool_label_key == team {
+            return Err(format!(
+                "poolLabelKey: {team} is the team label the policy stamps from the namespace label teamLabelKey; give the pool label another key"
+            ));
+        }
+        for (i, pool) in self.pools.iter().enumerate() {
+            if pool.selector.match_labels.contains_key(team)
+                || pool
+                    .selector
+                    .match_expressions
+                    .iter()
+                    .any(|r| r.key == team)
+            {
+                return Err(format!(
+                    "pools[{i}].selector: must not select on the team label {team}: the policy stamps it from the namespace after choosing the pool; restrict the pool to the team's namespaces (pools[{i}].namespaces) instead"
+                ));
+            }
+        }
         Ok(())
     }
 }
@@ -617,6 +659,9 @@ mod tests {
     #[case::extra_gpu_resources(with(base(), "/extraGpuResources", json!(["tpu"])), "extraGpuResources[0]:")]
     #[case::exempt_namespaces(with(base(), "/exemptNamespaces", json!(["*"])), "exemptNamespaces[0]:")]
     #[case::overlapping_pools(with(base(), "/pools/1/selector", json!({})), "pools[1].selector: pool interactive overlaps pool batch (pools[0]): a pod template labelled workload-type=batch in any namespace matches both")]
+    #[case::team_label_key(json!({"teamLabelKey": "bad key"}), "teamLabelKey:")]
+    #[case::team_label_is_the_pool_label(json!({"teamLabelKey": "team", "poolLabelKey": "gpu-admission/team"}), "poolLabelKey: gpu-admission/team is the team label the policy stamps")]
+    #[case::selector_on_the_team_label(with(with(base(), "/teamLabelKey", json!("team")), "/pools/0/selector", json!({"matchExpressions": [{"key": "gpu-admission/team", "operator": "In", "values": ["ml-a"]}]})), "pools[0].selector: must not select on the team label gpu-admission/team")]
     fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
         let v = if v.get("pools").is_none() {
             let mut b = base();
@@ -640,6 +685,8 @@ mod tests {
     #[case::affinity_only(with(with(base(), "/pools/1/nodeSelector", json!({})), "/pools/1/requiredNodeAffinity", json!([{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4"]}])))]
     #[case::toleration_no_execute_seconds(with(base(), "/pools/0/tolerations", json!([{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 60}])))]
     #[case::custom_kinds(with(base(), "/customKinds", serde_json::to_value(crate::workload::presets::all()).unwrap()))]
+    #[case::team_label_key(with(base(), "/teamLabelKey", json!("team")))]
+    #[case::team_label_key_as_pool_label_when_teams_are_off(with(base(), "/poolLabelKey", json!("gpu-admission/team")))]
     fn valid_settings(#[case] v: Value) {
         settings(v).validate().unwrap();
     }
@@ -653,6 +700,11 @@ mod tests {
         assert_eq!(s.default_pool, None);
         assert_eq!(s.pools[0].namespaces, None);
         assert_eq!(s.pools[0].priority_class_name, None);
+        assert_eq!(
+            settings(json!({"teamLabelKey": ""})).team_label_key,
+            None,
+            "an empty teamLabelKey is unset"
+        );
         s.validate().unwrap();
         assert!(s.pools[0].admits_namespace("any"));
         let nulls = settings(
