@@ -8,7 +8,10 @@
 //! schedule, at the host's time: a batch Deployment lent to the interactive pool under the
 //! harness and under the real kwctl (when on PATH), its audit annotation carrying the time
 //! the module read from the host's clock; exceptions (valid, ending soon with dates computed
-//! at test time, expired).
+//! at test time, expired). Team labels (teamLabelKey): stamped from the Namespace read
+//! from a replay session on a Pod, a Deployment, a CronJob and an InferenceService, a
+//! forged one denied, a stamped Deployment updated (no patch; restamped when the namespace
+//! moved to another team), the Namespace not granted or not found (denied naming the grant).
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -354,6 +357,7 @@ fn settings_validation() {
         LENDING,
         EXCEPTIONS,
         "settings_exceptions_expired.yml",
+        TEAM,
     ] {
         let v = policy().validate_settings(&settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
@@ -570,6 +574,8 @@ fn every_request_in_test_data_is_exercised() {
         "deployment_gpu_in_init_container.json",
         "deployment_batch.json",
         "deployment_batch_lent_update.json",
+        "deployment_team_forged.json",
+        "deployment_team_stamped_update.json",
     ]);
     for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
@@ -594,6 +600,11 @@ fn the_readme_quotes_the_messages_verbatim() {
             EXPIRED_NOTE.trim_start(),
             LENT_PREFIX,
             LENT_POD_PRIORITY,
+            TEAM_FORGED,
+            TEAM_FORGED_NO_TEAM,
+            TEAM_RESTAMPED,
+            TEAM_NOT_GRANTED,
+            TEAM_NOT_FOUND,
         ])
         .filter(|m| !readme.contains(m))
         .collect();
@@ -608,11 +619,13 @@ fn the_readme_quotes_the_messages_verbatim() {
 fn metadata_is_mutating_and_versioned_like_the_crate() {
     let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
     assert_eq!(metadata["mutating"], true);
-    // DRA: the claims and claim templates a pod template names (get_resource only).
+    // DRA: the claims and claim templates a pod template names; the Namespace, for its team
+    // label (get_resource only).
     assert_eq!(
         metadata["contextAwareResources"],
         json!([{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
-               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}])
+               {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
+               {"apiVersion": "v1", "kind": "Namespace"}])
     );
     assert_eq!(
         metadata["hostCapabilities"],
@@ -693,14 +706,27 @@ fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
             );
         }
     }
-    // Routes a RayCluster through the example's customKinds.
-    let response = policy()
-        .validate(&request("raycluster_batch.json"), settings, None)
+    // Routes a RayCluster through the example's customKinds, with the team label from its
+    // namespace (the example sets teamLabelKey: team).
+    assert_eq!(settings["teamLabelKey"], "team");
+    let e = policy()
+        .evaluate(
+            &request("raycluster_batch.json"),
+            settings,
+            Some(
+                ReplaySession::from_file(
+                    policy_dir().join("test_data").join("session_team_ml_a.yml"),
+                )
+                .unwrap(),
+            ),
+        )
         .unwrap();
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        batch_ops("/spec/workerGroupSpecs/0/template")
-    );
+    let mut expected = batch_ops("/spec/workerGroupSpecs/0/template");
+    expected.push(team_op(
+        "/spec/workerGroupSpecs/0/template/metadata",
+        "ml-a",
+    ));
+    assert_eq!(sorted(e.response.patch_ops().unwrap()), sorted(expected));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1075,5 +1101,217 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
         )) && warnings[0].ends_with(" days); renew it or fix the workload before then"),
         "{}",
         warnings[0]
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Team labels (settings_team.yml: settings.yml with teamLabelKey: team)
+// ---------------------------------------------------------------------------------------
+
+const TEAM: &str = "settings_team.yml";
+const TEAM_FORGED: &str = "spec.template.metadata.labels.gpu-admission/team: 'ml-b' is not the team of namespace team-a, which is ml-a (its label team). The team is taken from the namespace, not set by hand: remove the label (the policy sets it to ml-a)";
+const TEAM_FORGED_NO_TEAM: &str = "spec.template.metadata.labels.gpu-admission/team: 'ml-b' names a team, but namespace team-a has no label team, so its workloads belong to no team. The team is taken from the namespace, not set by hand: remove the label (or ask the cluster admins to label the namespace team=<team>)";
+const TEAM_RESTAMPED: &str = "spec.template.metadata.labels.gpu-admission/team: set to ml-b, the team of namespace team-a (its label team); it was ml-a";
+const TEAM_NOT_GRANTED: &str = "namespace team-a cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.), so the team label gpu-admission/team of this workload cannot be set from the namespace's label team; let the policy read it: contextAwareResources {apiVersion: v1, kind: Namespace} in the policy and get on namespaces for the policy server's service account";
+const TEAM_NOT_FOUND: &str = "namespace team-a cannot be read (Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'), so the team label gpu-admission/team of this workload cannot be set from the namespace's label team; let the policy read it: contextAwareResources {apiVersion: v1, kind: Namespace} in the policy and get on namespaces for the policy server's service account";
+
+/// The one host call team labels make: the Namespace, masked to its labels.
+fn namespace_call() -> Value {
+    json!({"api_version": "v1", "kind": "Namespace", "name": "team-a", "namespace": null,
+           "disable_cache": false, "field_masks": ["metadata.labels"]})
+}
+
+fn calls_of(e: &Evaluation) -> Vec<(String, Value)> {
+    e.host_calls
+        .iter()
+        .map(|c| {
+            (
+                c.operation.clone(),
+                serde_json::from_str::<Value>(&c.payload).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn team_op(metadata: &str, team: &str) -> Value {
+    json!({"op": "add", "path": format!("{metadata}/labels/gpu-admission~1team"), "value": team})
+}
+
+/// Applies the patch and evaluates again under `settings_file` with `session`: no patch.
+fn second_pass_quiet(
+    req: &Value,
+    response: &AdmissionResponse,
+    settings_file: &str,
+    session: &str,
+) {
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(response.patch_ops().unwrap())).unwrap();
+    let mut again = req.clone();
+    json_patch::patch(&mut again["object"], &patch).unwrap();
+    let second = run_session(&again, settings_file, session).response;
+    assert!(second.allowed, "second pass denied: {:?}", second.message());
+    assert_eq!(second.patch, None, "second pass patched");
+    assert_eq!(second.warnings, None, "second pass warned");
+}
+
+#[test]
+fn team_labels_are_stamped_on_pods_controllers_and_custom_kinds() {
+    for (file, metadata) in [
+        ("deployment_interactive.json", "/spec/template/metadata"),
+        ("pod_batch.json", "/metadata"),
+        (
+            "cronjob_batch.json",
+            "/spec/jobTemplate/spec/template/metadata",
+        ),
+        ("inferenceservice_interactive.json", "/metadata"),
+    ] {
+        let req = request(file);
+        let e = run_session(&req, TEAM, "session_team_ml_a.yml");
+        assert_eq!(
+            calls_of(&e),
+            vec![("get_resource".to_string(), namespace_call())],
+            "{file}"
+        );
+        assert!(e.unconsumed_exchanges.is_empty(), "{file}");
+        let plain = run(&req, SETTINGS);
+        let mut expected = plain.patch_ops().unwrap();
+        expected.push(team_op(metadata, "ml-a"));
+        assert!(e.response.allowed, "{file}: {:?}", e.response.message());
+        assert_eq!(
+            sorted(e.response.patch_ops().unwrap()),
+            sorted(expected),
+            "{file}"
+        );
+        assert_eq!(e.response.warnings, plain.warnings, "{file}");
+        let patch: json_patch::Patch =
+            serde_json::from_value(Value::Array(e.response.patch_ops().unwrap())).unwrap();
+        let mut again = req.clone();
+        json_patch::patch(&mut again["object"], &patch).unwrap();
+        let second = run_session(&again, TEAM, "session_team_ml_a.yml").response;
+        assert!(second.allowed, "{file}: {:?}", second.message());
+        assert_eq!(second.patch, None, "{file}: second pass patched");
+    }
+}
+
+#[test]
+fn without_team_label_key_no_namespace_is_read() {
+    let req = request("deployment_interactive.json");
+    let e = policy().evaluate(&req, &settings(SETTINGS), None).unwrap();
+    assert!(e.host_calls.is_empty());
+    assert_eq!(e.response, run(&req, SETTINGS));
+}
+
+#[test]
+fn a_namespace_without_a_team_gets_no_team_label() {
+    let req = request("deployment_interactive.json");
+    let e = run_session(&req, TEAM, "session_team_no_team.yml");
+    assert_eq!(e.host_calls.len(), 1);
+    assert_eq!(
+        sorted(e.response.patch_ops().unwrap()),
+        sorted(run(&req, SETTINGS).patch_ops().unwrap())
+    );
+    second_pass_quiet(&req, &e.response, TEAM, "session_team_no_team.yml");
+}
+
+#[test]
+fn a_forged_team_label_is_denied() {
+    let req = request("deployment_team_forged.json");
+    for (session, message) in [
+        ("session_team_ml_a.yml", TEAM_FORGED),
+        ("session_team_no_team.yml", TEAM_FORGED_NO_TEAM),
+    ] {
+        let e = run_session(&req, TEAM, session);
+        assert!(!e.response.allowed, "{session}");
+        assert_eq!(e.response.message(), Some(message), "{session}");
+        assert_eq!(e.response.patch, None);
+    }
+    // Without teamLabelKey the label is not the policy's business (today's behaviour).
+    let plain = run(&req, SETTINGS);
+    assert!(plain.allowed);
+}
+
+#[test]
+fn a_stamped_deployment_updated_stays_or_follows_its_namespace() {
+    let req = request("deployment_team_stamped_update.json");
+    let e = run_session(&req, TEAM, "session_team_ml_a.yml");
+    assert!(e.response.allowed, "{:?}", e.response.message());
+    assert_eq!(e.response.patch, None);
+    assert_eq!(e.response.warnings, None);
+    assert_eq!(e.host_calls.len(), 1);
+    // The namespace moved to team ml-b since: the label follows it (a rollout follows).
+    let e = run_session(&req, TEAM, "session_team_ml_b.yml");
+    assert!(e.response.allowed, "{:?}", e.response.message());
+    assert_eq!(
+        e.response.patch_ops().unwrap(),
+        vec![
+            json!({"op": "replace", "path": "/spec/template/metadata/labels/gpu-admission~1team", "value": "ml-b"})
+        ]
+    );
+    assert_eq!(e.response.warnings, Some(vec![TEAM_RESTAMPED.to_string()]));
+}
+
+#[test]
+fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
+    let req = request("deployment_interactive.json");
+    for (session, message) in [
+        ("session_team_not_granted.yml", TEAM_NOT_GRANTED),
+        ("session_team_not_found.yml", TEAM_NOT_FOUND),
+    ] {
+        let e = run_session(&req, TEAM, session);
+        assert!(!e.response.allowed, "{session}");
+        assert_eq!(e.response.message(), Some(message), "{session}");
+        assert_eq!(e.response.patch, None);
+        assert!(e.unconsumed_exchanges.is_empty());
+    }
+    // Deployed without the grant at all: denied too, never routed without its team.
+    let response = policy()
+        .with_context_aware_access(ContextAwareAccess::none())
+        .validate(
+            &req,
+            &settings(TEAM),
+            Some(
+                ReplaySession::from_file(
+                    policy_dir().join("test_data").join("session_team_ml_a.yml"),
+                )
+                .unwrap(),
+            ),
+        )
+        .unwrap();
+    assert!(!response.allowed);
+    assert!(
+        response
+            .message()
+            .unwrap()
+            .starts_with("namespace team-a cannot be read (Host error: "),
+        "{:?}",
+        response.message()
+    );
+}
+
+#[test]
+fn the_deploy_manifest_lets_the_policy_server_get_namespaces() {
+    use serde::Deserialize;
+    let text =
+        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
+    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
+        .map(|doc| serde_json::to_value(serde_yaml::Value::deserialize(doc).unwrap()).unwrap())
+        .collect();
+    let name = "gpu-pool-routing-namespace-reader";
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == name)
+        .expect("deploy/policy-server.yaml has the ClusterRole");
+    assert_eq!(
+        role["rules"],
+        json!([{"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get"]}])
+    );
+    let binding = docs
+        .iter()
+        .find(|d| d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == name)
+        .expect("deploy/policy-server.yaml binds it");
+    assert_eq!(binding["roleRef"]["name"], name);
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "ServiceAccount", "name": "gpu-admission-policy-server", "namespace": "kubewarden"}])
     );
 }

@@ -194,3 +194,45 @@ route_session() {
   [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
   [ $(expr "$output" : '.*(exception research-spare-node (owner research-leads@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload).*') -ne 0 ]
 }
+
+# route_team REQUEST SESSION: with settings_team.yml (teamLabelKey: team), the Namespace read
+# from a replay session.
+route_team() {
+  run kwctl run --request-path "$DATA/$1" --settings-path "$DATA/settings_team.yml" --allow-context-aware \
+    --replay-host-capabilities-interactions "$DATA/$2" "$POLICY"
+}
+
+@test "team label: stamped from the namespace on a Deployment, a Pod and an InferenceService" {
+  route_team deployment_interactive.json session_team_ml_a.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$(patch_ops)" : '.*"path":"/spec/template/metadata/labels/gpu-admission~1team","value":"ml-a".*') -ne 0 ]
+  route_team pod_batch.json session_team_ml_a.yml
+  [ $(expr "$(patch_ops)" : '.*"path":"/metadata/labels/gpu-admission~1team","value":"ml-a".*') -ne 0 ]
+  route_team inferenceservice_interactive.json session_team_ml_a.yml
+  [ $(expr "$(patch_ops)" : '.*"path":"/metadata/labels/gpu-admission~1team","value":"ml-a".*') -ne 0 ]
+  route_team deployment_interactive.json session_team_no_team.yml
+  [ $(expr "$(patch_ops)" : '.*gpu-admission~1team.*') -eq 0 ]
+}
+
+@test "team label: forged denied, stamped update unchanged or restamped" {
+  route_team deployment_team_forged.json session_team_ml_a.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : ".*'ml-b' is not the team of namespace team-a, which is ml-a (its label team).*") -ne 0 ]
+  route_team deployment_team_stamped_update.json session_team_ml_a.yml
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*"patch":.*') -eq 0 ]
+  route_team deployment_team_stamped_update.json session_team_ml_b.yml
+  [ $(expr "$(patch_ops)" : '.*"op":"replace","path":"/spec/template/metadata/labels/gpu-admission~1team","value":"ml-b".*') -ne 0 ]
+  [ $(expr "$output" : '.*set to ml-b, the team of namespace team-a (its label team); it was ml-a.*') -ne 0 ]
+}
+
+@test "team label: the Namespace not granted or not found is denied naming the grant" {
+  for session in session_team_not_granted.yml session_team_not_found.yml; do
+    route_team deployment_interactive.json "$session"
+    [ "$status" -eq 0 ]
+    [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+    [ $(expr "$output" : '.*namespace team-a cannot be read.*contextAwareResources {apiVersion: v1, kind: Namespace} in the policy and get on namespaces.*') -ne 0 ]
+  done
+}
