@@ -147,8 +147,16 @@ fn is_dns_label_prefix(s: &str, prefix: bool) -> bool {
                 .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit()))
 }
 
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(|l| is_dns_label_prefix(l, false))
+/// An RFC 1123 DNS label (a namespace name): at most 63 lowercase letters, digits and `-`,
+/// starting and ending with a letter or digit.
+pub fn is_dns_label(s: &str) -> bool {
+    is_dns_label_prefix(s, false)
+}
+
+/// An RFC 1123 DNS subdomain (most object names): DNS labels joined by `.`, at most 253
+/// characters.
+pub fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 #[cfg(test)]

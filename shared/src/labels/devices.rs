@@ -37,7 +37,7 @@ use crate::fractional::{Scheduler, share};
 use crate::gpu::ContainerRole;
 use crate::limits::MAX_LISTED;
 use crate::podspec::{Container, PodSpec};
-use crate::settings::NamespaceList;
+use crate::settings::{NamespaceList, is_dns_label, is_dns_subdomain};
 use crate::workload::{PodTemplate, Workload, value_at};
 use serde::de::Unexpected;
 use serde::{Deserialize, Serialize};
@@ -427,20 +427,6 @@ fn is_env_name(s: &str) -> bool {
     b.first()
         .is_some_and(|c| c.is_ascii_alphabetic() || *c == b'_')
         && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_')
-}
-
-fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// A host path as the node resolves it, lexically: `//` and `.` dropped, `..` applied, no
