@@ -205,6 +205,9 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                                 "microsoft/phi-4:\n  parametersBillions: 14.7\n  dtype: bf16\n  layers: 40\n"
                                 "  kvHeads: 10\n  headDim: 128\n  contextLength: 16384\n  attentionHeads: 40\n"
                                 "  aliases: [phi-4]\nbge-large: {vramGiB: 2}\n"}})
+    # The routing policy's namespace of test_data (team-a), of team ml-a (its label team):
+    # settings_team.yml stamps gpu-admission/team from it.
+    objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "ml-a"}}})
     return objects
 
 
@@ -317,6 +320,10 @@ class PolicyServerE2E(unittest.TestCase):
             "labels": entry(cls.modules[LABELS], settings={}, context_aware_resources=aware[LABELS]),
             "routing": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings.yml"),
                              allowed_to_mutate=True, context_aware_resources=aware[ROUTING]),
+            # teamLabelKey: team: reads the workload's Namespace.
+            "routing-team": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings_team.yml"),
+                                  allowed_to_mutate=True, context_aware_resources=aware[ROUTING],
+                                  host_capabilities=["kubernetes/*"]),
             # No host capabilities: with these settings the policy must make no host call.
             "vram": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings.yml"),
                           context_aware_resources=aware[VRAM]),
@@ -483,6 +490,20 @@ class PolicyServerE2E(unittest.TestCase):
             with self.subTest(name):
                 r = self.check("routing", ROUTING, name, False, says=[says])
                 self.assertIsNone(patch_ops(r), r)
+
+    def test_routing_stamps_the_team_from_the_namespace(self):
+        with self.subTest("deployment_interactive.json: the team label from namespace team-a"):
+            r = self.check("routing-team", ROUTING, "deployment_interactive.json", True)
+            self.assertIn({"op": "add", "path": "/spec/template/metadata/labels/gpu-admission~1team", "value": "ml-a"},
+                          patch_ops(r), r)
+        with self.subTest("deployment_team_forged.json"):
+            self.check("routing-team", ROUTING, "deployment_team_forged.json", False, message=(
+                "spec.template.metadata.labels.gpu-admission/team: 'ml-b' is not the team of namespace team-a, which "
+                "is ml-a (its label team). The team is taken from the namespace, not set by hand: remove the label "
+                "(the policy sets it to ml-a)"))
+        with self.subTest("deployment_team_stamped_update.json: no patch"):
+            r = self.check("routing-team", ROUTING, "deployment_team_stamped_update.json", True)
+            self.assertIsNone(patch_ops(r), r)
 
     # -- gpu-vram-fit-policy -----------------------------------------------------------
 
