@@ -567,3 +567,61 @@ proptest! {
         }
     }
 }
+
+/// A cluster whose Namespaces carry `team` in their label `team` (none: no label).
+struct Namespaces(Option<&'static str>);
+
+impl gpu_rules::cluster::Cluster for Namespaces {
+    fn call(&self, request: &gpu_rules::cluster::ClusterRequest) -> Result<Vec<u8>, String> {
+        match request {
+            gpu_rules::cluster::ClusterRequest::Get(g) if g.kind == "Namespace" => {
+                let labels = match self.0 {
+                    Some(t) => json!({"team": t}),
+                    None => json!({}),
+                };
+                Ok(json!({"metadata": {"name": g.name, "labels": labels}})
+                    .to_string()
+                    .into_bytes())
+            }
+            other => Err(format!("unexpected host call {other:?}")),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// With teamLabelKey: a routed object is a fixed point under its namespace's team, and
+    /// after the namespace has moved to another team (or left its team), one UPDATE
+    /// settles it: the result is a fixed point under the new team.
+    #[test]
+    fn team_labels_settle_after_the_namespace_moves(
+        settings in settings(),
+        object in workload(),
+        namespace in pick(&NAMESPACES),
+        before in prop::option::of(pick(&["ml-a", "ml-b"])),
+        after in prop::option::of(pick(&["ml-a", "ml-b"])),
+    ) {
+        let mut settings = settings;
+        settings.team_label_key = Some("team".into());
+        settings.validate().unwrap();
+        let eval = |r: &AdmissionRequest, team| {
+            gpu_rules::routing::evaluate(r, &settings, &Namespaces(team))
+        };
+        let quiet = |v: &Verdict| v.allowed && v.mutated_object.is_none();
+        let first = eval(&request("CREATE", namespace, &object, &Value::Null), before);
+        well_formed(&first)?;
+        if let (true, Some(routed)) = (first.allowed, &first.mutated_object) {
+            let again = eval(&request("CREATE", namespace, routed, &Value::Null), before);
+            prop_assert!(quiet(&again), "routed again: {:?}\n{:#}", again, routed);
+            let update = eval(&request("UPDATE", namespace, routed, routed), before);
+            prop_assert!(quiet(&update), "UPDATE of the routed object: {:?}", update);
+            let moved = eval(&request("UPDATE", namespace, routed, routed), after);
+            well_formed(&moved)?;
+            prop_assert!(moved.allowed, "after the move: {:?}\n{:#}", moved.message, routed);
+            let settled = moved.mutated_object.clone().unwrap_or_else(|| routed.clone());
+            let again = eval(&request("UPDATE", namespace, &settled, &settled), after);
+            prop_assert!(quiet(&again), "not settled after the move: {:?}\n{:#}", again, settled);
+        }
+    }
+}
