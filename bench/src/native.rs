@@ -1,14 +1,17 @@
 //! The same rules, called natively: what each policy's `validate` does inside the
-//! module (`gpu_rules::kubewarden::validate` over the policy's `evaluate`: parse the
-//! payload, decide, serialize the answer), with host calls served from the same replay
-//! sessions as in wasm.
+//! module (`gpu_rules::kubewarden::validate_cached` over the policy's `evaluate`: parse the
+//! payload, its settings once per policy as a kept instance does, decide, serialize the
+//! answer), with host calls served from the same replay sessions as in wasm.
 
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 use anyhow::{Result, anyhow, bail};
 use gpu_e2e::{CallbackRequest, ReplaySession};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
-use gpu_rules::kubewarden::validate as glue;
+use gpu_rules::kubewarden::{SettingsCache, validate as glue, validate_cached};
 use gpu_rules::policy::{Autoscaler, CapacityGate, Labels, Policy, Routing, VramFit};
 
 /// Host calls answered from a replay session, as the harness does for wasm.
@@ -55,9 +58,29 @@ const POLICIES: [(&str, Native); 5] = [
     (Autoscaler::NAME, native::<Autoscaler>),
 ];
 
-/// `validate` of the policy `P`, natively.
-fn native<P: Policy>(payload: &[u8], cluster: &ReplayCluster) -> Result<Vec<u8>, String> {
-    glue(payload, |r, s: &P::Settings| P::evaluate(r, s, cluster)).map_err(|e| e.to_string())
+/// `validate` of the policy `P`, natively, with one settings cache per policy (as the
+/// module keeps one per instance).
+fn native<P: Policy>(payload: &[u8], cluster: &ReplayCluster) -> Result<Vec<u8>, String>
+where
+    P::Settings: 'static,
+{
+    thread_local! {
+        static CACHES: RefCell<HashMap<TypeId, Rc<dyn Any>>> = RefCell::new(HashMap::new());
+    }
+    let cache = CACHES.with(|caches| {
+        let any = Rc::clone(
+            caches
+                .borrow_mut()
+                .entry(TypeId::of::<P::Settings>())
+                .or_insert_with(|| Rc::new(SettingsCache::<P::Settings>::new())),
+        );
+        any.downcast::<SettingsCache<P::Settings>>()
+            .expect("one cache per settings type")
+    });
+    validate_cached(payload, &cache, |r, s: &P::Settings| {
+        P::evaluate(r, s, cluster)
+    })
+    .map_err(|e| e.to_string())
 }
 
 /// `validate` of `policy`, natively: the bytes the module would answer.

@@ -328,8 +328,9 @@ impl Results {
              call: serialize `{request, settings}`, call, parse the answer, diff the JSONPatch.\n\
              - **fresh instance**: `Policy::validate`, a new instance per call (instantiate + `wapc_init` + \
              the above): what policy-server does per request (it rehydrates a pre-instantiated module).\n\
-             - **native**: `gpu_rules::kubewarden::validate` with the policy's `evaluate`, the same bytes in \
-             and out, built with opt-level 3; **wasm/native** = guest call / native (medians).\n\
+             - **native**: `gpu_rules::kubewarden::validate_cached` with the policy's `evaluate` (settings read \
+             once, as a kept instance does), the same bytes in and out, built with opt-level 3; \
+             **wasm/native** = guest call / native (medians).\n\
              - Context-aware requests get a fresh clone of their replay session per call (outside the timing).\n\n",
         );
         for m in &self.modules {

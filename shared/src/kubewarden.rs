@@ -13,8 +13,12 @@ use crate::limits;
 use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
+use std::cell::RefCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
 /// The `validate` entry point: runs `decide` on the request and the settings.
 pub fn validate<S, F>(payload: &[u8], decide: F) -> CallResult
@@ -34,6 +38,102 @@ where
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
+    read_and_decide(payload, decide)
+}
+
+/// The `validate` entry point of a policy module: [`validate`], with the settings read
+/// once per instance and kept in `cache` while the host sends the same settings text.
+pub fn validate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> CallResult
+where
+    S: DeserializeOwned,
+    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+{
+    respond(evaluate_cached(payload, cache, decide))
+}
+
+/// [`evaluate`], with the settings from `cache` when the payload's settings text is the
+/// one it holds. A host sends the same settings with every request of a policy (kwctl
+/// and policy-server serialize them from the policy's configuration), so a kept instance
+/// reads them once. Verdicts, messages and codes are [`evaluate`]'s: a payload the fast
+/// path cannot read (whatever the reason) is read again the way [`evaluate`] reads it.
+pub fn evaluate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> Verdict
+where
+    S: DeserializeOwned,
+    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+{
+    if let Err(message) = limits::check_request(payload) {
+        return Verdict::reject(message).with_code(413);
+    }
+    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload)
+        && let Some(settings) = cache.read(p.settings.get())
+    {
+        return decide(&p.request, &settings);
+    }
+    read_and_decide(payload, decide)
+}
+
+/// The payload with its settings left as JSON text, to compare with the cached text.
+#[derive(Deserialize)]
+struct RawPayload<'a> {
+    request: AdmissionRequest,
+    #[serde(borrow)]
+    settings: &'a RawValue,
+}
+
+/// Settings text nested deeper than this is read with the whole payload, as
+/// [`evaluate`] reads it: serde_json counts its recursion limit from the payload's root,
+/// so only settings far deeper than any real ones (a few levels) could be read on their
+/// own and not inside the payload.
+const CACHED_SETTINGS_MAX_DEPTH: usize = 64;
+
+/// The settings one policy instance read last, with their JSON text (see
+/// [`evaluate_cached`]). A module keeps one per instance, in a `thread_local`.
+pub struct SettingsCache<S> {
+    last: RefCell<Option<(Box<str>, Rc<S>)>>,
+}
+
+impl<S> SettingsCache<S> {
+    pub const fn new() -> Self {
+        SettingsCache {
+            last: RefCell::new(None),
+        }
+    }
+}
+
+impl<S> Default for SettingsCache<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: DeserializeOwned> SettingsCache<S> {
+    /// The settings `text` reads as: the kept ones when `text` is the kept text, else
+    /// `text` read and kept. `None` when `text` cannot be read on its own (the caller then
+    /// reads the whole payload, for the error message).
+    fn read(&self, text: &str) -> Option<Rc<S>> {
+        if let Some((kept, settings)) = &*self.last.borrow()
+            && **kept == *text
+        {
+            return Some(Rc::clone(settings));
+        }
+        if limits::json_depth(text.as_bytes()) > CACHED_SETTINGS_MAX_DEPTH {
+            return None;
+        }
+        // From bytes, as `validate_settings` reads them: one copy of the settings' reader in
+        // the module (serde_json's str and slice readers are separate code).
+        let settings = Rc::new(serde_json::from_slice::<S>(text.as_bytes()).ok()?);
+        *self.last.borrow_mut() = Some((text.into(), Rc::clone(&settings)));
+        Some(settings)
+    }
+}
+
+/// Reads the whole payload (request and typed settings) and decides; a payload that
+/// cannot be read is denied with code 400 and serde's message, with the field's path.
+fn read_and_decide<S, F>(payload: &[u8], decide: F) -> Verdict
+where
+    S: DeserializeOwned,
+    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+{
     match serde_json::from_slice::<Payload<S>>(payload) {
         Ok(p) => decide(&p.request, &p.settings),
         Err(e) => Verdict::reject(format!(
@@ -142,16 +242,25 @@ macro_rules! kubewarden_policy {
         /// Decides one admission request.
         pub fn validate(payload: &[u8]) -> $crate::kubewarden::guest::CallResult {
             use $crate::policy::Policy;
-            $crate::kubewarden::validate(
-                payload,
-                |request, settings: &<$policy as Policy>::Settings| {
-                    <$policy>::evaluate(
-                        request,
-                        settings,
-                        &$crate::kubewarden::HostCluster::<{ <$policy as Policy>::HOST_CALLS }>,
-                    )
-                },
-            )
+            ::std::thread_local! {
+                /// The settings this instance read last (the host sends the same ones
+                /// with every request).
+                static SETTINGS: $crate::kubewarden::SettingsCache<<$policy as Policy>::Settings> =
+                    const { $crate::kubewarden::SettingsCache::new() };
+            }
+            SETTINGS.with(|cache| {
+                $crate::kubewarden::validate_cached(
+                    payload,
+                    cache,
+                    |request, settings: &<$policy as Policy>::Settings| {
+                        <$policy>::evaluate(
+                            request,
+                            settings,
+                            &$crate::kubewarden::HostCluster::<{ <$policy as Policy>::HOST_CALLS }>,
+                        )
+                    },
+                )
+            })
         }
 
         /// Checks the policy settings.
@@ -360,6 +469,141 @@ mod tests {
                 "its JSON is nested more than 127 levels deep (at line 1, column 128)"
             )
         );
+    }
+
+    thread_local! {
+        static READS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    }
+
+    /// Settings that count how often they are read.
+    #[derive(Deserialize)]
+    struct Counted {
+        #[serde(deserialize_with = "counted")]
+        limit: u32,
+    }
+
+    fn counted<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+        READS.with(|r| r.set(r.get() + 1));
+        u32::deserialize(d)
+    }
+
+    fn limit_of(payload: &str, cache: &SettingsCache<Counted>) -> Verdict {
+        evaluate_cached(payload.as_bytes(), cache, |r, s: &Counted| {
+            Verdict::reject(format!("{} {}", r.namespace, s.limit))
+        })
+    }
+
+    #[test]
+    fn cached_settings_are_read_once_while_their_text_is_the_same() {
+        let cache = SettingsCache::new();
+        let reads = || READS.with(|r| r.get());
+        let start = reads();
+        let with = |ns: &str, settings: &str| {
+            format!(r#"{{"request": {{"namespace": "{ns}"}}, "settings": {settings}}}"#)
+        };
+        assert_eq!(
+            limit_of(&with("a", r#"{"limit": 3}"#), &cache)
+                .message
+                .unwrap(),
+            "a 3"
+        );
+        assert_eq!(
+            limit_of(&with("b", r#"{"limit": 3}"#), &cache)
+                .message
+                .unwrap(),
+            "b 3"
+        );
+        assert_eq!(reads() - start, 1, "the same settings text is read once");
+        assert_eq!(
+            limit_of(&with("c", r#"{"limit":4}"#), &cache)
+                .message
+                .unwrap(),
+            "c 4"
+        );
+        assert_eq!(
+            limit_of(&with("d", r#"{"limit": 3}"#), &cache)
+                .message
+                .unwrap(),
+            "d 3"
+        );
+        assert_eq!(reads() - start, 3, "other settings text is read again");
+        // Settings the fast path cannot read are read with the payload, for the message.
+        let bad = limit_of(&with("e", r#"{"limit": "x"}"#), &cache);
+        assert_eq!(bad.code, Some(400));
+        assert!(bad.message.unwrap().starts_with(
+            "the admission request could not be read: settings.limit: invalid type: string"
+        ));
+        assert_eq!(
+            limit_of(&with("f", r#"{"limit": 3}"#), &cache)
+                .message
+                .unwrap(),
+            "f 3"
+        );
+    }
+
+    #[test]
+    fn cached_and_uncached_reading_answer_alike() {
+        let deep_settings = format!(
+            r#"{{"request": {{}}, "settings": {{"limit": 1, "x": {}{}}}}}"#,
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+        let deep_request = format!(
+            r#"{{"request": {{"object": {}{}}}, "settings": {{}}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        let mut big = br#"{"request": {}, "settings": {}}"#.to_vec();
+        big.resize(limits::MAX_REQUEST_BYTES + 1, b' ');
+        let many = format!(
+            r#"{{"request": {{"object": [{}]}}, "settings": {{}}}}"#,
+            vec!["0"; limits::MAX_REQUEST_VALUES].join(",")
+        );
+        for payload in [
+            r#"{"request": {"namespace": "ml"}, "settings": {"limit": 2}}"#.as_bytes(),
+            br#"{"settings": {"limit": 2}, "request": {"namespace": "ml"}}"#,
+            br#"{"request": {"namespace": "ml"}, "settings": {"limit": 2, "limt": 1}}"#,
+            br#"{"request": {"namespace": 7}, "settings": {"limit": 2}}"#,
+            br#"{"request": {"namespace": "ml"}, "settings": [2]}"#,
+            br#"{"request": {"namespace": "ml"}}"#,
+            br#"{"request": {}, "settings": {"limit": 2}, "settings": {"limit": 3}}"#,
+            br#"{"request": {}, "settings": {"limit": 2"#,
+            b"{not json",
+            deep_settings.as_bytes(),
+            deep_request.as_bytes(),
+            &big,
+            many.as_bytes(),
+        ] {
+            let decide = |r: &AdmissionRequest, s: &S| {
+                Verdict::reject(format!("{} {}", r.namespace, s.limit))
+            };
+            let cache = SettingsCache::new();
+            let cached = evaluate_cached(payload, &cache, decide);
+            assert_eq!(
+                cached,
+                evaluate(payload, decide),
+                "{}",
+                String::from_utf8_lossy(&payload[..payload.len().min(120)])
+            );
+            assert_eq!(evaluate_cached(payload, &cache, decide), cached);
+        }
+        // Settings any JSON reads as, nested too deep inside the payload but not on their
+        // own: read with the payload, so denied as before.
+        for depth in [60, 126, 127, 130] {
+            let payload = format!(
+                r#"{{"request": {{}}, "settings": {}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let decide = |_: &AdmissionRequest, _: &Value| Verdict::accept();
+            let cached = evaluate_cached(payload.as_bytes(), &SettingsCache::new(), decide);
+            assert_eq!(
+                cached,
+                evaluate(payload.as_bytes(), decide),
+                "depth {depth}"
+            );
+            assert_eq!(cached.allowed, depth < 127, "depth {depth}: {cached:?}");
+        }
     }
 
     #[test]

@@ -121,6 +121,12 @@ pub fn check_request(payload: &[u8]) -> Result<(), String> {
             limit_text(API_SERVER_MAX_BODY_BYTES)
         ));
     }
+    // Every value holds at least one byte of its own, and json_values counts at most two
+    // per byte (plus the root) on any input, valid or not: a payload this short cannot be
+    // over the limit, and is not scanned.
+    if 2 * payload.len() < MAX_REQUEST_VALUES {
+        return Ok(());
+    }
     let values = json_values(payload);
     if values > MAX_REQUEST_VALUES {
         return Err(format!(
@@ -187,6 +193,36 @@ pub fn json_values(json: &[u8]) -> usize {
         }
     }
     values
+}
+
+/// How deeply arrays and objects nest in `json` (0 for a scalar), in one pass without
+/// parsing; for invalid JSON, the deepest bracket reached.
+pub fn json_depth(json: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let mut in_string = false;
+    let mut escaped = false;
+    for &b in json {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 #[cfg(test)]
@@ -257,6 +293,42 @@ mod tests {
                 MAX_REQUEST_VALUES + 1
             )
         );
+    }
+
+    #[test]
+    fn payloads_under_half_the_value_limit_in_bytes_are_under_it_in_values() {
+        // The inputs json_values counts most on, at the longest length not scanned.
+        let len = MAX_REQUEST_VALUES / 2 - 1;
+        for unit in ["0,", "[,", "[[,", "[", "{\"\":[],"] {
+            let text = unit.repeat(len / unit.len() + 1);
+            let text = &text[..len];
+            let values = json_values(text.as_bytes());
+            assert!(
+                values <= 1 + 2 * len && values <= MAX_REQUEST_VALUES,
+                "{unit}: {values}"
+            );
+            check_request(text.as_bytes()).unwrap();
+        }
+        // One value per byte counts exactly either side of the shortcut.
+        let array = |elements: usize| format!("[{}]", vec!["0"; elements].join(","));
+        let short = array(MAX_REQUEST_VALUES / 4 - 1);
+        assert!(2 * short.len() < MAX_REQUEST_VALUES);
+        assert_eq!(json_values(short.as_bytes()), MAX_REQUEST_VALUES / 4);
+    }
+
+    #[test]
+    fn json_depth_counts_brackets_outside_strings() {
+        for (json, depth) in [
+            ("0", 0),
+            ("[]", 1),
+            (r#"{"a": [1, {"b": []}], "c": {}}"#, 4),
+            (r#"{"a": "[[[{{{", "b": "\"[["}"#, 1),
+            (r#"[[[]], [[[]]]]"#, 4),
+        ] {
+            assert_eq!(json_depth(json.as_bytes()), depth, "{json}");
+        }
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        assert_eq!(json_depth(deep.as_bytes()), 200);
     }
 
     #[test]

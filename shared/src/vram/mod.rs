@@ -99,7 +99,7 @@ fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster
             format!("not checked: namespace {} is exempt", request.namespace),
         );
     }
-    let config = match settings.check() {
+    let config = match settings.checked() {
         Ok(c) => c,
         Err(e) => {
             return Verdict::reject(format!("gpu-vram-fit-policy has invalid settings: {e}"));
@@ -109,7 +109,7 @@ fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster
         Ok(w) => dra::resolve(&w, &request.namespace, &settings.dra, cluster),
         Err(_) => ClaimBook::default(),
     };
-    let new = match plan_object(&request.object, settings, &config, &claims) {
+    let new = match plan_object(&request.object, settings, config, &claims) {
         Ok(p) => p,
         // The object's pod templates cannot be read: a malformed (or oversized) request.
         Err(e) => return Verdict::reject(e).with_code(400),
@@ -126,7 +126,7 @@ fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster
         };
     }
     if request.is_update()
-        && let Ok(old) = plan_object(&request.old_object, settings, &config, &claims)
+        && let Ok(old) = plan_object(&request.old_object, settings, config, &claims)
         && old.plans == new.plans
     {
         return Verdict::accept().with_audit(
@@ -139,7 +139,7 @@ fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster
     let images = Images::new(&settings.image_labels, cluster);
     let judge = Judge {
         settings,
-        config: &config,
+        config,
         registry: &registry,
         images: settings.image_labels.enabled.then_some(&images),
     };

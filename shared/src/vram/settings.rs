@@ -163,6 +163,9 @@ pub struct Settings {
     pub dra: crate::dra::DraSettings,
     /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
     pub fractional_gpus: crate::fractional::FractionalSettings,
+    /// What [`Settings::check`] gave, the first time [`Settings::checked`] was asked.
+    #[serde(skip)]
+    checked: std::cell::OnceCell<Result<Config, String>>,
 }
 
 impl Default for Settings {
@@ -195,6 +198,7 @@ impl Default for Settings {
             max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
             dra: Default::default(),
             fractional_gpus: Default::default(),
+            checked: std::cell::OnceCell::new(),
         }
     }
 }
@@ -226,6 +230,14 @@ const MAX_DEVICE_MIB: u64 = 16 * 1024 * 1024; // 16 TiB per GPU: catches unit mi
 const MAX_CAP_GIB: u64 = 1_000_000;
 
 impl Settings {
+    /// [`Settings::check`], done once: the policy keeps its settings between requests
+    /// (the waPC glue's settings cache), so `validate` checks them once per instance. The
+    /// settings must not be changed after this is first asked (their fields are public for
+    /// building them in tests: build, then evaluate).
+    pub fn checked(&self) -> &Result<Config, String> {
+        self.checked.get_or_init(|| self.check())
+    }
+
     /// Checks everything; errors start with the field path.
     pub fn check(&self) -> Result<Config, String> {
         for (field, key) in [
