@@ -117,6 +117,23 @@ const EXCEPTION_AUDIT: &str =
     "exception=llm-a100-launch owner=serving-team@example.com expires=2027-09-28T00:00:00Z";
 const EXCEPTION_EXPIRED: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. (exception llm-a100-launch (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
 
+// Namespace ResourceQuotas (settings_namespace_quotas.yml) and team budgets
+// (settings_team_budgets*.yml; team ml-a: 16 nvidia.com/gpu, 8 in pool a100).
+const NQ: &str = "settings_namespace_quotas.yml";
+const TEAM: &str = "settings_team_budgets.yml";
+const TEAM_CM: &str = "settings_team_budgets_configmap.yml";
+const BELOW: &str =
+    "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits";
+const NS_QUOTA_OVER: &str = "namespace ml-serving: ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
+const NS_QUOTA_PRIORITY: &str = "namespace ml-serving: ResourceQuota a100-high-gpus would hold 8 of its 4 requests.nvidia.com/gpu (0 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
+const NS_QUOTA_NOT_GRANTED: &str = "namespace ml-serving: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)";
+const NS_QUOTA_LIMITS_KEY: &str = "ResourceQuota ml-serving/gpu-limits: spec.hard limits.nvidia.com/gpu is not counted by Kubernetes (for an extended resource it counts only requests.nvidia.com/gpu), so it limits nothing and the capacity gate does not check it: rename it to requests.nvidia.com/gpu";
+const TEAM_OVER: &str = "team ml-a would hold 20 of its 16 nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
+const TEAM_POOL_OVER: &str = "team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (4 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
+const TEAM_CM_MISSING: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const TEAM_CM_NOT_GRANTED: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const TEAM_CM_MALFORMED: &str = "the team budgets ConfigMap gpu-system/gpu-team-budgets is malformed: budgets.json.ml-a.cpu: not a GPU resource the gate counts (nvidia.com/gpu, nvidia.com/gpu.shared, amd.com/gpu, gpu.intel.com/i915, gpu.intel.com/xe, nvidia.com/mig-*, or a name in extraGpuResources); fix the ConfigMap (settings.teamBudgetsConfigMap). The GPU capacity gate denies what it cannot check.";
+
 const CASES: &[Case] = &[
     // Below, over and exactly at the threshold; an empty pool.
     Case {
@@ -774,6 +791,186 @@ const CASES: &[Case] = &[
         in_readme: false,
         warning: None,
     },
+    // Namespace ResourceQuotas: over, within (exactly at it), scoped to a PriorityClass (counts the
+    // a100-high Deployment, not one without a class), a scale-up, with the pool over too, not
+    // granted (warned), a limits.<gpu> key Kubernetes never counts.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_over.yml"),
+        denied: Some(NS_QUOTA_OVER),
+        capacity: Some(BELOW),
+        audit: Some((
+            "quota",
+            "namespace ml-serving: gpu-quota: requests.nvidia.com/gpu used 12 + incoming 8 = 20 of 16, over",
+        )),
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_within.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some((
+            "quota",
+            "namespace ml-serving: gpu-quota: requests.nvidia.com/gpu used 8 + incoming 8 = 16 of 16, fits",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2_priority.json",
+        settings: NQ,
+        session: Some("session_ns_quota_priority.yml"),
+        denied: Some(NS_QUOTA_PRIORITY),
+        capacity: Some(BELOW),
+        audit: None,
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_priority.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some((
+            "quota",
+            "namespace ml-serving: 1 ResourceQuota, none counts this workload's GPUs",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_scale_up.json",
+        settings: NQ,
+        session: Some("session_ns_quota_scale_over.yml"),
+        denied: Some(NS_QUOTA_OVER),
+        capacity: Some(BELOW),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_and_pool_over.yml"),
+        denied: Some(
+            "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. namespace ml-serving: ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.",
+        ),
+        capacity: Some(
+            "a100: nvidia.com/gpu used 50 + incoming 8 = 58 of 64 allocatable (90.6%), threshold 90%, over",
+        ),
+        audit: None,
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_not_granted.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some(("quota", "namespace ml-serving: not checked")),
+        in_readme: false,
+        warning: Some(NS_QUOTA_NOT_GRANTED),
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ,
+        session: Some("session_ns_quota_limits_key.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some((
+            "quota",
+            "namespace ml-serving: 1 ResourceQuota, none counts this workload's GPUs",
+        )),
+        in_readme: false,
+        warning: Some(NS_QUOTA_LIMITS_KEY),
+    },
+    // Team budgets: over the team's 16 GPUs across three namespaces, over its 8 in pool a100,
+    // within both; the budgets ConfigMap found, missing, not granted and malformed.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM,
+        session: Some("session_team_over.yml"),
+        denied: Some(TEAM_OVER),
+        capacity: Some(BELOW),
+        audit: Some((
+            "team",
+            "team ml-a (Namespace label gpu-admission/team; budget in settings; 3 pods): nvidia.com/gpu used 12 + incoming 8 = 20 of 16, over; nvidia.com/gpu in pool a100 used 0 + incoming 8 = 8 of 8, fits",
+        )),
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM,
+        session: Some("session_team_pool_over.yml"),
+        denied: Some(TEAM_POOL_OVER),
+        capacity: Some(BELOW),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM,
+        session: Some("session_team_within.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some((
+            "team",
+            "team ml-a (Namespace label gpu-admission/team; budget in settings; 3 pods): nvidia.com/gpu used 8 + incoming 8 = 16 of 16, fits; nvidia.com/gpu in pool a100 used 0 + incoming 8 = 8 of 8, fits",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM_CM,
+        session: Some("session_team_configmap.yml"),
+        denied: Some(TEAM_OVER),
+        capacity: Some(BELOW),
+        audit: Some((
+            "team",
+            "team ml-a (Namespace label gpu-admission/team; budget in ConfigMap gpu-system/gpu-team-budgets; 3 pods): nvidia.com/gpu used 12 + incoming 8 = 20 of 16, over; nvidia.com/gpu in pool a100 used 0 + incoming 8 = 8 of 8, fits",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM_CM,
+        session: Some("session_team_configmap_missing.yml"),
+        denied: Some(TEAM_CM_MISSING),
+        capacity: Some("team budget of namespace ml-serving: not checked"),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM_CM,
+        session: Some("session_team_configmap_not_granted.yml"),
+        denied: Some(TEAM_CM_NOT_GRANTED),
+        capacity: Some("team budget of namespace ml-serving: not checked"),
+        audit: None,
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: TEAM_CM,
+        session: Some("session_team_configmap_malformed.yml"),
+        denied: Some(TEAM_CM_MALFORMED),
+        capacity: None,
+        audit: Some(("team", "team budget of namespace ml-serving: not checked")),
+        in_readme: true,
+        warning: None,
+    },
     // KAI Scheduler: 3 pods of gpu-fraction 0.5 are charged ceil(3 x 0.5) = 2 GPUs.
     Case {
         request: "deployment_kai_fraction_3x.json",
@@ -1280,14 +1477,21 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
         let api_version = resource["apiVersion"].as_str().unwrap();
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        let plural = format!(
-            "{}s",
-            resource["kind"].as_str().unwrap().to_ascii_lowercase()
-        );
-        let (role, verbs): (&Value, &[&str]) = match group {
-            "resource.k8s.io" => (&dra_role, &["get"]),
-            // NodePools are only read with get_resource.
-            "karpenter.sh" => (&docs[1], &["get"]),
+        let kind = resource["kind"].as_str().unwrap();
+        let plural = format!("{}s", kind.to_ascii_lowercase());
+        // The team budgets ConfigMap is read only with teamBudgetsConfigMap, granted then
+        // by a Role in its namespace (the README says how).
+        if kind == "ConfigMap" {
+            assert!(
+                cap["spec"]["settings"]["teamBudgetsConfigMap"].is_null(),
+                "the example reads a budgets ConfigMap: grant it"
+            );
+            continue;
+        }
+        let (role, verbs): (&Value, &[&str]) = match (group, kind) {
+            ("resource.k8s.io", _) => (&dra_role, &["get"]),
+            // NodePools and Namespaces are only read with get_resource.
+            ("karpenter.sh", _) | ("", "Namespace") => (&docs[1], &["get"]),
             _ => (&docs[1], &["get", "list", "watch"]),
         };
         let granted = role["rules"].as_array().unwrap().iter().any(|r| {
@@ -1353,7 +1557,11 @@ fn example_quotas() -> Vec<Value> {
 fn the_example_quotas_count_the_example_quota_pool() {
     // The example's pool with usage: quotas, and its quotas beside it.
     let cap = &example_documents()[0];
-    let settings = &cap["spec"]["settings"];
+    // The pool's quotas only: the namespace quota and team budget checks are tested above.
+    let mut settings = cap["spec"]["settings"].clone();
+    settings["checkNamespaceQuotas"] = Value::from(false);
+    settings.as_object_mut().unwrap().remove("teamBudgets");
+    let settings = &settings;
     let pool = settings["pools"]
         .as_array()
         .unwrap()

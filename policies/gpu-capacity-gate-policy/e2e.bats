@@ -343,3 +343,52 @@ run_policy() {
   [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
   [ $(expr "$output" : '.*(exception llm-a100-launch (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload).*') -ne 0 ]
 }
+
+@test "namespace ResourceQuota: over it denied with the numbers, exactly at it accepted" {
+  run_policy deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_over.yml
+  [ "$status" -eq 0 ]
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_within.yml
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*gpu-quota: requests.nvidia.com/gpu used 8 + incoming 8 = 16 of 16, fits.*') -ne 0 ]
+}
+
+@test "namespace ResourceQuota: a PriorityClass scope counts its class only; scale-up over it denied" {
+  run_policy deployment_a100_4x2_priority.json settings_namespace_quotas.yml session_ns_quota_priority.yml
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*ResourceQuota a100-high-gpus would hold 8 of its 4.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_priority.yml
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  run_policy deployment_scale_up.json settings_namespace_quotas.yml session_ns_quota_scale_over.yml
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*ResourceQuota gpu-quota would hold 20 of its 16.*') -ne 0 ]
+}
+
+@test "namespace ResourceQuotas not granted: accepted with a warning naming the grant" {
+  run_policy deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_not_granted.yml
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+  [ $(expr "$output" : '.*its ResourceQuotas were not checked: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota}.*') -ne 0 ]
+}
+
+@test "team budget: over the team's GPUs across namespaces, over its pool limit" {
+  run_policy deployment_a100_4x2.json settings_team_budgets.yml session_team_over.yml
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*team ml-a would hold 20 of its 16 nvidia.com/gpu (12 used + 8 incoming).*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_team_budgets.yml session_team_pool_over.yml
+  [ $(expr "$output" : '.*team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (4 used + 8 incoming).*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_team_budgets.yml session_team_within.yml
+  [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]
+}
+
+@test "team budgets ConfigMap: read; missing, not granted or malformed denied naming it" {
+  run_policy deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap.yml
+  [ $(expr "$output" : '.*budget in ConfigMap gpu-system/gpu-team-budgets.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_missing.yml
+  [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]
+  [ $(expr "$output" : '.*cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_not_granted.yml
+  [ $(expr "$output" : '.*add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy.*') -ne 0 ]
+  run_policy deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_malformed.yml
+  [ $(expr "$output" : '.*the team budgets ConfigMap gpu-system/gpu-team-budgets is malformed.*') -ne 0 ]
+}

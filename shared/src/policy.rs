@@ -65,7 +65,7 @@ policy!(
 policy!(
     CapacityGate,
     "gpu-capacity-gate-policy",
-    GET_RESOURCE | LIST_RESOURCES_ALL,
+    GET_RESOURCE | LIST_RESOURCES_ALL | LIST_RESOURCES_BY_NAMESPACE,
     capacity
 );
 policy!(

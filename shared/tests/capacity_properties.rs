@@ -4,8 +4,9 @@
 //! come from never changes the decision. With ceilings (judged on max(allocatable,
 //! ceiling)) and per-node accounting (pods bound to nodes, fragmentation warn or deny) the
 //! decision stays monotonic in demand, existing use and the ceiling; a suspended workload
-//! is never charged more than its unsuspended form. (Run natively; the unit tests also
-//! run in wasm.)
+//! is never charged more than its unsuspended form. A namespace ResourceQuota's decision is
+//! `used + incoming <= hard`, monotonic in demand and in existing use. (Run natively; the
+//! unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
@@ -284,7 +285,7 @@ fn cluster(nodes: &[Node], pods: &[PoolPod]) -> FakeCluster {
 }
 
 fn gate_settings(threshold: u32) -> Settings {
-    serde_json::from_value(json!({"pools": [
+    serde_json::from_value(json!({"checkNamespaceQuotas": false, "pools": [
         {"name": "a100", "nodeSelector": {"matchLabels": {POOL_KEY: "a100"}}, "thresholdPercent": threshold}
     ]}))
     .unwrap()
@@ -385,7 +386,7 @@ fn quota_gate(
     replicas: u64,
     gpus_per_pod: u64,
 ) -> Verdict {
-    let settings: Settings = serde_json::from_value(json!({"usage": "quotas", "pools": [
+    let settings: Settings = serde_json::from_value(json!({"checkNamespaceQuotas": false, "usage": "quotas", "pools": [
         {"name": "a100", "capacity": {GPU: capacity}, "priorityClasses": ["a100-high"], "thresholdPercent": threshold}
     ]}))
     .unwrap();
@@ -588,8 +589,10 @@ fn node_gate(
     if ceiling.is_some() {
         pool["karpenterNodePool"] = json!("a100");
     }
-    let settings: Settings =
-        serde_json::from_value(json!({"pools": [pool], "fragmentation": fragmentation})).unwrap();
+    let settings: Settings = serde_json::from_value(
+        json!({"checkNamespaceQuotas": false, "pools": [pool], "fragmentation": fragmentation}),
+    )
+    .unwrap();
     evaluate(
         &create_deployment(replicas, gpus_per_pod),
         &settings,
@@ -703,5 +706,81 @@ proptest! {
         }
         prop_assert_eq!(charged(&suspended), 0);
         prop_assert!(suspended.allowed);
+    }
+}
+
+/// Answers the namespace's ResourceQuota list only: one quota of `hard` GPUs with `used`
+/// of them counted (the pools are declared with capacity and read from no Pods: a
+/// Deployment into no pool makes only this call).
+struct NamespaceQuotas {
+    quotas: String,
+}
+
+impl Cluster for NamespaceQuotas {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        match request {
+            ClusterRequest::ListInNamespace(l)
+                if l.kind == "ResourceQuota" && l.namespace == "ml" =>
+            {
+                Ok(self.quotas.clone().into_bytes())
+            }
+            other => Err(format!("unexpected host call {other:?}")),
+        }
+    }
+}
+
+fn namespace_quota(hard: u64, used: u64) -> NamespaceQuotas {
+    NamespaceQuotas {
+        quotas: json!({"apiVersion": "v1", "kind": "ResourceQuotaList", "items": [
+            {"metadata": {"name": "gpus", "namespace": "ml"},
+             "spec": {"hard": {format!("requests.{GPU}"): hard.to_string()}},
+             "status": {"used": {format!("requests.{GPU}"): used.to_string()}}}]})
+        .to_string(),
+    }
+}
+
+/// A Deployment of `replicas` x `gpus_per_pod` in no pool, judged by its namespace quota.
+fn quota_verdict(hard: u64, used: u64, replicas: u64, gpus_per_pod: u64) -> Verdict {
+    let settings: Settings = serde_json::from_value(json!({"pools": [
+        {"name": "a100", "nodeSelector": {"matchLabels": {POOL_KEY: "a100"}}}
+    ]}))
+    .unwrap();
+    let mut request = create_deployment(replicas, gpus_per_pod);
+    request.object["spec"]["template"]["metadata"]["labels"] = json!({"app": "llm"});
+    evaluate(&request, &settings, &namespace_quota(hard, used))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The namespace quota decision is `used + incoming <= hard`: exactly at the quota fits
+    /// and one more GPU does not, and it is monotonic in demand and in existing use.
+    #[test]
+    fn the_namespace_quota_decision_is_monotonic_and_exact_at_the_limit(
+        hard in 0u64..64,
+        used in 0u64..64,
+        replicas in 1u64..8,
+        gpus_per_pod in 1u64..=8,
+    ) {
+        let incoming = replicas * gpus_per_pod;
+        let v = quota_verdict(hard, used, replicas, gpus_per_pod);
+        prop_assert_eq!(v.allowed, used + incoming <= hard, "{:?}", v);
+        // More demand (another replica) or more in use is never more allowed.
+        prop_assert!(v.allowed || !quota_verdict(hard, used, replicas + 1, gpus_per_pod).allowed);
+        prop_assert!(v.allowed || !quota_verdict(hard, used + 1, replicas, gpus_per_pod).allowed);
+        if v.allowed {
+            prop_assert!(quota_verdict(hard, used.saturating_sub(1), replicas, gpus_per_pod).allowed);
+        }
+        // At the limit fits; one GPU more in use does not.
+        if incoming <= hard {
+            let at = hard - incoming;
+            prop_assert!(quota_verdict(hard, at, replicas, gpus_per_pod).allowed);
+            prop_assert!(!quota_verdict(hard, at + 1, replicas, gpus_per_pod).allowed);
+        }
+        if !v.allowed {
+            let message = v.message.clone().unwrap_or_default();
+            let expected = format!("would hold {} of its {hard} requests.{GPU} ({used} used + {incoming} incoming)", used + incoming);
+            prop_assert!(message.contains(&expected), "{}", message);
+        }
     }
 }

@@ -34,6 +34,47 @@ pub struct Demand {
     /// Per pool, the GPUs one pod of each charged template holds (templates with a
     /// fractional-GPU share are left out: their pods share devices), for the per-node checks.
     pub shapes: PoolShapes,
+    /// Every template that holds GPUs, whatever its pool (exempt and pool-less ones too):
+    /// what namespace ResourceQuotas and team budgets count.
+    pub templates: Vec<TemplateDemand>,
+}
+
+/// What the pods of one pod template hold, for the checks that count every GPU pod of a
+/// namespace or team, whatever its pool ([`super::quotas`], [`super::teams`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateDemand {
+    /// The template's location (`spec.template.spec`).
+    pub location: String,
+    /// Its index in the workload's templates.
+    pub index: usize,
+    /// Pods it stands for.
+    pub pods: u64,
+    /// GPUs of one pod (effective requests); empty for a fractional-GPU share, whose pods
+    /// share devices.
+    pub per_pod: GpuCounts,
+    /// GPUs of all its pods (as charged to pools).
+    pub gpus: GpuCounts,
+    /// The pools it targets (indexes into `settings.pools`), exempt or not.
+    pub pools: Vec<usize>,
+    /// What ResourceQuota scopes see of its pods.
+    pub scope: ScopeFacts,
+}
+
+/// What decides whether a ResourceQuota's scopes count a template's pods. `None` where
+/// the template alone cannot tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScopeFacts {
+    pub priority_class: Option<String>,
+    /// `spec.activeDeadlineSeconds` set (>= 0): the `Terminating` scope.
+    pub terminating: bool,
+    /// `Some(false)` when a container or the pod sets a cpu or memory request or limit (the
+    /// pod is not BestEffort); `None` when none does: a LimitRange's defaults, applied when
+    /// the pods are created, may still make it Burstable.
+    pub best_effort: Option<bool>,
+    /// Pod (anti-)affinity terms naming other namespaces (`namespaces` or
+    /// `namespaceSelector`): the `CrossNamespacePodAffinity` scope. `None` when the terms
+    /// were not read (a scaled workload is read masked to its resources).
+    pub cross_namespace_affinity: Option<bool>,
 }
 
 /// The GPUs one pod of a template holds, per resource name.
@@ -137,7 +178,7 @@ pub fn workload_demand(
     claims: &ClaimBook,
 ) -> Demand {
     let mut demand = Demand::default();
-    for t in &workload.templates {
+    for (index, t) in workload.templates.iter().enumerate() {
         let pod = template_gpus(t, names, claims);
         let uncountable: Vec<String> = pod
             .problems
@@ -158,6 +199,31 @@ pub fn workload_demand(
         if let Some(share) = pod.share.as_ref().filter(|s| s.scheduler == Scheduler::Kai) {
             gpus.insert(KAI_DEVICE_RESOURCE.into(), share.charge(t.pods));
         }
+        let pools = target_pools(settings, &t.meta.labels, &t.spec);
+        if gpus.values().any(|n| *n > 0) {
+            demand.templates.push(TemplateDemand {
+                location: t.location.clone(),
+                index,
+                pods: t.pods,
+                per_pod: if pod.share.is_none() {
+                    pod.effective.clone()
+                } else {
+                    GpuCounts::new()
+                },
+                gpus: {
+                    let mut nonzero = gpus.clone();
+                    nonzero.retain(|_, n| *n > 0);
+                    nonzero
+                },
+                pools: pools.clone(),
+                scope: ScopeFacts {
+                    priority_class: t.spec.priority_class_name.clone().filter(|c| !c.is_empty()),
+                    terminating: false,
+                    best_effort: sets_cpu_or_memory(&t.spec).then_some(false),
+                    cross_namespace_affinity: None,
+                },
+            });
+        }
         if let Some(class) = t
             .spec
             .priority_class_name
@@ -169,7 +235,6 @@ pub fn workload_demand(
                 .push(format!("{} (priorityClassName {class})", t.location));
             continue;
         }
-        let pools = target_pools(settings, &t.meta.labels, &t.spec);
         if pools.is_empty() {
             if gpus.values().any(|n| *n > 0) {
                 demand
@@ -201,6 +266,151 @@ pub fn workload_demand(
     }
     demand.per_pool.retain(|_, c| !c.is_empty());
     demand
+}
+
+/// True when a container (app or init) or the pod sets a cpu or memory request or limit
+/// other than zero: such a pod is Burstable or Guaranteed, never BestEffort (Kubernetes'
+/// QoS rule reads only cpu and memory).
+fn sets_cpu_or_memory(spec: &PodSpec) -> bool {
+    let sets = |r: &crate::podspec::Resources| {
+        [&r.requests, &r.limits].into_iter().any(|list| {
+            ["cpu", "memory"].iter().any(|k| {
+                list.get(*k).is_some_and(|q| {
+                    crate::quantity::Quantity::parse(&q.0).map_or(true, |q| !q.is_zero())
+                })
+            })
+        })
+    };
+    spec.containers
+        .iter()
+        .chain(&spec.init_containers)
+        .any(|c| sets(&c.resources))
+        || spec.resources.as_ref().is_some_and(sets)
+}
+
+/// Fills in the scope facts only the object's JSON has (`activeDeadlineSeconds`, pod
+/// affinity terms) for `templates` of `workload`, read from `object`. With
+/// `affinity_read: false` (the object was read masked) cross-namespace affinity stays
+/// unknown.
+pub fn read_scopes(
+    templates: &mut [TemplateDemand],
+    workload: &Workload,
+    object: &Value,
+    affinity_read: bool,
+) {
+    for t in templates {
+        let Some(spec) = workload
+            .templates
+            .get(t.index)
+            .and_then(|w| crate::workload::value_at(object, &w.spec_pointer))
+        else {
+            continue;
+        };
+        t.scope.terminating = spec
+            .get("activeDeadlineSeconds")
+            .and_then(Value::as_i64)
+            .is_some_and(|s| s >= 0);
+        if affinity_read {
+            t.scope.cross_namespace_affinity = Some(cross_namespace_affinity(spec));
+        }
+    }
+}
+
+/// Kubernetes' `usesCrossNamespacePodAffinity`: a required or preferred pod affinity or
+/// anti-affinity term with `namespaces` or a `namespaceSelector`.
+fn cross_namespace_affinity(spec: &Value) -> bool {
+    let crosses = |term: &Value| {
+        term.get("namespaces")
+            .and_then(Value::as_array)
+            .is_some_and(|n| !n.is_empty())
+            || term.get("namespaceSelector").is_some_and(|s| !s.is_null())
+    };
+    ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
+        let Some(affinity) = spec.pointer(&format!("/affinity/{kind}")) else {
+            return false;
+        };
+        let terms = |key: &str| {
+            affinity
+                .get(key)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+        };
+        terms("requiredDuringSchedulingIgnoredDuringExecution").any(crosses)
+            || terms("preferredDuringSchedulingIgnoredDuringExecution")
+                .filter_map(|w| w.get("podAffinityTerm"))
+                .any(crosses)
+    })
+}
+
+/// What a request adds, template by template, for the checks that count every GPU pod of
+/// a namespace or a team: the new object's templates, the old object's (an UPDATE is
+/// charged the increase) and the extra pods of a rollout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Incoming {
+    pub new: Vec<TemplateDemand>,
+    pub old: Vec<TemplateDemand>,
+    pub surge: Vec<TemplateDemand>,
+}
+
+impl Incoming {
+    /// The GPUs added by the templates `counted` selects: per resource, what the new
+    /// object's asks beyond the old one's (as for pools: decreases are not credits), plus
+    /// the rollout's extra pods.
+    pub fn gpus(&self, counted: &dyn Fn(&TemplateDemand) -> bool) -> GpuCounts {
+        let total = |templates: &[TemplateDemand]| {
+            let mut sum = GpuCounts::new();
+            for t in templates.iter().filter(|t| counted(t)) {
+                crate::gpu::add_into(&mut sum, &t.gpus);
+            }
+            sum
+        };
+        // Built by insertion: collecting into a map sorts, and each collect is a sort
+        // of its own in the module.
+        let (mut grown, old) = (total(&self.new), total(&self.old));
+        for (r, n) in grown.iter_mut() {
+            *n = n.saturating_sub(old.get(r).copied().unwrap_or(0));
+        }
+        crate::gpu::add_into(&mut grown, &total(&self.surge));
+        grown.retain(|_, n| *n > 0);
+        grown
+    }
+
+    /// The GPUs one incoming pod of the templates `counted` selects holds, when they all
+    /// hold the same (then room can be told in pods).
+    pub fn pod_shape(&self, counted: &dyn Fn(&TemplateDemand) -> bool) -> Option<GpuCounts> {
+        let mut shapes = self
+            .new
+            .iter()
+            .chain(&self.surge)
+            .filter(|t| counted(t))
+            .map(|t| &t.per_pod);
+        let first = shapes.next()?;
+        (!first.is_empty() && shapes.all(|s| s == first)).then(|| first.clone())
+    }
+
+    /// True when nothing is added.
+    pub fn is_empty(&self) -> bool {
+        self.gpus(&|_| true).is_empty()
+    }
+}
+
+/// How many pods of `shape` GPUs `incoming` GPUs stand for, and how many of them fit in
+/// `room` (per resource: the fewest).
+pub fn pods_fitting(incoming: &GpuCounts, room: &GpuCounts, shape: &GpuCounts) -> (u64, u64) {
+    let mut pods = 0;
+    let mut fit = u64::MAX;
+    for (resource, per_pod) in shape.iter().filter(|(_, n)| **n > 0) {
+        pods = pods.max(
+            incoming
+                .get(resource)
+                .copied()
+                .unwrap_or(0)
+                .div_ceil(*per_pod),
+        );
+        fit = fit.min(room.get(resource).copied().unwrap_or(0) / per_pod);
+    }
+    (pods, fit.min(pods))
 }
 
 /// Per pool and resource, how much `new` asks beyond `old` (decreases are not credits).

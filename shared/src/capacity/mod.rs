@@ -27,15 +27,17 @@
 
 pub mod decision;
 pub mod demand;
+pub mod quotas;
 pub mod scan;
 pub mod settings;
 pub mod state;
+pub mod teams;
 
 pub use decision::{
     CapacitySource, Ceiling, CeilingSource, Decision, NodeUse, PoolSnapshot, ResourceCheck,
     UsageSource, decide, decide_with,
 };
-pub use settings::{ChargePods, Fragmentation, Pool, Settings, Usage};
+pub use settings::{ChargePods, Fragmentation, Pool, Settings, Unreadable, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
@@ -43,7 +45,7 @@ use crate::dra;
 use crate::gpu::GpuResources;
 use crate::workload::Workload;
 use decision::Inputs;
-use demand::{Demand, PoolClasses, PoolDemand, PoolShapes};
+use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes};
 use serde_json::Value;
 use state::{HostFailure, PoolError};
 
@@ -70,6 +72,10 @@ pub mod audit {
     pub const FRAGMENTATION: &str = "fragmentation";
     /// What the pool's alternatives said on a denial.
     pub const ALTERNATIVES: &str = "alternatives";
+    /// The namespace's ResourceQuotas checked: per quota and resource, used, incoming, hard.
+    pub const QUOTA: &str = "quota";
+    /// The team's budget checked: how the team was found, per limit used, incoming, limit.
+    pub const TEAM: &str = "team";
 }
 
 /// Longest host error kept in the `host-error` audit annotation.
@@ -82,6 +88,8 @@ enum Plan {
         classes: PoolClasses,
         shapes: PoolShapes,
         notes: Vec<(&'static str, String)>,
+        /// What the request adds template by template (namespace quotas, team budgets).
+        incoming: Incoming,
     },
     Done(Verdict),
     HostFailed {
@@ -137,13 +145,14 @@ fn judge(
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
     };
-    let (per_pool, classes, shapes, notes) = match plan {
+    let (per_pool, classes, shapes, mut notes, incoming) = match plan {
         Plan::Charge {
             per_pool,
             classes,
             shapes,
             notes,
-        } => (per_pool, classes, shapes, notes),
+            incoming,
+        } => (per_pool, classes, shapes, notes, incoming),
         Plan::Done(verdict) => return verdict,
         Plan::HostFailed { failure, context } => {
             return host_failure(settings, &context, &failure, Vec::new());
@@ -198,10 +207,20 @@ fn judge(
     }
     let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
-    let denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
+    let mut denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
+    let mut warnings: Vec<String> = decisions.iter().filter_map(Decision::warning).collect();
+    // Namespace quotas and team budgets, reported with the pools' denials.
+    match namespace_checks(request, settings, &names, cluster, &incoming) {
+        Ok(found) => {
+            denials.extend(found.denials);
+            warnings.extend(found.warnings);
+            notes.extend(found.notes);
+        }
+        Err(verdict) => return with_notes(*verdict, notes),
+    }
     let mut verdict = if denials.is_empty() {
         let mut v = Verdict::accept();
-        for warning in decisions.iter().filter_map(Decision::warning) {
+        for warning in warnings {
             v = v.with_warning(warning);
         }
         v
@@ -226,6 +245,92 @@ fn judge(
         }
     }
     with_notes(verdict, notes)
+}
+
+/// What the namespace quota and team budget checks found.
+#[derive(Default)]
+struct NamespaceFindings {
+    denials: Vec<String>,
+    warnings: Vec<String>,
+    notes: Vec<(&'static str, String)>,
+}
+
+/// Checks the namespace's ResourceQuotas (`checkNamespaceQuotas`) and the team's budget
+/// against what the request adds. No host call when it adds nothing. `Err` is the verdict
+/// when something could not be read (fail closed, or `failOpen`), or the budgets
+/// ConfigMap is malformed.
+fn namespace_checks(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    names: &GpuResources,
+    cluster: &dyn Cluster,
+    incoming: &Incoming,
+) -> Result<NamespaceFindings, Box<Verdict>> {
+    let mut found = NamespaceFindings::default();
+    if incoming.is_empty() {
+        return Ok(found);
+    }
+    let namespace = request.namespace.as_str();
+    if settings.check_namespace_quotas {
+        match quotas::check(cluster, namespace, names, incoming) {
+            Ok(outcome) => {
+                found.denials.extend(outcome.denials(namespace));
+                found.warnings.extend(outcome.warnings.iter().cloned());
+                found.notes.push((audit::QUOTA, outcome.audit(namespace)));
+            }
+            Err(failure) => {
+                let context = format!("namespace {namespace}: its ResourceQuotas");
+                if settings.unreadable_namespace_quotas == Unreadable::Deny {
+                    return Err(Box::new(host_failure(
+                        settings,
+                        &context,
+                        &failure,
+                        Vec::new(),
+                    )));
+                }
+                found.warnings.push(format!(
+                    "{context} were not checked: {} (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)",
+                    failure.explanation()
+                ));
+                found
+                    .notes
+                    .push((audit::HOST_ERROR, failure.raw(HOST_ERROR_MAX)));
+                found
+                    .notes
+                    .push((audit::QUOTA, format!("namespace {namespace}: not checked")));
+            }
+        }
+    }
+    match teams::check(cluster, settings, names, namespace, incoming) {
+        Ok(teams::Judged::NoBudget(why)) => {
+            if teams::configured(settings) {
+                found.notes.push((audit::TEAM, why));
+            }
+        }
+        Ok(teams::Judged::Checked(outcome)) => {
+            found.denials.extend(outcome.denials());
+            found.notes.push((audit::TEAM, outcome.audit()));
+        }
+        Err(teams::TeamError::Host(failure)) => {
+            let context = format!("team budget of namespace {namespace}");
+            return Err(Box::new(
+                host_failure(settings, &context, &failure, Vec::new())
+                    .with_audit(audit::TEAM, format!("{context}: not checked")),
+            ));
+        }
+        Err(teams::TeamError::Invalid(problem)) => {
+            return Err(Box::new(
+                Verdict::reject(format!(
+                    "{problem}. The GPU capacity gate denies what it cannot check."
+                ))
+                .with_audit(
+                    audit::TEAM,
+                    format!("team budget of namespace {namespace}: not checked"),
+                ),
+            ));
+        }
+    }
+    Ok(found)
 }
 
 /// What a request asks of any pool: reading it and deciding with the same demand (for
@@ -366,7 +471,8 @@ fn object_plan(
         ));
     }
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
-    let new = demand::workload_demand(&workload, settings, names, &claims);
+    let mut new = demand::workload_demand(&workload, settings, names, &claims);
+    demand::read_scopes(&mut new.templates, &workload, &request.object, true);
     if !new.uses_gpu() {
         return Plan::Done(Verdict::accept());
     }
@@ -382,6 +488,10 @@ fn object_plan(
 
     let classes = new.classes.clone();
     let shapes = new.shapes.clone();
+    let mut incoming = Incoming {
+        new: new.templates.clone(),
+        ..Incoming::default()
+    };
     let per_pool = if request.is_update() {
         // The old object was admitted before; if it cannot be read, charge everything. A
         // suspended old object held nothing: the update that unsuspends it is charged in full.
@@ -394,21 +504,28 @@ fn object_plan(
                 ));
                 Demand::default()
             }
-            Ok(w) => demand::workload_demand(w, settings, names, &claims),
+            Ok(w) => {
+                let mut old = demand::workload_demand(w, settings, names, &claims);
+                demand::read_scopes(&mut old.templates, w, &request.old_object, true);
+                old
+            }
             Err(_) => Demand::default(),
         };
+        incoming.old = old.templates;
         let grown = demand::increase(&new.per_pool, &old.per_pool);
         match rollout(request, &workload, settings, names, &claims) {
-            Some((surge, note)) => {
+            Some((mut surge, note)) => {
                 notes.push((audit::SURGE, note));
-                demand::sum(&grown, &surge)
+                demand::read_scopes(&mut surge.templates, &workload, &request.object, true);
+                incoming.surge = surge.templates;
+                demand::sum(&grown, &surge.per_pool)
             }
             None => grown,
         }
     } else {
         new.per_pool
     };
-    if per_pool.is_empty() {
+    if per_pool.is_empty() && incoming.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
     Plan::Charge {
@@ -416,6 +533,7 @@ fn object_plan(
         classes,
         shapes,
         notes,
+        incoming,
     }
 }
 
@@ -445,15 +563,15 @@ fn queue_of<'w>(workload: &'w Workload, settings: &Settings) -> Option<&'w str> 
 }
 
 /// The extra pods of a Deployment rollout this UPDATE starts (`maxSurge` of its replicas,
-/// GPUs per pod of the new template), per pool, with the audit note; `None` when it starts
-/// none, for other kinds, and with `chargeRolloutSurge: false`.
+/// GPUs per pod of the new template), with the audit note; `None` when it starts none,
+/// for other kinds, and with `chargeRolloutSurge: false`.
 fn rollout(
     request: &AdmissionRequest,
     workload: &Workload,
     settings: &Settings,
     names: &GpuResources,
     claims: &dra::ClaimBook,
-) -> Option<(PoolDemand, String)> {
+) -> Option<(Demand, String)> {
     if !settings.charge_rollout_surge
         || (workload.group.as_str(), workload.kind.as_str()) != ("apps", "Deployment")
         || !demand::starts_rollout(&request.object, &request.old_object)
@@ -468,8 +586,8 @@ fn rollout(
     for t in &mut surge.templates {
         t.pods = pods;
     }
-    let charged = demand::workload_demand(&surge, settings, names, claims).per_pool;
-    if charged.is_empty() {
+    let charged = demand::workload_demand(&surge, settings, names, claims);
+    if charged.templates.is_empty() {
         return None;
     }
     Some((
@@ -614,12 +732,18 @@ fn scale_plan(
         Err(e) => return unreadable(e.to_string()),
     };
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
-    let added = demand::workload_demand(&workload, settings, names, &claims);
+    let mut added = demand::workload_demand(&workload, settings, names, &claims);
     if let Some(denial) = uncountable_demand(&added) {
         return Plan::Done(denial);
     }
     let notes = demand_notes(&added);
-    if added.per_pool.is_empty() {
+    // The parent was read masked to its resources: its pod affinity is not known.
+    demand::read_scopes(&mut added.templates, &workload, &parent, false);
+    let incoming = Incoming {
+        new: added.templates,
+        ..Incoming::default()
+    };
+    if added.per_pool.is_empty() && incoming.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
     Plan::Charge {
@@ -627,6 +751,7 @@ fn scale_plan(
         classes: added.classes,
         shapes: added.shapes,
         notes,
+        incoming,
     }
 }
 

@@ -72,6 +72,41 @@ pub struct Settings {
     /// More kinds whose `suspend` field keeps their pods from being created.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub suspendable_kinds: Vec<SuspendableKind>,
+    /// Check the ResourceQuotas of the workload's namespace that count its GPUs.
+    pub check_namespace_quotas: bool,
+    /// What to do when the namespace's ResourceQuotas cannot be read.
+    pub unreadable_namespace_quotas: Unreadable,
+    /// The Namespace label naming a namespace's team (team budgets).
+    pub team_label_key: String,
+    /// GPU budgets per team: limits per GPU resource, and per pool (as written; read by
+    /// [`super::teams::parse_budgets`]).
+    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+    pub team_budgets: serde_json::Map<String, serde_json::Value>,
+    /// A ConfigMap holding more team budgets (read with `get_resource`); its entries
+    /// replace the settings' for the same team.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team_budgets_config_map: Option<super::teams::ConfigMapRef>,
+}
+
+/// What the gate does when the namespace's ResourceQuotas cannot be read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Unreadable {
+    /// Accept, with a warning naming the permission to grant: Kubernetes still enforces
+    /// the quotas when the pods are created, so nothing escapes them.
+    #[default]
+    Warn,
+    /// Deny (fail closed), unless `failOpen`.
+    Deny,
+}
+
+impl Unreadable {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Unreadable::Warn => "warn",
+            Unreadable::Deny => "deny",
+        }
+    }
 }
 
 impl Default for Settings {
@@ -96,6 +131,11 @@ impl Default for Settings {
             queue_label_key: DEFAULT_QUEUE_LABEL_KEY.to_string(),
             gate_queued: false,
             suspendable_kinds: Vec::new(),
+            check_namespace_quotas: true,
+            unreadable_namespace_quotas: Unreadable::default(),
+            team_label_key: crate::settings::TEAM_POD_LABEL_KEY.to_string(),
+            team_budgets: serde_json::Map::new(),
+            team_budgets_config_map: None,
         }
     }
 }
@@ -488,7 +528,7 @@ impl ValidateSettings for Settings {
                 ));
             }
         }
-        Ok(())
+        super::teams::validate_settings(self)
     }
 }
 
@@ -508,7 +548,7 @@ impl Settings {
 
     /// A map of GPUs per resource name (`{nvidia.com/gpu: 64}`): at least one entry, each a
     /// GPU resource the gate counts with a whole number of GPUs.
-    fn validate_gpu_map(
+    pub(super) fn validate_gpu_map(
         &self,
         field: &str,
         declared: &BTreeMap<String, DeclaredGpus>,

@@ -9,7 +9,7 @@
 
 use super::decision::{CapacitySource, Ceiling, CeilingSource, NodeUse, PoolSnapshot, UsageSource};
 use super::settings::{Pool, Settings, Usage};
-use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll};
+use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll, ListInNamespace};
 use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
 use crate::podspec::null_as_default;
 use serde::Deserialize;
@@ -52,9 +52,23 @@ pub const QUOTA_FIELD_MASKS: &[&str] = &[
     "status.used",
 ];
 
+/// What crosses the host boundary for each ResourceQuota of the request's namespace (its
+/// name is in the metadata, which Kubewarden never masks).
+pub const NAMESPACE_QUOTA_FIELD_MASKS: &[&str] = &[
+    "metadata.name",
+    "spec.hard",
+    "spec.scopeSelector",
+    "spec.scopes",
+    "status.used",
+];
+
 /// A ResourceQuota counts an extended resource only under this prefix
 /// (`requests.nvidia.com/gpu`): Kubernetes allows no other form for them.
 pub const QUOTA_REQUESTS_PREFIX: &str = "requests.";
+
+/// The prefix of a quota's limits of a resource (`limits.cpu`), which Kubernetes never
+/// counts for an extended resource.
+pub const QUOTA_LIMITS_PREFIX: &str = "limits.";
 
 /// What crosses the host boundary when a scaled workload is read: its pod template's
 /// GPU requests (resources, DRA claims, a fractional-GPU scheduler's fields) and what
@@ -118,6 +132,42 @@ pub fn quota_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
         label_selector: Some(format!("{pool_label_key}={}", pool.name)),
         field_selector: None,
         field_masks: masks(QUOTA_FIELD_MASKS),
+    })
+}
+
+/// The ResourceQuotas of `namespace`: every one, whatever its labels (Kubernetes checks
+/// each quota of the namespace that counts the pod).
+pub fn namespace_quota_query(namespace: &str) -> ClusterRequest {
+    ClusterRequest::ListInNamespace(ListInNamespace {
+        api_version: "v1".into(),
+        kind: "ResourceQuota".into(),
+        namespace: namespace.into(),
+        label_selector: None,
+        field_selector: None,
+        field_masks: masks(NAMESPACE_QUOTA_FIELD_MASKS),
+    })
+}
+
+/// A team's Pods in every namespace, by the team label routing stamps: not finished.
+pub fn team_pod_query(team: &str) -> ClusterRequest {
+    ClusterRequest::ListAll(ListAll {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        label_selector: Some(format!("{}={team}", crate::settings::TEAM_POD_LABEL_KEY)),
+        field_selector: Some(POD_FIELD_SELECTOR.into()),
+        field_masks: masks(POD_FIELD_MASKS),
+    })
+}
+
+/// Every Pod of `namespace` that is not finished (a team given by its namespaces).
+pub fn namespace_pod_query(namespace: &str) -> ClusterRequest {
+    ClusterRequest::ListInNamespace(ListInNamespace {
+        api_version: "v1".into(),
+        kind: "Pod".into(),
+        namespace: namespace.into(),
+        label_selector: None,
+        field_selector: Some(POD_FIELD_SELECTOR.into()),
+        field_masks: masks(POD_FIELD_MASKS),
     })
 }
 
@@ -429,6 +479,11 @@ pub struct Quota {
     pub name: String,
     /// GPU resources it counts: its `spec.hard` entries `requests.<gpu>`, prefix removed.
     pub counts: BTreeSet<String>,
+    /// Those entries' limits.
+    pub hard: GpuCounts,
+    /// `spec.hard` keys naming a GPU resource in a form Kubernetes accepts but never
+    /// counts for an extended resource (`limits.<gpu>`, bare `<gpu>`), with the resource.
+    pub unenforced: Vec<(String, String)>,
     /// `status.used` of those, prefix removed.
     pub used: GpuCounts,
     /// `spec.scopes`.
@@ -448,8 +503,8 @@ pub struct ScopeRequirement {
 
 /// The pool's quotas in a `ResourceQuotaList`, GPU entries only, in list order. Quotas are
 /// few (one per namespace) and small, so each item's `metadata`, `spec` and `status` are
-/// read as JSON values. A used GPU amount that is not a whole number makes the list
-/// unreadable (a quota's count of GPUs is always whole).
+/// read as JSON values. A used or hard GPU amount that is not a whole number makes the
+/// list unreadable (Kubernetes keeps extended resources in quotas whole).
 pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, ListError> {
     use serde_json::Value;
     let gpu = |key: &str| {
@@ -472,6 +527,17 @@ pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, Li
             })
             .unwrap_or_default()
     };
+    let count = |namespace: &str, name: &str, field: &str, key: &str, quantity: &Value| {
+        let text = match quantity {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        crate::quantity::Quantity::parse_count(&text).map_err(|e| {
+            ListError::Invalid(format!(
+                "ResourceQuota {namespace}/{name}: {field}.{key}: {e}"
+            ))
+        })
+    };
     let mut quotas = Vec::new();
     super::scan::for_each_item(
         bytes,
@@ -487,25 +553,32 @@ pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, Li
                 let Some(resource) = gpu(key) else {
                     continue;
                 };
-                let quantity = match quantity {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                let n = crate::quantity::Quantity::parse_count(&quantity).map_err(|e| {
-                    ListError::Invalid(format!(
-                        "ResourceQuota {namespace}/{name}: status.used.{key}: {e}"
-                    ))
-                })?;
-                used.insert(resource, n);
+                used.insert(
+                    resource,
+                    count(&namespace, &name, "status.used", key, quantity)?,
+                );
             }
-            let hard = spec.get("hard").and_then(Value::as_object);
+            let mut hard = GpuCounts::new();
+            let mut unenforced = Vec::new();
+            let entries = spec.get("hard").and_then(Value::as_object);
+            for (key, quantity) in entries.into_iter().flatten() {
+                let Some(resource) = gpu(key) else {
+                    let bare = key.strip_prefix(QUOTA_LIMITS_PREFIX).unwrap_or(key);
+                    if names.is_gpu(bare) {
+                        unenforced.push((key.clone(), bare.to_string()));
+                    }
+                    continue;
+                };
+                hard.insert(
+                    resource,
+                    count(&namespace, &name, "spec.hard", key, quantity)?,
+                );
+            }
             let selector = spec.get("scopeSelector").filter(|s| !s.is_null());
             quotas.push(Quota {
-                counts: hard
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|(k, _)| gpu(k))
-                    .collect(),
+                counts: hard.keys().cloned().collect(),
+                hard,
+                unenforced,
                 used,
                 scopes: texts(spec.get("scopes")),
                 scope_selector: selector.map(|s| {
@@ -594,15 +667,20 @@ pub fn quota_usage(quotas: &[Quota], target: &QuotaTarget) -> Result<GpuCounts, 
                 ));
             }
             if !q.used.contains_key(resource) {
-                return Err(format!(
-                    "ResourceQuota {}/{} has no status.used for {QUOTA_REQUESTS_PREFIX}{resource} yet (the quota controller has not counted it): retry in a few seconds",
-                    q.namespace, q.name
-                ));
+                return Err(not_counted_yet(&q.namespace, &q.name, resource));
             }
         }
         add_into(&mut used, &q.used);
     }
     Ok(used)
+}
+
+/// A quota whose `status.used` lacks `resource`: the quota controller has not counted it
+/// yet (Kubernetes refuses the pods it would count until it has).
+pub fn not_counted_yet(namespace: &str, name: &str, resource: &str) -> String {
+    format!(
+        "ResourceQuota {namespace}/{name} has no status.used for {QUOTA_REQUESTS_PREFIX}{resource} yet (the quota controller has not counted it): retry in a few seconds"
+    )
 }
 
 /// `Ok` when the quota counts exactly the pods of `classes` (sorted): no `scopes` and one
@@ -891,6 +969,8 @@ struct PodCounts<'a> {
     shapes: Vec<GpuCounts>,
     per_shape: Vec<u64>,
     on_node: HashMap<(&'a [u8], usize), u64>,
+    /// Per (raw value of the counted label, shape), when a label is counted.
+    per_label: HashMap<(&'a [u8], usize), u64>,
 }
 
 impl PodCounts<'_> {
@@ -907,7 +987,18 @@ impl PodCounts<'_> {
 }
 
 fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>, ListError> {
+    count_pods_labelled(bytes, names, None)
+}
+
+/// [`count_pods`], also counting the pods of each shape per raw value of the pod label
+/// `label` (pods without it under `null`) when it is given.
+fn count_pods_labelled<'a>(
+    bytes: &'a [u8],
+    names: &GpuResources,
+    label: Option<&[u8]>,
+) -> Result<PodCounts<'a>, ListError> {
     let mut pods = 0u64;
+    let mut per_label: HashMap<(&[u8], usize), u64> = HashMap::new();
     // The spec without its nodeName member (the text before and after it) -> its index in
     // `shapes`, the GPUs of one such pod.
     let mut seen: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
@@ -919,11 +1010,24 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
     type SpecKey<'a> = (&'a [u8], &'a [u8]);
     let mut recent: [Option<(SpecKey, usize)>; 4] = [None; 4];
     let mut run: Option<(&[u8], usize, u64)> = None;
-    let keys = [b"spec".as_slice()];
-    let on_pod = |[spec]: [Option<&'a [u8]>; 1],
+    let keys = [b"spec".as_slice(), b"metadata".as_slice()];
+    let on_pod = |[spec, metadata]: [Option<&'a [u8]>; 2],
                   split: Option<super::scan::Split<'a>>|
      -> Result<(), ListError> {
         pods += 1;
+        // The label's raw value, read only for the pods that hold GPUs (below).
+        let label_value = || -> Result<&'a [u8], ListError> {
+            let labels = match (label, metadata) {
+                (Some(_), Some(m)) => super::scan::member(m, b"labels")?,
+                _ => None,
+            };
+            Ok(match (label, labels) {
+                (Some(key), Some(l)) if l != b"null" => {
+                    super::scan::member(l, key)?.unwrap_or(b"null")
+                }
+                _ => b"null",
+            })
+        };
         let (Some(spec), Some(split)) = (spec, split) else {
             return Ok(());
         };
@@ -961,6 +1065,9 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
             return Ok(());
         }
         per_shape[shape] += 1;
+        if label.is_some() {
+            *per_label.entry((label_value()?, shape)).or_insert(0) += 1;
+        }
         if let Some(node) = split.value.filter(|v| *v != b"null") {
             // Pods of one node in a row are counted together, then added to `on_node`.
             match &mut run {
@@ -983,7 +1090,74 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
         shapes,
         per_shape,
         on_node,
+        per_label,
     })
+}
+
+/// GPUs held by a set of Pods (a team's), in total and per value of one pod label (the
+/// pool label).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LabelledUse {
+    pub pods: u64,
+    pub used: GpuCounts,
+    /// Per value of the label (in no order; values are few); pods without it are in
+    /// `used` only.
+    pub per_value: Vec<(String, GpuCounts)>,
+}
+
+impl LabelledUse {
+    /// What the pods with label value `value` hold.
+    pub fn of_value(&self, value: &str) -> Option<&GpuCounts> {
+        self.per_value
+            .iter()
+            .find(|(v, _)| v == value)
+            .map(|(_, used)| used)
+    }
+
+    fn value_mut(&mut self, value: &str) -> &mut GpuCounts {
+        let i = match self.per_value.iter().position(|(v, _)| v == value) {
+            Some(i) => i,
+            None => {
+                self.per_value.push((value.to_string(), GpuCounts::new()));
+                self.per_value.len() - 1
+            }
+        };
+        &mut self.per_value[i].1
+    }
+
+    /// Adds another list's counts (a team read namespace by namespace).
+    pub fn add(&mut self, other: &LabelledUse) {
+        self.pods += other.pods;
+        add_into(&mut self.used, &other.used);
+        for (value, used) in &other.per_value {
+            add_into(self.value_mut(value), used);
+        }
+    }
+}
+
+/// Sums the effective GPU requests of the pods of a `PodList` as [`parse_pods`] does, and
+/// per value of the pod label `label_key` (a team's pods per pool).
+pub fn parse_pods_by_label(
+    bytes: &[u8],
+    names: &GpuResources,
+    label_key: &str,
+) -> Result<LabelledUse, ListError> {
+    let counts = count_pods_labelled(bytes, names, Some(label_key.as_bytes()))?;
+    let totals = counts.totals();
+    let mut labelled = LabelledUse::default();
+    for ((raw, shape), n) in &counts.per_label {
+        if *raw == b"null" {
+            continue;
+        }
+        add_scaled(
+            labelled.value_mut(&json_string(raw)?),
+            &counts.shapes[*shape],
+            *n,
+        );
+    }
+    labelled.pods = totals.pods;
+    labelled.used = totals.used;
+    Ok(labelled)
 }
 
 /// The text of a raw JSON string value without escapes (names of Kubernetes objects

@@ -1,7 +1,9 @@
 //! `evaluate` end to end, with a scripted cluster that checks every host call.
 
 mod growth;
+mod namespace_quotas;
 mod quotas;
+mod teams;
 
 use super::state::{node_query, parent_query, pod_query};
 use super::*;
@@ -52,7 +54,9 @@ fn settings() -> Settings {
         ],
         "customKinds": crate::workload::presets::all(),
         "exemptNamespaces": ["gpu-operator"],
-        "exemptPriorityClasses": ["system-node-critical"]
+        "exemptPriorityClasses": ["system-node-critical"],
+        // The pool tests: namespace quotas are tested in tests/namespace_quotas.rs.
+        "checkNamespaceQuotas": false
     }))
     .unwrap()
 }

@@ -527,3 +527,94 @@ fn nodes_are_named_and_pods_are_counted_per_node() {
     let bad = json!({"items": [pod(json!({"containers": [gpu("1")], "nodeName": 5}))]});
     assert!(parse_pods(bad.to_string().as_bytes(), &names()).is_err());
 }
+
+#[test]
+fn team_and_namespace_queries_are_exact() {
+    assert_eq!(
+        String::from_utf8(namespace_quota_query("ml").payload()).unwrap(),
+        r#"{"api_version":"v1","kind":"ResourceQuota","namespace":"ml","label_selector":null,"field_selector":null,"field_masks":["metadata.name","spec.hard","spec.scopeSelector","spec.scopes","status.used"]}"#
+    );
+    assert_eq!(
+        namespace_quota_query("ml").operation(),
+        "list_resources_by_namespace"
+    );
+    let team = String::from_utf8(team_pod_query("ml-a").payload()).unwrap();
+    assert!(
+        team.starts_with(r#"{"api_version":"v1","kind":"Pod","label_selector":"gpu-admission/team=ml-a","field_selector":"status.phase!=Succeeded,status.phase!=Failed","field_masks":["spec.containers.resources""#),
+        "{team}"
+    );
+    let ns = String::from_utf8(namespace_pod_query("ml-dev").payload()).unwrap();
+    assert!(
+        ns.starts_with(r#"{"api_version":"v1","kind":"Pod","namespace":"ml-dev","label_selector":null,"field_selector":"status.phase!=Succeeded,status.phase!=Failed""#),
+        "{ns}"
+    );
+}
+
+#[test]
+fn pods_are_counted_per_value_of_a_label() {
+    let pod = |pool: Option<&str>, gpus: &str| {
+        let mut p = json!({"metadata": {"name": "p", "labels": {"app": "x"}},
+                           "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": gpus}}}]}});
+        if let Some(v) = pool {
+            p["metadata"]["labels"]["gpu-admission/pool"] = json!(v);
+        }
+        p
+    };
+    let list = json!({"items": [pod(Some("a100"), "2"), pod(Some("a100"), "2"), pod(Some("h100"), "4"),
+                                pod(None, "1"), pod(Some("a100"), "0"),
+                                {"metadata": {"name": "no-labels"}, "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "3"}}}]}}]});
+    let used =
+        parse_pods_by_label(list.to_string().as_bytes(), &names(), "gpu-admission/pool").unwrap();
+    assert_eq!(used.pods, 6);
+    assert_eq!(used.used["nvidia.com/gpu"], 12);
+    assert_eq!(used.of_value("a100").unwrap()["nvidia.com/gpu"], 4);
+    assert_eq!(used.of_value("h100").unwrap()["nvidia.com/gpu"], 4);
+    assert_eq!(used.per_value.len(), 2);
+    // The pool path is unchanged by the label count.
+    assert_eq!(
+        parse_pods(list.to_string().as_bytes(), &names())
+            .unwrap()
+            .used["nvidia.com/gpu"],
+        12
+    );
+    // A label value that is not a string makes the list unreadable.
+    let bad = json!({"items": [{"metadata": {"labels": {"gpu-admission/pool": 7}},
+                                "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}]});
+    assert!(
+        parse_pods_by_label(bad.to_string().as_bytes(), &names(), "gpu-admission/pool").is_err()
+    );
+}
+
+#[test]
+fn quotas_keep_their_gpu_limits_and_the_keys_kubernetes_never_counts() {
+    let list = json!({"items": [{"metadata": {"name": "q", "namespace": "ml"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "16", "limits.nvidia.com/gpu": "16", "amd.com/gpu": 2, "requests.cpu": "64"}},
+        "status": {"used": {"requests.nvidia.com/gpu": "3"}}}]});
+    let quotas = parse_quotas(list.to_string().as_bytes(), &names()).unwrap();
+    assert_eq!(
+        quotas[0].hard,
+        GpuCounts::from([("nvidia.com/gpu".to_string(), 16)])
+    );
+    assert_eq!(
+        quotas[0].used,
+        GpuCounts::from([("nvidia.com/gpu".to_string(), 3)])
+    );
+    assert_eq!(
+        quotas[0].unenforced,
+        vec![
+            (
+                "limits.nvidia.com/gpu".to_string(),
+                "nvidia.com/gpu".to_string()
+            ),
+            ("amd.com/gpu".to_string(), "amd.com/gpu".to_string())
+        ]
+    );
+    let bad = json!({"items": [{"metadata": {"name": "q", "namespace": "ml"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "1.5"}}}]});
+    assert_eq!(
+        parse_quotas(bad.to_string().as_bytes(), &names())
+            .unwrap_err()
+            .to_string(),
+        "ResourceQuota ml/q: spec.hard.requests.nvidia.com/gpu: '1.5' must be a whole number"
+    );
+}

@@ -18,7 +18,8 @@ fn quota_settings() -> Settings {
              "usage": "quotas", "priorityClasses": ["h100"], "thresholdPercent": 80},
             {"name": "l4", "capacity": {"nvidia.com/gpu": "16"}}
         ],
-        "exemptNamespaces": ["gpu-operator"]
+        "exemptNamespaces": ["gpu-operator"],
+        "checkNamespaceQuotas": false
     }))
     .unwrap()
 }
@@ -385,6 +386,7 @@ fn scale_up_in_quota_mode_checks_the_parents_priority_class() {
 #[test]
 fn the_default_usage_applies_to_pools_that_do_not_say() {
     let s: Settings = serde_json::from_value(json!({
+        "checkNamespaceQuotas": false,
         "usage": "quotas",
         "pools": [
             {"name": "a100", "capacity": {"nvidia.com/gpu": 64}, "priorityClasses": ["a100-high", "a100-low"]},
