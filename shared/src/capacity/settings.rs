@@ -94,9 +94,9 @@ pub struct Settings {
 pub enum Unreadable {
     /// Accept, with a warning naming the permission to grant: Kubernetes still enforces
     /// the quotas when the pods are created, so nothing escapes them.
-    #[default]
     Warn,
-    /// Deny (fail closed), unless `failOpen`.
+    /// Deny (fail closed, as for every host error), unless `failOpen`.
+    #[default]
     Deny,
 }
 

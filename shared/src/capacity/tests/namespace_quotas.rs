@@ -286,9 +286,13 @@ fn a_template_without_cpu_or_memory_under_a_not_best_effort_quota_is_said_to_be_
 const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes v1/ResourceQuota resources. The violation has been reported.";
 
 #[test]
-fn unreadable_quotas_warn_by_default_naming_the_permission() {
+fn unreadable_quotas_with_warn_accept_naming_the_permission() {
     let cluster = Script::new(vec![(namespace_quota_query("ml"), Err(NOT_GRANTED.into()))]);
-    let v = run(&create(deployment(1, None, "1")), &checked(), &cluster);
+    let s = Settings {
+        unreadable_namespace_quotas: Unreadable::Warn,
+        ..checked()
+    };
+    let v = run(&create(deployment(1, None, "1")), &s, &cluster);
     assert!(v.allowed, "{v:?}");
     assert_eq!(
         v.warnings,
@@ -303,15 +307,15 @@ fn unreadable_quotas_warn_by_default_naming_the_permission() {
 #[rstest]
 #[case::fail_closed(false, false)]
 #[case::fail_open(true, true)]
-fn unreadable_quotas_with_deny_fail_closed_unless_fail_open(
+fn unreadable_quotas_fail_closed_by_default_unless_fail_open(
     #[case] fail_open: bool,
     #[case] allowed: bool,
 ) {
     let s = Settings {
-        unreadable_namespace_quotas: Unreadable::Deny,
         fail_open,
         ..checked()
     };
+    assert_eq!(s.unreadable_namespace_quotas, Unreadable::Deny);
     let cluster = Script::new(vec![(
         namespace_quota_query("ml"),
         Err("resourcequotas is forbidden: User cannot list resource resourcequotas".into()),
