@@ -167,6 +167,9 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
 
     objects += a100_pods(extra_a100_pods)
     objects += a100_quotas(extra_quota_used)
+    # A namespace quota of settings_namespace_quotas.yml (no pool label: the pools' quota
+    # lists leave it out): 12 of 16 GPUs used in ml-quota.
+    objects.append(quota("gpu-quota", "ml-quota", {}, None, 12, gpu_hard="16"))
     objects += [pod(f"h100-work-{i}", "ml-serving", {POOL: "h100"}, 8, f"gpu-h100-{i}") for i in range(2)]
     objects += [pod(f"l4-shared-work-{i}", ["ml-serving", "ml-training"][i % 2], {POOL: "l4-shared"}, 1,
                     f"gpu-l4-{i % 4}") for i in range(110)]
@@ -333,6 +336,9 @@ class PolicyServerE2E(unittest.TestCase):
                               context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
             "autoscaler": entry(cls.modules[AUTOSCALER], settings=test_data(AUTOSCALER, "settings.yml"),
                                 context_aware_resources=aware[AUTOSCALER], host_capabilities=["kubernetes/*"]),
+            # The pools of settings.yml with namespace ResourceQuotas checked (the default).
+            "capacity-ns-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_namespace_quotas.yml"),
+                                        context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -605,6 +611,24 @@ class PolicyServerE2E(unittest.TestCase):
         with self.subTest("template without the pool's class"):
             self.check("capacity-quotas", CAPACITY, "deployment_a100_4x2.json", False, says=[
                 "spec.template.spec has no priorityClassName. Set priorityClassName to one of a100-high, a100-low"])
+
+    def test_capacity_checks_the_namespace_quotas(self):
+        req = request(CAPACITY, "deployment_a100_4x2.json")
+        with self.subTest("ml-serving: its unscoped quota counts the Deployment, with room"):
+            # gpu-a100 and gpu-h100 are scoped to classes the Deployment does not have.
+            self.check("capacity-ns-quotas", CAPACITY, "deployment_a100_4x2.json", True, audit={
+                "capacity": A100_FITS,
+                "quota": "namespace ml-serving: compute: requests.nvidia.com/gpu used 64 + incoming 8 = 72 of 128, fits"})
+        with self.subTest("ml-quota: 12 of 16 used, +8 is over"):
+            req["namespace"] = req["object"]["metadata"]["namespace"] = "ml-quota"
+            self.check("capacity-ns-quotas", CAPACITY, "(ml-quota)", False, req=req, message=(
+                "namespace ml-quota: ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu "
+                "(12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, "
+                "free GPUs in the namespace, or ask for a larger quota."),
+                audit={"capacity": A100_FITS})
+        with self.subTest("a workload without GPUs makes no call"):
+            r = self.check("capacity-ns-quotas", CAPACITY, "deployment_cpu_only.json", True)
+            self.assertNotIn("quota", r.get("auditAnnotations") or {}, r)
 
     def test_capacity_from_resource_quotas_follows_the_cluster(self):
         req = request(CAPACITY, "deployment_a100_4x2_priority.json")
