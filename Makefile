@@ -203,6 +203,7 @@ bench: annotate
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p naive-capacity-gate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
+	target/bench-harness/gpu-bench teams --out BENCHMARKS.md
 	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
 	  export PATH="$$kwdir:$$PATH"; \
 	  python3 bench/kubewarden/kwctl_bench.py --out BENCHMARKS.md; \

@@ -9,6 +9,8 @@
 //!   [`native`] calls of the same rules.
 //! - [`pools`]: the capacity gate over synthetic pools ([`synth`]) of 100 to 50,000 GPU
 //!   pods, masked vs whole objects vs a naive full-object parse.
+//! - [`teams`]: the capacity gate's namespace quotas and a team budget of 50 namespaces
+//!   with 2,000 GPU pods (`gpu-bench teams`).
 //! - [`profiles`]: module sizes and the release-profile experiment (opt-level, LTO,
 //!   codegen units, panic, strip, wasm-opt).
 //! - [`report`]: the Markdown, with the targets (its constants) checked; [`machine`]: what the
@@ -24,4 +26,5 @@ pub mod profiles;
 pub mod report;
 pub mod stats;
 pub mod synth;
+pub mod teams;
 pub mod wasm;

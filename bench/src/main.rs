@@ -6,6 +6,7 @@
 //! gpu-bench generate --pods N --dir DIR     (a synthetic pool and its kwctl replay session)
 //! gpu-bench native-loop POLICY SECONDS      (the policy's requests natively, for perf record)
 //! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
+//! gpu-bench teams [--quick] [--out FILE]    (namespace quotas and a team budget of 50 namespaces)
 //! ```
 //!
 //! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
@@ -377,6 +378,79 @@ fn command_line(args: &[String]) -> String {
     }
 }
 
+/// `gpu-bench teams [--quick] [--out BENCHMARKS.md]`: the capacity gate's namespace quotas
+/// and a team budget of 50 namespaces with 2,000 GPU pods (label list vs per-namespace
+/// lists), as a Markdown section: printed, or put between its markers in the `--out` file
+/// (appended when absent; `make bench` runs it after the main report).
+fn teams(args: &[String]) -> Result<()> {
+    const USAGE: &str = "usage: gpu-bench teams [--quick] [--out FILE]";
+    let (mut quick, mut out) = (false, None);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--quick" => quick = true,
+            "--out" | "-o" => out = Some(PathBuf::from(it.next().context(USAGE)?)),
+            _ => bail!(USAGE),
+        }
+    }
+    let root = workspace_root();
+    let gate = Policy::load(module_path("gpu-capacity-gate-policy")?)?.with_timeout(POOL_TIMEOUT);
+    let rows = gpu_bench::teams::measure_teams(&root, &gate, &gpu_bench::teams::plan(quick))?;
+    let base = rows.first().map(|r| r.wasm.median);
+    let mut md = String::new();
+    md.push_str(TEAMS_BEGIN);
+    md.push_str("\n## Capacity gate: namespace quotas and team budgets\n\n");
+    md.push_str(&format!(
+        "`gpu-bench teams`: one decision of the gate (`test_data/deployment_a100_4x2.json`, 4 x 2 GPUs, into pool \
+         a100 of `test_data/settings.yml`: 100 pods on 25 nodes) for a team of {} namespaces holding {} GPU pods, \
+         one GPU each, half of them in pool a100 (the benchmark's whole pods masked \
+         with the gate's Pod masks; metadata is never masked), in wasm through the harness (kept instance) and \
+         natively. Host calls answered from memory: the host's own cost (policy-server's watch cache) is not in \
+         these numbers.\n\n",
+        gpu_bench::teams::NAMESPACES,
+        gpu_bench::teams::TEAM_PODS
+    ));
+    md.push_str("| decision | host calls | bytes in | wasm median | wasm p99 | over pools only (wasm) | native median |\n");
+    md.push_str("|---|---|---|---|---|---|---|\n");
+    for r in &rows {
+        let over = base
+            .map(|w| fmt_duration(r.wasm.median.saturating_sub(w)))
+            .unwrap_or_default();
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} | +{} | {} |\n",
+            r.variant.label(),
+            r.calls,
+            fmt_bytes(r.bytes),
+            fmt_duration(r.wasm.median),
+            fmt_duration(r.wasm.p99),
+            over,
+            fmt_duration(r.native.median)
+        ));
+    }
+    md.push_str(TEAMS_END);
+    md.push('\n');
+    match out {
+        None => print!("{md}"),
+        Some(path) => {
+            let old = std::fs::read_to_string(&path).unwrap_or_default();
+            let new = match (old.find(TEAMS_BEGIN), old.find(TEAMS_END)) {
+                (Some(b), Some(e)) if b < e => {
+                    let rest = old[e + TEAMS_END.len()..].trim_start_matches('\n');
+                    format!("{}{md}{rest}", &old[..b])
+                }
+                _ => format!("{}\n{md}", old.trim_end()),
+            };
+            std::fs::write(&path, new)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            progress(format!("teams: wrote {}", path.display()));
+        }
+    }
+    Ok(())
+}
+
+const TEAMS_BEGIN: &str = "<!-- capacity-teams:begin -->";
+const TEAMS_END: &str = "<!-- capacity-teams:end -->";
+
 /// `gpu-bench generate --pods N --dir DIR`: writes a synthetic pool (whole and masked
 /// Node and Pod lists) and a kwctl replay session answering the capacity gate's two
 /// calls with the masked lists, for `kwctl run` on the gate's
@@ -525,6 +599,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("generate") => return generate(&args[1..]),
         Some("native-loop") => return native_loop(&args[1..]),
         Some("pool-loop") => return pool_loop(&args[1..]),
+        Some("teams") => return teams(&args[1..]),
         _ => {}
     }
     let opts = parse_args(args)?;
