@@ -25,6 +25,7 @@ use super::settings::{DeclaredGpus, Settings};
 use super::state::{self, HostError, HostFailure, LabelledUse};
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, GpuResources};
+use crate::settings::{is_dns_label, is_dns_subdomain};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -186,16 +187,6 @@ pub fn namespace_query(namespace: &str) -> ClusterRequest {
     })
 }
 
-fn is_dns_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-        && b.first().is_some_and(u8::is_ascii_alphanumeric)
-        && b.last().is_some_and(u8::is_ascii_alphanumeric)
-}
-
 /// The budgets ConfigMap, unless unset or left empty (no name and no namespace, as forms
 /// send).
 pub fn config_map(settings: &Settings) -> Option<&ConfigMapRef> {
@@ -229,7 +220,7 @@ pub fn validate_settings(settings: &Settings) -> Result<(), String> {
                 r.namespace
             ));
         }
-        if r.name.is_empty() || r.name.len() > 253 || !r.name.split('.').all(is_dns_label) {
+        if !is_dns_subdomain(&r.name) {
             return Err(format!(
                 "{field}.name: '{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
                 r.name
