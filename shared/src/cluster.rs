@@ -29,6 +29,21 @@ pub struct GetResource {
     pub field_masks: Option<BTreeSet<String>>,
 }
 
+impl GetResource {
+    /// ConfigMap `namespace/name`, read whole (its data is what the rules read), from the
+    /// host's cache.
+    pub fn config_map(namespace: &str, name: &str) -> Self {
+        GetResource {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: name.to_string(),
+            namespace: Some(namespace.to_string()),
+            disable_cache: false,
+            field_masks: None,
+        }
+    }
+}
+
 /// `kubewarden/kubernetes/list_resources_all`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ListAll {

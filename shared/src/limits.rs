@@ -157,17 +157,12 @@ pub fn too_deep_text(line: usize, column: usize) -> String {
     )
 }
 
-/// The number of JSON values in `json` (every scalar, array and object, at any depth;
-/// object keys are not values), counted in one pass without parsing: one for the root,
-/// one per comma, and one per non-empty array or object (its first element has no comma
-/// before it). Exact for valid JSON; for anything else a number the parser then rejects.
-pub fn json_values(json: &[u8]) -> usize {
-    let mut values = 1;
+/// The bytes of `json` outside strings, in order; each string is one `"` (its opening
+/// quote), its contents and closing quote skipped (escapes included).
+fn outside_strings(json: &[u8]) -> impl Iterator<Item = u8> + '_ {
     let mut in_string = false;
     let mut escaped = false;
-    // Just after `[` or `{`: the next significant byte says whether it is empty.
-    let mut opened = false;
-    for &b in json {
+    json.iter().copied().filter(move |&b| {
         if in_string {
             if escaped {
                 escaped = false;
@@ -176,8 +171,24 @@ pub fn json_values(json: &[u8]) -> usize {
             } else if b == b'"' {
                 in_string = false;
             }
-            continue;
+            return false;
         }
+        if b == b'"' {
+            in_string = true;
+        }
+        true
+    })
+}
+
+/// The number of JSON values in `json` (every scalar, array and object, at any depth;
+/// object keys are not values), counted in one pass without parsing: one for the root,
+/// one per comma, and one per non-empty array or object (its first element has no comma
+/// before it). Exact for valid JSON; for anything else a number the parser then rejects.
+pub fn json_values(json: &[u8]) -> usize {
+    let mut values = 1;
+    // Just after `[` or `{`: the next significant byte says whether it is empty.
+    let mut opened = false;
+    for b in outside_strings(json) {
         if b.is_ascii_whitespace() {
             continue;
         }
@@ -186,7 +197,6 @@ pub fn json_values(json: &[u8]) -> usize {
         }
         opened = false;
         match b {
-            b'"' => in_string = true,
             b',' => values += 1,
             b'[' | b'{' => opened = true,
             _ => {}
@@ -199,21 +209,8 @@ pub fn json_values(json: &[u8]) -> usize {
 /// parsing; for invalid JSON, the deepest bracket reached.
 pub fn json_depth(json: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in json {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
-            }
-            continue;
-        }
+    for b in outside_strings(json) {
         match b {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 deepest = deepest.max(depth);

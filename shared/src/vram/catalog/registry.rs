@@ -35,14 +35,7 @@ impl RegistryRef {
 
     /// The host call that reads the ConfigMap.
     pub fn request(&self) -> ClusterRequest {
-        ClusterRequest::Get(GetResource {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            name: self.name.clone(),
-            namespace: Some(self.namespace.clone()),
-            disable_cache: false,
-            field_masks: None,
-        })
+        ClusterRequest::Get(GetResource::config_map(&self.namespace, &self.name))
     }
 }
 
