@@ -4,47 +4,19 @@
 //! annotations; the host calls made; settings validation (the capacity gate's pools among
 //! them); the example manifest; and the README quoting the messages verbatim.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::OnceLock;
 
-use gpu_e2e::{
-    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
-    read_settings,
+use common::PolicyUnderTest;
+use common::manifests::{
+    assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
+    rbac_names, yaml_documents,
 };
+use gpu_e2e::{ContextAwareAccess, ReplaySession};
 use serde_json::{Value, json};
 
-fn policy() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("gpu-autoscaler-policy").unwrap_or_else(|e| panic!("{e:#}"));
-            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
-        })
-        .clone()
-}
-
-fn policy_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-autoscaler-policy")
-}
-
-fn data(file: &str) -> PathBuf {
-    policy_dir().join("test_data").join(file)
-}
-
-fn settings(file: &str) -> Value {
-    read_settings(data(file)).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-/// Evaluates `request` with `settings`, serving host calls from `session` (none: any host
-/// call fails through the harness's "no replay session" error, which the case would show).
-fn evaluate(request: &str, settings_file: &str, session: Option<&str>) -> Evaluation {
-    let request = read_admission_request(data(request)).unwrap_or_else(|e| panic!("{e:#}"));
-    let session =
-        session.map(|s| ReplaySession::from_file(data(s)).unwrap_or_else(|e| panic!("{e:#}")));
-    policy()
-        .evaluate(&request, &settings(settings_file), session)
-        .unwrap_or_else(|e| panic!("{e:#}"))
-}
+const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-autoscaler-policy");
 
 /// What one request must produce.
 struct Case {
@@ -336,7 +308,7 @@ const DRA_NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: the GP
 fn readme() -> &'static str {
     static README: OnceLock<String> = OnceLock::new();
     README
-        .get_or_init(|| std::fs::read_to_string(policy_dir().join("README.md")).unwrap_or_default())
+        .get_or_init(|| std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap_or_default())
 }
 
 /// The README wraps some quoted messages over lines: compare with whitespace folded.
@@ -353,13 +325,14 @@ fn every_request_gives_its_verdict_message_warnings_and_calls() {
             case.request, case.settings, case.session
         );
         let eval = if case.settings == "-" {
-            let request = read_admission_request(data(case.request)).unwrap();
-            let session = case
-                .session
-                .map(|s| ReplaySession::from_file(data(s)).unwrap());
-            policy().evaluate(&request, &json!({}), session).unwrap()
+            let request = POLICY.request(case.request);
+            let session = case.session.map(|s| POLICY.session(s));
+            POLICY
+                .module()
+                .evaluate(&request, &json!({}), session)
+                .unwrap()
         } else {
-            evaluate(case.request, case.settings, case.session)
+            POLICY.evaluate(case.request, case.settings, case.session)
         };
         let response = &eval.response;
         assert_eq!(
@@ -409,7 +382,7 @@ fn every_request_gives_its_verdict_message_warnings_and_calls() {
 
 #[test]
 fn every_test_data_file_has_a_case() {
-    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+    for entry in std::fs::read_dir(POLICY.dir().join("test_data")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".json") {
             assert!(
@@ -428,7 +401,7 @@ fn every_test_data_file_has_a_case() {
 
 #[test]
 fn host_calls_carry_the_capacity_gates_requests() {
-    let eval = evaluate("hpa_external_gpu_deployment.json", S, A100);
+    let eval = POLICY.evaluate("hpa_external_gpu_deployment.json", S, A100);
     let payloads: Vec<Value> = eval
         .host_calls
         .iter()
@@ -459,23 +432,23 @@ fn host_calls_carry_the_capacity_gates_requests() {
 fn the_capacity_gates_requests_are_byte_for_byte_the_same() {
     // The gate's scale of Deployment ml-serving/llm-a100 reads the same Deployment and the
     // same pool: one cache entry and one watch in policy-server for both policies.
-    let gate = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../policies/gpu-capacity-gate-policy/test_data/session_scale_a100_over.yml");
-    let gate = ReplaySession::from_file(gate).unwrap();
-    let ours = ReplaySession::from_file(data("session_deployment_a100.yml")).unwrap();
+    let gate = PolicyUnderTest("gpu-capacity-gate-policy").session("session_scale_a100_over.yml");
+    let ours = POLICY.session("session_deployment_a100.yml");
     let requests = |s: &ReplaySession| s.remaining().map(|e| e.request.clone()).collect::<Vec<_>>();
     assert_eq!(requests(&gate)[..2], requests(&ours)[..]);
 }
 
 #[test]
 fn without_the_context_aware_grant_the_policy_fails_closed() {
-    let request = read_admission_request(data("hpa_external_gpu_deployment.json")).unwrap();
-    let denied = policy().with_context_aware_access(ContextAwareAccess::none());
+    let request = POLICY.request("hpa_external_gpu_deployment.json");
+    let denied = POLICY
+        .module()
+        .with_context_aware_access(ContextAwareAccess::none());
     let response = denied
         .validate(
             &request,
-            &settings(S),
-            Some(ReplaySession::from_file(data("session_deployment_a100.yml")).unwrap()),
+            &POLICY.settings(S),
+            Some(POLICY.session("session_deployment_a100.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -484,23 +457,23 @@ fn without_the_context_aware_grant_the_policy_fails_closed() {
 
 #[test]
 fn settings_validation() {
-    let p = policy();
+    let p = POLICY.module();
     for file in [
         "settings.yml",
         "settings_fail_open.yml",
         "settings_warn_only.yml",
     ] {
-        let v = p.validate_settings(&settings(file)).unwrap();
+        let v = p.validate_settings(&POLICY.settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
     assert!(p.validate_settings(&json!({})).unwrap().valid);
     let cases = [
         (
-            settings("settings_invalid.yml"),
+            POLICY.settings("settings_invalid.yml"),
             "pools[1].name: 'a100' is already the name of pools[0]; pool names must be unique",
         ),
         (
-            settings("settings_invalid_namespace_max.yml"),
+            POLICY.settings("settings_invalid_namespace_max.yml"),
             "namespaceMaxGpus[0].maxGpus: must be at least 1 (an autoscaler of a GPU workload needs at least one replica's GPUs)",
         ),
     ];
@@ -524,17 +497,12 @@ fn settings_validation() {
 #[test]
 fn the_capacity_gates_pools_are_valid_settings_here() {
     // Pasting the gate's poolLabelKey, pools, extraGpuResources and customKinds works.
-    let gate_dir =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-capacity-gate-policy");
+    let gate_dir = PolicyUnderTest("gpu-capacity-gate-policy").dir();
     for file in [
         "test_data/settings.yml",
         "examples/cluster-admission-policy.yaml",
     ] {
-        let text = std::fs::read_to_string(gate_dir.join(file)).unwrap();
-        let gate: Value = serde_yaml::Deserializer::from_str(&text)
-            .map(|d| serde::Deserialize::deserialize(d).unwrap())
-            .next()
-            .unwrap();
+        let gate = yaml_documents(gate_dir.join(file)).remove(0);
         let gate = if gate["kind"] == "ClusterAdmissionPolicy" {
             gate["spec"]["settings"].clone()
         } else {
@@ -552,58 +520,19 @@ fn the_capacity_gates_pools_are_valid_settings_here() {
                 ours[key] = gate[key].clone();
             }
         }
-        let v = policy().validate_settings(&ours).unwrap();
+        let v = POLICY.module().validate_settings(&ours).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
 }
 
-fn example_documents() -> Vec<Value> {
-    use serde::Deserialize;
-    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
-        .unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .collect()
-}
-
 #[test]
 fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
-    let docs = example_documents();
-    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-    assert_eq!(
-        kinds,
-        vec![
-            "ClusterAdmissionPolicy",
-            "ClusterRole",
-            "ClusterRoleBinding"
-        ]
-    );
-    let cap = &docs[0];
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
-    let v = policy()
-        .validate_settings(&cap["spec"]["settings"])
-        .unwrap();
-    assert!(v.valid, "{:?}", v.message);
-    assert_eq!(
-        cap["spec"]["contextAwareResources"],
-        metadata["contextAwareResources"]
-    );
-    assert_eq!(cap["spec"]["mutating"], metadata["mutating"]);
-    assert_eq!(cap["spec"]["backgroundAudit"], metadata["backgroundAudit"]);
-    for rule in metadata["rules"].as_array().unwrap() {
-        assert!(
-            cap["spec"]["rules"].as_array().unwrap().contains(rule),
-            "rule {rule} of metadata.yml is missing from the example"
-        );
-    }
+    let (docs, metadata) = checked_example(&POLICY.module(), &POLICY.dir());
     // Every kind read: get on the targets, list and watch on Nodes; get on the DRA claims
     // (granted to every policy by deploy/policy-server.yaml).
     let dra_role = deploy_dra_role();
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
-        let api_version = resource["apiVersion"].as_str().unwrap();
-        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        let kind = resource["kind"].as_str().unwrap();
-        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let (group, kind, plural) = rbac_names(resource);
         let role = if group == "resource.k8s.io" {
             &dra_role
         } else {
@@ -614,65 +543,11 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
         } else {
             &["get"]
         };
-        let granted = role["rules"].as_array().unwrap().iter().any(|r| {
-            r["apiGroups"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|g| g == group)
-                && r["resources"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|p| p == plural.as_str())
-                && verbs
-                    .iter()
-                    .all(|verb| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
-        });
-        assert!(
-            granted,
-            "the ClusterRole does not grant {verbs:?} on {plural}"
-        );
+        assert_granted(role, group, &plural, verbs);
     }
-    assert_eq!(docs[2]["roleRef"]["name"], docs[1]["metadata"]["name"]);
-}
-
-/// The ClusterRole of deploy/policy-server.yaml that grants every gpu-admission policy the
-/// DRA reads (get on ResourceClaimTemplates and ResourceClaims), checked to be bound to the
-/// PolicyServer's ServiceAccount.
-fn deploy_dra_role() -> Value {
-    use serde::Deserialize;
-    let text =
-        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .collect();
-    let binding = docs
-        .iter()
-        .find(|d| {
-            d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "gpu-admission-dra-reader"
-        })
-        .expect("deploy/policy-server.yaml binds gpu-admission-dra-reader");
-    assert_eq!(
-        binding["subjects"][0]["name"],
-        "gpu-admission-policy-server"
-    );
-    assert_eq!(binding["roleRef"]["name"], "gpu-admission-dra-reader");
-    docs.iter()
-        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "gpu-admission-dra-reader")
-        .expect("deploy/policy-server.yaml has the ClusterRole gpu-admission-dra-reader")
-        .clone()
 }
 
 #[test]
 fn metadata_version_matches_the_crate() {
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
-    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
-    let version = metadata["annotations"]["io.kubewarden.policy.version"]
-        .as_str()
-        .unwrap();
-    assert!(
-        cargo.contains(&format!("version = \"{version}\"")),
-        "Cargo.toml is not at {version}"
-    );
+    assert_metadata_version_matches_the_crate(&POLICY.dir());
 }

@@ -4,47 +4,20 @@
 //! exact message, warnings and audit annotations; settings validation; and the README
 //! quoting the messages verbatim.
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::OnceLock;
 
-use gpu_e2e::{
-    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
-    read_settings,
+use common::PolicyUnderTest;
+use common::dates::{civil_from_days, days_from_civil, unix_now};
+use common::manifests::{
+    assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
+    rbac_names, yaml_documents,
 };
+use gpu_e2e::{ContextAwareAccess, ReplaySession};
 use serde_json::Value;
 
-fn policy() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("gpu-capacity-gate-policy").unwrap_or_else(|e| panic!("{e:#}"));
-            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
-        })
-        .clone()
-}
-
-fn policy_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-capacity-gate-policy")
-}
-
-fn data(file: &str) -> PathBuf {
-    policy_dir().join("test_data").join(file)
-}
-
-fn settings(file: &str) -> Value {
-    read_settings(data(file)).unwrap_or_else(|e| panic!("{e:#}"))
-}
-
-/// Evaluates `request` with `settings`, serving host calls from `session` (none: any
-/// host call fails the test through the harness's "no replay session" error).
-fn evaluate(request: &str, settings_file: &str, session: Option<&str>) -> Evaluation {
-    let request = read_admission_request(data(request)).unwrap_or_else(|e| panic!("{e:#}"));
-    let session =
-        session.map(|s| ReplaySession::from_file(data(s)).unwrap_or_else(|e| panic!("{e:#}")));
-    policy()
-        .evaluate(&request, &settings(settings_file), session)
-        .unwrap_or_else(|e| panic!("{e:#}"))
-}
+const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-capacity-gate-policy");
 
 /// What one request must produce.
 struct Case {
@@ -993,7 +966,7 @@ fn every_request_gives_its_verdict_message_and_annotations() {
             "{} with {} and {:?}",
             case.request, case.settings, case.session
         );
-        let eval = evaluate(case.request, case.settings, case.session);
+        let eval = POLICY.evaluate(case.request, case.settings, case.session);
         let response = &eval.response;
         assert_eq!(
             response.allowed,
@@ -1040,7 +1013,7 @@ fn every_request_gives_its_verdict_message_and_annotations() {
 
 #[test]
 fn every_test_data_request_has_a_case() {
-    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+    for entry in std::fs::read_dir(POLICY.dir().join("test_data")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".json") {
             assert!(
@@ -1059,7 +1032,7 @@ fn every_test_data_request_has_a_case() {
 
 #[test]
 fn host_calls_carry_the_exact_selectors_and_masks() {
-    let eval = evaluate(
+    let eval = POLICY.evaluate(
         "deployment_a100_4x2.json",
         S,
         Some("session_a100_below.yml"),
@@ -1094,7 +1067,7 @@ fn host_calls_carry_the_exact_selectors_and_masks() {
 
 #[test]
 fn dra_claims_are_read_first_then_the_pool() {
-    let eval = evaluate(DRA, Q, Some("session_dra_quotas_found.yml"));
+    let eval = POLICY.evaluate(DRA, Q, Some("session_dra_quotas_found.yml"));
     let calls: Vec<(&str, Value)> = eval
         .host_calls
         .iter()
@@ -1122,13 +1095,14 @@ fn dra_claims_are_read_first_then_the_pool() {
     let old = serde_json::json!({"contextAwareResources": [
         {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"},
         {"apiVersion": "v1", "kind": "ResourceQuota"}]});
-    let request = read_admission_request(data(DRA)).unwrap();
-    let eval = policy()
+    let request = POLICY.request(DRA);
+    let eval = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
         .evaluate(
             &request,
-            &settings(Q),
-            Some(ReplaySession::from_file(data("session_dra_quotas_found.yml")).unwrap()),
+            &POLICY.settings(Q),
+            Some(POLICY.session("session_dra_quotas_found.yml")),
         )
         .unwrap();
     assert!(!eval.response.allowed);
@@ -1145,7 +1119,7 @@ fn dra_claims_are_read_first_then_the_pool() {
 
 #[test]
 fn scale_reads_the_deployment_then_the_pool() {
-    let eval = evaluate(
+    let eval = POLICY.evaluate(
         "deployment_scale_up.json",
         S,
         Some("session_scale_a100_over.yml"),
@@ -1163,7 +1137,7 @@ fn scale_reads_the_deployment_then_the_pool() {
 
 #[test]
 fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
-    let eval = evaluate(
+    let eval = POLICY.evaluate(
         "deployment_a100_4x2.json",
         "settings_karpenter.yml",
         Some("session_karpenter_zero_nodes.yml"),
@@ -1197,13 +1171,14 @@ fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() 
     // The contextAwareResources of a policy deployed before karpenterNodePool existed.
     let old = serde_json::json!({"contextAwareResources": [
         {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
-    let response = policy()
+    let request = POLICY.request("deployment_a100_4x2.json");
+    let response = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
         .validate(
             &request,
-            &settings("settings_karpenter.yml"),
-            Some(ReplaySession::from_file(data("session_karpenter_zero_nodes.yml")).unwrap()),
+            &POLICY.settings("settings_karpenter.yml"),
+            Some(POLICY.session("session_karpenter_zero_nodes.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -1213,12 +1188,13 @@ fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() 
 #[test]
 fn pods_bigger_than_every_node_are_denied_before_any_warning_and_whatever_fail_open() {
     // failOpen is about cluster reads; a pod no node can hold is denied all the same.
-    let request = read_admission_request(data("pod_a100_16gpu.json")).unwrap();
-    let eval = policy()
+    let request = POLICY.request("pod_a100_16gpu.json");
+    let eval = POLICY
+        .module()
         .evaluate(
             &request,
-            &settings("settings_fail_open.yml"),
-            Some(ReplaySession::from_file(data("session_a100_8gpu_nodes.yml")).unwrap()),
+            &POLICY.settings("settings_fail_open.yml"),
+            Some(POLICY.session("session_a100_8gpu_nodes.yml")),
         )
         .unwrap();
     assert_eq!(eval.response.message(), Some(BIGGER_THAN_NODES));
@@ -1226,7 +1202,7 @@ fn pods_bigger_than_every_node_are_denied_before_any_warning_and_whatever_fail_o
 
 #[test]
 fn quota_mode_makes_one_host_call_with_the_exact_selector_and_masks() {
-    let eval = evaluate(
+    let eval = POLICY.evaluate(
         "deployment_a100_4x2_priority.json",
         Q,
         Some("session_quotas_found.yml"),
@@ -1284,7 +1260,7 @@ fn quota_session(pool: &str, quotas: &[Value]) -> ReplaySession {
 
 #[test]
 fn the_quota_a_denial_asks_for_makes_the_request_countable() {
-    let denied = evaluate(
+    let denied = POLICY.evaluate(
         "deployment_a100_4x2_priority.json",
         Q,
         Some("session_quotas_none.yml"),
@@ -1294,11 +1270,12 @@ fn the_quota_a_denial_asks_for_makes_the_request_countable() {
     assert_eq!(created["metadata"]["namespace"], "ml-serving");
     assert_eq!(created["metadata"]["labels"]["gpu-admission/pool"], "a100");
     assert_eq!(created["spec"]["hard"]["requests.nvidia.com/gpu"], "64");
-    let request = read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
-    let eval = policy()
+    let request = POLICY.request("deployment_a100_4x2_priority.json");
+    let eval = POLICY
+        .module()
         .evaluate(
             &request,
-            &settings(Q),
+            &POLICY.settings(Q),
             Some(quota_session("a100", &[created])),
         )
         .unwrap();
@@ -1314,13 +1291,14 @@ fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
     // The contextAwareResources of a policy deployed before usage: quotas existed.
     let old = serde_json::json!({"contextAwareResources": [
         {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
-    let response = policy()
+    let request = POLICY.request("deployment_a100_4x2_priority.json");
+    let response = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
         .validate(
             &request,
-            &settings(Q),
-            Some(ReplaySession::from_file(data("session_quotas_found.yml")).unwrap()),
+            &POLICY.settings(Q),
+            Some(POLICY.session("session_quotas_found.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -1334,7 +1312,7 @@ fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
 
 #[test]
 fn fail_open_warns() {
-    let eval = evaluate(
+    let eval = POLICY.evaluate(
         "deployment_a100_4x2.json",
         "settings_fail_open.yml",
         Some("session_a100_nodes_not_granted.yml"),
@@ -1348,13 +1326,15 @@ fn fail_open_warns() {
 #[test]
 fn without_the_context_aware_grant_the_gate_fails_closed() {
     // What policy-server does when the ClusterAdmissionPolicy lists no contextAwareResources.
-    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
-    let denied = policy().with_context_aware_access(ContextAwareAccess::none());
+    let request = POLICY.request("deployment_a100_4x2.json");
+    let denied = POLICY
+        .module()
+        .with_context_aware_access(ContextAwareAccess::none());
     let response = denied
         .validate(
             &request,
-            &settings(S),
-            Some(ReplaySession::from_file(data("session_a100_below.yml")).unwrap()),
+            &POLICY.settings(S),
+            Some(POLICY.session("session_a100_below.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -1363,7 +1343,7 @@ fn without_the_context_aware_grant_the_gate_fails_closed() {
 
 #[test]
 fn settings_validation() {
-    let p = policy();
+    let p = POLICY.module();
     for file in [
         "settings.yml",
         "settings_fail_open.yml",
@@ -1379,16 +1359,16 @@ fn settings_validation() {
         "settings_exceptions.yml",
         "settings_exceptions_expired.yml",
     ] {
-        let v = p.validate_settings(&settings(file)).unwrap();
+        let v = p.validate_settings(&POLICY.settings(file)).unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
     let cases = [
         (
-            settings("settings_invalid.yml"),
+            POLICY.settings("settings_invalid.yml"),
             "pools[1].name: 'a100' is already the name of pools[0]; pool names must be unique",
         ),
         (
-            settings("settings_invalid_threshold.yml"),
+            POLICY.settings("settings_invalid_threshold.yml"),
             "pools[0].thresholdPercent: must be between 1 and 100 (got 120)",
         ),
         (
@@ -1426,59 +1406,19 @@ fn settings_validation() {
 fn readme() -> &'static str {
     static README: OnceLock<String> = OnceLock::new();
     README
-        .get_or_init(|| std::fs::read_to_string(policy_dir().join("README.md")).unwrap_or_default())
-}
-
-/// The ClusterAdmissionPolicy of `examples/`, and the metadata it must agree with.
-fn example_documents() -> Vec<Value> {
-    use serde::Deserialize;
-    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
-        .unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .collect()
+        .get_or_init(|| std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap_or_default())
 }
 
 #[test]
 fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
-    let docs = example_documents();
-    let kinds: Vec<&str> = docs.iter().filter_map(|d| d["kind"].as_str()).collect();
-    assert_eq!(
-        kinds,
-        vec![
-            "ClusterAdmissionPolicy",
-            "ClusterRole",
-            "ClusterRoleBinding"
-        ]
-    );
+    let (docs, metadata) = checked_example(&POLICY.module(), &POLICY.dir());
     let cap = &docs[0];
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
-
-    let v = policy()
-        .validate_settings(&cap["spec"]["settings"])
-        .unwrap();
-    assert!(v.valid, "{:?}", v.message);
-    assert_eq!(
-        cap["spec"]["contextAwareResources"],
-        metadata["contextAwareResources"]
-    );
-    assert_eq!(cap["spec"]["mutating"], metadata["mutating"]);
-    assert_eq!(cap["spec"]["backgroundAudit"], metadata["backgroundAudit"]);
-    for rule in metadata["rules"].as_array().unwrap() {
-        assert!(
-            cap["spec"]["rules"].as_array().unwrap().contains(rule),
-            "rule {rule} of metadata.yml is missing from the example"
-        );
-    }
     // Every kind the policy reads is granted to the ServiceAccount (get, list, watch; get for
     // NodePools); the DRA claims, read with get only, by deploy/policy-server.yaml for every
     // policy.
     let dra_role = deploy_dra_role();
     for resource in metadata["contextAwareResources"].as_array().unwrap() {
-        let api_version = resource["apiVersion"].as_str().unwrap();
-        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        let kind = resource["kind"].as_str().unwrap();
-        let plural = format!("{}s", kind.to_ascii_lowercase());
+        let (group, kind, plural) = rbac_names(resource);
         // The team budgets ConfigMap is read only with teamBudgetsConfigMap, granted then
         // by a Role in its namespace (the README says how).
         if kind == "ConfigMap" {
@@ -1494,69 +1434,19 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
             ("karpenter.sh", _) | ("", "Namespace") => (&docs[1], &["get"]),
             _ => (&docs[1], &["get", "list", "watch"]),
         };
-        let granted = role["rules"].as_array().unwrap().iter().any(|r| {
-            r["apiGroups"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|g| g == group)
-                && r["resources"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .any(|p| p == plural.as_str())
-                && verbs
-                    .iter()
-                    .all(|verb| r["verbs"].as_array().unwrap().iter().any(|v| v == verb))
-        });
-        assert!(
-            granted,
-            "the ClusterRole does not grant {verbs:?} on {plural}"
-        );
+        assert_granted(role, group, &plural, verbs);
     }
-    assert_eq!(docs[2]["roleRef"]["name"], docs[1]["metadata"]["name"]);
-}
-
-/// The ClusterRole of deploy/policy-server.yaml that grants every gpu-admission policy the
-/// DRA reads (get on ResourceClaimTemplates and ResourceClaims), checked to be bound to the
-/// PolicyServer's ServiceAccount.
-fn deploy_dra_role() -> Value {
-    use serde::Deserialize;
-    let text =
-        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .collect();
-    let binding = docs
-        .iter()
-        .find(|d| {
-            d["kind"] == "ClusterRoleBinding" && d["metadata"]["name"] == "gpu-admission-dra-reader"
-        })
-        .expect("deploy/policy-server.yaml binds gpu-admission-dra-reader");
-    assert_eq!(
-        binding["subjects"][0]["name"],
-        "gpu-admission-policy-server"
-    );
-    assert_eq!(binding["roleRef"]["name"], "gpu-admission-dra-reader");
-    docs.iter()
-        .find(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == "gpu-admission-dra-reader")
-        .expect("deploy/policy-server.yaml has the ClusterRole gpu-admission-dra-reader")
-        .clone()
 }
 
 /// The documents of `examples/resource-quotas.yaml`.
 fn example_quotas() -> Vec<Value> {
-    use serde::Deserialize;
-    let text = std::fs::read_to_string(policy_dir().join("examples/resource-quotas.yaml")).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap())
-        .collect()
+    yaml_documents(POLICY.dir().join("examples/resource-quotas.yaml"))
 }
 
 #[test]
 fn the_example_quotas_count_the_example_quota_pool() {
     // The example's pool with usage: quotas, and its quotas beside it.
-    let cap = &example_documents()[0];
+    let cap = &yaml_documents(POLICY.dir().join("examples/cluster-admission-policy.yaml"))[0];
     // The pool's quotas only: the namespace quota and team budget checks are tested above.
     let mut settings = cap["spec"]["settings"].clone();
     settings["checkNamespaceQuotas"] = Value::from(false);
@@ -1593,14 +1483,14 @@ fn the_example_quotas_count_the_example_quota_pool() {
     // A GPU Deployment of that pool in each quota's namespace is counted (no set-up denial).
     for quota in &quotas {
         let namespace = quota["metadata"]["namespace"].as_str().unwrap();
-        let mut request =
-            read_admission_request(data("deployment_a100_4x2_priority.json")).unwrap();
+        let mut request = POLICY.request("deployment_a100_4x2_priority.json");
         request["namespace"] = Value::from(namespace);
         let template = &mut request["object"]["spec"]["template"];
         template["metadata"]["labels"]["gpu-admission/pool"] = Value::from(name);
         template["spec"]["nodeSelector"] = serde_json::json!({"gpu-admission/pool": name});
         template["spec"]["priorityClassName"] = Value::from(class);
-        let eval = policy()
+        let eval = POLICY
+            .module()
             .evaluate(&request, settings, Some(quota_session(name, &quotas)))
             .unwrap();
         assert!(eval.response.allowed, "{namespace}: {:?}", eval.response);
@@ -1616,46 +1506,7 @@ fn the_example_quotas_count_the_example_quota_pool() {
 
 #[test]
 fn metadata_version_matches_the_crate() {
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
-    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
-    let version = metadata["annotations"]["io.kubewarden.policy.version"]
-        .as_str()
-        .unwrap();
-    assert!(
-        cargo.contains(&format!("version = \"{version}\"")),
-        "Cargo.toml is not at {version}"
-    );
-}
-
-/// Days since the Unix epoch of a civil date (proleptic Gregorian), and back.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-fn unix_now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    assert_metadata_version_matches_the_crate(&POLICY.dir());
 }
 
 #[test]
@@ -1671,13 +1522,16 @@ fn the_exception_fixture_is_renewed_in_time() {
 fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
     let today = unix_now().div_euclid(86_400);
     let until = |days: i64| {
-        let mut s = settings("settings_exceptions.yml");
+        let mut s = POLICY.settings("settings_exceptions.yml");
         s["exceptions"][0]["expires"] = serde_json::json!(civil_from_days(today + days));
         s
     };
-    let request = read_admission_request(data("deployment_a100_4x2.json")).unwrap();
-    let session = || Some(ReplaySession::from_file(data("session_a100_over.yml")).unwrap());
-    let month = policy().validate(&request, &until(30), session()).unwrap();
+    let request = POLICY.request("deployment_a100_4x2.json");
+    let session = || Some(POLICY.session("session_a100_over.yml"));
+    let month = POLICY
+        .module()
+        .validate(&request, &until(30), session())
+        .unwrap();
     assert!(month.allowed && month.warnings.is_none(), "{month:?}");
     let audit = month.audit_annotations.clone().unwrap_or_default();
     assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
@@ -1688,7 +1542,10 @@ fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
             civil_from_days(today + 31)
         ))
     );
-    let soon = policy().validate(&request, &until(2), session()).unwrap();
+    let soon = POLICY
+        .module()
+        .validate(&request, &until(2), session())
+        .unwrap();
     assert!(soon.allowed);
     let warnings = soon.warnings.unwrap_or_default();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -1705,7 +1562,8 @@ fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =
         serde_json::json!("llm-other");
     assert!(
-        !policy()
+        !POLICY
+            .module()
             .validate(&other, &until(30), session())
             .unwrap()
             .allowed

@@ -4,29 +4,18 @@
 //! computed at test time, expired, invalid); settings validation; and the README quoting
 //! the messages verbatim.
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+mod common;
 
-use gpu_e2e::{Policy, module_path, read_admission_request, read_settings};
+use common::PolicyUnderTest;
+use common::dates::{civil_from_days, days_from_civil, parse_utc, unix_now};
+use gpu_e2e::read_admission_request;
 use serde_json::{Value, json};
 
-fn policy() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("gpu-labels-policy").unwrap_or_else(|e| panic!("{e:#}"));
-            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
-        })
-        .clone()
-}
-
-fn policy_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-labels-policy")
-}
+const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-labels-policy");
 
 fn settings(file: Option<&str>) -> Value {
     match file {
-        Some(f) => read_settings(policy_dir().join("test_data").join(f)).unwrap(),
+        Some(f) => POLICY.settings(f),
         None => json!({}),
     }
 }
@@ -340,10 +329,10 @@ const CASES: &[Case] = &[
 
 #[test]
 fn every_test_data_request_gets_its_verdict_and_message() {
-    let policy = policy();
+    let policy = POLICY.module();
     let mut failures = Vec::new();
     for case in CASES {
-        let request = read_admission_request(policy_dir().join("test_data").join(case.request))
+        let request = read_admission_request(POLICY.dir().join("test_data").join(case.request))
             .unwrap_or_else(|e| panic!("{}: {e:#}", case.request));
         let evaluation = policy
             .evaluate(&request, &settings(case.settings), None)
@@ -376,15 +365,17 @@ fn every_test_data_request_gets_its_verdict_and_message() {
 
 #[test]
 fn exempt_namespace_is_accepted_with_an_audit_annotation() {
-    let request =
-        read_admission_request(policy_dir().join("test_data/pod_in_exempt_namespace.json"))
-            .unwrap();
-    let denied = policy().validate(&request, &json!({}), None).unwrap();
+    let request = POLICY.request("pod_in_exempt_namespace.json");
+    let denied = POLICY
+        .module()
+        .validate(&request, &json!({}), None)
+        .unwrap();
     assert!(
         !denied.allowed,
         "without the exemption the validator pod is unlabelled"
     );
-    let r = policy()
+    let r = POLICY
+        .module()
         .validate(&request, &settings(Some("settings_exempt.yml")), None)
         .unwrap();
     assert!(r.allowed);
@@ -402,10 +393,11 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
 
 #[test]
 fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
-    let request =
-        read_admission_request(policy_dir().join("test_data/deployment_update_scales_legacy.json"))
-            .unwrap();
-    let r = policy().validate(&request, &json!({}), None).unwrap();
+    let request = POLICY.request("deployment_update_scales_legacy.json");
+    let r = POLICY
+        .module()
+        .validate(&request, &json!({}), None)
+        .unwrap();
     assert!(r.allowed);
     assert_eq!(
         r.warnings.as_deref(),
@@ -426,7 +418,8 @@ fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
     create["operation"] = json!("CREATE");
     create["oldObject"] = Value::Null;
     assert!(
-        !policy()
+        !POLICY
+            .module()
             .validate(&create, &json!({}), None)
             .unwrap()
             .allowed
@@ -437,11 +430,10 @@ fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
 fn custom_kinds_are_only_checked_when_configured() {
     // Without customKinds a RayCluster carries no pod template the policy knows of; its
     // pods are still judged when the Ray operator creates them.
-    let request =
-        read_admission_request(policy_dir().join("test_data/raycluster_worker_unlabelled.json"))
-            .unwrap();
+    let request = POLICY.request("raycluster_worker_unlabelled.json");
     assert!(
-        policy()
+        POLICY
+            .module()
             .validate(&request, &json!({}), None)
             .unwrap()
             .allowed
@@ -450,7 +442,7 @@ fn custom_kinds_are_only_checked_when_configured() {
 
 #[test]
 fn settings_files_are_valid_and_invalid_ones_name_the_field() {
-    let policy = policy();
+    let policy = POLICY.module();
     for file in [
         "settings_custom_kinds.yml",
         "settings_max_gpus.yml",
@@ -520,8 +512,11 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
 #[test]
 fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
     let warning = |file: &str| {
-        let request = read_admission_request(policy_dir().join("test_data").join(file)).unwrap();
-        policy().validate(&request, &json!({}), None).unwrap()
+        let request = POLICY.request(file);
+        POLICY
+            .module()
+            .validate(&request, &json!({}), None)
+            .unwrap()
     };
     let r = warning("pod_gpu_env_from.json");
     assert!(r.allowed && r.status.is_none());
@@ -541,7 +536,8 @@ fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
     );
     assert_eq!(r.warnings.as_ref().map(Vec::len), Some(1));
     // The settings file that names the field.
-    let v = policy()
+    let v = POLICY
+        .module()
         .validate_settings(&settings(Some("settings_invalid_device_access.yml")))
         .unwrap();
     assert!(!v.valid);
@@ -555,7 +551,7 @@ fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
     let missing: Vec<&str> = CASES
         .iter()
         .filter(|c| c.in_readme)
@@ -580,7 +576,7 @@ fn every_request_in_test_data_is_exercised() {
         "pod_dra_four_gpus_unlabelled.json",
         "pod_dra_four_gpus_labelled.json",
     ]);
-    let unused: Vec<String> = std::fs::read_dir(policy_dir().join("test_data"))
+    let unused: Vec<String> = std::fs::read_dir(POLICY.dir().join("test_data"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|f| f.ends_with(".json") && !used.contains(&f.as_str()))
@@ -593,11 +589,10 @@ fn every_request_in_test_data_is_exercised() {
 #[test]
 fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
     let run = |request: &str, settings_file: Option<&str>, session: &str| {
-        let request = read_admission_request(policy_dir().join("test_data").join(request)).unwrap();
-        let session =
-            gpu_e2e::ReplaySession::from_file(policy_dir().join("test_data").join(session))
-                .unwrap();
-        let e = policy()
+        let request = POLICY.request(request);
+        let session = POLICY.session(session);
+        let e = POLICY
+            .module()
             .evaluate(&request, &settings(settings_file), Some(session))
             .unwrap();
         assert_eq!(e.host_calls.len(), 1, "one get of the claim template");
@@ -658,64 +653,6 @@ const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not 
 /// The first second settings_exceptions.yml's exception no longer applies.
 const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 
-fn unix_now() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    i64::try_from(d.as_secs()).unwrap()
-}
-
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
-/// the module.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
-/// `YYYY-MM-DD` of day `days` since 1970-01-01.
-fn civil_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SSZ`.
-fn parse_utc(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(r)?;
-        part.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| part.parse().ok())?
-    };
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
-}
-
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
     assert_eq!(civil_from_days(0), "1970-01-01");
@@ -733,8 +670,8 @@ fn exceptions_until(date: &str) -> Value {
 }
 
 fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
-    let request = read_admission_request(policy_dir().join("test_data").join(request)).unwrap();
-    policy().validate(&request, settings, None).unwrap()
+    let request = POLICY.request(request);
+    POLICY.module().validate(&request, settings, None).unwrap()
 }
 
 fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
@@ -819,7 +756,10 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     );
     // An exception more than maxExceptionDays ahead is refused by settings validation.
     let far = civil_from_days(today + 400);
-    let v = policy().validate_settings(&exceptions_until(&far)).unwrap();
+    let v = POLICY
+        .module()
+        .validate_settings(&exceptions_until(&far))
+        .unwrap();
     assert!(!v.valid);
     assert!(
         v.message
@@ -835,7 +775,8 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
 
 #[test]
 fn an_exception_of_no_rule_is_invalid_settings() {
-    let v = policy()
+    let v = POLICY
+        .module()
         .validate_settings(&settings(Some("settings_invalid_exceptions.yml")))
         .unwrap();
     assert!(!v.valid);
@@ -844,7 +785,7 @@ fn an_exception_of_no_rule_is_invalid_settings() {
 
 #[test]
 fn the_readme_quotes_the_exception_texts() {
-    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
     for text in [
         EXCEPTION_AUDIT,
         MIG_LABELS_EXCUSED,

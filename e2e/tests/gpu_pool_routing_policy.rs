@@ -13,48 +13,31 @@
 //! forged one denied, a stamped Deployment updated (no patch; restamped when the namespace
 //! moved to another team), the Namespace not granted or not found (denied naming the grant).
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+mod common;
 
-use gpu_e2e::{
-    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
-    read_admission_request, read_settings,
-};
+use std::path::PathBuf;
+
+use common::PolicyUnderTest;
+use common::dates::{civil_from_days, days_from_civil, parse_utc, unix_now};
+use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
+use gpu_e2e::{AdmissionResponse, ContextAwareAccess, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
 
-fn policy() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("gpu-pool-routing-policy").unwrap_or_else(|e| panic!("{e:#}"));
-            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
-        })
-        .clone()
-}
-
-fn policy_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-pool-routing-policy")
-}
-
-fn request(name: &str) -> Value {
-    read_admission_request(policy_dir().join("test_data").join(name)).unwrap()
-}
-
-fn settings(name: &str) -> Value {
-    read_settings(policy_dir().join("test_data").join(name)).unwrap()
-}
+const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-pool-routing-policy");
 
 fn run(request: &Value, settings_file: &str) -> AdmissionResponse {
-    policy()
-        .validate(request, &settings(settings_file), None)
+    POLICY
+        .module()
+        .validate(request, &POLICY.settings(settings_file), None)
         .unwrap()
 }
 
 /// Evaluates with host calls served from `session` (a file of test_data/).
 fn run_session(request: &Value, settings_file: &str, session: &str) -> Evaluation {
-    let session = ReplaySession::from_file(policy_dir().join("test_data").join(session)).unwrap();
-    policy()
-        .evaluate(request, &settings(settings_file), Some(session))
+    let session = POLICY.session(session);
+    POLICY
+        .module()
+        .evaluate(request, &POLICY.settings(settings_file), Some(session))
         .unwrap()
 }
 
@@ -106,7 +89,7 @@ fn batch_ops(template: &str) -> Vec<Value> {
 
 #[test]
 fn pod_is_routed_without_priority_class_and_warned() {
-    let req = request("pod_batch.json");
+    let req = POLICY.request("pod_batch.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
@@ -129,7 +112,7 @@ fn pod_is_routed_without_priority_class_and_warned() {
 
 #[test]
 fn deployment_is_routed_with_affinity_and_priority_class() {
-    let req = request("deployment_interactive.json");
+    let req = POLICY.request("deployment_interactive.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     assert_eq!(
@@ -148,7 +131,7 @@ fn deployment_is_routed_with_affinity_and_priority_class() {
 
 #[test]
 fn update_is_evaluated_like_create() {
-    let mut req = request("deployment_interactive.json");
+    let mut req = POLICY.request("deployment_interactive.json");
     req["operation"] = json!("UPDATE");
     req["oldObject"] = req["object"].clone();
     req["oldObject"]["spec"]["replicas"] = json!(1);
@@ -160,7 +143,7 @@ fn update_is_evaluated_like_create() {
 
 #[test]
 fn job_keeps_its_own_toleration_and_gets_the_pools() {
-    let req = request("job_batch.json");
+    let req = POLICY.request("job_batch.json");
     let response = run(&req, SETTINGS);
     let mut expected = batch_ops("/spec/template");
     // The Job already tolerates nvidia.com/gpu: the pool's toleration is appended.
@@ -171,7 +154,7 @@ fn job_keeps_its_own_toleration_and_gets_the_pools() {
 
 #[test]
 fn cronjob_keeps_its_product_selector_and_joins_the_pool() {
-    let req = request("cronjob_batch.json");
+    let req = POLICY.request("cronjob_batch.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     let mut expected = batch_ops("/spec/jobTemplate/spec/template");
@@ -183,7 +166,7 @@ fn cronjob_keeps_its_product_selector_and_joins_the_pool() {
 
 #[test]
 fn inference_service_is_routed_through_its_custom_kind_paths() {
-    let req = request("inferenceservice_interactive.json");
+    let req = POLICY.request("inferenceservice_interactive.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     assert_eq!(
@@ -201,7 +184,7 @@ fn inference_service_is_routed_through_its_custom_kind_paths() {
 
 #[test]
 fn ray_cluster_routes_the_gpu_workers_and_leaves_the_head() {
-    let req = request("raycluster_batch.json");
+    let req = POLICY.request("raycluster_batch.json");
     let response = run(&req, SETTINGS);
     assert_eq!(
         sorted(response.patch_ops().unwrap()),
@@ -209,16 +192,16 @@ fn ray_cluster_routes_the_gpu_workers_and_leaves_the_head() {
     );
     second_pass_is_quiet(&req, &response, SETTINGS);
     // Without customKinds the RayCluster is not read at all (its Pods are routed).
-    let mut plain = settings(SETTINGS);
+    let mut plain = POLICY.settings(SETTINGS);
     plain.as_object_mut().unwrap().remove("customKinds");
-    let response = policy().validate(&req, &plain, None).unwrap();
+    let response = POLICY.module().validate(&req, &plain, None).unwrap();
     assert!(response.allowed);
     assert_eq!(response.patch, None);
 }
 
 #[test]
 fn gpu_in_an_init_container_is_routed() {
-    let req = request("deployment_gpu_in_init_container.json");
+    let req = POLICY.request("deployment_gpu_in_init_container.json");
     let response = run(&req, SETTINGS);
     assert_eq!(
         sorted(response.patch_ops().unwrap()),
@@ -229,7 +212,7 @@ fn gpu_in_an_init_container_is_routed() {
 
 #[test]
 fn default_pool_takes_what_matches_no_pool() {
-    let req = request("deployment_no_pool.json");
+    let req = POLICY.request("deployment_no_pool.json");
     let response = run(&req, "settings_default_pool.yml");
     assert!(response.allowed);
     assert_eq!(
@@ -267,7 +250,7 @@ const UNCHANGED: &[(&str, &[&str])] = &[
 #[test]
 fn accepted_without_patch() {
     for (file, warnings) in UNCHANGED {
-        let response = run(&request(file), SETTINGS);
+        let response = run(&POLICY.request(file), SETTINGS);
         assert!(response.allowed, "{file}: {:?}", response.message());
         assert_eq!(response.patch, None, "{file}");
         assert_eq!(response.status, None, "{file}");
@@ -308,7 +291,7 @@ const DENIED: &[(&str, &str)] = &[
 #[test]
 fn contradictions_and_unmatched_workloads_are_denied() {
     for (file, message) in DENIED {
-        let req = request(file);
+        let req = POLICY.request(file);
         let response = run(&req, SETTINGS);
         assert!(!response.allowed, "{file}");
         assert_eq!(response.message(), Some(*message), "{file}");
@@ -319,7 +302,7 @@ fn contradictions_and_unmatched_workloads_are_denied() {
 
 #[test]
 fn malformed_object_is_rejected_not_a_500() {
-    let mut req = request("deployment_interactive.json");
+    let mut req = POLICY.request("deployment_interactive.json");
     req["object"]["spec"]["template"]["spec"]["containers"] = json!("vllm");
     let response = run(&req, SETTINGS);
     assert!(!response.allowed);
@@ -359,15 +342,21 @@ fn settings_validation() {
         "settings_exceptions_expired.yml",
         TEAM,
     ] {
-        let v = policy().validate_settings(&settings(file)).unwrap();
+        let v = POLICY
+            .module()
+            .validate_settings(&POLICY.settings(file))
+            .unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
     for (file, message) in INVALID_SETTINGS {
-        let v = policy().validate_settings(&settings(file)).unwrap();
+        let v = POLICY
+            .module()
+            .validate_settings(&POLICY.settings(file))
+            .unwrap();
         assert!(!v.valid, "{file}");
         assert_eq!(v.message.as_deref(), Some(*message), "{file}");
     }
-    let empty = policy().validate_settings(&Value::Null).unwrap();
+    let empty = POLICY.module().validate_settings(&Value::Null).unwrap();
     assert!(!empty.valid);
     assert!(
         empty
@@ -375,7 +364,8 @@ fn settings_validation() {
             .unwrap()
             .starts_with("pools: configure at least one pool")
     );
-    let typo = policy()
+    let typo = POLICY
+        .module()
         .validate_settings(&json!({"pools": [], "defaultPol": "batch"}))
         .unwrap();
     assert!(!typo.valid);
@@ -407,7 +397,7 @@ fn second_pass_with_session_is_quiet(req: &Value, response: &AdmissionResponse, 
 #[test]
 fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
     // pod_batch.json asks for nvidia.com/gpu; this Pod's 4 GPUs come from a claim template.
-    let req = request("pod_dra_four_gpus.json");
+    let req = POLICY.request("pod_dra_four_gpus.json");
     let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
     assert!(e.unconsumed_exchanges.is_empty());
     assert_eq!(
@@ -420,7 +410,7 @@ fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
             .collect::<Vec<_>>(),
         vec![("get_resource", claim_template_call("four-gpus", "team-a"))]
     );
-    let plain = run(&request("pod_batch.json"), SETTINGS);
+    let plain = run(&POLICY.request("pod_batch.json"), SETTINGS);
     assert!(e.response.allowed);
     assert_eq!(
         sorted(e.response.patch_ops().unwrap()),
@@ -429,13 +419,13 @@ fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
     assert_eq!(e.response.warnings, plain.warnings);
     second_pass_with_session_is_quiet(&req, &e.response, "session_dra_four_gpus.yml");
 
-    let req = request("deployment_dra_four_gpus.json");
+    let req = POLICY.request("deployment_dra_four_gpus.json");
     let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
     assert!(e.response.allowed);
     assert_eq!(
         sorted(e.response.patch_ops().unwrap()),
         sorted(
-            run(&request("deployment_interactive.json"), SETTINGS)
+            run(&POLICY.request("deployment_interactive.json"), SETTINGS)
                 .patch_ops()
                 .unwrap()
         )
@@ -476,7 +466,7 @@ const DRA_DENIED: &[(&str, &str, &str)] = &[
 #[test]
 fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
     for (file, session, message) in DRA_DENIED {
-        let req = request(file);
+        let req = POLICY.request(file);
         let e = run_session(&req, SETTINGS, session);
         assert!(!e.response.allowed, "{file} {session}");
         assert_eq!(e.response.message(), Some(*message), "{file} {session}");
@@ -489,19 +479,13 @@ fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
 #[test]
 fn deployed_without_the_dra_grant_a_dra_pod_is_denied_not_routed() {
     // The ClusterAdmissionPolicy of a version without DRA: contextAwareResources: [].
-    let response = policy()
+    let response = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::none())
         .validate(
-            &request("deployment_dra_four_gpus.json"),
-            &settings(SETTINGS),
-            Some(
-                ReplaySession::from_file(
-                    policy_dir()
-                        .join("test_data")
-                        .join("session_dra_four_gpus.yml"),
-                )
-                .unwrap(),
-            ),
+            &POLICY.request("deployment_dra_four_gpus.json"),
+            &POLICY.settings(SETTINGS),
+            Some(POLICY.session("session_dra_four_gpus.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -517,7 +501,7 @@ fn deployed_without_the_dra_grant_a_dra_pod_is_denied_not_routed() {
 fn a_claim_of_a_device_class_that_is_not_a_gpu_leaves_the_pod_alone() {
     // rdma.example.com is not a GPU class (a documented pass): the Pod is not a GPU pod.
     let e = run_session(
-        &request("pod_dra_rdma_nic.json"),
+        &POLICY.request("pod_dra_rdma_nic.json"),
         SETTINGS,
         "session_dra_rdma_nic.yml",
     );
@@ -530,7 +514,7 @@ fn a_claim_of_a_device_class_that_is_not_a_gpu_leaves_the_pod_alone() {
 #[test]
 fn kai_fraction_pod_is_routed_as_a_gpu_pod() {
     // KAI Scheduler's published gpu-fraction example: no GPU resource, half a GPU.
-    let req = request("pod_kai_gpu_fraction.json");
+    let req = POLICY.request("pod_kai_gpu_fraction.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     assert_eq!(
@@ -544,7 +528,7 @@ fn kai_fraction_pod_is_routed_as_a_gpu_pod() {
     );
     assert_eq!(
         response.warnings,
-        run(&request("pod_batch.json"), SETTINGS).warnings
+        run(&POLICY.request("pod_batch.json"), SETTINGS).warnings
     );
     second_pass_is_quiet(&req, &response, SETTINGS);
     // The same pod under another scheduler is not fractional: not a GPU pod.
@@ -577,7 +561,7 @@ fn every_request_in_test_data_is_exercised() {
         "deployment_team_forged.json",
         "deployment_team_stamped_update.json",
     ]);
-    for entry in std::fs::read_dir(policy_dir().join("test_data")).unwrap() {
+    for entry in std::fs::read_dir(POLICY.dir().join("test_data")).unwrap() {
         let name = entry.unwrap().file_name().into_string().unwrap();
         if name.ends_with(".json") {
             assert!(covered.contains(&name.as_str()), "{name} is not tested");
@@ -587,7 +571,7 @@ fn every_request_in_test_data_is_exercised() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
     let missing: Vec<&str> = DENIED
         .iter()
         .chain(INVALID_SETTINGS)
@@ -617,7 +601,7 @@ fn the_readme_quotes_the_messages_verbatim() {
 
 #[test]
 fn metadata_is_mutating_and_versioned_like_the_crate() {
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    let metadata = read_settings(POLICY.dir().join("metadata.yml")).unwrap();
     assert_eq!(metadata["mutating"], true);
     // DRA: the claims and claim templates a pod template names; the Namespace, for its team
     // label (get_resource only).
@@ -631,14 +615,7 @@ fn metadata_is_mutating_and_versioned_like_the_crate() {
         metadata["hostCapabilities"],
         json!(["kubernetes/get_resource"])
     );
-    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
-    let version = metadata["annotations"]["io.kubewarden.policy.version"]
-        .as_str()
-        .unwrap();
-    assert!(
-        cargo.contains(&format!("version = \"{version}\"")),
-        "metadata.yml version {version} differs from Cargo.toml"
-    );
+    assert_metadata_version_matches_the_crate(&POLICY.dir());
     let resources: Vec<&str> = metadata["rules"]
         .as_array()
         .unwrap()
@@ -662,12 +639,7 @@ fn metadata_is_mutating_and_versioned_like_the_crate() {
 
 #[test]
 fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
-    use serde::Deserialize;
-    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
-        .unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|d| serde_json::to_value(serde_yaml::Value::deserialize(d).unwrap()).unwrap())
-        .collect();
+    let docs = yaml_documents(POLICY.dir().join("examples/cluster-admission-policy.yaml"));
     let cap = docs
         .iter()
         .find(|d| d["kind"] == "ClusterAdmissionPolicy")
@@ -677,13 +649,13 @@ fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
         cap["spec"]["module"],
         "registry://ghcr.io/gpu-admission/policies/gpu-pool-routing-policy:v0.1.0"
     );
-    let metadata = read_settings(policy_dir().join("metadata.yml")).unwrap();
+    let metadata = read_settings(POLICY.dir().join("metadata.yml")).unwrap();
     assert_eq!(
         cap["spec"]["contextAwareResources"],
         metadata["contextAwareResources"]
     );
     let settings = &cap["spec"]["settings"];
-    let v = policy().validate_settings(settings).unwrap();
+    let v = POLICY.module().validate_settings(settings).unwrap();
     assert!(v.valid, "{:?}", v.message);
     // Every priority class the pools name is created by the example.
     let classes: Vec<&str> = docs
@@ -709,16 +681,12 @@ fn example_cluster_admission_policy_is_mutating_with_valid_settings() {
     // Routes a RayCluster through the example's customKinds, with the team label from its
     // namespace (the example sets teamLabelKey: team).
     assert_eq!(settings["teamLabelKey"], "team");
-    let e = policy()
+    let e = POLICY
+        .module()
         .evaluate(
-            &request("raycluster_batch.json"),
+            &POLICY.request("raycluster_batch.json"),
             settings,
-            Some(
-                ReplaySession::from_file(
-                    policy_dir().join("test_data").join("session_team_ml_a.yml"),
-                )
-                .unwrap(),
-            ),
+            Some(POLICY.session("session_team_ml_a.yml")),
         )
         .unwrap();
     let mut expected = batch_ops("/spec/workerGroupSpecs/0/template");
@@ -740,64 +708,6 @@ const LENDING: &str = "settings_lending.yml";
 const LENT_PREFIX: &str =
     "spec.template.spec: pool interactive lends its nodes to pool batch during always, open at ";
 const LENT_STAYS: &str = "spec.template.spec: stays on pool interactive, which lends to pool batch (lent when it was created)";
-
-fn unix_now() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    i64::try_from(d.as_secs()).unwrap()
-}
-
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
-/// the module.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
-/// `YYYY-MM-DD` of day `days` since 1970-01-01.
-fn civil_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// Seconds since the epoch of an RFC 3339 UTC time `YYYY-MM-DDTHH:MM:SSZ`.
-fn parse_utc(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    let digits = |r: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(r)?;
-        part.bytes()
-            .all(|c| c.is_ascii_digit())
-            .then(|| part.parse().ok())?
-    };
-    if b.len() != 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || b[10] != b'T'
-        || b[13] != b':'
-        || b[16] != b':'
-        || b[19] != b'Z'
-    {
-        return None;
-    }
-    let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-    let (h, mi, s) = (digits(11..13)?, digits(14..16)?, digits(17..19)?);
-    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
-}
 
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
@@ -853,7 +763,7 @@ fn lent_ops() -> Vec<Value> {
 
 #[test]
 fn a_batch_deployment_goes_to_its_own_pool_without_lending() {
-    let req = request("deployment_batch.json");
+    let req = POLICY.request("deployment_batch.json");
     let response = run(&req, SETTINGS);
     assert!(response.allowed);
     assert_eq!(
@@ -866,7 +776,7 @@ fn a_batch_deployment_goes_to_its_own_pool_without_lending() {
 
 #[test]
 fn inside_the_window_a_batch_deployment_is_lent_at_the_hosts_time() {
-    let req = request("deployment_batch.json");
+    let req = POLICY.request("deployment_batch.json");
     let response = run(&req, LENDING);
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(sorted(response.patch_ops().unwrap()), lent_ops());
@@ -881,7 +791,7 @@ const LENT_POD_PRIORITY: &str = "spec.priorityClassName: pool interactive runs g
 
 #[test]
 fn a_lent_bare_pod_is_told_the_guest_priority_class() {
-    let req = request("pod_batch.json");
+    let req = POLICY.request("pod_batch.json");
     let response = run(&req, LENDING);
     assert!(response.allowed);
     assert_eq!(response.warnings, Some(vec![LENT_POD_PRIORITY.to_string()]));
@@ -893,7 +803,7 @@ fn a_lent_bare_pod_is_told_the_guest_priority_class() {
 
 #[test]
 fn a_pool_label_naming_the_own_pool_opts_out_of_lending() {
-    let mut req = request("deployment_batch.json");
+    let mut req = POLICY.request("deployment_batch.json");
     req["object"]["spec"]["template"]["metadata"]["labels"]["gpu-admission/pool"] = json!("batch");
     let response = run(&req, LENDING);
     assert!(response.allowed);
@@ -905,7 +815,7 @@ fn a_pool_label_naming_the_own_pool_opts_out_of_lending() {
 
 #[test]
 fn a_lent_deployment_stays_on_the_lending_pool_when_updated() {
-    let req = request("deployment_batch_lent_update.json");
+    let req = POLICY.request("deployment_batch_lent_update.json");
     let response = run(&req, LENDING);
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None);
@@ -975,7 +885,7 @@ fn under_the_real_kwctl_the_module_reads_the_hosts_clock() {
         .arg("--sigstore-trust-config")
         .arg(&trust)
         .arg(&module)
-        .current_dir(policy_dir())
+        .current_dir(POLICY.dir())
         .env("XDG_CACHE_HOME", home.join("cache"))
         .env("XDG_CONFIG_HOME", home.join("config"))
         .env("XDG_DATA_HOME", home.join("data"))
@@ -1037,7 +947,7 @@ fn the_exception_fixture_is_renewed_in_time() {
 
 #[test]
 fn an_exception_lets_a_workload_that_matches_no_pool_through() {
-    let req = request("deployment_no_pool.json");
+    let req = POLICY.request("deployment_no_pool.json");
     let response = run(&req, EXCEPTIONS);
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None, "excused, not routed");
@@ -1051,17 +961,17 @@ fn an_exception_lets_a_workload_that_matches_no_pool_through() {
         Some(no_pool_message())
     );
     // What the exception does not cover is routed as before.
-    let other = run(&request("deployment_interactive.json"), EXCEPTIONS);
+    let other = run(&POLICY.request("deployment_interactive.json"), EXCEPTIONS);
     assert_eq!(
         other,
-        run(&request("deployment_interactive.json"), SETTINGS)
+        run(&POLICY.request("deployment_interactive.json"), SETTINGS)
     );
 }
 
 #[test]
 fn an_expired_exception_is_named_in_the_denial() {
     let response = run(
-        &request("deployment_no_pool.json"),
+        &POLICY.request("deployment_no_pool.json"),
         "settings_exceptions_expired.yml",
     );
     assert!(!response.allowed);
@@ -1076,12 +986,12 @@ fn an_expired_exception_is_named_in_the_denial() {
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     let today = unix_now().div_euclid(86_400);
     let until = |days: i64| {
-        let mut s = settings(EXCEPTIONS);
+        let mut s = POLICY.settings(EXCEPTIONS);
         s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
         s
     };
-    let req = request("deployment_no_pool.json");
-    let month = policy().validate(&req, &until(30), None).unwrap();
+    let req = POLICY.request("deployment_no_pool.json");
+    let month = POLICY.module().validate(&req, &until(30), None).unwrap();
     assert!(month.allowed && month.warnings.is_none(), "{month:?}");
     assert_eq!(
         audit(&month, "exception"),
@@ -1090,7 +1000,7 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
             civil_from_days(today + 31)
         ))
     );
-    let soon = policy().validate(&req, &until(2), None).unwrap();
+    let soon = POLICY.module().validate(&req, &until(2), None).unwrap();
     assert!(soon.allowed);
     let warnings = soon.warnings.unwrap_or_default();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -1165,7 +1075,7 @@ fn team_labels_are_stamped_on_pods_controllers_and_custom_kinds() {
         ),
         ("inferenceservice_interactive.json", "/metadata"),
     ] {
-        let req = request(file);
+        let req = POLICY.request(file);
         let e = run_session(&req, TEAM, "session_team_ml_a.yml");
         assert_eq!(
             calls_of(&e),
@@ -1195,15 +1105,18 @@ fn team_labels_are_stamped_on_pods_controllers_and_custom_kinds() {
 
 #[test]
 fn without_team_label_key_no_namespace_is_read() {
-    let req = request("deployment_interactive.json");
-    let e = policy().evaluate(&req, &settings(SETTINGS), None).unwrap();
+    let req = POLICY.request("deployment_interactive.json");
+    let e = POLICY
+        .module()
+        .evaluate(&req, &POLICY.settings(SETTINGS), None)
+        .unwrap();
     assert!(e.host_calls.is_empty());
     assert_eq!(e.response, run(&req, SETTINGS));
 }
 
 #[test]
 fn a_namespace_without_a_team_gets_no_team_label() {
-    let req = request("deployment_interactive.json");
+    let req = POLICY.request("deployment_interactive.json");
     let e = run_session(&req, TEAM, "session_team_no_team.yml");
     assert_eq!(e.host_calls.len(), 1);
     assert_eq!(
@@ -1215,7 +1128,7 @@ fn a_namespace_without_a_team_gets_no_team_label() {
 
 #[test]
 fn a_forged_team_label_is_denied() {
-    let req = request("deployment_team_forged.json");
+    let req = POLICY.request("deployment_team_forged.json");
     for (session, message) in [
         ("session_team_ml_a.yml", TEAM_FORGED),
         ("session_team_no_team.yml", TEAM_FORGED_NO_TEAM),
@@ -1232,7 +1145,7 @@ fn a_forged_team_label_is_denied() {
 
 #[test]
 fn a_stamped_deployment_updated_stays_or_follows_its_namespace() {
-    let req = request("deployment_team_stamped_update.json");
+    let req = POLICY.request("deployment_team_stamped_update.json");
     let e = run_session(&req, TEAM, "session_team_ml_a.yml");
     assert!(e.response.allowed, "{:?}", e.response.message());
     assert_eq!(e.response.patch, None);
@@ -1252,7 +1165,7 @@ fn a_stamped_deployment_updated_stays_or_follows_its_namespace() {
 
 #[test]
 fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
-    let req = request("deployment_interactive.json");
+    let req = POLICY.request("deployment_interactive.json");
     for (session, message) in [
         ("session_team_not_granted.yml", TEAM_NOT_GRANTED),
         ("session_team_not_found.yml", TEAM_NOT_FOUND),
@@ -1264,17 +1177,13 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         assert!(e.unconsumed_exchanges.is_empty());
     }
     // Deployed without the grant at all: denied too, never routed without its team.
-    let response = policy()
+    let response = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::none())
         .validate(
             &req,
-            &settings(TEAM),
-            Some(
-                ReplaySession::from_file(
-                    policy_dir().join("test_data").join("session_team_ml_a.yml"),
-                )
-                .unwrap(),
-            ),
+            &POLICY.settings(TEAM),
+            Some(POLICY.session("session_team_ml_a.yml")),
         )
         .unwrap();
     assert!(!response.allowed);
@@ -1290,12 +1199,7 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
 
 #[test]
 fn the_deploy_manifest_lets_the_policy_server_get_namespaces() {
-    use serde::Deserialize;
-    let text =
-        std::fs::read_to_string(policy_dir().join("../../deploy/policy-server.yaml")).unwrap();
-    let docs: Vec<Value> = serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| serde_json::to_value(serde_yaml::Value::deserialize(doc).unwrap()).unwrap())
-        .collect();
+    let docs = yaml_documents(POLICY.dir().join("../../deploy/policy-server.yaml"));
     let name = "gpu-pool-routing-namespace-reader";
     let role = docs
         .iter()

@@ -9,41 +9,18 @@
 //! time, expired); settings validation; the metadata; and the README quoting the messages
 //! verbatim.
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
-use std::sync::OnceLock;
+mod common;
 
+use std::collections::{BTreeSet, HashMap};
+
+use common::PolicyUnderTest;
+use common::dates::{civil_from_days, days_from_civil, unix_now};
+use common::manifests::yaml_documents;
 use gpu_e2e::metadata::Metadata;
-use gpu_e2e::{
-    CallbackRequest, ContextAwareAccess, Evaluation, Exchange, Policy, RecordedResponse,
-    ReplaySession, module_path, read_admission_request, read_settings,
-};
+use gpu_e2e::{CallbackRequest, ContextAwareAccess, Exchange, RecordedResponse, ReplaySession};
 use serde_json::{Value, json};
 
-fn policy() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("gpu-vram-fit-policy").unwrap_or_else(|e| panic!("{e:#}"));
-            Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
-        })
-        .clone()
-}
-
-fn policy_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../policies/gpu-vram-fit-policy")
-}
-
-fn data(file: &str) -> PathBuf {
-    policy_dir().join("test_data").join(file)
-}
-
-fn evaluate(request: &str, settings: &str, session: Option<&str>) -> Evaluation {
-    let request = read_admission_request(data(request)).unwrap();
-    let settings = read_settings(data(settings)).unwrap();
-    let session = session.map(|s| ReplaySession::from_file(data(s)).unwrap());
-    policy().evaluate(&request, &settings, session).unwrap()
-}
+const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-vram-fit-policy");
 
 /// What one request must produce.
 struct Case {
@@ -622,7 +599,7 @@ fn every_test_data_request_gets_its_verdict_and_message() {
     let mut failures = Vec::new();
     for case in CASES {
         let what = format!("{} [{}] {:?}", case.request, case.settings, case.session);
-        let e = evaluate(case.request, case.settings, case.session);
+        let e = POLICY.evaluate(case.request, case.settings, case.session);
         let r = &e.response;
         if r.allowed != case.denied.is_none() || r.message() != case.denied {
             failures.push(format!(
@@ -648,7 +625,7 @@ fn every_test_data_request_gets_its_verdict_and_message() {
             failures.push(format!("{what}: the policy is not mutating"));
         }
         let expected_calls = case.session.map_or(0, |f| {
-            ReplaySession::from_file(data(f))
+            ReplaySession::from_file(POLICY.data(f))
                 .map(|s| s.len())
                 .unwrap_or(usize::MAX)
         });
@@ -665,7 +642,7 @@ fn every_test_data_request_gets_its_verdict_and_message() {
 
 #[test]
 fn the_registry_is_read_with_the_sdk_get_resource_request() {
-    let e = evaluate(
+    let e = POLICY.evaluate(
         "deployment_registry_model.json",
         "settings_registry.yml",
         Some("session_registry_found.yml"),
@@ -705,7 +682,7 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
             "spec.spec.devices",
         ),
     ] {
-        let e = evaluate(request, S, Some(session));
+        let e = POLICY.evaluate(request, S, Some(session));
         assert!(e.response.allowed, "{request}: {:?}", e.response);
         let calls: Vec<(&str, Value)> = e
             .host_calls
@@ -727,15 +704,16 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
         );
     }
     // Deployed without the DRA grant: the claim cannot be read, and the pod is denied.
-    let request = read_admission_request(data("deployment_dra_llama_70b.json")).unwrap();
-    let r = policy()
+    let request = POLICY.request("deployment_dra_llama_70b.json");
+    let r = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::from_metadata(Some(
             &json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
         )))
         .validate(
             &request,
-            &read_settings(data(S)).unwrap(),
-            Some(ReplaySession::from_file(data("session_dra_four_h100_selector.yml")).unwrap()),
+            &POLICY.settings(S),
+            Some(POLICY.session("session_dra_four_h100_selector.yml")),
         )
         .unwrap();
     assert!(!r.allowed);
@@ -749,7 +727,7 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
 
 #[test]
 fn image_labels_are_read_with_the_sdk_oci_manifest_config_request() {
-    let e = evaluate(
+    let e = POLICY.evaluate(
         "deployment_image_labelled.json",
         "settings_image_labels.yml",
         Some("session_image_labels_found.yml"),
@@ -769,11 +747,12 @@ fn image_labels_are_read_with_the_sdk_oci_manifest_config_request() {
         r#""registry.example.com/ml/support-bot:2024.10""#
     );
     // Off by default: the same request makes no host call.
-    let request = read_admission_request(data("deployment_image_labelled.json")).unwrap();
-    let e = policy()
+    let request = POLICY.request("deployment_image_labelled.json");
+    let e = POLICY
+        .module()
         .evaluate(
             &request,
-            &read_settings(data(S)).unwrap(),
+            &POLICY.settings(S),
             Some(ReplaySession::default()),
         )
         .unwrap();
@@ -802,7 +781,7 @@ fn both_spellings_of_every_flag_give_the_same_answer() {
         ),
     ] {
         let args = |file: &str| {
-            let r = read_admission_request(data(file)).unwrap();
+            let r = POLICY.request(file);
             let text = r.to_string();
             assert!(text.contains("\"--"), "{file} has flags");
             r
@@ -813,8 +792,8 @@ fn both_spellings_of_every_flag_give_the_same_answer() {
             "{spaced} and {joined} spell them differently"
         );
         let (ra, rb) = (
-            evaluate(spaced, S, None).response,
-            evaluate(joined, S, None).response,
+            POLICY.evaluate(spaced, S, None).response,
+            POLICY.evaluate(joined, S, None).response,
         );
         assert_eq!(
             (
@@ -838,15 +817,16 @@ fn both_spellings_of_every_flag_give_the_same_answer() {
 fn no_host_call_when_nothing_needs_the_registry() {
     // Registry configured, but the workload names no model, is exempt, is deleted, or
     // (an UPDATE) changes nothing the rule reads: nothing to look up.
-    let settings = read_settings(data("settings_registry.yml")).unwrap();
+    let settings = POLICY.settings("settings_registry.yml");
     for request in [
         "deployment_no_model.json",
         "pod_in_exempt_namespace.json",
         "pod_delete.json",
         "deployment_update_unchanged.json",
     ] {
-        let request_json = read_admission_request(data(request)).unwrap();
-        let e = policy()
+        let request_json = POLICY.request(request);
+        let e = POLICY
+            .module()
             .evaluate(&request_json, &settings, Some(ReplaySession::default()))
             .unwrap();
         assert!(e.response.allowed, "{request}: {:?}", e.response);
@@ -857,14 +837,15 @@ fn no_host_call_when_nothing_needs_the_registry() {
 #[test]
 fn without_context_aware_access_the_denial_names_the_fix() {
     // `kwctl run` without --allow-context-aware: the host refuses the ConfigMap.
-    let request = read_admission_request(data("deployment_registry_model.json")).unwrap();
-    let settings = read_settings(data("settings_registry.yml")).unwrap();
-    let r = policy()
+    let request = POLICY.request("deployment_registry_model.json");
+    let settings = POLICY.settings("settings_registry.yml");
+    let r = POLICY
+        .module()
         .with_context_aware_access(ContextAwareAccess::none())
         .validate(
             &request,
             &settings,
-            Some(ReplaySession::from_file(data("session_registry_found.yml")).unwrap()),
+            Some(POLICY.session("session_registry_found.yml")),
         )
         .unwrap();
     assert!(!r.allowed);
@@ -896,8 +877,9 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_exceptions.yml",
         "settings_exceptions_expired.yml",
     ] {
-        let v = policy()
-            .validate_settings(&read_settings(data(file)).unwrap())
+        let v = POLICY
+            .module()
+            .validate_settings(&POLICY.settings(file))
             .unwrap();
         assert!(v.valid, "{file}: {:?}", v.message);
     }
@@ -911,19 +893,21 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
             "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '0.9'",
         ),
     ] {
-        let v = policy()
-            .validate_settings(&read_settings(data(file)).unwrap())
+        let v = POLICY
+            .module()
+            .validate_settings(&POLICY.settings(file))
             .unwrap();
         assert!(!v.valid, "{file}");
         assert_eq!(v.message.as_deref(), Some(message), "{file}");
     }
-    let empty = policy().validate_settings(&json!({})).unwrap();
+    let empty = POLICY.module().validate_settings(&json!({})).unwrap();
     assert!(
         empty.valid,
         "defaults work out of the box: {:?}",
         empty.message
     );
-    let typo = policy()
+    let typo = POLICY
+        .module()
         .validate_settings(&json!({"usableMemoryPercentage": 90}))
         .unwrap();
     assert!(!typo.valid);
@@ -946,11 +930,12 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
             SETTINGS_KAI_NAMES,
         ),
     ] {
-        let v = policy().validate_settings(&settings).unwrap();
+        let v = POLICY.module().validate_settings(&settings).unwrap();
         assert!(!v.valid, "{settings}");
         assert_eq!(v.message.as_deref(), Some(message));
     }
-    let zero_layers = policy()
+    let zero_layers = POLICY
+        .module()
         .validate_settings(
             &json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16",
             "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}),
@@ -964,7 +949,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
 
 #[test]
 fn metadata_is_valid_and_declares_the_configmap_read() {
-    let text = std::fs::read_to_string(policy_dir().join("metadata.yml")).unwrap();
+    let text = std::fs::read_to_string(POLICY.dir().join("metadata.yml")).unwrap();
     let metadata = Metadata::from_yaml(&text).unwrap().annotated("v1", None);
     metadata.validate().unwrap();
     assert!(!metadata.mutating);
@@ -1000,7 +985,7 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
         json["hostCapabilities"],
         json!(["kubernetes/get_resource", "oci/v1/oci_manifest_config"])
     );
-    let cargo = std::fs::read_to_string(policy_dir().join("Cargo.toml")).unwrap();
+    let cargo = std::fs::read_to_string(POLICY.dir().join("Cargo.toml")).unwrap();
     let version = metadata.annotation("io.kubewarden.policy.version").unwrap();
     assert!(
         cargo.contains(&format!("version = \"{version}\"")),
@@ -1010,7 +995,7 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(policy_dir().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
     let missing: Vec<&str> = CASES
         .iter()
         .filter(|c| c.in_readme)
@@ -1034,7 +1019,7 @@ fn every_file_in_test_data_is_exercised() {
         .flatten()
         .chain(["settings_invalid.yml", "settings_invalid_percent.yml"])
         .collect();
-    let unused: Vec<String> = std::fs::read_dir(policy_dir().join("test_data"))
+    let unused: Vec<String> = std::fs::read_dir(POLICY.dir().join("test_data"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         // The kwctl parity test's list of these cases (e2e/tests/kwctl.rs).
@@ -1045,10 +1030,8 @@ fn every_file_in_test_data_is_exercised() {
 
 /// The documents of `examples/cluster-admission-policy.yaml`, by kind.
 fn example(kind: &str) -> Value {
-    let text = std::fs::read_to_string(policy_dir().join("examples/cluster-admission-policy.yaml"))
-        .unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|d| <Value as serde::Deserialize>::deserialize(d).unwrap())
+    yaml_documents(POLICY.dir().join("examples/cluster-admission-policy.yaml"))
+        .into_iter()
         .find(|d| d["kind"] == kind)
         .unwrap_or_else(|| panic!("no {kind} in the example"))
 }
@@ -1068,11 +1051,11 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
                {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}])
     );
     let settings = &spec["settings"];
-    let v = policy().validate_settings(settings).unwrap();
+    let v = POLICY.module().validate_settings(settings).unwrap();
     assert!(v.valid, "{:?}", v.message);
 
     // The example's rules cover every resource of metadata.yml.
-    let text = std::fs::read_to_string(policy_dir().join("metadata.yml")).unwrap();
+    let text = std::fs::read_to_string(POLICY.dir().join("metadata.yml")).unwrap();
     let metadata = Metadata::from_yaml(&text).unwrap();
     let in_example: BTreeSet<String> = spec["rules"]
         .as_array()
@@ -1110,7 +1093,7 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
             },
         }])
     };
-    let mut request = read_admission_request(data("deployment_registry_model.json")).unwrap();
+    let mut request = POLICY.request("deployment_registry_model.json");
     let template = &mut request["object"]["spec"]["template"];
     template["metadata"]["labels"]["gpu-admission/model"] = json!("deepseek-v3");
     template["spec"]["containers"][0]["args"] = json!(["--model", "deepseek-ai/DeepSeek-V3"]);
@@ -1118,7 +1101,8 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
     template["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = json!("8");
     // DeepSeek-V3, 671B fp8 + 4 x 32k tokens of MLA latent cache, held whole by each of the
     // 8 tensor-parallel GPUs (kvHeads 1 < 8): ~763 GiB; 8 H200 give 8 x floor(144,384 x 90%) = 1,039,560 MiB.
-    let r = policy()
+    let r = POLICY
+        .module()
         .validate(&request, settings, Some(session()))
         .unwrap();
     assert!(r.allowed, "{r:?}");
@@ -1127,7 +1111,8 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
     assert_eq!(audit["vram-available-mib"], "1039560");
     let template = &mut request["object"]["spec"]["template"];
     template["spec"]["nodeSelector"] = json!({"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"});
-    let r = policy()
+    let r = POLICY
+        .module()
         .validate(&request, settings, Some(session()))
         .unwrap();
     assert!(!r.allowed);
@@ -1142,37 +1127,6 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
 // ---------------------------------------------------------------------------------------
 // Exceptions dated at test time
 // ---------------------------------------------------------------------------------------
-
-fn unix_now() -> i64 {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    i64::try_from(d.as_secs()).unwrap()
-}
-
-/// Days since 1970-01-01 of a civil date (proleptic Gregorian), computed here and not by
-/// the module.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * ((m + 9) % 12) + 2) / 5 + d - 1;
-    era * 146_097 + yoe * 365 + yoe / 4 - yoe / 100 + doy - 719_468
-}
-
-/// `YYYY-MM-DD` of day `days` since 1970-01-01.
-fn civil_from_days(days: i64) -> String {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
 
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
@@ -1194,12 +1148,15 @@ fn the_exception_fixture_is_renewed_in_time() {
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     let today = unix_now().div_euclid(86_400);
     let until = |days: i64| {
-        let mut s = read_settings(data("settings_exceptions.yml")).unwrap();
+        let mut s = POLICY.settings("settings_exceptions.yml");
         s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
         s
     };
-    let request = read_admission_request(data("deployment_llama_70b_on_2_a10g.json")).unwrap();
-    let month = policy().validate(&request, &until(30), None).unwrap();
+    let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
+    let month = POLICY
+        .module()
+        .validate(&request, &until(30), None)
+        .unwrap();
     assert!(month.allowed && month.warnings.is_none(), "{month:?}");
     assert_eq!(
         month
@@ -1212,7 +1169,7 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
             civil_from_days(today + 31)
         ))
     );
-    let soon = policy().validate(&request, &until(1), None).unwrap();
+    let soon = POLICY.module().validate(&request, &until(1), None).unwrap();
     assert!(soon.allowed);
     let warnings = soon.warnings.unwrap_or_default();
     assert_eq!(warnings.len(), 1, "{warnings:?}");
@@ -1227,5 +1184,11 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     // Another workload of the namespace the selector does not match is still denied.
     let mut other = request.clone();
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");
-    assert!(!policy().validate(&other, &until(30), None).unwrap().allowed);
+    assert!(
+        !POLICY
+            .module()
+            .validate(&other, &until(30), None)
+            .unwrap()
+            .allowed
+    );
 }

@@ -1,21 +1,81 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)] // each test binary uses a different subset
 
-use std::path::PathBuf;
-use std::sync::OnceLock;
+pub mod dates;
+pub mod manifests;
 
-use gpu_e2e::{Policy, ReplaySession, module_path, read_admission_request, read_settings};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use gpu_e2e::{
+    Evaluation, Policy, ReplaySession, module_path, read_admission_request, read_settings,
+};
 use serde_json::Value;
 
-/// The built fixture policy (compiled once per test binary).
-pub fn fixture() -> Policy {
-    static POLICY: OnceLock<Policy> = OnceLock::new();
-    POLICY
-        .get_or_init(|| {
-            let path = module_path("fixture-policy").unwrap_or_else(|e| panic!("{e:#}"));
+/// A built module by package name (compiled once per test binary).
+pub fn built(package: &str) -> Policy {
+    static BUILT: Mutex<BTreeMap<String, Policy>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    built
+        .entry(package.to_owned())
+        .or_insert_with(|| {
+            let path = module_path(package).unwrap_or_else(|e| panic!("{e:#}"));
             Policy::load(path).unwrap_or_else(|e| panic!("{e:#}"))
         })
         .clone()
+}
+
+/// The built fixture policy.
+pub fn fixture() -> Policy {
+    built("fixture-policy")
+}
+
+/// One policy of `policies/`: its built module and its files.
+#[derive(Clone, Copy)]
+pub struct PolicyUnderTest(pub &'static str);
+
+impl PolicyUnderTest {
+    pub fn module(self) -> Policy {
+        built(self.0)
+    }
+
+    /// `policies/<name>/`.
+    pub fn dir(self) -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../policies")
+            .join(self.0)
+    }
+
+    /// A file of the policy's `test_data/`.
+    pub fn data(self, file: &str) -> PathBuf {
+        self.dir().join("test_data").join(file)
+    }
+
+    pub fn request(self, file: &str) -> Value {
+        read_admission_request(self.data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    pub fn settings(self, file: &str) -> Value {
+        read_settings(self.data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    pub fn session(self, file: &str) -> ReplaySession {
+        ReplaySession::from_file(self.data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// Evaluates the request file with the settings file, serving host calls from the
+    /// session file (none: any host call fails through the harness's "no replay session"
+    /// error, which the case would show).
+    pub fn evaluate(self, request: &str, settings: &str, session: Option<&str>) -> Evaluation {
+        self.module()
+            .evaluate(
+                &self.request(request),
+                &self.settings(settings),
+                session.map(|s| self.session(s)),
+            )
+            .unwrap_or_else(|e| panic!("{e:#}"))
+    }
 }
 
 /// A file under `e2e/fixture-policy/test_data/`.
