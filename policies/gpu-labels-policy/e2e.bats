@@ -7,16 +7,7 @@
 load ../../e2e/bats/kwctl
 
 setup() {
-  if ! command -v kwctl >/dev/null 2>&1; then
-    skip "kwctl is not on PATH"
-  fi
-  POLICY="${POLICY_WASM:-annotated-policy.wasm}"
-  case "$POLICY" in /*) ;; *) POLICY="$BATS_TEST_DIRNAME/$POLICY" ;; esac
-  if [ ! -f "$POLICY" ]; then
-    echo "$POLICY not found: run make annotate" >&2
-    return 1
-  fi
-  DATA="$BATS_TEST_DIRNAME/test_data"
+  kwctl_setup
 }
 
 # run_policy <request.json> [settings file]
@@ -28,10 +19,6 @@ run_policy() {
   fi
   [ "$status" -eq 0 ]
 }
-
-allowed() { [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]; }
-denied() { [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]; }
-says() { [[ "$output" == *"$1"* ]]; }
 
 @test "labelled GPU workloads are accepted" {
   for r in pod_gpu_labelled deployment_labelled job_labelled cronjob_labelled; do

@@ -8,19 +8,7 @@
 load ../../e2e/bats/kwctl
 
 setup() {
-  if ! command -v kwctl >/dev/null 2>&1; then
-    skip "kwctl is not on PATH"
-  fi
-  POLICY="${POLICY_WASM:-annotated-policy.wasm}"
-  case "$POLICY" in
-    /*) ;;
-    *) POLICY="$BATS_TEST_DIRNAME/$POLICY" ;;
-  esac
-  if [ ! -f "$POLICY" ]; then
-    echo "$POLICY not found: build and annotate the module first (see the top of this file)" >&2
-    return 1
-  fi
-  DATA="$BATS_TEST_DIRNAME/test_data"
+  kwctl_setup
 }
 
 # run_policy REQUEST SETTINGS [SESSION]
@@ -35,10 +23,6 @@ run_policy() {
   echo "$output"
   [ "$status" -eq 0 ]
 }
-
-allowed() { [ $(expr "$output" : '.*"allowed":true.*') -ne 0 ]; }
-denied() { [ $(expr "$output" : '.*"allowed":false.*') -ne 0 ]; }
-says() { [[ "$output" == *"$1"* ]]; }
 
 @test "a 70B model on two A10G is denied with the fix" {
   run_policy deployment_llama_70b_on_2_a10g.json settings.yml
@@ -313,8 +297,8 @@ says() { [[ "$output" == *"$1"* ]]; }
 @test "an exception lets the 70B Deployment on two A10G through; expired, the denial says so" {
   run_policy deployment_llama_70b_on_2_a10g.json settings_exceptions.yml
   allowed
-  [[ "$output" == *'"exception":"exception=llama-70b-a10g-trial owner=serving-team@example.com expires=2027-09-28T00:00:00Z"'* ]]
+  says '"exception":"exception=llama-70b-a10g-trial owner=serving-team@example.com expires=2027-09-28T00:00:00Z"'
   run_policy deployment_llama_70b_on_2_a10g.json settings_exceptions_expired.yml
   denied
-  [[ "$output" == *"(exception llama-70b-a10g-trial (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)"* ]]
+  says "(exception llama-70b-a10g-trial (owner serving-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)"
 }
