@@ -10,9 +10,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
-use gpu_rules::capacity::{
-    CapacitySource, Pool, PoolSnapshot, Settings, UsageSource, decide, evaluate,
-};
+use gpu_rules::capacity::decision::decide;
+use gpu_rules::capacity::{CapacitySource, Pool, PoolSnapshot, Settings, UsageSource, evaluate};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
 use gpu_rules::selector::LabelSelector;
@@ -199,22 +198,28 @@ proptest! {
     }
 }
 
-/// Answers the gate's list calls from generated Nodes, Pods and ResourceQuotas; fails
-/// anything else.
+/// Answers the gate's host calls by what they read (`v1/Node`, `v1/Pod`, ...) from generated
+/// lists; fails any other call.
 struct FakeCluster {
-    nodes: String,
-    pods: String,
-    quotas: String,
+    answers: Vec<(&'static str, String)>,
+}
+
+impl FakeCluster {
+    fn new<const N: usize>(answers: [(&'static str, String); N]) -> Self {
+        FakeCluster {
+            answers: answers.into(),
+        }
+    }
 }
 
 impl Cluster for FakeCluster {
     fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        match request.what().as_str() {
-            "v1/Node" => Ok(self.nodes.clone().into_bytes()),
-            "v1/Pod" => Ok(self.pods.clone().into_bytes()),
-            "v1/ResourceQuota" => Ok(self.quotas.clone().into_bytes()),
-            other => Err(format!("unexpected host call for {other}")),
-        }
+        let what = request.what();
+        self.answers
+            .iter()
+            .find(|(kind, _)| *kind == what.as_str())
+            .map(|(_, body)| body.clone().into_bytes())
+            .ok_or_else(|| format!("unexpected host call for {what}"))
     }
 }
 
@@ -277,11 +282,17 @@ fn cluster(nodes: &[Node], pods: &[PoolPod]) -> FakeCluster {
         })
         .collect();
     let pod_items: Vec<Value> = pods.iter().map(PoolPod::to_json).collect();
-    FakeCluster {
-        nodes: json!({"apiVersion": "v1", "kind": "NodeList", "items": node_items}).to_string(),
-        pods: json!({"apiVersion": "v1", "kind": "PodList", "items": pod_items}).to_string(),
-        quotas: String::new(),
-    }
+    FakeCluster::new([
+        (
+            "v1/Node",
+            json!({"apiVersion": "v1", "kind": "NodeList", "items": node_items}).to_string(),
+        ),
+        (
+            "v1/Pod",
+            json!({"apiVersion": "v1", "kind": "PodList", "items": pod_items}).to_string(),
+        ),
+        ("v1/ResourceQuota", String::new()),
+    ])
 }
 
 fn gate_settings(threshold: u32) -> Settings {
@@ -398,11 +409,11 @@ fn quota_gate(
     {
         spec.insert("priorityClassName".into(), json!("a100-high"));
     }
-    let cluster = FakeCluster {
-        nodes: String::new(),
-        pods: String::new(),
-        quotas: quota_list(used),
-    };
+    let cluster = FakeCluster::new([
+        ("v1/Node", String::new()),
+        ("v1/Pod", String::new()),
+        ("v1/ResourceQuota", quota_list(used)),
+    ]);
     evaluate(&request, &settings, &cluster)
 }
 
@@ -532,24 +543,7 @@ fn busy_nodes() -> impl Strategy<Value = Vec<BusyNode>> {
 
 /// The gate's Node and Pod lists for `nodes` (pods bound with `spec.nodeName`), and
 /// `pending` pods bound to no node; a NodePool answer for `ceiling`.
-struct PoolCluster {
-    nodes: String,
-    pods: String,
-    node_pool: String,
-}
-
-impl Cluster for PoolCluster {
-    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        match request.what().as_str() {
-            "v1/Node" => Ok(self.nodes.clone().into_bytes()),
-            "v1/Pod" => Ok(self.pods.clone().into_bytes()),
-            "karpenter.sh/v1/NodePool" => Ok(self.node_pool.clone().into_bytes()),
-            other => Err(format!("unexpected host call for {other}")),
-        }
-    }
-}
-
-fn pool_cluster(nodes: &[BusyNode], pending: &[u64], ceiling: u64) -> PoolCluster {
+fn pool_cluster(nodes: &[BusyNode], pending: &[u64], ceiling: u64) -> FakeCluster {
     let node_items: Vec<Value> = nodes
         .iter()
         .enumerate()
@@ -569,19 +563,21 @@ fn pool_cluster(nodes: &[BusyNode], pending: &[u64], ceiling: u64) -> PoolCluste
         .map(|(i, g)| pod(Some(i), g))
         .collect();
     pod_items.extend(pending.iter().map(|g| pod(None, *g)));
-    PoolCluster {
-        nodes: json!({"items": node_items}).to_string(),
-        pods: json!({"items": pod_items}).to_string(),
-        node_pool: json!({"spec": {"limits": {GPU: ceiling.to_string(), "cpu": "1000"}}})
-            .to_string(),
-    }
+    FakeCluster::new([
+        ("v1/Node", json!({"items": node_items}).to_string()),
+        ("v1/Pod", json!({"items": pod_items}).to_string()),
+        (
+            "karpenter.sh/v1/NodePool",
+            json!({"spec": {"limits": {GPU: ceiling.to_string(), "cpu": "1000"}}}).to_string(),
+        ),
+    ])
 }
 
 fn node_gate(
     threshold: u32,
     ceiling: Option<u64>,
     fragmentation: &str,
-    cluster: &PoolCluster,
+    cluster: &FakeCluster,
     replicas: u64,
     gpus_per_pod: u64,
 ) -> Verdict {

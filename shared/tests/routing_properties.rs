@@ -1,4 +1,4 @@
-//! Property tests of the routing rules (issue 9): routing is idempotent (a routed object
+//! Property tests of the routing rules: routing is idempotent (a routed object
 //! routes to itself, without a patch or a denial), and `evaluate` never panics, whatever
 //! the object. Settings are generated too: several disjoint pools, steering by node
 //! selector and/or required node affinity, tolerations, priority classes, with or without

@@ -1,4 +1,4 @@
-//! Property tests of the VRAM rule (issue 9): the memory a model needs never shrinks as
+//! Property tests of the VRAM rule: the memory a model needs never shrinks as
 //! its parameters, context length, concurrency, weight precision or tensor-parallel size
 //! grow, and more GPUs (of the same product) never turn an acceptance into a denial; a
 //! server that runs with a longer `--max-model-len`, more `--max-num-seqs` or a smaller
