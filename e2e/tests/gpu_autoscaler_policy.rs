@@ -13,7 +13,7 @@ use common::manifests::{
     assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
     rbac_names, yaml_documents,
 };
-use gpu_e2e::{ContextAwareAccess, ReplaySession};
+use gpu_e2e::ReplaySession;
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-autoscaler-policy");
@@ -441,16 +441,7 @@ fn the_capacity_gates_requests_are_byte_for_byte_the_same() {
 #[test]
 fn without_the_context_aware_grant_the_policy_fails_closed() {
     let request = POLICY.request("hpa_external_gpu_deployment.json");
-    let denied = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::none());
-    let response = denied
-        .validate(
-            &request,
-            &POLICY.settings(S),
-            Some(POLICY.session("session_deployment_a100.yml")),
-        )
-        .unwrap();
+    let response = POLICY.ungranted(&request, &POLICY.settings(S), "session_deployment_a100.yml");
     assert!(!response.allowed);
     assert_eq!(response.message(), Some(NOT_GRANTED));
 }
@@ -458,14 +449,11 @@ fn without_the_context_aware_grant_the_policy_fails_closed() {
 #[test]
 fn settings_validation() {
     let p = POLICY.module();
-    for file in [
+    POLICY.assert_valid_settings(&[
         "settings.yml",
         "settings_fail_open.yml",
         "settings_warn_only.yml",
-    ] {
-        let v = p.validate_settings(&POLICY.settings(file)).unwrap();
-        assert!(v.valid, "{file}: {:?}", v.message);
-    }
+    ]);
     assert!(p.validate_settings(&json!({})).unwrap().valid);
     let cases = [
         (

@@ -1327,16 +1327,7 @@ fn fail_open_warns() {
 fn without_the_context_aware_grant_the_gate_fails_closed() {
     // What policy-server does when the ClusterAdmissionPolicy lists no contextAwareResources.
     let request = POLICY.request("deployment_a100_4x2.json");
-    let denied = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::none());
-    let response = denied
-        .validate(
-            &request,
-            &POLICY.settings(S),
-            Some(POLICY.session("session_a100_below.yml")),
-        )
-        .unwrap();
+    let response = POLICY.ungranted(&request, &POLICY.settings(S), "session_a100_below.yml");
     assert!(!response.allowed);
     assert_eq!(response.message(), Some(NOT_GRANTED));
 }
@@ -1344,7 +1335,7 @@ fn without_the_context_aware_grant_the_gate_fails_closed() {
 #[test]
 fn settings_validation() {
     let p = POLICY.module();
-    for file in [
+    POLICY.assert_valid_settings(&[
         "settings.yml",
         "settings_fail_open.yml",
         "settings_charge_all.yml",
@@ -1358,10 +1349,7 @@ fn settings_validation() {
         "settings_peak.yml",
         "settings_exceptions.yml",
         "settings_exceptions_expired.yml",
-    ] {
-        let v = p.validate_settings(&POLICY.settings(file)).unwrap();
-        assert!(v.valid, "{file}: {:?}", v.message);
-    }
+    ]);
     let cases = [
         (
             POLICY.settings("settings_invalid.yml"),

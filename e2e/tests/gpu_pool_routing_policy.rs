@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use common::PolicyUnderTest;
 use common::dates::{civil_from_days, days_from_civil, parse_utc, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
-use gpu_e2e::{AdmissionResponse, ContextAwareAccess, Evaluation, module_path, read_settings};
+use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-pool-routing-policy");
@@ -479,15 +479,11 @@ fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
 #[test]
 fn deployed_without_the_dra_grant_a_dra_pod_is_denied_not_routed() {
     // The ClusterAdmissionPolicy of a version without DRA: contextAwareResources: [].
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::none())
-        .validate(
-            &POLICY.request("deployment_dra_four_gpus.json"),
-            &POLICY.settings(SETTINGS),
-            Some(POLICY.session("session_dra_four_gpus.yml")),
-        )
-        .unwrap();
+    let response = POLICY.ungranted(
+        &POLICY.request("deployment_dra_four_gpus.json"),
+        &POLICY.settings(SETTINGS),
+        "session_dra_four_gpus.yml",
+    );
     assert!(!response.allowed);
     assert_eq!(
         response.message(),
@@ -1177,15 +1173,7 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         assert!(e.unconsumed_exchanges.is_empty());
     }
     // Deployed without the grant at all: denied too, never routed without its team.
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::none())
-        .validate(
-            &req,
-            &POLICY.settings(TEAM),
-            Some(POLICY.session("session_team_ml_a.yml")),
-        )
-        .unwrap();
+    let response = POLICY.ungranted(&req, &POLICY.settings(TEAM), "session_team_ml_a.yml");
     assert!(!response.allowed);
     assert!(
         response

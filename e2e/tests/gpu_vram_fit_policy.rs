@@ -839,15 +839,7 @@ fn without_context_aware_access_the_denial_names_the_fix() {
     // `kwctl run` without --allow-context-aware: the host refuses the ConfigMap.
     let request = POLICY.request("deployment_registry_model.json");
     let settings = POLICY.settings("settings_registry.yml");
-    let r = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::none())
-        .validate(
-            &request,
-            &settings,
-            Some(POLICY.session("session_registry_found.yml")),
-        )
-        .unwrap();
+    let r = POLICY.ungranted(&request, &settings, "session_registry_found.yml");
     assert!(!r.allowed);
     let message = r.message().unwrap();
     assert!(

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use gpu_e2e::{
-    Evaluation, Policy, ReplaySession, module_path, read_admission_request, read_settings,
+    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
+    read_admission_request, read_settings,
 };
 use serde_json::Value;
 
@@ -75,6 +76,25 @@ impl PolicyUnderTest {
                 session.map(|s| self.session(s)),
             )
             .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The response to `request` when the policy is granted no context-aware resource (a
+    /// ClusterAdmissionPolicy without contextAwareResources, kwctl run without
+    /// --allow-context-aware), host calls answered from the session file.
+    pub fn ungranted(self, request: &Value, settings: &Value, session: &str) -> AdmissionResponse {
+        self.module()
+            .with_context_aware_access(ContextAwareAccess::none())
+            .validate(request, settings, Some(self.session(session)))
+            .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// Fails unless every file of `files` is valid settings.
+    pub fn assert_valid_settings(self, files: &[&str]) {
+        let policy = self.module();
+        for file in files {
+            let v = policy.validate_settings(&self.settings(file)).unwrap();
+            assert!(v.valid, "{file}: {:?}", v.message);
+        }
     }
 }
 
