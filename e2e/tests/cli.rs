@@ -53,6 +53,33 @@ fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
+/// Fails unless gpu-kwctl's stderr says `text`.
+fn assert_stderr_has(out: &Output, text: &str) {
+    let err = stderr(out);
+    assert!(err.contains(text), "{err}");
+}
+
+/// `gpu-kwctl run` of the Pod of team-a with `{"lookupNamespace": true}`, the Namespace read
+/// from the session file (`--allow-context-aware` when `allow`); kwctl exits 0 whatever the
+/// verdict.
+fn run_lookup(module: &str, session: &str, allow: bool) -> Output {
+    let (req, session) = (data("pod_in_team_a.json"), data(session));
+    let mut args = vec![
+        "run",
+        "-r",
+        &req,
+        "--settings-json",
+        r#"{"lookupNamespace": true}"#,
+    ];
+    if allow {
+        args.push("--allow-context-aware");
+    }
+    args.extend(["--replay-host-capabilities-interactions", &session, module]);
+    let out = gpu_kwctl(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
 #[test]
 fn accept_prints_the_response_and_exits_0() {
     let module = built_module();
@@ -189,74 +216,31 @@ fn replay_error_exchange_rejects() {
 #[test]
 fn without_allow_context_aware_access_is_denied() {
     let module = annotated_module();
-    let req = data("pod_in_team_a.json");
-    let session = data("session_namespace_allowed.yml");
-    let out = gpu_kwctl(&[
-        "run",
-        "-r",
-        &req,
-        "--settings-json",
-        r#"{"lookupNamespace": true}"#,
-        "--replay-host-capabilities-interactions",
-        &session,
-        &module,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_lookup(&module, "session_namespace_allowed.yml", false);
     let message = stdout_json(&out)["status"]["message"].clone();
     assert_eq!(
         message,
         "cannot read Namespace team-a: Host error: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported."
     );
     // The exchange was not consumed: kwctl-style warning on stderr.
-    assert!(
-        stderr(&out).contains("WARN Some of the recorded exchanges have not been replayed"),
-        "{}",
-        stderr(&out)
+    assert_stderr_has(
+        &out,
+        "WARN Some of the recorded exchanges have not been replayed",
     );
 }
 
 #[test]
 fn unannotated_module_with_allow_context_aware_gets_every_resource() {
     let module = built_module();
-    let req = data("pod_in_team_a.json");
-    let session = data("session_namespace_allowed.yml");
-    let out = gpu_kwctl(&[
-        "run",
-        "-r",
-        &req,
-        "--settings-json",
-        r#"{"lookupNamespace": true}"#,
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &session,
-        &module,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_lookup(&module, "session_namespace_allowed.yml", true);
     assert_eq!(stdout_json(&out)["allowed"], true);
-    assert!(
-        stderr(&out).contains("has no io.kubewarden.metadata section"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "has no io.kubewarden.metadata section");
 }
 
 #[test]
 fn leftover_exchanges_are_warned_about() {
     let module = annotated_module();
-    let req = data("pod_in_team_a.json");
-    let session = data("session_two_exchanges.yml");
-    let out = gpu_kwctl(&[
-        "run",
-        "-r",
-        &req,
-        "--settings-json",
-        r#"{"lookupNamespace": true}"#,
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &session,
-        &module,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_lookup(&module, "session_two_exchanges.yml", true);
     assert_eq!(stdout_json(&out)["allowed"], true);
     let err = stderr(&out);
     assert!(
@@ -271,11 +255,7 @@ fn unreadable_files_exit_2() {
     let module = built_module();
     let out = gpu_kwctl(&["run", "-r", "/nonexistent/request.json", &module]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot read request /nonexistent/request.json"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "cannot read request /nonexistent/request.json");
 
     let req = data("pod_in_team_a.json");
     let out = gpu_kwctl(&[
@@ -287,34 +267,22 @@ fn unreadable_files_exit_2() {
         &module,
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot read replay session"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "cannot read replay session");
 
     let out = gpu_kwctl(&["run", "-r", &req, "/nonexistent/policy.wasm"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("make build"), "{}", stderr(&out));
+    assert_stderr_has(&out, "make build");
 }
 
 #[test]
 fn usage_errors_exit_2() {
     let out = gpu_kwctl(&["run", "--bogus", &built_module()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("unknown option --bogus"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "unknown option --bogus");
 
     let out = gpu_kwctl(&["run"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("missing <module.wasm>"),
-        "{}",
-        stderr(&out)
-    );
+    assert_stderr_has(&out, "missing <module.wasm>");
 
     let out = gpu_kwctl(&["--help"]);
     assert_eq!(out.status.code(), Some(0));
