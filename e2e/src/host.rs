@@ -199,6 +199,17 @@ mod tests {
 
     const GET_NS: &[u8] = br#"{"api_version":"v1","kind":"Namespace","name":"a","namespace":null,"disable_cache":false,"field_masks":null}"#;
 
+    /// A session of one exchange (kwctl's YAML): `request` answered with `response`.
+    fn one_exchange(request: &str, response: &str) -> ReplaySession {
+        ReplaySession::from_yaml_str(&format!(
+            "- type: Exchange\n  request: \"{request}\"\n  response: {response}\n"
+        ))
+        .unwrap()
+    }
+
+    /// The request of [`GET_NS`] as a session writes it.
+    const GET_NS_RECORDED: &str = "!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\ndisable_cache: false\\n";
+
     #[test]
     fn access_from_metadata() {
         let m = json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "Namespace"}]});
@@ -213,10 +224,7 @@ mod tests {
 
     #[test]
     fn denied_resources_do_not_consume_the_session() {
-        let session = ReplaySession::from_yaml_str(
-            "- type: Exchange\n  request: \"!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\ndisable_cache: false\\n\"\n  response: {type: Success, payload: '{}'}\n",
-        )
-        .unwrap();
+        let session = one_exchange(GET_NS_RECORDED, "{type: Success, payload: '{}'}");
         let ctx = HostContext::new(ContextAwareAccess::none(), Some(session));
         let err = ctx
             .handle("kubewarden", "kubernetes", "get_resource", GET_NS)
@@ -233,10 +241,10 @@ mod tests {
 
     #[test]
     fn replayed_errors_carry_the_callback_failure_prefix() {
-        let session = ReplaySession::from_yaml_str(
-            "- type: Exchange\n  request: \"!KubernetesGetResource\\napi_version: v1\\nkind: Namespace\\nname: a\\ndisable_cache: false\\n\"\n  response: {type: Error, message: 'namespaces \"a\" not found'}\n",
-        )
-        .unwrap();
+        let session = one_exchange(
+            GET_NS_RECORDED,
+            "{type: Error, message: 'namespaces \"a\" not found'}",
+        );
         let ctx = HostContext::new(ContextAwareAccess::Unrestricted, Some(session));
         assert_eq!(
             ctx.handle("kubewarden", "kubernetes", "get_resource", GET_NS)
@@ -252,10 +260,10 @@ mod tests {
 
     #[test]
     fn image_configs_are_served_from_the_session() {
-        let session = ReplaySession::from_yaml_str(
-            "- type: Exchange\n  request: \"!OciManifestAndConfig\\nimage: ghcr.io/a/b:1\\n\"\n  response: {type: Success, payload: '{\"digest\": \"sha256:0\"}'}\n",
-        )
-        .unwrap();
+        let session = one_exchange(
+            "!OciManifestAndConfig\\nimage: ghcr.io/a/b:1\\n",
+            "{type: Success, payload: '{\"digest\": \"sha256:0\"}'}",
+        );
         let ctx = HostContext::new(ContextAwareAccess::none(), Some(session));
         assert_eq!(
             ctx.handle(
