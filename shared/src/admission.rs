@@ -149,10 +149,7 @@ impl Verdict {
     }
 }
 
-/// Settings that can check themselves. Errors name the offending field.
-pub trait ValidateSettings {
-    fn validate(&self) -> Result<(), String>;
-}
+pub use crate::settings::ValidateSettings;
 
 #[cfg(test)]
 mod tests {

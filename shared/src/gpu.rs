@@ -37,23 +37,18 @@ pub const MIG_PREFIX: &str = "nvidia.com/mig-";
 /// and which fractional-GPU pods count as GPU pods.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct GpuResources {
-    extra_exact: Vec<String>,
-    extra_prefixes: Vec<String>,
+    /// `extraGpuResources`: exact names, or prefixes ending in `*` ([`crate::settings::wildcard`]).
+    extra: Vec<String>,
     fractional: FractionalSettings,
 }
 
 impl GpuResources {
     /// Built-in names plus `extra` (each exact or ending in `*`).
     pub fn new<S: AsRef<str>>(extra: &[S]) -> GpuResources {
-        let mut names = GpuResources::default();
-        for name in extra {
-            let name = name.as_ref();
-            match name.strip_suffix('*') {
-                Some(prefix) => names.extra_prefixes.push(prefix.to_string()),
-                None => names.extra_exact.push(name.to_string()),
-            }
+        GpuResources {
+            extra: extra.iter().map(|n| n.as_ref().to_string()).collect(),
+            ..GpuResources::default()
         }
-        names
     }
 
     /// The same names, with these fractional-GPU schedulers recognized.
@@ -73,11 +68,10 @@ impl GpuResources {
         }
         BUILTIN_GPU_RESOURCES.contains(&name)
             || name.starts_with(MIG_PREFIX)
-            || self.extra_exact.iter().any(|n| n == name)
             || self
-                .extra_prefixes
+                .extra
                 .iter()
-                .any(|p| name.starts_with(p.as_str()))
+                .any(|p| crate::settings::wildcard::matches(p, name))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Kubernetes label selectors: matching labels, and the query-string form the API
 //! server (and Kubewarden's list host calls) take.
 
-use crate::settings::{validate_label_key, validate_label_value};
+use crate::settings::{FieldError, validate_label_key, validate_label_value};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -82,7 +82,7 @@ impl LabelSelector {
 
     /// Keys and values must be valid labels; `In`/`NotIn` need values, `Exists` /
     /// `DoesNotExist` must have none. Errors name `field....`.
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         for (k, v) in &self.match_labels {
             validate_label_key(&format!("{field}.matchLabels"), k)?;
             validate_label_value(&format!("{field}.matchLabels.{k}"), v)?;
@@ -92,13 +92,16 @@ impl LabelSelector {
             validate_label_key(&format!("{f}.key"), &r.key)?;
             match r.operator {
                 Operator::In | Operator::NotIn if r.values.is_empty() => {
-                    return Err(format!(
-                        "{f}.values: {:?} needs at least one value",
-                        r.operator
+                    return Err(FieldError::new(
+                        format!("{f}.values"),
+                        format!("{:?} needs at least one value", r.operator),
                     ));
                 }
                 Operator::Exists | Operator::DoesNotExist if !r.values.is_empty() => {
-                    return Err(format!("{f}.values: {:?} takes no values", r.operator));
+                    return Err(FieldError::new(
+                        format!("{f}.values"),
+                        format!("{:?} takes no values", r.operator),
+                    ));
                 }
                 _ => {}
             }
@@ -197,7 +200,10 @@ mod tests {
             ),
         ];
         for (s, field) in cases {
-            let err = selector(s).validate("pools[0].selector").unwrap_err();
+            let err = selector(s)
+                .validate("pools[0].selector")
+                .unwrap_err()
+                .to_string();
             assert!(err.starts_with(field), "{err}");
         }
         assert!(

@@ -1,29 +1,52 @@
-//! Settings fragments that several policies share, each with validation that names the
-//! field it found wrong.
+//! The settings vocabulary every policy speaks, with validation that names the field it
+//! found wrong.
 //!
-//! Policies declare these as fields of their own settings struct, because serde's
-//! `deny_unknown_fields` (which every policy uses, so that a typo cannot silently turn
-//! a rule off) does not combine with `flatten`:
-//!
-//! | field | type | meaning |
+//! | what | type | spelling |
 //! |---|---|---|
-//! | `extraGpuResources` | `Vec<String>` | more GPU resource names (exact, or a prefix ending in `*`) |
-//! | `customKinds` | `Vec<CustomKind>` | where custom resources keep their pod templates |
-//! | `exemptNamespaces` | [`NamespaceList`] | namespaces the policy lets through (exact, or prefix `*`) |
+//! | an error | [`FieldError`] | `<path>: <reason>` (`pools[1].nodeSelector: ...`) |
+//! | a wildcard | [`wildcard`] | `*` any characters, `?` one; names and resources: a trailing `*` only |
+//! | what to do about a case | [`Action`] | `deny`, `warn`, `allow` |
+//! | the pool label | `poolLabelKey` | default [`DEFAULT_POOL_LABEL_KEY`] |
+//! | a pool's nodes | [`read_node_selector`] | a label selector (`matchLabels`, `matchExpressions`); a map of labels reads as `matchLabels` |
+//! | a reference to a pool | [`check_pool_ref`] | the pool's `name` |
+//!
+//! The fields every policy shares (`extraGpuResources`, `customKinds`, `exemptNamespaces`,
+//! `dra`, `fractionalGpus`, and `exceptions` where the policy takes them) are declared once
+//! by `policy_settings!` and checked once by the `validate_shared` it gives: serde's
+//! `deny_unknown_fields` (which every policy uses, so that a typo cannot silently turn a
+//! rule off) does not combine with `flatten`, so they cannot be a nested struct.
+
+mod action;
+mod error;
+mod node_selector;
+mod shared;
+pub mod wildcard;
+
+pub use action::Action;
+pub use error::FieldError;
+pub use node_selector::{check_labels_only, read_node_selector};
+pub use shared::check_pool_ref;
+pub(crate) use shared::policy_settings;
+
+/// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
+/// rendered `<path>: <reason>` (the message `validate_settings` returns).
+pub trait ValidateSettings {
+    fn validate(&self) -> Result<(), String>;
+}
 
 pub use crate::workload::CustomKind;
 use serde::{Deserialize, Serialize};
 
 /// Checks `extraGpuResources`-style lists: each entry a Kubernetes resource name with a
 /// domain prefix (`example.com/tpu`), optionally ending in `*`.
-pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), String> {
+pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), FieldError> {
     for (i, name) in names.iter().enumerate() {
-        let bare = name.strip_suffix('*').unwrap_or(name);
+        let (bare, prefix) = wildcard::prefix_of(name);
         let valid = match bare.split_once('/') {
             Some((domain, rest)) => {
                 is_dns_subdomain(domain)
                     && rest.len() <= 63
-                    && (rest.is_empty() && name.ends_with('*')
+                    && (rest.is_empty() && prefix
                         || !rest.is_empty()
                             && rest
                                 .chars()
@@ -32,8 +55,11 @@ pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), Stri
             None => false,
         };
         if !valid {
-            return Err(format!(
-                "{field}[{i}]: '{name}' is not a resource name like example.com/gpu (a trailing * matches a prefix)"
+            return Err(FieldError::new(
+                format!("{field}[{i}]"),
+                format!(
+                    "'{name}' is not a resource name like example.com/gpu (a trailing * matches a prefix)"
+                ),
             ));
         }
     }
@@ -49,10 +75,11 @@ pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), St
             .iter()
             .any(|o| o.group == k.group && o.kind == k.kind)
         {
-            return Err(format!(
-                "{field}[{i}]: {}/{} is listed twice",
-                k.group, k.kind
-            ));
+            return Err(FieldError::new(
+                format!("{field}[{i}]"),
+                format!("{}/{} is listed twice", k.group, k.kind),
+            )
+            .into());
         }
     }
     Ok(())
@@ -67,7 +94,7 @@ pub const DEFAULT_POOL_LABEL_KEY: &str = "gpu-admission/pool";
 /// the capacity gate counts a team's GPUs in use by listing the pods that carry it.
 pub const TEAM_POD_LABEL_KEY: &str = "gpu-admission/team";
 
-/// Namespace names, exact or a prefix ending in `*` (`kube-*`).
+/// Namespace names, exact or a prefix ending in `*` (`kube-*`): the [`wildcard`] dialect.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct NamespaceList(pub Vec<String>);
@@ -75,20 +102,19 @@ pub struct NamespaceList(pub Vec<String>);
 impl NamespaceList {
     /// True when `namespace` is in the list.
     pub fn contains(&self, namespace: &str) -> bool {
-        self.0.iter().any(|p| match p.strip_suffix('*') {
-            Some(prefix) => namespace.starts_with(prefix),
-            None => p == namespace,
-        })
+        self.0.iter().any(|p| wildcard::matches(p, namespace))
     }
 
     /// Each entry must be a namespace name (DNS label), optionally ending in `*`.
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         for (i, ns) in self.0.iter().enumerate() {
-            let bare = ns.strip_suffix('*').unwrap_or(ns);
-            let ok = (bare.is_empty() && ns == "*") || is_dns_label_prefix(bare, ns.ends_with('*'));
-            if !ok || ns == "*" {
-                return Err(format!(
-                    "{field}[{i}]: '{ns}' is not a namespace name (lowercase letters, digits and '-', optionally ending in *; a lone * would exempt everything)"
+            let (bare, prefix) = wildcard::prefix_of(ns);
+            if !is_dns_label_prefix(bare, prefix) {
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "'{ns}' is not a namespace name (lowercase letters, digits and '-', optionally ending in *; a lone * would exempt everything)"
+                    ),
                 ));
             }
         }
@@ -98,15 +124,18 @@ impl NamespaceList {
 
 /// A label key: optional DNS-subdomain prefix and `/`, then a name of at most 63
 /// characters of alphanumerics, `-`, `_`, `.`, starting and ending alphanumeric.
-pub fn validate_label_key(field: &str, key: &str) -> Result<(), String> {
+pub fn validate_label_key(field: &str, key: &str) -> Result<(), FieldError> {
     let (prefix, name) = match key.rsplit_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, key),
     };
     let prefix_ok = prefix.is_none_or(is_dns_subdomain);
     if !prefix_ok || !is_label_name(name) {
-        return Err(format!(
-            "{field}: '{key}' is not a valid label key (e.g. team or example.com/team; at most 63 characters of letters, digits, '-', '_', '.')"
+        return Err(FieldError::new(
+            field,
+            format!(
+                "'{key}' is not a valid label key (e.g. team or example.com/team; at most 63 characters of letters, digits, '-', '_', '.')"
+            ),
         ));
     }
     Ok(())
@@ -114,12 +143,28 @@ pub fn validate_label_key(field: &str, key: &str) -> Result<(), String> {
 
 /// A label value: empty, or at most 63 characters of alphanumerics, `-`, `_`, `.`,
 /// starting and ending alphanumeric.
-pub fn validate_label_value(field: &str, value: &str) -> Result<(), String> {
+pub fn validate_label_value(field: &str, value: &str) -> Result<(), FieldError> {
     if value.is_empty() || is_label_name(value) {
         Ok(())
     } else {
-        Err(format!(
-            "{field}: '{value}' is not a valid label value (at most 63 characters of letters, digits, '-', '_', '.', starting and ending with a letter or digit)"
+        Err(FieldError::new(
+            field,
+            format!(
+                "'{value}' is not a valid label value (at most 63 characters of letters, digits, '-', '_', '.', starting and ending with a letter or digit)"
+            ),
+        ))
+    }
+}
+
+/// A Kubernetes object name (DNS subdomain), such as a PriorityClass or a NodePool;
+/// `what` names the kind in the message.
+pub fn validate_object_name(field: &str, name: &str, what: &str) -> Result<(), FieldError> {
+    if is_dns_subdomain(name) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            field,
+            format!("'{name}' is not a {what} name (lowercase letters, digits, '-' and '.')"),
         ))
     }
 }
@@ -184,7 +229,7 @@ mod tests {
         let err =
             validate_resource_names("extraGpuResources", &["ok.io/a".into(), name.to_string()])
                 .unwrap_err();
-        assert!(err.starts_with("extraGpuResources[1]:"), "{err}");
+        assert_eq!(err.path, "extraGpuResources[1]", "{err}");
     }
 
     #[test]
@@ -207,7 +252,7 @@ mod tests {
         let err = NamespaceList(vec![ns.into()])
             .validate("exemptNamespaces")
             .unwrap_err();
-        assert!(err.starts_with("exemptNamespaces[0]:"), "{err}");
+        assert_eq!(err.path, "exemptNamespaces[0]", "{err}");
     }
 
     #[rstest]
@@ -223,7 +268,7 @@ mod tests {
         let r = validate_label_key("requiredLabels[0].key", key);
         assert_eq!(r.is_ok(), ok, "{r:?}");
         if let Err(e) = r {
-            assert!(e.starts_with("requiredLabels[0].key:"), "{e}");
+            assert_eq!(e.path, "requiredLabels[0].key", "{e}");
         }
     }
 

@@ -42,7 +42,7 @@ pub fn read(
             source: CeilingSource::Declared,
         });
     }
-    let request = state::node_query(&pool.as_gate_pool());
+    let request = state::node_query(pool);
     let bytes = state::call(cluster, &request)?;
     let totals = state::parse_nodes(&bytes, names).map_err(|e| HostFailure {
         request: Box::new(request.clone()),

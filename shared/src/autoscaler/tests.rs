@@ -85,7 +85,7 @@ fn get_deployment() -> ClusterRequest {
 }
 
 fn a100_nodes() -> ClusterRequest {
-    node_query(&settings().pools[0].as_gate_pool())
+    node_query(&settings().pools[0])
 }
 
 fn hpa(max: u64, metrics: Value) -> Value {

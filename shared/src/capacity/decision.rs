@@ -6,8 +6,9 @@
 //! a requested resource denies any demand for it (no division anywhere).
 
 use super::demand::PodShape;
-use super::settings::{Fragmentation, Pool};
+use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
+use crate::settings::Action;
 use std::fmt;
 
 /// What a pool holds: read from its Nodes and Pods, or from its ResourceQuotas and the
@@ -231,7 +232,7 @@ pub struct Inputs<'a> {
     pub window: Option<String>,
     /// One pod of each template charged to the pool (the per-node checks).
     pub shapes: &'a [PodShape],
-    pub fragmentation: Fragmentation,
+    pub fragmentation: Action,
 }
 
 impl Inputs<'_> {
@@ -241,7 +242,7 @@ impl Inputs<'_> {
             threshold_percent: pool.threshold_percent,
             window: None,
             shapes: &[],
-            fragmentation: Fragmentation::Warn,
+            fragmentation: Action::Warn,
         }
     }
 }
@@ -283,7 +284,7 @@ pub struct Decision {
     pub unschedulable: Vec<Unschedulable>,
     /// Pods for which no node has room now, although the pool has: one clause each.
     pub fragmented: Vec<String>,
-    pub fragmentation: Fragmentation,
+    pub fragmentation: Action,
     /// What the pool's alternatives say, appended to a denial (set by the caller).
     pub alternatives: Option<String>,
 }
@@ -469,13 +470,13 @@ impl Decision {
     pub fn allowed(&self) -> bool {
         self.checks.iter().all(ResourceCheck::fits)
             && self.unschedulable.is_empty()
-            && (self.fragmentation == Fragmentation::Warn || self.fragmented.is_empty())
+            && (self.fragmentation == Action::Warn || self.fragmented.is_empty())
     }
 
     /// The warning for fragmentation (`fragmentation: warn`) on an accepted workload.
     pub fn warning(&self) -> Option<String> {
         (self.allowed()
-            && self.fragmentation == Fragmentation::Warn
+            && self.fragmentation == Action::Warn
             && !self.fragmented.is_empty())
         .then(|| {
             format!(
@@ -524,7 +525,7 @@ impl Decision {
         }
         let failing: Vec<&ResourceCheck> = self.checks.iter().filter(|c| !c.fits()).collect();
         if failing.is_empty() {
-            if self.fragmentation == Fragmentation::Deny && !self.fragmented.is_empty() {
+            if self.fragmentation == Action::Deny && !self.fragmented.is_empty() {
                 return Some(format!(
                     "pool {}: {}. Wait for GPUs to free up on one node, ask for fewer GPUs per pod, or target another pool (fragmentation: deny).",
                     self.pool,

@@ -37,7 +37,7 @@ pub use decision::{
     CapacitySource, Ceiling, CeilingSource, Decision, NodeUse, PoolSnapshot, ResourceCheck,
     UsageSource, decide, decide_with,
 };
-pub use settings::{ChargePods, Fragmentation, Pool, Settings, Unreadable, Usage};
+pub use settings::{ChargePods, Pool, Settings, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
@@ -280,7 +280,7 @@ fn namespace_checks(
             }
             Err(failure) => {
                 let context = format!("namespace {namespace}: its ResourceQuotas");
-                if settings.unreadable_namespace_quotas == Unreadable::Deny {
+                if settings.unreadable_namespace_quotas == crate::settings::Action::Deny {
                     return Err(Box::new(host_failure(
                         settings,
                         &context,

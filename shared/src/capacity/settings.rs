@@ -1,11 +1,9 @@
 //! Settings of the capacity gate, and their validation.
 
-use crate::admission::ValidateSettings;
-use crate::gpu::GpuResources;
 use crate::selector::LabelSelector;
 use crate::settings::{
-    CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
-    validate_resource_names,
+    Action, FieldError, ValidateSettings, check_pool_ref, policy_settings, read_node_selector,
+    validate_label_key, validate_label_value, validate_object_name,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -27,137 +25,57 @@ pub const BUILTIN_SUSPENDABLE: &[(&str, &str, &str)] = &[
     ("kubeflow.org", "PyTorchJob", "spec.runPolicy.suspend"),
 ];
 
-/// Settings of gpu-capacity-gate-policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Settings {
-    /// Pod label naming a workload's pool (also how the pool's Pods are listed).
-    pub pool_label_key: String,
-    /// The pools the gate measures. At least one.
-    pub pools: Vec<Pool>,
-    /// Where a pool's GPUs in use come from, unless the pool says otherwise.
-    pub usage: Usage,
-    /// Which Pods are charged when they are created (see [`ChargePods`]).
-    pub charge_pods: ChargePods,
-    /// Accept (with a warning) instead of deny when cluster state cannot be read.
-    pub fail_open: bool,
-    /// More GPU resource names (exact, or a prefix ending in `*`).
-    pub extra_gpu_resources: Vec<String>,
-    /// Where custom resources keep their pod templates.
-    pub custom_kinds: Vec<CustomKind>,
-    /// Namespaces whose workloads are never gated (exact, or a prefix ending in `*`).
-    pub exempt_namespaces: NamespaceList,
-    /// Exceptions with an owner and an end date ([`crate::exceptions`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<crate::exceptions::Exception>,
-    /// The furthest ahead an exception may end, in days.
-    pub max_exception_days: u32,
-    /// Which Dynamic Resource Allocation device classes are GPUs.
-    pub dra: crate::dra::DraSettings,
-    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
-    pub fractional_gpus: crate::fractional::FractionalSettings,
-    /// Pod templates with one of these `priorityClassName`s are not charged.
-    pub exempt_priority_classes: Vec<String>,
-    /// Named time windows that `pools[].thresholds` refer to.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub schedules: crate::schedule::Schedules,
-    /// What to do when the pool has room in total but no node has room for one pod.
-    pub fragmentation: Fragmentation,
-    /// Charge an UPDATE that changes a Deployment's pod template `maxSurge` pods.
-    pub charge_rollout_surge: bool,
-    /// The label that hands a workload to a queue (Kueue's LocalQueue name); empty: none.
-    pub queue_label_key: String,
-    /// Gate workloads that carry the queue label too (default: the queue owns their quota).
-    pub gate_queued: bool,
-    /// More kinds whose `suspend` field keeps their pods from being created.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub suspendable_kinds: Vec<SuspendableKind>,
-    /// Check the ResourceQuotas of the workload's namespace that count its GPUs.
-    pub check_namespace_quotas: bool,
-    /// What to do when the namespace's ResourceQuotas cannot be read.
-    pub unreadable_namespace_quotas: Unreadable,
-    /// The Namespace label naming a namespace's team (team budgets).
-    pub team_label_key: String,
-    /// GPU budgets per team: limits per GPU resource, and per pool (as written; read by
-    /// [`super::teams::parse_budgets`]).
-    #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
-    pub team_budgets: serde_json::Map<String, serde_json::Value>,
-    /// A ConfigMap holding more team budgets (read with `get_resource`); its entries
-    /// replace the settings' for the same team.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub team_budgets_config_map: Option<super::teams::ConfigMapRef>,
-}
-
-/// What the gate does when the namespace's ResourceQuotas cannot be read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Unreadable {
-    /// Accept, with a warning naming the permission to grant: Kubernetes still enforces
-    /// the quotas when the pods are created, so nothing escapes them.
-    Warn,
-    /// Deny (fail closed, as for every host error), unless `failOpen`.
-    #[default]
-    Deny,
-}
-
-impl Unreadable {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Unreadable::Warn => "warn",
-            Unreadable::Deny => "deny",
-        }
-    }
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            pool_label_key: DEFAULT_POOL_LABEL_KEY.to_string(),
-            pools: Vec::new(),
-            usage: Usage::default(),
-            charge_pods: ChargePods::default(),
-            fail_open: false,
-            extra_gpu_resources: Vec::new(),
-            custom_kinds: Vec::new(),
-            exempt_namespaces: NamespaceList::default(),
-            exceptions: Vec::new(),
-            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
-            dra: Default::default(),
-            fractional_gpus: Default::default(),
-            exempt_priority_classes: Vec::new(),
-            schedules: Default::default(),
-            fragmentation: Fragmentation::default(),
-            charge_rollout_surge: true,
-            queue_label_key: DEFAULT_QUEUE_LABEL_KEY.to_string(),
-            gate_queued: false,
-            suspendable_kinds: Vec::new(),
-            check_namespace_quotas: true,
-            unreadable_namespace_quotas: Unreadable::default(),
-            team_label_key: crate::settings::TEAM_POD_LABEL_KEY.to_string(),
-            team_budgets: serde_json::Map::new(),
-            team_budgets_config_map: None,
-        }
-    }
-}
-
-/// What the gate does when a pool has room for the workload in total, but no single node
-/// has room for one of its pods (the pods would wait, Pending, until GPUs free up on a node).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Fragmentation {
-    /// Accept with a warning naming the largest free block.
-    #[default]
-    Warn,
-    /// Deny, naming the largest free block.
-    Deny,
-}
-
-impl Fragmentation {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Fragmentation::Warn => "warn",
-            Fragmentation::Deny => "deny",
-        }
+policy_settings! {
+    /// Settings of gpu-capacity-gate-policy.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+    pub struct Settings {
+        /// Pod label naming a workload's pool (also how the pool's Pods are listed).
+        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.to_string(),
+        /// The pools the gate measures. At least one.
+        pub pools: Vec<Pool> = Vec::new(),
+        /// Where a pool's GPUs in use come from, unless the pool says otherwise.
+        pub usage: Usage = Usage::default(),
+        /// Which Pods are charged when they are created (see [`ChargePods`]).
+        pub charge_pods: ChargePods = ChargePods::default(),
+        /// Accept (with a warning) instead of deny when cluster state cannot be read.
+        pub fail_open: bool = false,
+        @shared + exceptions;
+        /// Pod templates with one of these `priorityClassName`s are not charged.
+        pub exempt_priority_classes: Vec<String> = Vec::new(),
+        /// Named time windows that `pools[].thresholds` refer to.
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        pub schedules: crate::schedule::Schedules = Default::default(),
+        /// What to do when the pool has room in total but no node has room for one of the
+        /// workload's pods (they would wait, Pending, until GPUs free up on a node): `warn`
+        /// (accept, naming the largest free block) or `deny`.
+        pub fragmentation: Action = Action::Warn,
+        /// Charge an UPDATE that changes a Deployment's pod template `maxSurge` pods.
+        pub charge_rollout_surge: bool = true,
+        /// The label that hands a workload to a queue (Kueue's LocalQueue name); empty: none.
+        pub queue_label_key: String = DEFAULT_QUEUE_LABEL_KEY.to_string(),
+        /// Gate workloads that carry the queue label too (default: the queue owns their quota).
+        pub gate_queued: bool = false,
+        /// More kinds whose `suspend` field keeps their pods from being created.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub suspendable_kinds: Vec<SuspendableKind> = Vec::new(),
+        /// Check the ResourceQuotas of the workload's namespace that count its GPUs.
+        pub check_namespace_quotas: bool = true,
+        /// What to do when the namespace's ResourceQuotas cannot be read: `deny` (fail
+        /// closed, as for every host error, unless `failOpen`) or `warn` (accept, with a
+        /// warning naming the permission to grant: Kubernetes still enforces the quotas when
+        /// the pods are created, so nothing escapes them).
+        pub unreadable_namespace_quotas: Action = Action::Deny,
+        /// The Namespace label naming a namespace's team (team budgets).
+        pub team_label_key: String = crate::settings::TEAM_POD_LABEL_KEY.to_string(),
+        /// GPU budgets per team: limits per GPU resource, and per pool (as written; read by
+        /// [`super::teams::parse_budgets`]).
+        #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
+        pub team_budgets: serde_json::Map<String, serde_json::Value> = serde_json::Map::new(),
+        /// A ConfigMap holding more team budgets (read with `get_resource`); its entries
+        /// replace the settings' for the same team.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub team_budgets_config_map: Option<super::teams::ConfigMapRef> = None,
     }
 }
 
@@ -202,6 +120,8 @@ pub struct Pool {
     pub name: String,
     /// How to find the pool's Nodes (and which templates target it by node selector).
     /// Empty: the pool is targeted by its pool label only (then `capacity` is required).
+    /// A map of node labels reads as its `matchLabels`.
+    #[serde(deserialize_with = "read_node_selector")]
     pub node_selector: LabelSelector,
     /// GPUs per resource name the pool has, declared instead of measured from its Nodes
     /// (the ceiling of an autoscaled pool). Values as written; [`Pool::declared_capacity`]
@@ -389,11 +309,6 @@ impl ChargePods {
 }
 
 impl Settings {
-    /// The GPU resource names the gate accounts for.
-    pub fn gpu_resources(&self) -> GpuResources {
-        GpuResources::new(&self.extra_gpu_resources).with_fractional(&self.fractional_gpus)
-    }
-
     /// The pool named `name`, with its index.
     pub fn pool_named(&self, name: &str) -> Option<(usize, &Pool)> {
         self.pools.iter().enumerate().find(|(_, p)| p.name == name)
@@ -413,49 +328,16 @@ impl ValidateSettings for Settings {
         }
         for (i, pool) in self.pools.iter().enumerate() {
             let field = format!("pools[{i}]");
-            if pool.name.is_empty() {
-                return Err(format!(
-                    "{field}.name: must not be empty; it is the value of the {} label on the pool's pods",
-                    self.pool_label_key
-                ));
-            }
-            validate_label_value(&format!("{field}.name"), &pool.name)?;
-            if let Some((j, _)) = self.pool_named(&pool.name).filter(|(j, _)| *j != i) {
-                return Err(format!(
-                    "{field}.name: '{}' is already the name of pools[{j}]; pool names must be unique",
-                    pool.name
-                ));
-            }
-            if pool.node_selector.is_empty() && pool.capacity.is_none() {
-                return Err(format!(
-                    "{field}.nodeSelector: must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in {field}.capacity instead of measuring its nodes"
-                ));
-            }
-            pool.node_selector
-                .validate(&format!("{field}.nodeSelector"))?;
-            if let Some((j, _)) = self
-                .pools
-                .iter()
-                .enumerate()
-                .take(i)
-                .filter(|_| !pool.node_selector.is_empty())
-                .find(|(_, other)| other.node_selector == pool.node_selector)
-            {
-                return Err(format!(
-                    "{field}.nodeSelector: same as pools[{j}].nodeSelector; two pools cannot share their nodes"
-                ));
-            }
-            if !(1..=100).contains(&pool.threshold_percent) {
-                return Err(format!(
-                    "{field}.thresholdPercent: must be between 1 and 100 (got {})",
-                    pool.threshold_percent
-                ));
-            }
-            self.validate_capacity(&field, pool)?;
+            self.validate_pool(i, pool)?;
             self.validate_ceiling(&field, pool)?;
             self.validate_priority_classes(i, &field, pool)?;
             self.validate_alternatives(i, &field, pool)?;
         }
+        let warn_or_deny = [Action::Warn, Action::Deny];
+        self.fragmentation
+            .check_one_of("fragmentation", &warn_or_deny)?;
+        self.unreadable_namespace_quotas
+            .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
         for (i, pool) in self.pools.iter().enumerate() {
             for (k, t) in pool.thresholds.iter().enumerate() {
@@ -515,27 +397,79 @@ impl ValidateSettings for Settings {
                 ));
             }
         }
-        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
-        validate_custom_kinds("customKinds", &self.custom_kinds)?;
-        self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.validate_shared()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
-        self.dra.validate("dra")?;
-        self.fractional_gpus.validate("fractionalGpus")?;
         for (i, class) in self.exempt_priority_classes.iter().enumerate() {
-            if !is_priority_class_name(class) {
-                return Err(format!(
-                    "exemptPriorityClasses[{i}]: '{class}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
-                ));
-            }
+            validate_object_name(
+                &format!("exemptPriorityClasses[{i}]"),
+                class,
+                "PriorityClass",
+            )?;
         }
         super::teams::validate_settings(self)
     }
 }
 
 impl Settings {
+    /// What every pool, of the gate or of the autoscaler policy, must be: named (a label
+    /// value, unique), with a node selector of its own or a declared `capacity`, a threshold
+    /// in 1..=100, and a `capacity` of whole GPUs the policies count.
+    pub(crate) fn validate_pool(&self, i: usize, pool: &Pool) -> Result<(), FieldError> {
+        let field = format!("pools[{i}]");
+        if pool.name.is_empty() {
+            return Err(FieldError::new(
+                format!("{field}.name"),
+                format!(
+                    "must not be empty; it is the value of the {} label on the pool's pods",
+                    self.pool_label_key
+                ),
+            ));
+        }
+        validate_label_value(&format!("{field}.name"), &pool.name)?;
+        if let Some((j, _)) = self.pool_named(&pool.name).filter(|(j, _)| *j != i) {
+            return Err(FieldError::new(
+                format!("{field}.name"),
+                format!(
+                    "'{}' is already the name of pools[{j}]; pool names must be unique",
+                    pool.name
+                ),
+            ));
+        }
+        let selector_field = format!("{field}.nodeSelector");
+        if pool.node_selector.is_empty() && pool.capacity.is_none() {
+            return Err(FieldError::new(
+                selector_field,
+                format!(
+                    "must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in {field}.capacity instead of measuring its nodes"
+                ),
+            ));
+        }
+        pool.node_selector.validate(&selector_field)?;
+        if let Some((j, _)) = self
+            .pools
+            .iter()
+            .enumerate()
+            .take(i)
+            .filter(|_| !pool.node_selector.is_empty())
+            .find(|(_, other)| other.node_selector == pool.node_selector)
+        {
+            return Err(FieldError::new(
+                selector_field,
+                format!("same as pools[{j}].nodeSelector; two pools cannot share their nodes"),
+            ));
+        }
+        if !(1..=100).contains(&pool.threshold_percent) {
+            return Err(FieldError::new(
+                format!("{field}.thresholdPercent"),
+                format!("must be between 1 and 100 (got {})", pool.threshold_percent),
+            ));
+        }
+        self.validate_capacity(&field, pool)
+    }
+
     /// `capacity`: at least one entry, each a GPU resource the gate counts with a whole
     /// number of GPUs.
-    fn validate_capacity(&self, field: &str, pool: &Pool) -> Result<(), String> {
+    fn validate_capacity(&self, field: &str, pool: &Pool) -> Result<(), FieldError> {
         let Some(declared) = &pool.capacity else {
             return Ok(());
         };
@@ -553,21 +487,27 @@ impl Settings {
         field: &str,
         declared: &BTreeMap<String, DeclaredGpus>,
         if_empty: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), FieldError> {
         if declared.is_empty() {
-            return Err(format!("{field}: {if_empty}"));
+            return Err(FieldError::new(field, if_empty));
         }
         let names = self.gpu_resources();
         for (resource, value) in declared {
             if !names.is_gpu(resource) {
-                return Err(format!(
-                    "{field}.{resource}: not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
-                    crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
+                return Err(FieldError::new(
+                    format!("{field}.{resource}"),
+                    format!(
+                        "not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
+                        crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
+                    ),
                 ));
             }
-            value
-                .count()
-                .map_err(|e| format!("{field}.{resource}: must be a whole number of GPUs ({e})"))?;
+            value.count().map_err(|e| {
+                FieldError::new(
+                    format!("{field}.{resource}"),
+                    format!("must be a whole number of GPUs ({e})"),
+                )
+            })?;
         }
         Ok(())
     }
@@ -603,12 +543,8 @@ impl Settings {
                 "give the most GPUs per resource the pool can grow to, e.g. {nvidia.com/gpu: 64}",
             )?;
         }
-        if let Some(name) = pool.node_pool()
-            && !is_priority_class_name(name)
-        {
-            return Err(format!(
-                "{field}.karpenterNodePool: '{name}' is not a NodePool name (lowercase letters, digits, '-' and '.')"
-            ));
+        if let Some(name) = pool.node_pool() {
+            validate_object_name(&format!("{field}.karpenterNodePool"), name, "NodePool")?;
         }
         if let Some(ca) = &pool.cluster_autoscaler {
             if ca.max_nodes == 0 {
@@ -632,23 +568,14 @@ impl Settings {
             if *name == pool.name {
                 return Err(format!("{f}: a pool cannot be its own alternative"));
             }
-            if self.pool_named(name).is_none() {
-                let names: Vec<&str> = self
-                    .pools
-                    .iter()
-                    .enumerate()
-                    .filter(|(j, _)| *j != i)
-                    .map(|(_, p)| p.name.as_str())
-                    .collect();
-                return Err(format!(
-                    "{f}: '{name}' names no pool; use one of {}",
-                    if names.is_empty() {
-                        "the other pools (there are none)".to_string()
-                    } else {
-                        names.join(", ")
-                    }
-                ));
-            }
+            let others: Vec<&str> = self
+                .pools
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, p)| p.name.as_str())
+                .collect();
+            check_pool_ref(&f, name, &others)?;
             if pool.alternatives[..k].contains(name) {
                 return Err(format!("{f}: '{name}' is listed twice"));
             }
@@ -676,11 +603,11 @@ impl Settings {
             ));
         }
         for (k, class) in pool.priority_classes.iter().enumerate() {
-            if !is_priority_class_name(class) {
-                return Err(format!(
-                    "{field}.priorityClasses[{k}]: '{class}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
-                ));
-            }
+            validate_object_name(
+                &format!("{field}.priorityClasses[{k}]"),
+                class,
+                "PriorityClass",
+            )?;
             if pool.priority_classes[..k].contains(class) {
                 return Err(format!(
                     "{field}.priorityClasses[{k}]: '{class}' is listed twice"
@@ -696,21 +623,6 @@ impl Settings {
         }
         Ok(())
     }
-}
-
-/// A PriorityClass name is a DNS subdomain.
-fn is_priority_class_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            !b.is_empty()
-                && b.len() <= 63
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                && b.first().is_some_and(|c| c.is_ascii_alphanumeric())
-                && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
-        })
 }
 
 /// The rule names `exceptions[].rules` may give.
@@ -887,7 +799,7 @@ mod tests {
     fn growth_settings_are_valid_and_default_sensibly() {
         let s = parse(growth());
         s.validate().unwrap();
-        assert_eq!(s.fragmentation, Fragmentation::Deny);
+        assert_eq!(s.fragmentation, Action::Deny);
         assert_eq!(
             s.pools[2].node_count_ceiling(),
             Some((
@@ -896,7 +808,7 @@ mod tests {
             ))
         );
         let d = parse(base());
-        assert_eq!(d.fragmentation, Fragmentation::Warn);
+        assert_eq!(d.fragmentation, Action::Warn);
         assert!(d.charge_rollout_surge);
         assert_eq!(d.queue_label_key, "kueue.x-k8s.io/queue-name");
         assert!(!d.gate_queued);
@@ -964,6 +876,44 @@ mod tests {
     #[case::alternatives_not_a_list(json!({"pools": [{"name": "a", "alternatives": "b"}]}))]
     fn malformed_growth_settings_do_not_parse(#[case] settings: Value) {
         assert!(serde_json::from_value::<Settings>(settings).is_err());
+    }
+
+    #[test]
+    fn warn_or_deny_fields_refuse_allow() {
+        let err = parse(top("fragmentation", json!("allow")))
+            .validate()
+            .unwrap_err();
+        assert_eq!(err, "fragmentation: 'allow' is not one of warn, deny");
+        let err = parse(top("unreadableNamespaceQuotas", json!("allow")))
+            .validate()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            "unreadableNamespaceQuotas: 'allow' is not one of warn, deny"
+        );
+        let s = parse(top("unreadableNamespaceQuotas", json!("warn")));
+        s.validate().unwrap();
+        assert_eq!(s.unreadable_namespace_quotas, Action::Warn);
+    }
+
+    #[test]
+    fn a_map_of_node_labels_is_a_node_selector() {
+        let map = with(
+            base(),
+            "/pools/0/nodeSelector",
+            json!({"gpu-admission/pool": "a100"}),
+        );
+        assert_eq!(parse(map), parse(base()));
+        let err = serde_json::from_value::<Settings>(with(
+            base(),
+            "/pools/0/nodeSelector",
+            json!({"matchLabel": {"gpu-admission/pool": "a100"}}),
+        ))
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("unknown field `matchLabel`"),
+            "{err}"
+        );
     }
 
     #[test]

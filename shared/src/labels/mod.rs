@@ -29,7 +29,6 @@
 pub mod claims;
 pub mod devices;
 pub mod excuses;
-pub mod glob;
 pub mod gpu_nodes;
 pub mod hygiene;
 pub mod lifecycle;

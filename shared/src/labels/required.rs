@@ -1,7 +1,6 @@
 //! Required labels on the pod template of a GPU workload (on the Pod itself for a bare
 //! Pod; on the object for kinds whose pods inherit the object's labels, like KServe).
 
-use super::glob::Glob;
 use super::problems::{Expected, Problem};
 use super::settings::RequiredLabel;
 use crate::workload::{PodTemplate, Workload, pointer_to_location};
@@ -22,7 +21,9 @@ impl RequiredLabel {
             && self
                 .allowed()
                 .is_none_or(|values| values.iter().any(|v| v == value))
-            && self.glob().is_none_or(|p| Glob::new(p).matches(value))
+            && self
+                .glob()
+                .is_none_or(|p| crate::settings::wildcard::matches(p, value))
     }
 }
 
@@ -79,7 +80,7 @@ pub fn check(template: &PodTemplate, workload: &Workload, rules: &[RequiredLabel
                     });
                 }
                 if let Some(pattern) = rule.glob()
-                    && !Glob::new(pattern).matches(v)
+                    && !crate::settings::wildcard::matches(pattern, v)
                 {
                     problems.push(Problem::PatternMismatch {
                         key,

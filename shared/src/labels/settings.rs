@@ -1,16 +1,11 @@
 //! Settings of gpu-labels-policy, their defaults and their validation.
 
 pub use super::devices::DeviceAccess;
-use super::glob::validate_pattern;
 pub use super::lifecycle::WorkloadRules;
-use crate::admission::ValidateSettings;
-use crate::dra::DraSettings;
-use crate::fractional::FractionalSettings;
-use crate::gpu::GpuResources;
 use crate::scheduling::TaintPattern;
+use crate::settings::wildcard::validate_pattern;
 use crate::settings::{
-    CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
-    validate_resource_names,
+    ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +34,7 @@ pub struct RequiredLabel {
     /// The only values allowed (case-sensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allowed_values: Option<Vec<String>>,
-    /// An anchored glob: `*` any characters, `?` one character (see [`super::glob`]).
+    /// An anchored glob: `*` any characters, `?` one character (see [`crate::settings::wildcard`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
 }
@@ -109,7 +104,7 @@ impl RequiredLabel {
                 }
                 Ok(())
             }
-            (None, Some(p)) => validate_pattern(&format!("{field}.pattern"), p),
+            (None, Some(p)) => Ok(validate_pattern(&format!("{field}.pattern"), p)?),
             (None, None) => Ok(()),
         }
     }
@@ -140,58 +135,55 @@ impl GpuTaint {
 
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 
-/// The settings of gpu-labels-policy. Every rule is on by default.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Settings {
-    /// Labels every GPU pod (template) must carry.
-    pub required_labels: Vec<RequiredLabel>,
-    /// A GPU in `requests` must also be in `limits`.
-    pub require_gpu_limits: bool,
-    /// A GPU request must equal its limit.
-    pub require_requests_equal_limits: bool,
-    /// GPU quantities must be whole numbers (`0.5` and `500m` are denied).
-    pub require_whole_gpus: bool,
-    /// Containers holding GPUs must request cpu and memory.
-    pub require_cpu_and_memory_requests: bool,
-    /// The most GPUs (all GPU resources together) one pod may hold; unset: no limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_gpus_per_pod: Option<u64>,
-    /// The most GPUs one container may hold; unset: no limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_gpus_per_container: Option<u64>,
-    /// Deny pods that request no GPU but tolerate a GPU taint or select GPU nodes.
-    pub deny_non_gpu_pods_on_gpu_nodes: bool,
-    /// Node label keys that only GPU nodes carry.
-    pub gpu_node_label_keys: Vec<String>,
-    /// Taints that keep non-GPU pods off GPU nodes.
-    pub gpu_taints: Vec<GpuTaint>,
-    /// DaemonSets (node agents: CNI, kube-proxy, monitoring, the GPU Operator's own
-    /// components) may tolerate GPU taints and select GPU nodes without requesting a GPU.
-    pub allow_daemon_sets_on_gpu_nodes: bool,
-    /// More GPU resource names (exact, or a prefix ending in `*`).
-    pub extra_gpu_resources: Vec<String>,
-    /// Where custom resources keep their pod templates.
-    pub custom_kinds: Vec<CustomKind>,
-    /// Namespaces the policy lets through unchecked (exact, or a prefix ending in `*`).
-    pub exempt_namespaces: NamespaceList,
-    /// Serving and training hygiene by workload type; every rule off unless configured.
-    #[serde(skip_serializing_if = "WorkloadRules::is_default")]
-    pub workload_rules: WorkloadRules,
-    /// Which Dynamic Resource Allocation device classes are GPUs.
-    pub dra: DraSettings,
-    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
-    pub fractional_gpus: FractionalSettings,
-    /// How pods may reach GPUs other than by requesting them: device-runtime variables,
-    /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
-    /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
-    pub device_access: DeviceAccess,
-    /// Exceptions with an owner and an end date, by rule ([`RULE_NAMES`],
-    /// [`crate::exceptions`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<crate::exceptions::Exception>,
-    /// The furthest ahead an exception may end, in days.
-    pub max_exception_days: u32,
+policy_settings! {
+    /// The settings of gpu-labels-policy. Every rule is on by default.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+    pub struct Settings {
+        /// Labels every GPU pod (template) must carry.
+        pub required_labels: Vec<RequiredLabel> = vec![
+            RequiredLabel::one_of(WORKLOAD_TYPE_LABEL, &WORKLOAD_TYPES),
+            RequiredLabel::present(TEAM_LABEL),
+        ],
+        /// A GPU in `requests` must also be in `limits`.
+        pub require_gpu_limits: bool = true,
+        /// A GPU request must equal its limit.
+        pub require_requests_equal_limits: bool = true,
+        /// GPU quantities must be whole numbers (`0.5` and `500m` are denied).
+        pub require_whole_gpus: bool = true,
+        /// Containers holding GPUs must request cpu and memory.
+        pub require_cpu_and_memory_requests: bool = true,
+        /// The most GPUs (all GPU resources together) one pod may hold; unset: no limit.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub max_gpus_per_pod: Option<u64> = None,
+        /// The most GPUs one container may hold; unset: no limit.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub max_gpus_per_container: Option<u64> = None,
+        /// Deny pods that request no GPU but tolerate a GPU taint or select GPU nodes.
+        pub deny_non_gpu_pods_on_gpu_nodes: bool = true,
+        /// Node label keys that only GPU nodes carry.
+        pub gpu_node_label_keys: Vec<String> = DEFAULT_GPU_NODE_LABEL_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .collect(),
+        /// Taints that keep non-GPU pods off GPU nodes.
+        pub gpu_taints: Vec<GpuTaint> = vec![GpuTaint {
+            key: DEFAULT_GPU_TAINT_KEY.into(),
+            value: None,
+            effect: None,
+        }],
+        /// DaemonSets (node agents: CNI, kube-proxy, monitoring, the GPU Operator's own
+        /// components) may tolerate GPU taints and select GPU nodes without requesting a GPU.
+        pub allow_daemon_sets_on_gpu_nodes: bool = true,
+        @shared + exceptions;
+        /// Serving and training hygiene by workload type; every rule off unless configured.
+        #[serde(skip_serializing_if = "WorkloadRules::is_default")]
+        pub workload_rules: WorkloadRules = WorkloadRules::default(),
+        /// How pods may reach GPUs other than by requesting them: device-runtime variables,
+        /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
+        /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
+        pub device_access: DeviceAccess = DeviceAccess::default(),
+    }
 }
 
 /// The rule names `exceptions[].rules` may give: the required labels; how GPUs are asked
@@ -207,50 +199,6 @@ pub const RULE_NAMES: [&str; 5] = [
 ];
 
 crate::exceptions::impl_has_exceptions!(Settings);
-
-impl Settings {
-    /// What counts as a GPU under these settings.
-    pub fn gpu_resources(&self) -> GpuResources {
-        GpuResources::new(&self.extra_gpu_resources).with_fractional(&self.fractional_gpus)
-    }
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            required_labels: vec![
-                RequiredLabel::one_of(WORKLOAD_TYPE_LABEL, &WORKLOAD_TYPES),
-                RequiredLabel::present(TEAM_LABEL),
-            ],
-            require_gpu_limits: true,
-            require_requests_equal_limits: true,
-            require_whole_gpus: true,
-            require_cpu_and_memory_requests: true,
-            max_gpus_per_pod: None,
-            max_gpus_per_container: None,
-            deny_non_gpu_pods_on_gpu_nodes: true,
-            gpu_node_label_keys: DEFAULT_GPU_NODE_LABEL_KEYS
-                .iter()
-                .map(|k| k.to_string())
-                .collect(),
-            gpu_taints: vec![GpuTaint {
-                key: DEFAULT_GPU_TAINT_KEY.into(),
-                value: None,
-                effect: None,
-            }],
-            allow_daemon_sets_on_gpu_nodes: true,
-            extra_gpu_resources: Vec::new(),
-            custom_kinds: Vec::new(),
-            exempt_namespaces: NamespaceList::default(),
-            workload_rules: WorkloadRules::default(),
-            dra: DraSettings::default(),
-            fractional_gpus: FractionalSettings::default(),
-            device_access: DeviceAccess::default(),
-            exceptions: Vec::new(),
-            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
-        }
-    }
-}
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), String> {
@@ -301,17 +249,13 @@ impl ValidateSettings for Settings {
                     .into(),
             );
         }
-        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
-        validate_custom_kinds("customKinds", &self.custom_kinds)?;
-        self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.validate_shared()?;
         let allowed = self
             .required_labels
             .iter()
             .find(|r| r.key == self.workload_rules.label_key)
             .and_then(RequiredLabel::allowed);
         self.workload_rules.validate(allowed)?;
-        self.dra.validate("dra")?;
-        self.fractional_gpus.validate("fractionalGpus")?;
         self.device_access.validate("deviceAccess")?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         Ok(())
@@ -323,6 +267,15 @@ mod tests {
     use super::*;
     use rstest::rstest;
     use serde_json::{Value, json};
+
+    /// The taint `nvidia.com/gpu`, any value, any effect.
+    fn any_gpu_taint() -> TaintPattern {
+        TaintPattern {
+            key: DEFAULT_GPU_TAINT_KEY.into(),
+            value: None,
+            effect: None,
+        }
+    }
 
     fn parse(v: Value) -> Result<Settings, String> {
         let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
@@ -351,14 +304,7 @@ mod tests {
             s.gpu_node_label_keys,
             vec!["nvidia.com/gpu.product", "nvidia.com/gpu.present"]
         );
-        assert_eq!(
-            s.gpu_taints[0].pattern(),
-            TaintPattern {
-                key: "nvidia.com/gpu".into(),
-                value: None,
-                effect: None
-            }
-        );
+        assert_eq!(s.gpu_taints[0].pattern(), any_gpu_taint());
     }
 
     #[test]
@@ -412,14 +358,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.required_labels[0].allowed(), None);
         assert_eq!(s.required_labels[0].glob(), None);
-        assert_eq!(
-            s.gpu_taints[0].pattern(),
-            TaintPattern {
-                key: "nvidia.com/gpu".into(),
-                value: None,
-                effect: None
-            }
-        );
+        assert_eq!(s.gpu_taints[0].pattern(), any_gpu_taint());
     }
 
     #[test]

@@ -143,6 +143,7 @@ pub fn routing_for(
         .then(|| (pool_label_key.to_string(), pool.name.clone()));
     let node_selector = pool
         .node_selector
+        .match_labels
         .iter()
         .filter(|(k, v)| spec.node_selector.get(*k) != Some(*v))
         .map(|(k, v)| (k.clone(), v.clone()))

@@ -9,9 +9,8 @@
 //! guess.
 
 use super::constraint::KeyConstraint;
-use super::settings::Pool;
 use crate::selector::{LabelSelector, Operator};
-use crate::settings::NamespaceList;
+use crate::settings::{NamespaceList, wildcard};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -77,11 +76,19 @@ impl fmt::Display for Overlap {
     }
 }
 
+/// The workloads a pool takes: pod templates its selector matches, in its namespaces
+/// (`None`: any namespace).
+#[derive(Debug, Clone, Copy)]
+pub struct Members<'a> {
+    pub selector: &'a LabelSelector,
+    pub namespaces: Option<&'a NamespaceList>,
+}
+
 /// `None` when `a` and `b` are provably disjoint; otherwise a workload matching both.
-pub fn overlap(a: &Pool, b: &Pool) -> Option<Overlap> {
-    let namespace = namespaces_overlap(a.namespaces.as_ref(), b.namespaces.as_ref())?;
-    let ca = selector_constraints(&a.selector);
-    let cb = selector_constraints(&b.selector);
+pub fn overlap(a: Members<'_>, b: Members<'_>) -> Option<Overlap> {
+    let namespace = namespaces_overlap(a.namespaces, b.namespaces)?;
+    let ca = selector_constraints(a.selector);
+    let cb = selector_constraints(b.selector);
     let mut labels = BTreeMap::new();
     for key in ca.keys().chain(cb.keys()) {
         let both = match (ca.get(key), cb.get(key)) {
@@ -117,11 +124,11 @@ fn namespaces_overlap(
 
 /// A namespace matched by both patterns (exact names or prefixes ending in `*`).
 fn patterns_overlap(p: &str, q: &str) -> Option<String> {
-    match (p.strip_suffix('*'), q.strip_suffix('*')) {
-        (None, None) => (p == q).then(|| p.to_string()),
-        (None, Some(prefix)) => p.starts_with(prefix).then(|| p.to_string()),
-        (Some(prefix), None) => q.starts_with(prefix).then(|| q.to_string()),
-        (Some(x), Some(y)) => {
+    match (wildcard::prefix_of(p), wildcard::prefix_of(q)) {
+        ((_, false), (_, false)) => (p == q).then(|| p.to_string()),
+        ((_, false), (prefix, true)) => p.starts_with(prefix).then(|| p.to_string()),
+        ((prefix, true), (_, false)) => q.starts_with(prefix).then(|| q.to_string()),
+        ((x, true), (y, true)) => {
             let longer = if x.len() >= y.len() { x } else { y };
             (x.starts_with(y) || y.starts_with(x)).then(|| example_of(&format!("{longer}*")))
         }
@@ -130,10 +137,12 @@ fn patterns_overlap(p: &str, q: &str) -> Option<String> {
 
 /// A namespace a pattern matches.
 fn example_of(pattern: &str) -> String {
-    match pattern.strip_suffix('*') {
-        Some(prefix) if prefix.ends_with(|c: char| c.is_ascii_alphanumeric()) => prefix.to_string(),
-        Some(prefix) => format!("{prefix}x"),
-        None => pattern.to_string(),
+    match wildcard::prefix_of(pattern) {
+        (prefix, true) if prefix.ends_with(|c: char| c.is_ascii_alphanumeric()) => {
+            prefix.to_string()
+        }
+        (prefix, true) => format!("{prefix}x"),
+        (_, false) => pattern.to_string(),
     }
 }
 
@@ -143,13 +152,34 @@ mod tests {
     use rstest::rstest;
     use serde_json::{Value, json};
 
+    /// A pool's membership, owned.
+    struct Pool {
+        selector: LabelSelector,
+        namespaces: Option<NamespaceList>,
+    }
+
+    impl Pool {
+        fn members(&self) -> Members<'_> {
+            Members {
+                selector: &self.selector,
+                namespaces: self.namespaces.as_ref(),
+            }
+        }
+
+        fn admits_namespace(&self, ns: &str) -> bool {
+            self.namespaces.as_ref().is_none_or(|l| l.contains(ns))
+        }
+    }
+
+    fn overlap(a: &Pool, b: &Pool) -> Option<Overlap> {
+        super::overlap(a.members(), b.members())
+    }
+
     fn pool(selector: Value, namespaces: Option<Vec<&str>>) -> Pool {
         Pool {
-            name: "p".into(),
             selector: serde_json::from_value(selector).unwrap(),
             namespaces: namespaces
                 .map(|v| NamespaceList(v.into_iter().map(str::to_string).collect())),
-            ..Pool::default()
         }
     }
 

@@ -2,13 +2,12 @@
 //! validation. Every error starts with the field it found wrong.
 
 use super::constraint::KeyConstraint;
-use super::overlap;
-use crate::admission::ValidateSettings;
+use super::overlap::{self, Members};
 use crate::podspec::Toleration;
 use crate::selector::LabelSelector;
 use crate::settings::{
-    CustomKind, NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
-    validate_resource_names,
+    NamespaceList, ValidateSettings, check_labels_only, check_pool_ref, policy_settings,
+    read_node_selector, validate_label_key, validate_label_value, validate_object_name,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -16,69 +15,30 @@ use std::collections::BTreeMap;
 
 pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 
-/// Settings of gpu-pool-routing-policy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Settings {
-    /// The pod template label set to the pool's name (default `gpu-admission/pool`).
-    pub pool_label_key: String,
-    /// The pools, each with the workloads it takes and what joining it means.
-    pub pools: Vec<Pool>,
-    /// Where a GPU workload that matches no pool goes; unset (or empty): it is denied.
-    #[serde(deserialize_with = "empty_as_none")]
-    pub default_pool: Option<String>,
-    /// More GPU resource names (exact, or a prefix ending in `*`).
-    pub extra_gpu_resources: Vec<String>,
-    /// Where custom resources keep their pod templates.
-    pub custom_kinds: Vec<CustomKind>,
-    /// Namespaces the policy lets through untouched (exact, or a prefix ending in `*`).
-    pub exempt_namespaces: NamespaceList,
-    /// Exceptions with an owner and an end date ([`crate::exceptions`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<crate::exceptions::Exception>,
-    /// The furthest ahead an exception may end, in days.
-    pub max_exception_days: u32,
-    /// Which Dynamic Resource Allocation device classes are GPUs.
-    pub dra: crate::dra::DraSettings,
-    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
-    pub fractional_gpus: crate::fractional::FractionalSettings,
-    /// Named time windows that pools' `lendTo` refer to.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub schedules: crate::schedule::Schedules,
-    /// The Namespace label whose value names the workload's team, stamped on its GPU pod
-    /// templates as `gpu-admission/team` ([`super::team`]); unset (or empty): no team label
-    /// is stamped or checked, and no Namespace is read.
-    #[serde(
-        deserialize_with = "empty_as_none",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub team_label_key: Option<String>,
-}
-
-impl Settings {
-    /// What counts as a GPU under these settings.
-    pub fn gpu_resources(&self) -> crate::gpu::GpuResources {
-        crate::gpu::GpuResources::new(&self.extra_gpu_resources)
-            .with_fractional(&self.fractional_gpus)
-    }
-}
-
-impl Default for Settings {
-    fn default() -> Settings {
-        Settings {
-            pool_label_key: DEFAULT_POOL_LABEL_KEY.to_string(),
-            pools: Vec::new(),
-            default_pool: None,
-            extra_gpu_resources: Vec::new(),
-            custom_kinds: Vec::new(),
-            exempt_namespaces: NamespaceList::default(),
-            exceptions: Vec::new(),
-            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
-            dra: Default::default(),
-            fractional_gpus: Default::default(),
-            schedules: Default::default(),
-            team_label_key: None,
-        }
+policy_settings! {
+    /// Settings of gpu-pool-routing-policy.
+    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+    pub struct Settings {
+        /// The pod template label set to the pool's name (default `gpu-admission/pool`).
+        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.to_string(),
+        /// The pools, each with the workloads it takes and what joining it means.
+        pub pools: Vec<Pool> = Vec::new(),
+        /// Where a GPU workload that matches no pool goes; unset (or empty): it is denied.
+        #[serde(deserialize_with = "empty_as_none")]
+        pub default_pool: Option<String> = None,
+        @shared + exceptions;
+        /// Named time windows that pools' `lendTo` refer to.
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        pub schedules: crate::schedule::Schedules = Default::default(),
+        /// The Namespace label whose value names the workload's team, stamped on its GPU pod
+        /// templates as `gpu-admission/team` ([`super::team`]); unset (or empty): no team label
+        /// is stamped or checked, and no Namespace is read.
+        #[serde(
+            deserialize_with = "empty_as_none",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub team_label_key: Option<String> = None,
     }
 }
 
@@ -93,8 +53,10 @@ pub struct Pool {
     /// When set (and not empty), only workloads in these namespaces belong to the pool.
     #[serde(deserialize_with = "empty_as_none")]
     pub namespaces: Option<NamespaceList>,
-    /// Node labels of the pool's nodes, merged into the pod's `nodeSelector`.
-    pub node_selector: BTreeMap<String, String>,
+    /// Node labels of the pool's nodes (`matchLabels`; a map of labels reads the same),
+    /// merged into the pod's `nodeSelector`.
+    #[serde(deserialize_with = "read_node_selector")]
+    pub node_selector: LabelSelector,
     /// Tolerations for the taints of the pool's nodes.
     pub tolerations: Vec<PoolToleration>,
     /// Set on pod templates that have no priority class.
@@ -223,6 +185,14 @@ impl Pool {
             .is_none_or(|list| list.contains(namespace))
     }
 
+    /// The workloads the pool takes, as [`overlap`] compares them.
+    pub fn members(&self) -> Members<'_> {
+        Members {
+            selector: &self.selector,
+            namespaces: self.namespaces.as_ref(),
+        }
+    }
+
     /// True when a pod template with `labels` in `namespace` belongs to this pool.
     pub fn matches(&self, labels: &BTreeMap<String, String>, namespace: &str) -> bool {
         self.admits_namespace(namespace) && self.selector.matches(labels)
@@ -232,7 +202,7 @@ impl Pool {
     /// the requiredNodeAffinity requirements, intersected.
     pub fn node_constraints(&self) -> BTreeMap<String, KeyConstraint> {
         let mut out: BTreeMap<String, KeyConstraint> = BTreeMap::new();
-        for (k, v) in &self.node_selector {
+        for (k, v) in &self.node_selector.match_labels {
             out.insert(k.clone(), KeyConstraint::equal(v));
         }
         for r in &self.required_node_affinity {
@@ -307,7 +277,7 @@ impl ValidateSettings for Settings {
         }
         for (i, pool) in self.pools.iter().enumerate() {
             for (j, other) in self.pools[..i].iter().enumerate() {
-                if let Some(example) = overlap::overlap(other, pool) {
+                if let Some(example) = overlap::overlap(other.members(), pool.members()) {
                     return Err(format!(
                         "pools[{i}].selector: pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
                         pool.name, other.name
@@ -315,14 +285,13 @@ impl ValidateSettings for Settings {
                 }
             }
         }
-        if let Some(default) = &self.default_pool
-            && self.pool(default).is_none()
-        {
-            let names: Vec<&str> = self.pools.iter().map(|p| p.name.as_str()).collect();
-            return Err(format!(
-                "defaultPool: '{default}' names no pool; use one of {} or remove defaultPool (GPU workloads that match no pool are then denied)",
-                names.join(", ")
-            ));
+        let names: Vec<&str> = self.pools.iter().map(|p| p.name.as_str()).collect();
+        if let Some(default) = &self.default_pool {
+            check_pool_ref("defaultPool", default, &names).map_err(|mut e| {
+                e.reason +=
+                    " or remove defaultPool (GPU workloads that match no pool are then denied)";
+                e
+            })?;
         }
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
         for (i, pool) in self.pools.iter().enumerate() {
@@ -331,9 +300,8 @@ impl ValidateSettings for Settings {
                 if lend.pool == pool.name {
                     return Err(format!("{field}.pool: a pool cannot lend to itself"));
                 }
-                if self.pool(&lend.pool).is_none() {
-                    return Err(format!("{field}.pool: '{}' names no pool", lend.pool));
-                }
+                let others: Vec<&str> = names.iter().copied().filter(|n| *n != pool.name).collect();
+                check_pool_ref(&format!("{field}.pool"), &lend.pool, &others)?;
                 if !schedules.contains_key(&lend.window) {
                     let names: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
                     return Err(format!(
@@ -354,14 +322,11 @@ impl ValidateSettings for Settings {
                 }
             }
             if let Some(pc) = &pool.guest_priority_class_name {
-                validate_object_name(&format!("pools[{i}].guestPriorityClassName"), pc)?;
+                let field = format!("pools[{i}].guestPriorityClassName");
+                validate_object_name(&field, pc, "PriorityClass")?;
             }
         }
-        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
-        self.dra.validate("dra")?;
-        self.fractional_gpus.validate("fractionalGpus")?;
-        validate_custom_kinds("customKinds", &self.custom_kinds)?;
-        self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.validate_shared()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         Ok(())
     }
@@ -429,9 +394,15 @@ fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), S
         list.validate(&format!("{field}.namespaces"))?;
     }
 
-    for (k, v) in &pool.node_selector {
-        validate_label_key(&format!("{field}.nodeSelector"), k)?;
-        validate_label_value(&format!("{field}.nodeSelector.{k}"), v)?;
+    let node_field = format!("{field}.nodeSelector");
+    check_labels_only(
+        &node_field,
+        &pool.node_selector,
+        "give them in requiredNodeAffinity",
+    )?;
+    for (k, v) in &pool.node_selector.match_labels {
+        validate_label_key(&node_field, k)?;
+        validate_label_value(&format!("{node_field}.{k}"), v)?;
     }
     for (j, r) in pool.required_node_affinity.iter().enumerate() {
         validate_node_requirement(&format!("{field}.requiredNodeAffinity[{j}]"), r)?;
@@ -454,10 +425,11 @@ fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), S
     }
 
     if let Some(pc) = &pool.priority_class_name {
-        validate_object_name(&format!("{field}.priorityClassName"), pc)?;
+        validate_object_name(&format!("{field}.priorityClassName"), pc, "PriorityClass")?;
     }
     for (j, pc) in pool.allowed_priority_classes.iter().flatten().enumerate() {
-        validate_object_name(&format!("{field}.allowedPriorityClasses[{j}]"), pc)?;
+        let field = format!("{field}.allowedPriorityClasses[{j}]");
+        validate_object_name(&field, pc, "PriorityClass")?;
     }
     Ok(())
 }
@@ -538,26 +510,6 @@ fn validate_toleration(field: &str, t: &PoolToleration) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// A Kubernetes object name (DNS subdomain: lowercase letters, digits, '-', '.').
-fn validate_object_name(field: &str, name: &str) -> Result<(), String> {
-    let label_ok = |l: &str| {
-        let b = l.as_bytes();
-        !b.is_empty()
-            && b.len() <= 63
-            && b.iter()
-                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-            && b.first().is_some_and(|c| c.is_ascii_alphanumeric())
-            && b.last().is_some_and(|c| c.is_ascii_alphanumeric())
-    };
-    if name.len() <= 253 && name.split('.').all(label_ok) {
-        Ok(())
-    } else {
-        Err(format!(
-            "{field}: '{name}' is not a PriorityClass name (lowercase letters, digits, '-' and '.')"
-        ))
-    }
 }
 
 /// The rule names `exceptions[].rules` may give.
@@ -689,6 +641,30 @@ mod tests {
     #[case::team_label_key_as_pool_label_when_teams_are_off(with(base(), "/poolLabelKey", json!("gpu-admission/team")))]
     fn valid_settings(#[case] v: Value) {
         settings(v).validate().unwrap();
+    }
+
+    #[test]
+    fn node_selector_as_a_label_selector_or_a_map_of_labels() {
+        let selector = settings(with(
+            base(),
+            "/pools/1/nodeSelector",
+            json!({"matchLabels": {"gpu-admission/node-pool": "interactive"}}),
+        ));
+        selector.validate().unwrap();
+        assert_eq!(selector, settings(base()));
+        assert_eq!(
+            selector.pools[1].node_selector.match_labels["gpu-admission/node-pool"],
+            "interactive"
+        );
+        let expressions = settings(with(
+            base(),
+            "/pools/1/nodeSelector",
+            json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}),
+        ));
+        assert_eq!(
+            expressions.validate().unwrap_err(),
+            "pools[1].nodeSelector.matchExpressions: a Pod's nodeSelector takes labels only; give them in requiredNodeAffinity"
+        );
     }
 
     #[test]

@@ -86,7 +86,7 @@ impl Judge<'_> {
                 warnings: vec![format!("GPU memory not checked: {short} ({field}: warn)")],
             },
             Action::Allow => Outcome::of(Judged::NotChecked(short)),
-            Action::Deny | Action::Invalid(_) => Outcome::reject(deny),
+            Action::Deny => Outcome::reject(deny),
         }
     }
 
@@ -308,7 +308,7 @@ impl Judge<'_> {
                     Err(e) => match self.settings.unknown_model {
                         Action::Warn => warnings.push(format!("{e} (unknownModel: warn)")),
                         Action::Allow => {}
-                        Action::Deny | Action::Invalid(_) => {
+                        Action::Deny => {
                             return Err(Box::new(Outcome::reject(e)));
                         }
                     },
@@ -358,7 +358,7 @@ impl Judge<'_> {
                     runs.0
                 )),
                 Action::Allow => {}
-                Action::Deny | Action::Invalid(_) => {
+                Action::Deny => {
                     return Err(Box::new(Outcome::reject(format!(
                         "{text}: label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)"
                     ))));
@@ -652,7 +652,7 @@ impl Judge<'_> {
             match self.settings.overprovision {
                 Action::Warn => warnings.push(format!("{text} (overprovision: warn)")),
                 Action::Allow => {}
-                Action::Deny | Action::Invalid(_) => {
+                Action::Deny => {
                     return Outcome {
                         result: Judged::Reject(text),
                         warnings,

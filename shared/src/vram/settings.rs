@@ -6,16 +6,14 @@ use super::catalog::products::GpuCatalog;
 use super::catalog::registry::RegistryRef;
 use super::image::ImageLabelSettings;
 use super::numbers::NumText;
-use crate::admission::ValidateSettings;
 use crate::gpu::{GpuResources, MIG_PREFIX, MigProfile};
 use crate::settings::{
-    NamespaceList, validate_custom_kinds, validate_label_key, validate_label_value,
-    validate_resource_names,
+    ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
-use crate::workload::CustomKind;
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
+
+pub use crate::settings::Action;
 
 /// The default pod-template label (and annotation) naming the model.
 pub const DEFAULT_MODEL_KEY: &str = "gpu-admission/model";
@@ -26,51 +24,6 @@ pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 pub const DEFAULT_USABLE_MEMORY_PERCENT: u64 = 90;
 /// GPUs per pod considered when suggesting a count (a node rarely has more than 8).
 pub const DEFAULT_MAX_GPUS_PER_POD: u64 = 8;
-
-/// What to do in a case the rule cannot judge.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Action {
-    /// Reject, saying what to add.
-    Deny,
-    /// Accept with a warning to the client.
-    Warn,
-    /// Accept silently (an audit annotation says why it was not checked).
-    Allow,
-    /// A value that is none of the above (reported by validation; acts as `Deny`).
-    Invalid(String),
-}
-
-impl<'de> Deserialize<'de> for Action {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        Ok(match text.as_str() {
-            "deny" => Action::Deny,
-            "warn" => Action::Warn,
-            "allow" => Action::Allow,
-            _ => Action::Invalid(text),
-        })
-    }
-}
-
-impl fmt::Display for Action {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Action::Deny => "deny",
-            Action::Warn => "warn",
-            Action::Allow => "allow",
-            Action::Invalid(s) => s,
-        })
-    }
-}
-
-impl Action {
-    fn check(&self, field: &str) -> Result<(), String> {
-        match self {
-            Action::Invalid(s) => Err(format!("{field}: '{s}' is not one of deny, warn, allow")),
-            _ => Ok(()),
-        }
-    }
-}
 
 /// Caps on model memory by the value of a pod-template label (e.g. interactive models at
 /// most 40 GiB).
@@ -106,100 +59,56 @@ pub struct RequestedCapsConfig {
     pub message: String,
 }
 
-/// Settings of gpu-vram-fit-policy. Every field has a default that works out of the box.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Settings {
-    /// Pod-template label naming the model (`""` turns it off).
-    pub model_label_key: String,
-    /// Pod-template annotation naming the model, for ids with `/` (`""` turns it off).
-    pub model_annotation_key: String,
-    /// The model registry: id -> `{vramGiB}` or a description.
-    pub models: BTreeMap<String, ModelSpec>,
-    /// A ConfigMap holding more registry entries (read with `get_resource`).
-    pub model_registry: Option<RegistryRef>,
-    /// GPU products (GFD names) -> MiB per GPU, added to or overriding the catalog.
-    pub gpu_products: BTreeMap<String, NumText>,
-    /// MIG profiles (`3g.40gb`) -> MiB per device, overriding the nominal size.
-    pub mig_profiles: BTreeMap<String, NumText>,
-    /// Node label holding the GPU product.
-    pub product_label_key: String,
-    /// Pod-template label (or node label) naming the GPU pool (`""` turns pools off).
-    pub pool_label_key: String,
-    /// Pool -> GPU product of its nodes.
-    pub pool_products: BTreeMap<String, String>,
-    /// Percent of each GPU's memory the server may use (vLLM: 90).
-    pub usable_memory_percent: NumText,
-    /// The most GPUs per pod a suggestion may ask for.
-    pub max_gpus_per_pod: NumText,
-    /// Products suggestions may name (default: the pools' products, else the catalog).
-    pub suggest_products: Vec<String>,
-    /// A GPU workload whose GPU product cannot be told.
-    pub unknown_gpu: Action,
-    /// A GPU workload naming a model that is not in the registry.
-    pub unknown_model: Action,
-    /// A GPU workload naming no model.
-    pub no_model: Action,
-    /// Caps on model memory by label value.
-    pub model_memory_caps: Option<MemoryCaps>,
-    /// Caps on the GPU memory asked for, by label value.
-    pub requested_memory_caps: Option<RequestedCaps>,
-    /// A pod-template label naming one model and the server arguments (or image label)
-    /// another.
-    pub model_mismatch: Action,
-    /// A model that fits in at most half the GPU memory asked for.
-    pub overprovision: Action,
-    /// Read the model and its memory from labels of the server image's config.
-    pub image_labels: ImageLabelSettings,
-    pub extra_gpu_resources: Vec<String>,
-    pub custom_kinds: Vec<CustomKind>,
-    pub exempt_namespaces: NamespaceList,
-    /// Exceptions with an owner and an end date ([`crate::exceptions`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub exceptions: Vec<crate::exceptions::Exception>,
-    /// The furthest ahead an exception may end, in days.
-    pub max_exception_days: u32,
-    /// Which Dynamic Resource Allocation device classes are GPUs.
-    pub dra: crate::dra::DraSettings,
-    /// Which fractional-GPU schedulers (KAI, HAMi) are recognized.
-    pub fractional_gpus: crate::fractional::FractionalSettings,
-    /// What [`Settings::check`] gave, the first time [`Settings::checked`] was asked.
-    #[serde(skip)]
-    checked: std::cell::OnceCell<Result<Config, String>>,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            model_label_key: DEFAULT_MODEL_KEY.into(),
-            model_annotation_key: DEFAULT_MODEL_KEY.into(),
-            models: BTreeMap::new(),
-            model_registry: None,
-            gpu_products: BTreeMap::new(),
-            mig_profiles: BTreeMap::new(),
-            product_label_key: DEFAULT_PRODUCT_LABEL_KEY.into(),
-            pool_label_key: DEFAULT_POOL_LABEL_KEY.into(),
-            pool_products: BTreeMap::new(),
-            usable_memory_percent: DEFAULT_USABLE_MEMORY_PERCENT.into(),
-            max_gpus_per_pod: DEFAULT_MAX_GPUS_PER_POD.into(),
-            suggest_products: Vec::new(),
-            unknown_gpu: Action::Deny,
-            unknown_model: Action::Deny,
-            no_model: Action::Allow,
-            model_memory_caps: None,
-            requested_memory_caps: None,
-            model_mismatch: Action::Deny,
-            overprovision: Action::Warn,
-            image_labels: ImageLabelSettings::default(),
-            extra_gpu_resources: Vec::new(),
-            custom_kinds: Vec::new(),
-            exempt_namespaces: NamespaceList::default(),
-            exceptions: Vec::new(),
-            max_exception_days: crate::exceptions::DEFAULT_MAX_DAYS,
-            dra: Default::default(),
-            fractional_gpus: Default::default(),
-            checked: std::cell::OnceCell::new(),
-        }
+policy_settings! {
+    /// Settings of gpu-vram-fit-policy. Every field has a default that works out of the box.
+    #[derive(Debug, Clone, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+    pub struct Settings {
+        /// Pod-template label naming the model (`""` turns it off).
+        pub model_label_key: String = DEFAULT_MODEL_KEY.into(),
+        /// Pod-template annotation naming the model, for ids with `/` (`""` turns it off).
+        pub model_annotation_key: String = DEFAULT_MODEL_KEY.into(),
+        /// The model registry: id -> `{vramGiB}` or a description.
+        pub models: BTreeMap<String, ModelSpec> = BTreeMap::new(),
+        /// A ConfigMap holding more registry entries (read with `get_resource`).
+        pub model_registry: Option<RegistryRef> = None,
+        /// GPU products (GFD names) -> MiB per GPU, added to or overriding the catalog.
+        pub gpu_products: BTreeMap<String, NumText> = BTreeMap::new(),
+        /// MIG profiles (`3g.40gb`) -> MiB per device, overriding the nominal size.
+        pub mig_profiles: BTreeMap<String, NumText> = BTreeMap::new(),
+        /// Node label holding the GPU product.
+        pub product_label_key: String = DEFAULT_PRODUCT_LABEL_KEY.into(),
+        /// Pod-template label (or node label) naming the GPU pool (`""` turns pools off).
+        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.into(),
+        /// Pool -> GPU product of its nodes.
+        pub pool_products: BTreeMap<String, String> = BTreeMap::new(),
+        /// Percent of each GPU's memory the server may use (vLLM: 90).
+        pub usable_memory_percent: NumText = DEFAULT_USABLE_MEMORY_PERCENT.into(),
+        /// The most GPUs per pod a suggestion may ask for.
+        pub max_gpus_per_pod: NumText = DEFAULT_MAX_GPUS_PER_POD.into(),
+        /// Products suggestions may name (default: the pools' products, else the catalog).
+        pub suggest_products: Vec<String> = Vec::new(),
+        /// A GPU workload whose GPU product cannot be told.
+        pub unknown_gpu: Action = Action::Deny,
+        /// A GPU workload naming a model that is not in the registry.
+        pub unknown_model: Action = Action::Deny,
+        /// A GPU workload naming no model.
+        pub no_model: Action = Action::Allow,
+        /// Caps on model memory by label value.
+        pub model_memory_caps: Option<MemoryCaps> = None,
+        /// Caps on the GPU memory asked for, by label value.
+        pub requested_memory_caps: Option<RequestedCaps> = None,
+        /// A pod-template label naming one model and the server arguments (or image label)
+        /// another.
+        pub model_mismatch: Action = Action::Deny,
+        /// A model that fits in at most half the GPU memory asked for.
+        pub overprovision: Action = Action::Warn,
+        /// Read the model and its memory from labels of the server image's config.
+        pub image_labels: ImageLabelSettings = ImageLabelSettings::default(),
+        @shared + exceptions;
+        /// What [`Settings::check`] gave, the first time [`Settings::checked`] was asked.
+        #[serde(skip)]
+        checked: std::cell::OnceCell<Result<Config, String>> = std::cell::OnceCell::new(),
     }
 }
 
@@ -327,11 +236,6 @@ impl Settings {
                 .whole("usableMemoryPercent", 1, 100)?
         };
         let max_gpus_per_pod = self.max_gpus_per_pod.whole("maxGpusPerPod", 1, 64)?;
-        self.unknown_gpu.check("unknownGpu")?;
-        self.unknown_model.check("unknownModel")?;
-        self.no_model.check("noModel")?;
-        self.model_mismatch.check("modelMismatch")?;
-        self.overprovision.check("overprovision")?;
         let image = &self.image_labels;
         for (field, key) in [
             ("imageLabels.modelKey", &image.model_key),
@@ -403,17 +307,12 @@ impl Settings {
             }
         };
 
-        validate_resource_names("extraGpuResources", &self.extra_gpu_resources)?;
-        validate_custom_kinds("customKinds", &self.custom_kinds)?;
-        self.exempt_namespaces.validate("exemptNamespaces")?;
+        self.validate_shared()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
-        self.dra.validate("dra")?;
-        self.fractional_gpus.validate("fractionalGpus")?;
 
         let targets = self.targets(&catalog);
         Ok(Config {
-            gpu_resources: GpuResources::new(&self.extra_gpu_resources)
-                .with_fractional(&self.fractional_gpus),
+            gpu_resources: self.gpu_resources(),
             catalog,
             usable_percent,
             max_gpus_per_pod,
@@ -653,6 +552,22 @@ mod tests {
     }
 
     #[rstest]
+    #[case::action(json!({"unknownGpu": "block"}))]
+    #[case::action_model(json!({"unknownModel": "Deny"}))]
+    #[case::no_model(json!({"noModel": ""}))]
+    #[case::mismatch(json!({"modelMismatch": "block"}))]
+    #[case::overprovision(json!({"overprovision": "error"}))]
+    fn actions_are_deny_warn_or_allow(#[case] v: Value) {
+        let err = serde_json::from_value::<Settings>(v)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("expected one of `deny`, `warn`, `allow`"),
+            "{err}"
+        );
+    }
+
+    #[rstest]
     #[case::model_key(json!({"modelLabelKey": "bad key"}), "modelLabelKey:")]
     #[case::product_key(json!({"productLabelKey": ""}), "productLabelKey:")]
     #[case::model_entry(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf17"}}}), "models[m].dtype: 'bf17' is not a dtype")]
@@ -674,17 +589,12 @@ mod tests {
     #[case::zero_percent(json!({"usableMemoryPercent": 0}), "usableMemoryPercent: must be a whole number from 1 to 100, got '0'")]
     #[case::over_percent(json!({"usableMemoryPercent": 101}), "usableMemoryPercent: must be a whole number from 1 to 100, got '101'")]
     #[case::max_gpus(json!({"maxGpusPerPod": 0}), "maxGpusPerPod: must be a whole number from 1 to 64, got '0'")]
-    #[case::action(json!({"unknownGpu": "block"}), "unknownGpu: 'block' is not one of deny, warn, allow")]
-    #[case::action_model(json!({"unknownModel": "Deny"}), "unknownModel: 'Deny' is not one of deny, warn, allow")]
-    #[case::no_model(json!({"noModel": ""}), "noModel: '' is not one of deny, warn, allow")]
     #[case::caps_key(json!({"modelMemoryCaps": {"labelKey": "", "maxGiB": {"a": 1}}}), "modelMemoryCaps.labelKey:")]
     #[case::caps_empty(json!({"modelMemoryCaps": {"labelKey": "t"}}), "modelMemoryCaps.maxGiB: give at least one label value")]
     #[case::caps_value(json!({"modelMemoryCaps": {"labelKey": "t", "maxGiB": {"interactive": -40}}}), "modelMemoryCaps.maxGiB[interactive]: must be a whole number from 1 to 1000000, got '-40'")]
     #[case::requested_key(json!({"requestedMemoryCaps": {"labelKey": "bad key", "maxGiB": {"a": 1}}}), "requestedMemoryCaps.labelKey:")]
     #[case::requested_empty(json!({"requestedMemoryCaps": {"labelKey": "t"}}), "requestedMemoryCaps.maxGiB: give at least one label value")]
     #[case::requested_value(json!({"requestedMemoryCaps": {"labelKey": "t", "maxGiB": {"interactive": 0}}}), "requestedMemoryCaps.maxGiB[interactive]: must be a whole number from 1 to 1000000, got '0'")]
-    #[case::mismatch(json!({"modelMismatch": "block"}), "modelMismatch: 'block' is not one of deny, warn, allow")]
-    #[case::overprovision(json!({"overprovision": "error"}), "overprovision: 'error' is not one of deny, warn, allow")]
     #[case::image_key(json!({"imageLabels": {"modelKey": "a b"}}), "imageLabels.modelKey: 'a b' is not an image label key")]
     #[case::image_no_keys(json!({"imageLabels": {"enabled": true, "modelKey": "", "vramGiBKey": ""}}), "imageLabels: enabled, but modelKey and vramGiBKey are both empty")]
     #[case::extra(json!({"extraGpuResources": ["tpu"]}), "extraGpuResources[0]:")]

@@ -345,7 +345,7 @@ fn fragmentation_warns_by_default() {
 #[test]
 fn fragmentation_deny_denies_naming_the_largest_free_block() {
     let s = Settings {
-        fragmentation: Fragmentation::Deny,
+        fragmentation: crate::settings::Action::Deny,
         ..settings()
     };
     let v = run(&create(deployment(1, Some("a100"), "4")), &s, &fragmented());
@@ -365,7 +365,7 @@ fn fragmentation_deny_denies_naming_the_largest_free_block() {
 #[test]
 fn a_pool_that_can_still_grow_a_node_is_not_fragmented() {
     let s = Settings {
-        fragmentation: Fragmentation::Deny,
+        fragmentation: crate::settings::Action::Deny,
         ..with_a100(json!({"clusterAutoscaler": {"maxNodes": 8, "gpusPerNode": {GPU: 8}}}))
     };
     let v = run(&create(deployment(1, Some("a100"), "4")), &s, &fragmented());

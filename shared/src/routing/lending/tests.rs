@@ -162,7 +162,7 @@ fn lending_settings_are_validated_by_field() {
         ),
         (
             json!({"pool": "gpu", "window": "off-peak"}),
-            "pools[1].lendTo[0].pool: 'gpu' names no pool",
+            "pools[1].lendTo[0].pool: 'gpu' names no pool; use one of batch",
         ),
         (
             json!({"pool": "batch", "window": "nights"}),
