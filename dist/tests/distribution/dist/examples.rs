@@ -65,6 +65,13 @@ fn dedicated() -> (String, ServiceAccountRef) {
     (kind_and_name(&server).1.to_string(), account)
 }
 
+fn policies_by_name() -> BTreeMap<String, PolicyDir> {
+    policies()
+        .into_iter()
+        .map(|p| (p.name.clone(), p))
+        .collect()
+}
+
 fn mode_documented(path: &Path) -> bool {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     text.contains("monitor") && text.contains("protect")
@@ -74,10 +81,7 @@ fn mode_documented(path: &Path) -> bool {
 fn policy_examples_are_deployable() {
     let metadata = all_metadata();
     let (server, account) = dedicated();
-    let by_name: BTreeMap<String, PolicyDir> = policies()
-        .into_iter()
-        .map(|p| (p.name.clone(), p))
-        .collect();
+    let by_name = policies_by_name();
     let mut failures = Failures::default();
     for policy in by_name.values() {
         let files = match policy.example_manifests() {
@@ -170,10 +174,7 @@ fn policy_examples_are_deployable() {
 fn policy_group_is_deployable() {
     let metadata = all_metadata();
     let (server, account) = dedicated();
-    let by_name: BTreeMap<String, PolicyDir> = policies()
-        .into_iter()
-        .map(|p| (p.name.clone(), p))
-        .collect();
+    let by_name = policies_by_name();
     let path = root().join(GROUP_FILE);
     let docs = read_documents(&path).unwrap_or_else(|e| panic!("{e:#}"));
     let groups: Vec<&Value> = docs

@@ -7,7 +7,7 @@
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use gpu_dist::oci::{self, CONFIG_BLOB, ORG_OPENCONTAINERS_IMAGE_SOURCE, Transport, sha256_digest};
@@ -146,6 +146,20 @@ fn http(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<Response>
         headers,
         body: raw[split + 4..].to_vec(),
     })
+}
+
+/// `gpu-dist` with `args`, as `make push` runs it; fails unless it succeeds.
+fn gpu_dist(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_gpu-dist"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 fn ms(d: Duration) -> String {
@@ -290,19 +304,9 @@ fn every_policy_round_trips_through_a_real_registry() {
 
     // The CLI, as `make push` runs it, prints kwctl's JSON.
     let first = policies().remove(0);
-    let cli = env!("CARGO_BIN_EXE_gpu-dist");
     let uri = format!("registry://{addr}/cli/{}:v0.0.0-test", first.name);
-    let out = Command::new(cli)
-        .args(["push", "-o", "json"])
-        .arg(first.annotated_path())
-        .arg(&uri)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let annotated = first.annotated_path();
+    let out = gpu_dist(&["push", "-o", "json", annotated.to_str().unwrap(), &uri]);
     let printed: Value = serde_json::from_slice(&out.stdout).unwrap();
     let immutable = printed["immutable_ref"].as_str().unwrap().to_string();
     assert!(
@@ -310,17 +314,7 @@ fn every_policy_round_trips_through_a_real_registry() {
         "{immutable}"
     );
     let pulled_path = registry.dir.join("pulled.wasm");
-    let out = Command::new(cli)
-        .args(["pull", "-o"])
-        .arg(&pulled_path)
-        .arg(&immutable)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = gpu_dist(&["pull", "-o", pulled_path.to_str().unwrap(), &immutable]);
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         immutable.rsplit('@').next().unwrap()
