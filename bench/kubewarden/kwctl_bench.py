@@ -39,6 +39,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from host_info import cpu_model  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 # CI puts a copy of shared/ beside the clone; GPU_ADMISSION_SHARED overrides it.
 SHARED = Path(os.environ.get("GPU_ADMISSION_SHARED", REPO.parent / "shared")).resolve()
@@ -265,14 +268,7 @@ def fmt_ns(value):
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     return f"{os.cpu_count()} cores, {cpu}, {platform.system()} {platform.release()}"
 
 

@@ -57,6 +57,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden"))
 import hosts  # noqa: E402
+from host_info import cpu_model  # noqa: E402
 
 REPO = hosts.REPO
 BEGIN = "<!-- policy-server:begin -->"
@@ -609,14 +610,7 @@ def static_run(args, log):
 
 
 def machine():
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model()
     mem = ""
     try:
         kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
