@@ -25,8 +25,8 @@ pub mod wildcard;
 pub use action::Action;
 pub use error::FieldError;
 pub use node_selector::{check_labels_only, read_node_selector};
-pub use shared::check_pool_ref;
 pub(crate) use shared::policy_settings;
+pub use shared::{check_pool_ref, check_window_ref};
 
 /// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
 /// rendered `<path>: <reason>` (the message `validate_settings` returns).

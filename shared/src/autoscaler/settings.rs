@@ -20,12 +20,8 @@ pub use crate::settings::{Action, DEFAULT_POOL_LABEL_KEY};
 policy_settings! {
     /// Settings of gpu-autoscaler-policy.
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
     pub struct Settings {
-        /// Pod label naming a workload's pool.
-        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.to_string(),
-        /// The pools whose ceiling bounds an autoscaler (the capacity gate's pools).
-        pub pools: Vec<Pool> = Vec::new(),
+        @pools(Pool);
         /// The most GPUs one autoscaler may scale its target to, per namespace.
         pub namespace_max_gpus: Vec<NamespaceMax> = Vec::new(),
         /// The same bound for namespaces no entry of `namespaceMaxGpus` lists (`None`: none).

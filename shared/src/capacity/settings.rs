@@ -2,8 +2,8 @@
 
 use crate::selector::LabelSelector;
 use crate::settings::{
-    Action, FieldError, ValidateSettings, check_pool_ref, policy_settings, read_node_selector,
-    validate_label_key, validate_label_value, validate_object_name,
+    Action, FieldError, ValidateSettings, check_pool_ref, check_window_ref, policy_settings,
+    read_node_selector, validate_label_key, validate_label_value, validate_object_name,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -28,12 +28,8 @@ pub const BUILTIN_SUSPENDABLE: &[(&str, &str, &str)] = &[
 policy_settings! {
     /// Settings of gpu-capacity-gate-policy.
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
     pub struct Settings {
-        /// Pod label naming a workload's pool (also how the pool's Pods are listed).
-        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.to_string(),
-        /// The pools the gate measures. At least one.
-        pub pools: Vec<Pool> = Vec::new(),
+        @pools(Pool);
         /// Where a pool's GPUs in use come from, unless the pool says otherwise.
         pub usage: Usage = Usage::default(),
         /// Which Pods are charged when they are created (see [`ChargePods`]).
@@ -339,21 +335,12 @@ impl ValidateSettings for Settings {
         self.unreadable_namespace_quotas
             .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
+        let defined: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
         for (i, pool) in self.pools.iter().enumerate() {
             for (k, t) in pool.thresholds.iter().enumerate() {
                 let field = format!("pools[{i}].thresholds[{k}]");
-                if !schedules.contains_key(&t.window) {
-                    let names: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
-                    return Err(format!(
-                        "{field}.window: '{}' names no schedule; define it under schedules{}",
-                        t.window,
-                        if names.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (defined: {})", names.join(", "))
-                        }
-                    ));
-                }
+                let valid = schedules.contains_key(&t.window);
+                check_window_ref(&format!("{field}.window"), &t.window, valid, &defined)?;
                 if !(1..=100).contains(&t.threshold_percent) {
                     return Err(format!(
                         "{field}.thresholdPercent: must be between 1 and 100 (got {})",

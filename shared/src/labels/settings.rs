@@ -138,7 +138,6 @@ const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
 policy_settings! {
     /// The settings of gpu-labels-policy. Every rule is on by default.
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
     pub struct Settings {
         /// Labels every GPU pod (template) must carry.
         pub required_labels: Vec<RequiredLabel> = vec![

@@ -6,8 +6,9 @@ use super::overlap::{self, Members};
 use crate::podspec::Toleration;
 use crate::selector::LabelSelector;
 use crate::settings::{
-    NamespaceList, ValidateSettings, check_labels_only, check_pool_ref, policy_settings,
-    read_node_selector, validate_label_key, validate_label_value, validate_object_name,
+    NamespaceList, ValidateSettings, check_labels_only, check_pool_ref, check_window_ref,
+    policy_settings, read_node_selector, validate_label_key, validate_label_value,
+    validate_object_name,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -18,12 +19,8 @@ pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 policy_settings! {
     /// Settings of gpu-pool-routing-policy.
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
     pub struct Settings {
-        /// The pod template label set to the pool's name (default `gpu-admission/pool`).
-        pub pool_label_key: String = DEFAULT_POOL_LABEL_KEY.to_string(),
-        /// The pools, each with the workloads it takes and what joining it means.
-        pub pools: Vec<Pool> = Vec::new(),
+        @pools(Pool);
         /// Where a GPU workload that matches no pool goes; unset (or empty): it is denied.
         #[serde(deserialize_with = "empty_as_none")]
         pub default_pool: Option<String> = None,
@@ -294,6 +291,7 @@ impl ValidateSettings for Settings {
             })?;
         }
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
+        let defined: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
         for (i, pool) in self.pools.iter().enumerate() {
             for (j, lend) in pool.lend_to.iter().enumerate() {
                 let field = format!("pools[{i}].lendTo[{j}]");
@@ -302,18 +300,8 @@ impl ValidateSettings for Settings {
                 }
                 let others: Vec<&str> = names.iter().copied().filter(|n| *n != pool.name).collect();
                 check_pool_ref(&format!("{field}.pool"), &lend.pool, &others)?;
-                if !schedules.contains_key(&lend.window) {
-                    let names: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
-                    return Err(format!(
-                        "{field}.window: '{}' names no schedule; define it under schedules{}",
-                        lend.window,
-                        if names.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" (defined: {})", names.join(", "))
-                        }
-                    ));
-                }
+                let valid = schedules.contains_key(&lend.window);
+                check_window_ref(&format!("{field}.window"), &lend.window, valid, &defined)?;
                 if pool.lend_to[..j].iter().any(|l| l.pool == lend.pool) {
                     return Err(format!(
                         "{field}.pool: pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",

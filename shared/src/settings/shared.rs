@@ -6,20 +6,34 @@ use super::FieldError;
 /// with its default (`pub name: Type = default,`), and, where `@shared;` stands, the fields
 /// every policy shares: `extraGpuResources`, `customKinds`, `exemptNamespaces`, then
 /// `exceptions` and `maxExceptionDays` when written `@shared + exceptions;`, then `dra` and
-/// `fractionalGpus`. It also gives the struct `gpu_resources()` (what counts as a GPU) and
-/// `validate_shared()` (the checks of those fields; the policy's own `validate` calls it,
-/// and checks `exceptions` against its rule names).
+/// `fractionalGpus`. A policy with pools starts with `@pools(PoolType);`: `poolLabelKey`
+/// (default [`super::DEFAULT_POOL_LABEL_KEY`]) and `pools`. Every settings struct rejects
+/// unknown fields (so that a typo cannot silently turn a rule off), spells them in
+/// camelCase and defaults the fields left out.
+///
+/// It also gives the struct `gpu_resources()` (what counts as a GPU) and
+/// `validate_shared()` (the checks of the shared fields; the policy's own `validate` calls
+/// it, and checks `exceptions` against its rule names).
 macro_rules! policy_settings {
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
+            $( @pools($pool:ty); )?
             $( $(#[$fmeta:meta])* $fvis:vis $field:ident : $ty:ty = $default:expr, )*
             @shared $( + $exceptions:ident )?;
             $( $(#[$gmeta:meta])* $gvis:vis $gfield:ident : $gty:ty = $gdefault:expr, )*
         }
     ) => {
         $(#[$meta])*
+        #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
         pub struct $name {
+            $(
+                /// The pod template label that names a workload's pool (routing sets it,
+                /// the other policies read it; the pool's Pods are listed by it).
+                pub pool_label_key: String,
+                /// The pools, each with its `name` (the value of the pool label).
+                pub pools: Vec<$pool>,
+            )?
             $( $(#[$fmeta])* $fvis $field: $ty, )*
             /// More GPU resource names (exact, or a prefix ending in `*`).
             pub extra_gpu_resources: Vec<String>,
@@ -44,6 +58,10 @@ macro_rules! policy_settings {
         impl Default for $name {
             fn default() -> Self {
                 $name {
+                    $(
+                        pool_label_key: $crate::settings::DEFAULT_POOL_LABEL_KEY.to_string(),
+                        pools: Vec::<$pool>::new(),
+                    )?
                     $( $field: $default, )*
                     extra_gpu_resources: Vec::new(),
                     custom_kinds: Vec::new(),
@@ -101,9 +119,48 @@ pub fn check_pool_ref(field: &str, name: &str, pools: &[&str]) -> Result<(), Fie
     ))
 }
 
+/// A reference to a schedule by name (`window`): an error unless `valid` (it names a
+/// schedule that checked out), naming the schedules `defined`.
+pub fn check_window_ref(
+    field: &str,
+    window: &str,
+    valid: bool,
+    defined: &[&str],
+) -> Result<(), FieldError> {
+    if valid {
+        return Ok(());
+    }
+    let defined = if defined.is_empty() {
+        String::new()
+    } else {
+        format!(" (defined: {})", defined.join(", "))
+    };
+    Err(FieldError::new(
+        field,
+        format!("'{window}' names no schedule; define it under schedules{defined}"),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn window_references_name_the_schedules() {
+        check_window_ref("w", "peak", true, &[]).unwrap();
+        assert_eq!(
+            check_window_ref("pools[0].thresholds[0].window", "night", false, &["peak"])
+                .unwrap_err()
+                .to_string(),
+            "pools[0].thresholds[0].window: 'night' names no schedule; define it under schedules (defined: peak)"
+        );
+        assert_eq!(
+            check_window_ref("w", "night", false, &[])
+                .unwrap_err()
+                .reason,
+            "'night' names no schedule; define it under schedules"
+        );
+    }
 
     #[test]
     fn pool_references_name_the_choices() {

@@ -62,7 +62,6 @@ pub struct RequestedCapsConfig {
 policy_settings! {
     /// Settings of gpu-vram-fit-policy. Every field has a default that works out of the box.
     #[derive(Debug, Clone, Deserialize)]
-    #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
     pub struct Settings {
         /// Pod-template label naming the model (`""` turns it off).
         pub model_label_key: String = DEFAULT_MODEL_KEY.into(),
