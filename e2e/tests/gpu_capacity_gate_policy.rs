@@ -9,7 +9,7 @@ mod common;
 use std::sync::OnceLock;
 
 use common::PolicyUnderTest;
-use common::dates::{civil_from_days, days_from_civil, unix_now};
+use common::dates::{DatedException, assert_more_than_30_days_ahead, days_from_civil};
 use common::manifests::{
     assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
     rbac_names, yaml_documents,
@@ -1499,21 +1499,20 @@ fn metadata_version_matches_the_crate() {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    let ends = days_from_civil(2027, 9, 28) * 86_400;
-    assert!(
-        unix_now() < ends - 30 * 86_400,
-        "test_data/settings_exceptions.yml: the exception ends 2027-09-27, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    assert_more_than_30_days_ahead(
+        days_from_civil(2027, 9, 28) * 86_400,
+        "test_data/settings_exceptions.yml: the exception ends 2027-09-27, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it",
     );
 }
 
 #[test]
 fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
-    let today = unix_now().div_euclid(86_400);
-    let until = |days: i64| {
-        let mut s = POLICY.settings("settings_exceptions.yml");
-        s["exceptions"][0]["expires"] = serde_json::json!(civil_from_days(today + days));
-        s
-    };
+    let exception = DatedException::new(
+        "settings_exceptions.yml",
+        "llm-a100-launch",
+        "serving-team@example.com",
+    );
+    let until = |days: i64| exception.until(POLICY, days);
     let request = POLICY.request("deployment_a100_4x2.json");
     let session = || Some(POLICY.session("session_a100_over.yml"));
     let month = POLICY
@@ -1523,28 +1522,13 @@ fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
     assert!(month.allowed && month.warnings.is_none(), "{month:?}");
     let audit = month.audit_annotations.clone().unwrap_or_default();
     assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
-    assert_eq!(
-        audit.get("exception").cloned(),
-        Some(format!(
-            "exception=llm-a100-launch owner=serving-team@example.com expires={}T00:00:00Z",
-            civil_from_days(today + 31)
-        ))
-    );
+    assert_eq!(audit.get("exception").cloned(), Some(exception.audit(30)));
     let soon = POLICY
         .module()
         .validate(&request, &until(2), session())
         .unwrap();
     assert!(soon.allowed);
-    let warnings = soon.warnings.unwrap_or_default();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0].starts_with(&format!(
-            "exception llm-a100-launch (owner serving-team@example.com) ends {}T00:00:00Z (in ",
-            civil_from_days(today + 3)
-        )) && warnings[0].ends_with("; renew it or fix the workload before then"),
-        "{}",
-        warnings[0]
-    );
+    exception.last_week_warning(soon.warnings, 2);
     // Another workload of the namespace, which the selector does not match, is still denied.
     let mut other = request.clone();
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =

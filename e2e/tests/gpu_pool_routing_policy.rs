@@ -18,7 +18,10 @@ mod common;
 use std::path::PathBuf;
 
 use common::PolicyUnderTest;
-use common::dates::{civil_from_days, days_from_civil, parse_utc, unix_now};
+use common::dates::{
+    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
+    unix_now,
+};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
@@ -934,10 +937,11 @@ fn audit(r: &AdmissionResponse, key: &str) -> Option<String> {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    let ends = parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap();
-    assert!(
-        unix_now() < ends - 30 * 86_400,
-        "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    assert_more_than_30_days_ahead(
+        parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap(),
+        &format!(
+            "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+        ),
     );
 }
 
@@ -980,33 +984,22 @@ fn an_expired_exception_is_named_in_the_denial() {
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let today = unix_now().div_euclid(86_400);
-    let until = |days: i64| {
-        let mut s = POLICY.settings(EXCEPTIONS);
-        s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
-        s
-    };
+    let exception = DatedException::new(
+        EXCEPTIONS,
+        "research-spare-node",
+        "research-leads@example.com",
+    );
+    let until = |days: i64| exception.until(POLICY, days);
     let req = POLICY.request("deployment_no_pool.json");
     let month = POLICY.module().validate(&req, &until(30), None).unwrap();
     assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    assert_eq!(
-        audit(&month, "exception"),
-        Some(format!(
-            "exception=research-spare-node owner=research-leads@example.com expires={}T00:00:00Z",
-            civil_from_days(today + 31)
-        ))
-    );
+    assert_eq!(audit(&month, "exception"), Some(exception.audit(30)));
     let soon = POLICY.module().validate(&req, &until(2), None).unwrap();
     assert!(soon.allowed);
-    let warnings = soon.warnings.unwrap_or_default();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    let warning = exception.last_week_warning(soon.warnings, 2);
     assert!(
-        warnings[0].starts_with(&format!(
-            "exception research-spare-node (owner research-leads@example.com) ends {}T00:00:00Z (in ",
-            civil_from_days(today + 3)
-        )) && warnings[0].ends_with(" days); renew it or fix the workload before then"),
-        "{}",
-        warnings[0]
+        warning.ends_with(" days); renew it or fix the workload before then"),
+        "{warning}"
     );
 }
 

@@ -14,7 +14,9 @@ mod common;
 use std::collections::{BTreeSet, HashMap};
 
 use common::PolicyUnderTest;
-use common::dates::{civil_from_days, days_from_civil, unix_now};
+use common::dates::{
+    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil,
+};
 use common::manifests::yaml_documents;
 use gpu_e2e::metadata::Metadata;
 use gpu_e2e::{CallbackRequest, ContextAwareAccess, Exchange, RecordedResponse, ReplaySession};
@@ -1129,21 +1131,22 @@ fn the_date_helpers_agree_with_known_dates() {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    let ends = days_from_civil(2027, 9, 28) * 86_400;
-    assert!(
-        unix_now() < ends - 30 * 86_400,
-        "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+    assert_more_than_30_days_ahead(
+        days_from_civil(2027, 9, 28) * 86_400,
+        &format!(
+            "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
+        ),
     );
 }
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let today = unix_now().div_euclid(86_400);
-    let until = |days: i64| {
-        let mut s = POLICY.settings("settings_exceptions.yml");
-        s["exceptions"][0]["expires"] = json!(civil_from_days(today + days));
-        s
-    };
+    let exception = DatedException::new(
+        "settings_exceptions.yml",
+        "llama-70b-a10g-trial",
+        "serving-team@example.com",
+    );
+    let until = |days: i64| exception.until(POLICY, days);
     let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
     let month = POLICY
         .module()
@@ -1156,23 +1159,11 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
             .as_ref()
             .and_then(|a| a.get("exception"))
             .cloned(),
-        Some(format!(
-            "exception=llama-70b-a10g-trial owner=serving-team@example.com expires={}T00:00:00Z",
-            civil_from_days(today + 31)
-        ))
+        Some(exception.audit(30))
     );
     let soon = POLICY.module().validate(&request, &until(1), None).unwrap();
     assert!(soon.allowed);
-    let warnings = soon.warnings.unwrap_or_default();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0].starts_with(&format!(
-            "exception llama-70b-a10g-trial (owner serving-team@example.com) ends {}T00:00:00Z (in ",
-            civil_from_days(today + 2)
-        )) && warnings[0].ends_with("; renew it or fix the workload before then"),
-        "{}",
-        warnings[0]
-    );
+    exception.last_week_warning(soon.warnings, 1);
     // Another workload of the namespace the selector does not match is still denied.
     let mut other = request.clone();
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");

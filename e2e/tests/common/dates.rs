@@ -9,6 +9,17 @@ pub fn unix_now() -> i64 {
     i64::try_from(d.as_secs()).unwrap()
 }
 
+/// Days since 1970-01-01 today, on this machine's clock.
+pub fn today() -> i64 {
+    unix_now().div_euclid(86_400)
+}
+
+/// Fails with `renew` (what to move forward) unless `ends`, in seconds since the epoch, is
+/// more than 30 days from now.
+pub fn assert_more_than_30_days_ahead(ends: i64, renew: &str) {
+    assert!(unix_now() < ends - 30 * 86_400, "{renew}");
+}
+
 /// Days since 1970-01-01 of a civil date (proleptic Gregorian).
 pub fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };
@@ -57,4 +68,60 @@ pub fn parse_utc(text: &str) -> Option<i64> {
         return None;
     }
     Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
+}
+
+/// The first exception of a settings file of a policy's test_data/, dated at test time so
+/// that its cases never go stale.
+pub struct DatedException {
+    pub settings: &'static str,
+    pub name: &'static str,
+    pub owner: &'static str,
+    today: i64,
+}
+
+impl DatedException {
+    pub fn new(settings: &'static str, name: &'static str, owner: &'static str) -> Self {
+        DatedException {
+            settings,
+            name,
+            owner,
+            today: today(),
+        }
+    }
+
+    /// The settings with the exception's `expires` `days` days from today.
+    pub fn until(&self, policy: super::PolicyUnderTest, days: i64) -> serde_json::Value {
+        let mut s = policy.settings(self.settings);
+        s["exceptions"][0]["expires"] = civil_from_days(self.today + days).into();
+        s
+    }
+
+    /// The `exception` audit annotation of the exception expiring `days` from today (it ends
+    /// at the start of the next day).
+    pub fn audit(&self, days: i64) -> String {
+        format!(
+            "exception={} owner={} expires={}T00:00:00Z",
+            self.name,
+            self.owner,
+            civil_from_days(self.today + days + 1)
+        )
+    }
+
+    /// Fails unless `warnings` is one warning that the exception expiring `days` from today
+    /// ends soon, when, and what to do; returns it.
+    pub fn last_week_warning(&self, warnings: Option<Vec<String>>, days: i64) -> String {
+        let warnings = warnings.unwrap_or_default();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        let warning = warnings[0].clone();
+        assert!(
+            warning.starts_with(&format!(
+                "exception {} (owner {}) ends {}T00:00:00Z (in ",
+                self.name,
+                self.owner,
+                civil_from_days(self.today + days + 1)
+            )) && warning.ends_with("; renew it or fix the workload before then"),
+            "{warning}"
+        );
+        warning
+    }
 }
