@@ -7,7 +7,9 @@
 mod common;
 
 use common::PolicyUnderTest;
-use common::dates::{civil_from_days, days_from_civil, parse_utc, unix_now};
+use common::dates::{
+    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
+};
 use gpu_e2e::read_admission_request;
 use serde_json::{Value, json};
 
@@ -662,13 +664,6 @@ fn the_date_helpers_agree_with_known_dates() {
     assert_eq!(parse_utc("2026-12-01 00:00:00Z"), None);
 }
 
-/// The label exceptions' settings with `expires` set to `date`.
-fn exceptions_until(date: &str) -> Value {
-    let mut s = settings(Some("settings_exceptions.yml"));
-    s["exceptions"][0]["expires"] = json!(date);
-    s
-}
-
 fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
     let request = POLICY.request(request);
     POLICY.module().validate(&request, settings, None).unwrap()
@@ -680,10 +675,11 @@ fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    let ends = parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap();
-    assert!(
-        unix_now() < ends - 30 * 86_400,
-        "test_data/settings_exceptions.yml of gpu-labels-policy, gpu-pool-routing-policy and gpu-vram-fit-policy: the exceptions end {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move their expires forward (at most maxExceptionDays from today) and the expected audit annotations with them"
+    assert_more_than_30_days_ahead(
+        parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap(),
+        &format!(
+            "test_data/settings_exceptions.yml of gpu-labels-policy, gpu-pool-routing-policy and gpu-vram-fit-policy: the exceptions end {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move their expires forward (at most maxExceptionDays from today) and the expected audit annotations with them"
+        ),
     );
 }
 
@@ -730,35 +726,29 @@ fn an_expired_exception_is_named_in_the_denial() {
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     // Dates from the test machine's clock, so these cases never go stale.
-    let today = unix_now().div_euclid(86_400);
-    let in_30 = civil_from_days(today + 30);
-    let r = run_with("pod_mig_slice_unlabelled.json", &exceptions_until(&in_30));
-    assert!(r.allowed && r.warnings.is_none(), "{r:?}");
-    assert_eq!(
-        audit(&r, "exception"),
-        Some(format!(
-            "exception=serving-labels-migration owner=platform-team@example.com expires={}T00:00:00Z",
-            civil_from_days(today + 31)
-        ))
+    let exception = DatedException::new(
+        "settings_exceptions.yml",
+        "serving-labels-migration",
+        "platform-team@example.com",
     );
-    let in_3 = civil_from_days(today + 3);
-    let r = run_with("pod_mig_slice_unlabelled.json", &exceptions_until(&in_3));
+    let r = run_with(
+        "pod_mig_slice_unlabelled.json",
+        &exception.until(POLICY, 30),
+    );
+    assert!(r.allowed && r.warnings.is_none(), "{r:?}");
+    assert_eq!(audit(&r, "exception"), Some(exception.audit(30)));
+    let r = run_with("pod_mig_slice_unlabelled.json", &exception.until(POLICY, 3));
     assert!(r.allowed, "{r:?}");
-    let warnings = r.warnings.unwrap_or_default();
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    let ends = civil_from_days(today + 4);
+    let warning = exception.last_week_warning(r.warnings, 3);
     assert!(
-        warnings[0].starts_with(&format!(
-            "exception serving-labels-migration (owner platform-team@example.com) ends {ends}T00:00:00Z (in "
-        )) && warnings[0].ends_with(" days); renew it or fix the workload before then"),
-        "{}",
-        warnings[0]
+        warning.ends_with(" days); renew it or fix the workload before then"),
+        "{warning}"
     );
     // An exception more than maxExceptionDays ahead is refused by settings validation.
-    let far = civil_from_days(today + 400);
+    let far = exception.date(400);
     let v = POLICY
         .module()
-        .validate_settings(&exceptions_until(&far))
+        .validate_settings(&exception.until(POLICY, 400))
         .unwrap();
     assert!(!v.valid);
     assert!(

@@ -89,10 +89,15 @@ impl DatedException {
         }
     }
 
+    /// `YYYY-MM-DD`, `days` days from today.
+    pub fn date(&self, days: i64) -> String {
+        civil_from_days(self.today + days)
+    }
+
     /// The settings with the exception's `expires` `days` days from today.
     pub fn until(&self, policy: super::PolicyUnderTest, days: i64) -> serde_json::Value {
         let mut s = policy.settings(self.settings);
-        s["exceptions"][0]["expires"] = civil_from_days(self.today + days).into();
+        s["exceptions"][0]["expires"] = self.date(days).into();
         s
     }
 
