@@ -123,6 +123,20 @@ pub struct Evaluation {
     pub unconsumed_exchanges: Vec<Exchange>,
 }
 
+impl Evaluation {
+    /// The host calls as (operation, payload read as JSON), in order.
+    pub fn calls(&self) -> Vec<(&str, Value)> {
+        self.host_calls
+            .iter()
+            .map(|c| {
+                let payload = serde_json::from_str(&c.payload)
+                    .unwrap_or_else(|e| panic!("host call payload {}: {e}", c.payload));
+                (c.operation.as_str(), payload)
+            })
+            .collect()
+    }
+}
+
 /// A compiled policy module, ready to be evaluated any number of times.
 #[derive(Clone)]
 pub struct Policy {

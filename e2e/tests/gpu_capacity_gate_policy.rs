@@ -1068,16 +1068,7 @@ fn host_calls_carry_the_exact_selectors_and_masks() {
 #[test]
 fn dra_claims_are_read_first_then_the_pool() {
     let eval = POLICY.evaluate(DRA, Q, Some("session_dra_quotas_found.yml"));
-    let calls: Vec<(&str, Value)> = eval
-        .host_calls
-        .iter()
-        .map(|c| {
-            (
-                c.operation.as_str(),
-                serde_json::from_str(&c.payload).unwrap(),
-            )
-        })
-        .collect();
+    let calls = eval.calls();
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(
         calls[0],
@@ -1142,16 +1133,7 @@ fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
         "settings_karpenter.yml",
         Some("session_karpenter_zero_nodes.yml"),
     );
-    let calls: Vec<(&str, Value)> = eval
-        .host_calls
-        .iter()
-        .map(|c| {
-            (
-                c.operation.as_str(),
-                serde_json::from_str(&c.payload).unwrap(),
-            )
-        })
-        .collect();
+    let calls = eval.calls();
     assert_eq!(calls.len(), 3, "{calls:?}");
     assert_eq!(calls[0].1["kind"], "Node");
     assert_eq!(
@@ -1207,16 +1189,7 @@ fn quota_mode_makes_one_host_call_with_the_exact_selector_and_masks() {
         Q,
         Some("session_quotas_found.yml"),
     );
-    let calls: Vec<(&str, Value)> = eval
-        .host_calls
-        .iter()
-        .map(|c| {
-            (
-                c.operation.as_str(),
-                serde_json::from_str(&c.payload).unwrap(),
-            )
-        })
-        .collect();
+    let calls = eval.calls();
     assert_eq!(
         calls,
         vec![(

@@ -404,13 +404,7 @@ fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
     let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
     assert!(e.unconsumed_exchanges.is_empty());
     assert_eq!(
-        e.host_calls
-            .iter()
-            .map(|c| (
-                c.operation.as_str(),
-                serde_json::from_str::<Value>(&c.payload).unwrap()
-            ))
-            .collect::<Vec<_>>(),
+        e.calls(),
         vec![("get_resource", claim_template_call("four-gpus", "team-a"))]
     );
     let plain = run(&POLICY.request("pod_batch.json"), SETTINGS);
@@ -1020,18 +1014,6 @@ fn namespace_call() -> Value {
            "disable_cache": false, "field_masks": ["metadata.labels"]})
 }
 
-fn calls_of(e: &Evaluation) -> Vec<(String, Value)> {
-    e.host_calls
-        .iter()
-        .map(|c| {
-            (
-                c.operation.clone(),
-                serde_json::from_str::<Value>(&c.payload).unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn team_op(metadata: &str, team: &str) -> Value {
     json!({"op": "add", "path": format!("{metadata}/labels/gpu-admission~1team"), "value": team})
 }
@@ -1067,8 +1049,8 @@ fn team_labels_are_stamped_on_pods_controllers_and_custom_kinds() {
         let req = POLICY.request(file);
         let e = run_session(&req, TEAM, "session_team_ml_a.yml");
         assert_eq!(
-            calls_of(&e),
-            vec![("get_resource".to_string(), namespace_call())],
+            e.calls(),
+            vec![("get_resource", namespace_call())],
             "{file}"
         );
         assert!(e.unconsumed_exchanges.is_empty(), "{file}");

@@ -686,16 +686,7 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
     ] {
         let e = POLICY.evaluate(request, S, Some(session));
         assert!(e.response.allowed, "{request}: {:?}", e.response);
-        let calls: Vec<(&str, Value)> = e
-            .host_calls
-            .iter()
-            .map(|c| {
-                (
-                    c.operation.as_str(),
-                    serde_json::from_str(&c.payload).unwrap(),
-                )
-            })
-            .collect();
+        let calls = e.calls();
         assert_eq!(
             calls,
             vec![(
