@@ -320,7 +320,7 @@ impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), String> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         if self.pools.is_empty() {
-            return Err("pools: define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure".into());
+            return Err(FieldError::new("pools", "define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure").into());
         }
         for (i, pool) in self.pools.iter().enumerate() {
             let field = format!("pools[{i}]");
@@ -342,16 +342,15 @@ impl ValidateSettings for Settings {
                 let valid = schedules.contains_key(&t.window);
                 check_window_ref(&format!("{field}.window"), &t.window, valid, &defined)?;
                 if !(1..=100).contains(&t.threshold_percent) {
-                    return Err(format!(
-                        "{field}.thresholdPercent: must be between 1 and 100 (got {})",
-                        t.threshold_percent
-                    ));
+                    return Err(FieldError::new(
+                        format!("{field}.thresholdPercent"),
+                        format!("must be between 1 and 100 (got {})", t.threshold_percent),
+                    )
+                    .into());
                 }
                 if pool.thresholds[..k].iter().any(|o| o.window == t.window) {
-                    return Err(format!(
-                        "{field}.window: '{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
-                        t.window
-                    ));
+                    return Err(FieldError::new(format!("{field}.window"), format!("'{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
+                        t.window)).into());
                 }
             }
         }
@@ -361,27 +360,34 @@ impl ValidateSettings for Settings {
         for (i, k) in self.suspendable_kinds.iter().enumerate() {
             let field = format!("suspendableKinds[{i}]");
             if k.group.trim().is_empty() {
-                return Err(format!(
-                    "{field}.group: must name the API group, e.g. kubeflow.org"
-                ));
+                return Err(FieldError::new(
+                    format!("{field}.group"),
+                    "must name the API group, e.g. kubeflow.org",
+                )
+                .into());
             }
             if k.kind.trim().is_empty() {
-                return Err(format!("{field}.kind: must not be empty"));
+                return Err(FieldError::new(format!("{field}.kind"), "must not be empty").into());
             }
             if k.path.is_empty() || k.path.split('.').any(|s| s.is_empty()) {
-                return Err(format!(
-                    "{field}.path: '{}' must be a dot path like spec.suspend",
-                    k.path
-                ));
+                return Err(FieldError::new(
+                    format!("{field}.path"),
+                    format!("'{}' must be a dot path like spec.suspend", k.path),
+                )
+                .into());
             }
             if BUILTIN_SUSPENDABLE
                 .iter()
                 .any(|(g, kind, _)| *g == k.group && *kind == k.kind)
             {
-                return Err(format!(
-                    "{field}: {}/{} is built in (its suspend field is known); remove it",
-                    k.group, k.kind
-                ));
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "{}/{} is built in (its suspend field is known); remove it",
+                        k.group, k.kind
+                    ),
+                )
+                .into());
             }
         }
         self.validate_shared()?;
@@ -501,7 +507,7 @@ impl Settings {
 
     /// The pool's ceiling: one of `maxAllocatable`, `karpenterNodePool` and
     /// `clusterAutoscaler`, on a pool whose allocatable GPUs are measured from its nodes.
-    fn validate_ceiling(&self, field: &str, pool: &Pool) -> Result<(), String> {
+    fn validate_ceiling(&self, field: &str, pool: &Pool) -> Result<(), FieldError> {
         let given: Vec<&str> = [
             ("maxAllocatable", pool.max_allocatable.is_some()),
             ("karpenterNodePool", pool.node_pool().is_some()),
@@ -514,13 +520,19 @@ impl Settings {
             return Ok(());
         };
         if let Some(second) = given.get(1) {
-            return Err(format!(
-                "{field}.{second}: the pool already has a ceiling in {field}.{first}; give one ceiling per pool"
+            return Err(FieldError::new(
+                format!("{field}.{second}"),
+                format!(
+                    "the pool already has a ceiling in {field}.{first}; give one ceiling per pool"
+                ),
             ));
         }
         if pool.capacity.is_some() {
-            return Err(format!(
-                "{field}.{first}: the pool declares its capacity in {field}.capacity, which is already what it is judged against; remove one of them (a ceiling is for pools whose GPUs are measured from their nodes)"
+            return Err(FieldError::new(
+                format!("{field}.{first}"),
+                format!(
+                    "the pool declares its capacity in {field}.capacity, which is already what it is judged against; remove one of them (a ceiling is for pools whose GPUs are measured from their nodes)"
+                ),
             ));
         }
         if let Some(max) = &pool.max_allocatable {
@@ -535,8 +547,9 @@ impl Settings {
         }
         if let Some(ca) = &pool.cluster_autoscaler {
             if ca.max_nodes == 0 {
-                return Err(format!(
-                    "{field}.clusterAutoscaler.maxNodes: must be at least 1 (the most nodes the pool's node groups may have together)"
+                return Err(FieldError::new(
+                    format!("{field}.clusterAutoscaler.maxNodes"),
+                    "must be at least 1 (the most nodes the pool's node groups may have together)",
                 ));
             }
             self.validate_gpu_map(
@@ -549,11 +562,11 @@ impl Settings {
     }
 
     /// `alternatives`: other pools of the gate, each once.
-    fn validate_alternatives(&self, i: usize, field: &str, pool: &Pool) -> Result<(), String> {
+    fn validate_alternatives(&self, i: usize, field: &str, pool: &Pool) -> Result<(), FieldError> {
         for (k, name) in pool.alternatives.iter().enumerate() {
             let f = format!("{field}.alternatives[{k}]");
             if *name == pool.name {
-                return Err(format!("{f}: a pool cannot be its own alternative"));
+                return Err(FieldError::new(f, "a pool cannot be its own alternative"));
             }
             let others: Vec<&str> = self
                 .pools
@@ -564,7 +577,7 @@ impl Settings {
                 .collect();
             check_pool_ref(&f, name, &others)?;
             if pool.alternatives[..k].contains(name) {
-                return Err(format!("{f}: '{name}' is listed twice"));
+                return Err(FieldError::new(f, format!("'{name}' is listed twice")));
             }
         }
         Ok(())
@@ -573,20 +586,31 @@ impl Settings {
     /// `priorityClasses`: required with `usage: quotas` (the scope of the pool's
     /// ResourceQuotas), meaningless without it, and never shared by two pools (a quota
     /// scoped to a shared class would count both pools' pods).
-    fn validate_priority_classes(&self, i: usize, field: &str, pool: &Pool) -> Result<(), String> {
+    fn validate_priority_classes(
+        &self,
+        i: usize,
+        field: &str,
+        pool: &Pool,
+    ) -> Result<(), FieldError> {
         let quotas = self.usage_of(pool) == Usage::Quotas;
         if !quotas {
             if !pool.priority_classes.is_empty() {
-                return Err(format!(
-                    "{field}.priorityClasses: only used with usage: quotas (the pool's usage is pods); remove it or set {field}.usage: quotas"
+                return Err(FieldError::new(
+                    format!("{field}.priorityClasses"),
+                    format!(
+                        "only used with usage: quotas (the pool's usage is pods); remove it or set {field}.usage: quotas"
+                    ),
                 ));
             }
             return Ok(());
         }
         if pool.priority_classes.is_empty() {
-            return Err(format!(
-                "{field}.priorityClasses: usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them (the classes gpu-pool-routing-policy gives the pool's workloads, e.g. [{}-high])",
-                pool.name
+            return Err(FieldError::new(
+                format!("{field}.priorityClasses"),
+                format!(
+                    "usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them (the classes gpu-pool-routing-policy gives the pool's workloads, e.g. [{}-high])",
+                    pool.name
+                ),
             ));
         }
         for (k, class) in pool.priority_classes.iter().enumerate() {
@@ -596,15 +620,19 @@ impl Settings {
                 "PriorityClass",
             )?;
             if pool.priority_classes[..k].contains(class) {
-                return Err(format!(
-                    "{field}.priorityClasses[{k}]: '{class}' is listed twice"
+                return Err(FieldError::new(
+                    format!("{field}.priorityClasses[{k}]"),
+                    format!("'{class}' is listed twice"),
                 ));
             }
             if let Some((j, _)) = self.pools[..i].iter().enumerate().find(|(_, other)| {
                 self.usage_of(other) == Usage::Quotas && other.priority_classes.contains(class)
             }) {
-                return Err(format!(
-                    "{field}.priorityClasses[{k}]: '{class}' is also a class of pools[{j}]; a ResourceQuota scoped to it would count the pods of both pools"
+                return Err(FieldError::new(
+                    format!("{field}.priorityClasses[{k}]"),
+                    format!(
+                        "'{class}' is also a class of pools[{j}]; a ResourceQuota scoped to it would count the pods of both pools"
+                    ),
                 ));
             }
         }

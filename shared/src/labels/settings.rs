@@ -5,7 +5,7 @@ pub use super::lifecycle::WorkloadRules;
 use crate::scheduling::TaintPattern;
 use crate::settings::wildcard::validate_pattern;
 use crate::settings::{
-    ValidateSettings, policy_settings, validate_label_key, validate_label_value,
+    FieldError, ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -77,29 +77,34 @@ impl RequiredLabel {
         self.pattern.as_deref().filter(|p| !p.is_empty())
     }
 
-    fn validate(&self, field: &str, earlier: &[RequiredLabel]) -> Result<(), String> {
+    fn validate(&self, field: &str, earlier: &[RequiredLabel]) -> Result<(), FieldError> {
         validate_label_key(&format!("{field}.key"), &self.key)?;
         if let Some(i) = earlier.iter().position(|r| r.key == self.key) {
-            return Err(format!(
-                "{field}.key: '{}' is already required by requiredLabels[{i}]; merge the two entries",
-                self.key
+            return Err(FieldError::new(
+                format!("{field}.key"),
+                format!(
+                    "'{}' is already required by requiredLabels[{i}]; merge the two entries",
+                    self.key
+                ),
             ));
         }
         match (self.allowed(), self.glob()) {
-            (Some(_), Some(_)) => Err(format!(
-                "{field}: give allowedValues or pattern, not both (a value would have to satisfy both; put the values in allowedValues, or widen the pattern)"
+            (Some(_), Some(_)) => Err(FieldError::new(
+                field,
+                "give allowedValues or pattern, not both (a value would have to satisfy both; put the values in allowedValues, or widen the pattern)",
             )),
             (Some(values), None) => {
                 for (j, v) in values.iter().enumerate() {
                     let f = format!("{field}.allowedValues[{j}]");
                     if v.is_empty() {
-                        return Err(format!(
-                            "{f}: an empty value cannot be allowed: an empty label counts as missing"
+                        return Err(FieldError::new(
+                            f,
+                            "an empty value cannot be allowed: an empty label counts as missing",
                         ));
                     }
                     validate_label_value(&f, v)?;
                     if values.iter().take(j).any(|earlier| earlier == v) {
-                        return Err(format!("{f}: '{v}' is listed twice"));
+                        return Err(FieldError::new(f, format!("'{v}' is listed twice")));
                     }
                 }
                 Ok(())
@@ -210,17 +215,17 @@ impl ValidateSettings for Settings {
             ("maxGpusPerContainer", self.max_gpus_per_container),
         ] {
             if max == Some(0) {
-                return Err(format!(
-                    "{field}: 0 would deny every GPU pod; give at least 1, or leave it unset for no limit"
-                ));
+                return Err(FieldError::new(
+                    field,
+                    "0 would deny every GPU pod; give at least 1, or leave it unset for no limit",
+                )
+                .into());
             }
         }
         if let (Some(pod), Some(container)) = (self.max_gpus_per_pod, self.max_gpus_per_container)
             && container > pod
         {
-            return Err(format!(
-                "maxGpusPerContainer: {container} is more than maxGpusPerPod ({pod}); a container cannot hold more GPUs than its pod, so lower it to at most {pod}"
-            ));
+            return Err(FieldError::new("maxGpusPerContainer", format!("{container} is more than maxGpusPerPod ({pod}); a container cannot hold more GPUs than its pod, so lower it to at most {pod}")).into());
         }
         for (i, key) in self.gpu_node_label_keys.iter().enumerate() {
             validate_label_key(&format!("gpuNodeLabelKeys[{i}]"), key)?;
@@ -234,19 +239,14 @@ impl ValidateSettings for Settings {
             if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty())
                 && !TAINT_EFFECTS.contains(&e)
             {
-                return Err(format!(
-                    "{field}.effect: '{e}' is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute, or leave it unset for any effect"
-                ));
+                return Err(FieldError::new(format!("{field}.effect"), format!("'{e}' is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute, or leave it unset for any effect")).into());
             }
         }
         if self.deny_non_gpu_pods_on_gpu_nodes
             && self.gpu_node_label_keys.is_empty()
             && self.gpu_taints.is_empty()
         {
-            return Err(
-                "denyNonGpuPodsOnGpuNodes: the rule needs gpuNodeLabelKeys or gpuTaints to recognise GPU nodes; list them, or set denyNonGpuPodsOnGpuNodes: false"
-                    .into(),
-            );
+            return Err(FieldError::new("denyNonGpuPodsOnGpuNodes", "the rule needs gpuNodeLabelKeys or gpuTaints to recognise GPU nodes; list them, or set denyNonGpuPodsOnGpuNodes: false").into());
         }
         self.validate_shared()?;
         let allowed = self

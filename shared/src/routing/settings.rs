@@ -6,9 +6,9 @@ use super::overlap::{self, Members};
 use crate::podspec::Toleration;
 use crate::selector::LabelSelector;
 use crate::settings::{
-    NamespaceList, ValidateSettings, check_labels_only, check_pool_ref, check_window_ref,
-    policy_settings, read_node_selector, validate_label_key, validate_label_value,
-    validate_object_name,
+    FieldError, NamespaceList, ValidateSettings, check_labels_only, check_pool_ref,
+    check_window_ref, policy_settings, read_node_selector, validate_label_key,
+    validate_label_value, validate_object_name,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -258,27 +258,26 @@ impl ValidateSettings for Settings {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         self.validate_team()?;
         if self.pools.is_empty() {
-            return Err(
-                "pools: configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied"
-                    .into(),
-            );
+            return Err(FieldError::new("pools", "configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied").into());
         }
         for (i, pool) in self.pools.iter().enumerate() {
             validate_pool(&format!("pools[{i}]"), pool, &self.pool_label_key)?;
             if let Some(j) = self.pools[..i].iter().position(|p| p.name == pool.name) {
-                return Err(format!(
-                    "pools[{i}].name: '{}' is already the name of pools[{j}]; pool names must be unique",
-                    pool.name
-                ));
+                return Err(FieldError::new(
+                    format!("pools[{i}].name"),
+                    format!(
+                        "'{}' is already the name of pools[{j}]; pool names must be unique",
+                        pool.name
+                    ),
+                )
+                .into());
             }
         }
         for (i, pool) in self.pools.iter().enumerate() {
             for (j, other) in self.pools[..i].iter().enumerate() {
                 if let Some(example) = overlap::overlap(other.members(), pool.members()) {
-                    return Err(format!(
-                        "pools[{i}].selector: pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
-                        pool.name, other.name
-                    ));
+                    return Err(FieldError::new(format!("pools[{i}].selector"), format!("pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
+                        pool.name, other.name)).into());
                 }
             }
         }
@@ -296,17 +295,19 @@ impl ValidateSettings for Settings {
             for (j, lend) in pool.lend_to.iter().enumerate() {
                 let field = format!("pools[{i}].lendTo[{j}]");
                 if lend.pool == pool.name {
-                    return Err(format!("{field}.pool: a pool cannot lend to itself"));
+                    return Err(FieldError::new(
+                        format!("{field}.pool"),
+                        "a pool cannot lend to itself",
+                    )
+                    .into());
                 }
                 let others: Vec<&str> = names.iter().copied().filter(|n| *n != pool.name).collect();
                 check_pool_ref(&format!("{field}.pool"), &lend.pool, &others)?;
                 let valid = schedules.contains_key(&lend.window);
                 check_window_ref(&format!("{field}.window"), &lend.window, valid, &defined)?;
                 if pool.lend_to[..j].iter().any(|l| l.pool == lend.pool) {
-                    return Err(format!(
-                        "{field}.pool: pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",
-                        pool.name, lend.pool
-                    ));
+                    return Err(FieldError::new(format!("{field}.pool"), format!("pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",
+                        pool.name, lend.pool)).into());
                 }
             }
             if let Some(pc) = &pool.guest_priority_class_name {
@@ -324,15 +325,18 @@ impl Settings {
     /// `teamLabelKey`: a label key; the team label it stamps is neither the pool label nor
     /// a key pools select on (the pool is chosen before the label is stamped, so a selector
     /// on it would move a workload to another pool once stamped).
-    fn validate_team(&self) -> Result<(), String> {
+    fn validate_team(&self) -> Result<(), FieldError> {
         let Some(key) = &self.team_label_key else {
             return Ok(());
         };
         validate_label_key("teamLabelKey", key)?;
         let team = crate::settings::TEAM_POD_LABEL_KEY;
         if self.pool_label_key == team {
-            return Err(format!(
-                "poolLabelKey: {team} is the team label the policy stamps from the namespace label teamLabelKey; give the pool label another key"
+            return Err(FieldError::new(
+                "poolLabelKey",
+                format!(
+                    "{team} is the team label the policy stamps from the namespace label teamLabelKey; give the pool label another key"
+                ),
             ));
         }
         for (i, pool) in self.pools.iter().enumerate() {
@@ -343,8 +347,11 @@ impl Settings {
                     .iter()
                     .any(|r| r.key == team)
             {
-                return Err(format!(
-                    "pools[{i}].selector: must not select on the team label {team}: the policy stamps it from the namespace after choosing the pool; restrict the pool to the team's namespaces (pools[{i}].namespaces) instead"
+                return Err(FieldError::new(
+                    format!("pools[{i}].selector"),
+                    format!(
+                        "must not select on the team label {team}: the policy stamps it from the namespace after choosing the pool; restrict the pool to the team's namespaces (pools[{i}].namespaces) instead"
+                    ),
                 ));
             }
         }
@@ -352,10 +359,11 @@ impl Settings {
     }
 }
 
-fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), String> {
+fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), FieldError> {
     if pool.name.is_empty() {
-        return Err(format!(
-            "{field}.name: must not be empty (it becomes the value of the pool label)"
+        return Err(FieldError::new(
+            format!("{field}.name"),
+            "must not be empty (it becomes the value of the pool label)",
         ));
     }
     validate_label_value(&format!("{field}.name"), &pool.name)?;
@@ -369,13 +377,19 @@ fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), S
             .iter()
             .any(|r| r.key == pool_label_key);
     if uses_pool_label {
-        return Err(format!(
-            "{selector_field}: must not select on the pool label {pool_label_key}: the policy sets it, and users could pick their pool by setting it themselves; select on what the workload is (e.g. workload-type: batch)"
+        return Err(FieldError::new(
+            selector_field,
+            format!(
+                "must not select on the pool label {pool_label_key}: the policy sets it, and users could pick their pool by setting it themselves; select on what the workload is (e.g. workload-type: batch)"
+            ),
         ));
     }
     if let Some(key) = overlap::unsatisfiable_key(&pool.selector) {
-        return Err(format!(
-            "{selector_field}: the requirements on label {key} contradict each other, so the pool can never match; remove one of them"
+        return Err(FieldError::new(
+            selector_field,
+            format!(
+                "the requirements on label {key} contradict each other, so the pool can never match; remove one of them"
+            ),
         ));
     }
     if let Some(list) = &pool.namespaces {
@@ -396,14 +410,18 @@ fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), S
         validate_node_requirement(&format!("{field}.requiredNodeAffinity[{j}]"), r)?;
     }
     if pool.node_selector.is_empty() && pool.required_node_affinity.is_empty() {
-        return Err(format!(
-            "{field}: give a nodeSelector or requiredNodeAffinity: without either the pool cannot steer workloads to its nodes (tolerations only allow, they do not attract)"
+        return Err(FieldError::new(
+            field,
+            "give a nodeSelector or requiredNodeAffinity: without either the pool cannot steer workloads to its nodes (tolerations only allow, they do not attract)",
         ));
     }
     for (key, constraint) in pool.node_constraints() {
         if constraint.is_empty() {
-            return Err(format!(
-                "{field}.requiredNodeAffinity: the requirements on node label {key} contradict the pool's nodeSelector or each other, so no node can match; make them agree"
+            return Err(FieldError::new(
+                format!("{field}.requiredNodeAffinity"),
+                format!(
+                    "the requirements on node label {key} contradict the pool's nodeSelector or each other, so no node can match; make them agree"
+                ),
             ));
         }
     }
@@ -422,16 +440,16 @@ fn validate_pool(field: &str, pool: &Pool, pool_label_key: &str) -> Result<(), S
     Ok(())
 }
 
-fn validate_node_requirement(field: &str, r: &NodeRequirement) -> Result<(), String> {
+fn validate_node_requirement(field: &str, r: &NodeRequirement) -> Result<(), FieldError> {
     validate_label_key(&format!("{field}.key"), &r.key)?;
     match r.operator.as_str() {
-        "In" | "NotIn" if r.values.is_empty() => Err(format!(
-            "{field}.values: {} needs at least one value",
-            r.operator
+        "In" | "NotIn" if r.values.is_empty() => Err(FieldError::new(
+            format!("{field}.values"),
+            format!("{} needs at least one value", r.operator),
         )),
-        "Exists" | "DoesNotExist" if !r.values.is_empty() => Err(format!(
-            "{field}.values: {} takes no values; remove them",
-            r.operator
+        "Exists" | "DoesNotExist" if !r.values.is_empty() => Err(FieldError::new(
+            format!("{field}.values"),
+            format!("{} takes no values; remove them", r.operator),
         )),
         "Gt" | "Lt"
             if r.values.len() != 1
@@ -440,14 +458,17 @@ fn validate_node_requirement(field: &str, r: &NodeRequirement) -> Result<(), Str
                     .and_then(|v| v.parse::<i64>().ok())
                     .is_none() =>
         {
-            Err(format!(
-                "{field}.values: {} takes exactly one integer value (got {:?})",
-                r.operator, r.values
+            Err(FieldError::new(
+                format!("{field}.values"),
+                format!(
+                    "{} takes exactly one integer value (got {:?})",
+                    r.operator, r.values
+                ),
             ))
         }
-        op if !NODE_OPERATORS.contains(&op) => Err(format!(
-            "{field}.operator: '{op}' is not one of {}",
-            NODE_OPERATORS.join(", ")
+        op if !NODE_OPERATORS.contains(&op) => Err(FieldError::new(
+            format!("{field}.operator"),
+            format!("'{op}' is not one of {}", NODE_OPERATORS.join(", ")),
         )),
         _ => {
             for (k, v) in r.values.iter().enumerate() {
@@ -458,43 +479,54 @@ fn validate_node_requirement(field: &str, r: &NodeRequirement) -> Result<(), Str
     }
 }
 
-fn validate_toleration(field: &str, t: &PoolToleration) -> Result<(), String> {
+fn validate_toleration(field: &str, t: &PoolToleration) -> Result<(), FieldError> {
     match t.operator.as_str() {
         "Exists" => {
             if !t.value.is_empty() {
-                return Err(format!(
-                    "{field}.value: operator Exists takes no value (got '{}'); remove the value, or use operator Equal",
-                    t.value
+                return Err(FieldError::new(
+                    format!("{field}.value"),
+                    format!(
+                        "operator Exists takes no value (got '{}'); remove the value, or use operator Equal",
+                        t.value
+                    ),
                 ));
             }
         }
         "" | "Equal" => {}
         other => {
-            return Err(format!(
-                "{field}.operator: '{other}' is not Equal or Exists"
+            return Err(FieldError::new(
+                format!("{field}.operator"),
+                format!("'{other}' is not Equal or Exists"),
             ));
         }
     }
     if t.key.is_empty() {
-        return Err(format!(
-            "{field}.key: name the taint key of the pool's nodes; a toleration without a key tolerates every taint"
+        return Err(FieldError::new(
+            format!("{field}.key"),
+            "name the taint key of the pool's nodes; a toleration without a key tolerates every taint",
         ));
     }
     validate_label_key(&format!("{field}.key"), &t.key)?;
     validate_label_value(&format!("{field}.value"), &t.value)?;
     if !t.effect.is_empty() && !TOLERATION_EFFECTS.contains(&t.effect.as_str()) {
-        return Err(format!(
-            "{field}.effect: '{}' is not one of {} (or empty for all effects)",
-            t.effect,
-            TOLERATION_EFFECTS.join(", ")
+        return Err(FieldError::new(
+            format!("{field}.effect"),
+            format!(
+                "'{}' is not one of {} (or empty for all effects)",
+                t.effect,
+                TOLERATION_EFFECTS.join(", ")
+            ),
         ));
     }
     if let Some(seconds) = t.toleration_seconds
         && t.effect != "NoExecute"
     {
-        return Err(format!(
-            "{field}.tolerationSeconds: only applies to effect NoExecute (got {seconds} with effect '{}'); remove it or set effect: NoExecute",
-            t.effect
+        return Err(FieldError::new(
+            format!("{field}.tolerationSeconds"),
+            format!(
+                "only applies to effect NoExecute (got {seconds} with effect '{}'); remove it or set effect: NoExecute",
+                t.effect
+            ),
         ));
     }
     Ok(())

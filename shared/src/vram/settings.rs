@@ -8,7 +8,7 @@ use super::image::ImageLabelSettings;
 use super::numbers::NumText;
 use crate::gpu::{GpuResources, MIG_PREFIX, MigProfile};
 use crate::settings::{
-    ValidateSettings, policy_settings, validate_label_key, validate_label_value,
+    FieldError, ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -163,7 +163,7 @@ impl Settings {
         for (id, spec) in &self.models {
             let field = format!("models[{id}]");
             if id.trim().is_empty() {
-                return Err("models: a model id must not be empty".into());
+                return Err(FieldError::new("models", "a model id must not be empty").into());
             }
             spec.resolve(&field)?;
             for (i, name) in std::iter::once(id).chain(&spec.aliases).enumerate() {
@@ -175,9 +175,7 @@ impl Settings {
                 if let Some(other) = names.insert(name.to_ascii_lowercase(), field.clone())
                     && other != field
                 {
-                    return Err(format!(
-                        "{at}: '{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)"
-                    ));
+                    return Err(FieldError::new(at, format!("'{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)")).into());
                 }
             }
         }
@@ -189,7 +187,9 @@ impl Settings {
         for (name, mib) in &self.gpu_products {
             let field = format!("gpuProducts[{name}]");
             if name.is_empty() {
-                return Err("gpuProducts: a product name must not be empty".into());
+                return Err(
+                    FieldError::new("gpuProducts", "a product name must not be empty").into(),
+                );
             }
             validate_label_value(&field, name)?;
             products.insert(name.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
@@ -198,9 +198,7 @@ impl Settings {
         for (profile, mib) in &self.mig_profiles {
             let field = format!("migProfiles[{profile}]");
             if MigProfile::from_resource_name(&format!("{MIG_PREFIX}{profile}")).is_none() {
-                return Err(format!(
-                    "{field}: '{profile}' is not a MIG profile like 3g.40gb (the part after nvidia.com/mig-)"
-                ));
+                return Err(FieldError::new(field, format!("'{profile}' is not a MIG profile like 3g.40gb (the part after nvidia.com/mig-)")).into());
             }
             migs.insert(profile.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
         }
@@ -209,16 +207,19 @@ impl Settings {
         for (pool, product) in &self.pool_products {
             let field = format!("poolProducts[{pool}]");
             if pool.is_empty() {
-                return Err("poolProducts: a pool name must not be empty".into());
+                return Err(
+                    FieldError::new("poolProducts", "a pool name must not be empty").into(),
+                );
             }
             validate_label_value(&field, pool)?;
             known_product(&catalog, &field, product)?;
         }
         if !self.pool_products.is_empty() && self.pool_label_key.is_empty() {
-            return Err(
-                "poolLabelKey: must be set when poolProducts is given (e.g. gpu-admission/pool)"
-                    .into(),
-            );
+            return Err(FieldError::new(
+                "poolLabelKey",
+                "must be set when poolProducts is given (e.g. gpu-admission/pool)",
+            )
+            .into());
         }
         for (i, product) in self.suggest_products.iter().enumerate() {
             known_product(&catalog, &format!("suggestProducts[{i}]"), product)?;
@@ -227,9 +228,7 @@ impl Settings {
         let usable_percent = {
             let text = self.usable_memory_percent.0.trim();
             if text.starts_with("0.") || text == "1.0" {
-                return Err(format!(
-                    "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '{text}'"
-                ));
+                return Err(FieldError::new("usableMemoryPercent", format!("give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '{text}'")).into());
             }
             self.usable_memory_percent
                 .whole("usableMemoryPercent", 1, 100)?
@@ -241,16 +240,15 @@ impl Settings {
             ("imageLabels.vramGiBKey", &image.vram_gib_key),
         ] {
             if key.len() > 253 || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(format!(
-                    "{field}: '{key}' is not an image label key (at most 253 characters, no spaces), like io.gpu-admission.model"
-                ));
+                return Err(FieldError::new(field, format!("'{key}' is not an image label key (at most 253 characters, no spaces), like io.gpu-admission.model")).into());
             }
         }
         if image.enabled && image.model_key.is_empty() && image.vram_gib_key.is_empty() {
-            return Err(
-                "imageLabels: enabled, but modelKey and vramGiBKey are both empty: name at least one label"
-                    .into(),
-            );
+            return Err(FieldError::new(
+                "imageLabels",
+                "enabled, but modelKey and vramGiBKey are both empty: name at least one label",
+            )
+            .into());
         }
 
         let caps = match &self.model_memory_caps {
@@ -260,10 +258,11 @@ impl Settings {
             Some(c) => {
                 validate_label_key("modelMemoryCaps.labelKey", &c.label_key)?;
                 if c.max_gib.is_empty() {
-                    return Err(
-                        "modelMemoryCaps.maxGiB: give at least one label value and its cap, e.g. interactive: 40"
-                            .into(),
-                    );
+                    return Err(FieldError::new(
+                        "modelMemoryCaps.maxGiB",
+                        "give at least one label value and its cap, e.g. interactive: 40",
+                    )
+                    .into());
                 }
                 let mut caps = BTreeMap::new();
                 for (value, gib) in &c.max_gib {
@@ -281,10 +280,11 @@ impl Settings {
             Some(c) => {
                 validate_label_key("requestedMemoryCaps.labelKey", &c.label_key)?;
                 if c.max_gib.is_empty() {
-                    return Err(
-                        "requestedMemoryCaps.maxGiB: give at least one label value and its cap, e.g. interactive: 40"
-                            .into(),
-                    );
+                    return Err(FieldError::new(
+                        "requestedMemoryCaps.maxGiB",
+                        "give at least one label value and its cap, e.g. interactive: 40",
+                    )
+                    .into());
                 }
                 let mut max_mib = BTreeMap::new();
                 for (value, gib) in &c.max_gib {
@@ -293,10 +293,11 @@ impl Settings {
                     max_mib.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
                 }
                 if c.message.len() > 1024 {
-                    return Err(format!(
-                        "requestedMemoryCaps.message: at most 1024 characters, got {}",
-                        c.message.len()
-                    ));
+                    return Err(FieldError::new(
+                        "requestedMemoryCaps.message",
+                        format!("at most 1024 characters, got {}", c.message.len()),
+                    )
+                    .into());
                 }
                 Some(RequestedCapsConfig {
                     label_key: c.label_key.clone(),
@@ -373,16 +374,19 @@ impl Settings {
     }
 }
 
-fn known_product(catalog: &GpuCatalog, field: &str, product: &str) -> Result<(), String> {
+fn known_product(catalog: &GpuCatalog, field: &str, product: &str) -> Result<(), FieldError> {
     if catalog.product(product).is_none() {
-        return Err(format!(
-            "{field}: GPU product '{product}' is not in the catalog; add it to gpuProducts with its memory in MiB (nvidia.com/gpu.memory on its nodes)"
+        return Err(FieldError::new(
+            field,
+            format!(
+                "GPU product '{product}' is not in the catalog; add it to gpuProducts with its memory in MiB (nvidia.com/gpu.memory on its nodes)"
+            ),
         ));
     }
     Ok(())
 }
 
-fn check_registry(r: &RegistryRef) -> Result<(), String> {
+fn check_registry(r: &RegistryRef) -> Result<(), FieldError> {
     let dns_label = |s: &str| {
         !s.is_empty()
             && s.len() <= 63
@@ -392,16 +396,19 @@ fn check_registry(r: &RegistryRef) -> Result<(), String> {
             && !s.ends_with('-')
     };
     if !dns_label(&r.namespace) {
-        return Err(format!(
-            "modelRegistry.namespace: '{}' is not a namespace name",
-            r.namespace
+        return Err(FieldError::new(
+            "modelRegistry.namespace",
+            format!("'{}' is not a namespace name", r.namespace),
         ));
     }
     let subdomain = !r.name.is_empty() && r.name.len() <= 253 && r.name.split('.').all(dns_label);
     if !subdomain {
-        return Err(format!(
-            "modelRegistry.name: '{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
-            r.name
+        return Err(FieldError::new(
+            "modelRegistry.name",
+            format!(
+                "'{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
+                r.name
+            ),
         ));
     }
     if let Some(key) = r.key.as_ref().filter(|k| !k.is_empty()) {
@@ -411,8 +418,9 @@ fn check_registry(r: &RegistryRef) -> Result<(), String> {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
         if !ok {
-            return Err(format!(
-                "modelRegistry.key: '{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
+            return Err(FieldError::new(
+                "modelRegistry.key",
+                format!("'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"),
             ));
         }
     }
