@@ -68,6 +68,13 @@ pub struct HostCall {
     pub outcome: Result<String, String>,
 }
 
+impl HostCall {
+    /// What was called: (binding, namespace, operation).
+    pub fn target(&self) -> (&str, &str, &str) {
+        (&self.binding, &self.namespace, &self.operation)
+    }
+}
+
 /// What policy-evaluator puts before the error of a host call that reached its callback
 /// handler (a replayed or recorded error, a Kubernetes API error) when it gives it to the
 /// guest. Refusals decided before the handler (a resource outside `contextAwareResources`)

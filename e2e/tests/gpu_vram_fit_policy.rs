@@ -651,14 +651,7 @@ fn the_registry_is_read_with_the_sdk_get_resource_request() {
     );
     assert!(e.response.allowed, "{:?}", e.response);
     let call = &e.host_calls[0];
-    assert_eq!(
-        (
-            call.binding.as_str(),
-            call.namespace.as_str(),
-            call.operation.as_str()
-        ),
-        ("kubewarden", "kubernetes", "get_resource")
-    );
+    assert_eq!(call.target(), ("kubewarden", "kubernetes", "get_resource"));
     assert_eq!(
         serde_json::from_str::<Value>(&call.payload).unwrap(),
         json!({"api_version": "v1", "kind": "ConfigMap", "name": "gpu-models",
@@ -728,11 +721,7 @@ fn image_labels_are_read_with_the_sdk_oci_manifest_config_request() {
     assert!(e.response.allowed, "{:?}", e.response);
     let call = &e.host_calls[0];
     assert_eq!(
-        (
-            call.binding.as_str(),
-            call.namespace.as_str(),
-            call.operation.as_str()
-        ),
+        call.target(),
         ("kubewarden", "oci", "v1/oci_manifest_config")
     );
     assert_eq!(

@@ -25,14 +25,7 @@ fn success_exchange_with_allowed_namespace_accepts() {
     assert!(evaluation.unconsumed_exchanges.is_empty());
     assert_eq!(evaluation.host_calls.len(), 1);
     let call = &evaluation.host_calls[0];
-    assert_eq!(
-        (
-            call.binding.as_str(),
-            call.namespace.as_str(),
-            call.operation.as_str()
-        ),
-        ("kubewarden", "kubernetes", "get_resource")
-    );
+    assert_eq!(call.target(), ("kubewarden", "kubernetes", "get_resource"));
     // The guest sent exactly what the SDK's GetResourceRequest serializes to.
     assert_eq!(
         serde_json::from_str::<serde_json::Value>(&call.payload).unwrap(),
