@@ -553,17 +553,11 @@ fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
-    let missing: Vec<&str> = CASES
-        .iter()
-        .filter(|c| c.in_readme)
-        .filter_map(|c| c.denied)
-        .filter(|m| !readme.contains(m))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "README.md does not quote:\n{}",
-        missing.join("\n")
+    POLICY.assert_readme_quotes(
+        CASES
+            .iter()
+            .filter(|c| c.in_readme)
+            .filter_map(|c| c.denied),
     );
 }
 
@@ -578,9 +572,9 @@ fn every_request_in_test_data_is_exercised() {
         "pod_dra_four_gpus_unlabelled.json",
         "pod_dra_four_gpus_labelled.json",
     ]);
-    let unused: Vec<String> = std::fs::read_dir(POLICY.dir().join("test_data"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let unused: Vec<String> = POLICY
+        .test_data_files()
+        .into_iter()
         .filter(|f| f.ends_with(".json") && !used.contains(&f.as_str()))
         .collect();
     assert!(unused.is_empty(), "not exercised: {unused:?}");

@@ -554,8 +554,7 @@ fn every_request_in_test_data_is_exercised() {
         "deployment_team_forged.json",
         "deployment_team_stamped_update.json",
     ]);
-    for entry in std::fs::read_dir(POLICY.dir().join("test_data")).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
+    for name in POLICY.test_data_files() {
         if name.ends_with(".json") {
             assert!(covered.contains(&name.as_str()), "{name} is not tested");
         }
@@ -564,31 +563,25 @@ fn every_request_in_test_data_is_exercised() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
-    let missing: Vec<&str> = DENIED
-        .iter()
-        .chain(INVALID_SETTINGS)
-        .map(|(_, m)| *m)
-        .chain(UNCHANGED.iter().flat_map(|(_, w)| w.iter().copied()))
-        .chain(DRA_DENIED.iter().map(|(_, _, m)| *m))
-        .chain([
-            LENT_STAYS,
-            EXCEPTION_AUDIT,
-            EXPIRED_NOTE.trim_start(),
-            LENT_PREFIX,
-            LENT_POD_PRIORITY,
-            TEAM_FORGED,
-            TEAM_FORGED_NO_TEAM,
-            TEAM_RESTAMPED,
-            TEAM_NOT_GRANTED,
-            TEAM_NOT_FOUND,
-        ])
-        .filter(|m| !readme.contains(m))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "README.md does not quote:\n{}",
-        missing.join("\n")
+    POLICY.assert_readme_quotes(
+        DENIED
+            .iter()
+            .chain(INVALID_SETTINGS)
+            .map(|(_, m)| *m)
+            .chain(UNCHANGED.iter().flat_map(|(_, w)| w.iter().copied()))
+            .chain(DRA_DENIED.iter().map(|(_, _, m)| *m))
+            .chain([
+                LENT_STAYS,
+                EXCEPTION_AUDIT,
+                EXPIRED_NOTE.trim_start(),
+                LENT_PREFIX,
+                LENT_POD_PRIORITY,
+                TEAM_FORGED,
+                TEAM_FORGED_NO_TEAM,
+                TEAM_RESTAMPED,
+                TEAM_NOT_GRANTED,
+                TEAM_NOT_FOUND,
+            ]),
     );
 }
 

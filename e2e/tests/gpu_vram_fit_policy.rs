@@ -969,19 +969,13 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
 
 #[test]
 fn the_readme_quotes_the_messages_verbatim() {
-    let readme = std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap();
-    let missing: Vec<&str> = CASES
-        .iter()
-        .filter(|c| c.in_readme)
-        .flat_map(|c| c.denied.into_iter().chain(c.warnings.iter().copied()))
-        .chain([SETTINGS_DRA_API, SETTINGS_DRA_CLASS, SETTINGS_KAI_NAMES])
-        .chain([EXCEPTION_AUDIT])
-        .filter(|m| !readme.contains(*m))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "README.md does not quote:\n{}",
-        missing.join("\n")
+    POLICY.assert_readme_quotes(
+        CASES
+            .iter()
+            .filter(|c| c.in_readme)
+            .flat_map(|c| c.denied.into_iter().chain(c.warnings.iter().copied()))
+            .chain([SETTINGS_DRA_API, SETTINGS_DRA_CLASS, SETTINGS_KAI_NAMES])
+            .chain([EXCEPTION_AUDIT]),
     );
 }
 
@@ -993,9 +987,9 @@ fn every_file_in_test_data_is_exercised() {
         .flatten()
         .chain(["settings_invalid.yml", "settings_invalid_percent.yml"])
         .collect();
-    let unused: Vec<String> = std::fs::read_dir(POLICY.dir().join("test_data"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+    let unused: Vec<String> = POLICY
+        .test_data_files()
+        .into_iter()
         // The kwctl parity test's list of these cases (e2e/tests/kwctl.rs).
         .filter(|f| f != "cases.txt" && !used.contains(f.as_str()))
         .collect();

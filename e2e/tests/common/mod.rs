@@ -78,6 +78,25 @@ impl PolicyUnderTest {
             .unwrap_or_else(|e| panic!("{e:#}"))
     }
 
+    /// The names of the files in the policy's `test_data/`.
+    pub fn test_data_files(self) -> Vec<String> {
+        std::fs::read_dir(self.dir().join("test_data"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Fails, naming them, unless the policy's README.md quotes every text.
+    pub fn assert_readme_quotes<'a>(self, texts: impl IntoIterator<Item = &'a str>) {
+        let readme = std::fs::read_to_string(self.dir().join("README.md")).unwrap();
+        let missing: Vec<&str> = texts.into_iter().filter(|t| !readme.contains(t)).collect();
+        assert!(
+            missing.is_empty(),
+            "README.md does not quote:\n{}",
+            missing.join("\n")
+        );
+    }
+
     /// The response to `request` when the policy is granted no context-aware resource (a
     /// ClusterAdmissionPolicy without contextAwareResources, kwctl run without
     /// --allow-context-aware), host calls answered from the session file.
