@@ -45,17 +45,17 @@ impl Workload {
             return Err(WorkloadError::NoKind);
         }
         let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        let meta = read_at::<ObjectMeta>(object, "/metadata", "metadata")?.unwrap_or_default();
-        let locations: Vec<TemplateLocation> = match builtin(group, kind) {
+        let meta =
+            read_at::<ObjectMeta>(object, "/metadata", || "metadata".into())?.unwrap_or_default();
+        let locations: &[TemplateLocation] = match builtin(group, kind) {
             Some(locations) => locations,
             None => custom
                 .iter()
                 .find(|c| c.group == group && c.kind == kind)
-                .map(CustomKind::locations)
-                .unwrap_or_default(),
+                .map_or(&[], CustomKind::template_locations),
         };
         let mut templates: Vec<PodTemplate> = Vec::new();
-        for location in &locations {
+        for location in locations {
             for element in element_pointers(object, &location.path, kind)? {
                 let t = read_template(object, &element, location)?;
                 match templates
@@ -224,22 +224,22 @@ pub(super) fn read_template(
         });
     }
     check_resource_lists(object, &spec_pointer, location)?;
-    let mut spec = read_at::<PodSpec>(object, &spec_pointer, &location_text)?.unwrap_or_default();
+    let mut spec =
+        read_at::<PodSpec>(object, &spec_pointer, || location_text.clone())?.unwrap_or_default();
     for path in &location.containers {
         let pointer = format!("{spec_pointer}{}", dot_to_pointer(path));
-        let at = pointer_to_location(&pointer);
-        if let Some(mut container) = read_at::<Container>(object, &pointer, &at)? {
+        if let Some(mut container) =
+            read_at::<Container>(object, &pointer, || pointer_to_location(&pointer))?
+        {
             if container.name.is_empty() {
                 container.name = path.clone();
             }
             spec.containers.push(container);
         }
     }
-    let meta = read_at::<ObjectMeta>(
-        object,
-        &metadata_pointer,
-        &pointer_to_location(&metadata_pointer),
-    )?
+    let meta = read_at::<ObjectMeta>(object, &metadata_pointer, || {
+        pointer_to_location(&metadata_pointer)
+    })?
     .unwrap_or_default();
 
     let mut pods: u64 = 1;
@@ -365,18 +365,19 @@ pub(super) fn value_at_dots<'a>(value: &'a Value, path: &str) -> Option<&'a Valu
     })
 }
 
-/// Deserializes the value at `pointer`, `None` when absent or null.
+/// Deserializes the value at `pointer`, `None` when absent or null; `location` names it
+/// in the error (built only then).
 pub(super) fn read_at<T: serde::de::DeserializeOwned>(
     object: &Value,
     pointer: &str,
-    location: &str,
+    location: impl FnOnce() -> String,
 ) -> Result<Option<T>, WorkloadError> {
     match value_at(object, pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => T::deserialize(v)
             .map(Some)
             .map_err(|e| WorkloadError::Malformed {
-                location: location.to_string(),
+                location: location(),
                 reason: e.to_string(),
             }),
     }

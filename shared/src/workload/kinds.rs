@@ -3,6 +3,7 @@
 
 use super::presets;
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 /// One path or a list of candidate paths (the first one present is used).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,12 +90,16 @@ pub struct CustomKind {
 impl CustomKind {
     /// Its template locations: the ones given, or the built-in description when none are.
     pub fn locations(&self) -> Vec<TemplateLocation> {
+        self.template_locations().to_vec()
+    }
+
+    /// [`CustomKind::locations`], borrowed: the built-in descriptions are made once and
+    /// shared by every request.
+    pub fn template_locations(&self) -> &[TemplateLocation] {
         if self.templates.is_empty() {
-            presets::find(&self.group, &self.kind)
-                .map(|p| p.templates)
-                .unwrap_or_default()
+            presets::shared(&self.group, &self.kind).map_or(&[], |p| p.templates.as_slice())
         } else {
-            self.templates.clone()
+            &self.templates
         }
     }
 
@@ -179,39 +184,58 @@ pub(super) fn check_dot_path(path: &str, allow_empty: bool) -> Result<(), String
     Ok(())
 }
 
-/// The pod template rules of a built-in kind.
-pub(super) fn builtin(group: &str, kind: &str) -> Option<Vec<TemplateLocation>> {
-    let loc = |path: &str, spec: &str, meta: &str, replicas: Option<&str>| TemplateLocation {
-        path: path.into(),
-        pod_spec: OneOrMany::One(spec.into()),
-        metadata: OneOrMany::One(meta.into()),
-        replicas: replicas
-            .map(|p| ReplicaFactor {
-                path: p.into(),
-                default: 1,
-                subtract: 0,
-                at_least: 0,
-            })
-            .into_iter()
-            .collect(),
-        containers: Vec::new(),
-    };
-    let controller =
-        |replicas: Option<&str>| vec![loc("$.spec.template", "spec", "metadata", replicas)];
+/// The pod template rules of a built-in kind, made once and shared by every request.
+pub(super) fn builtin(group: &str, kind: &str) -> Option<&'static [TemplateLocation]> {
+    static BUILTIN: OnceLock<Builtin> = OnceLock::new();
+    let kinds = BUILTIN.get_or_init(Builtin::new);
     Some(match (group, kind) {
-        ("", "Pod") => vec![loc("$", "spec", "metadata", None)],
+        ("", "Pod") => &kinds.pod,
         ("apps", "Deployment" | "StatefulSet" | "ReplicaSet") | ("", "ReplicationController") => {
-            controller(Some("$.spec.replicas"))
+            &kinds.replicated
         }
         // One pod per matching node: unknown at admission time, counted as one.
-        ("apps", "DaemonSet") => controller(None),
-        ("batch", "Job") => controller(Some("$.spec.parallelism")),
-        ("batch", "CronJob") => vec![loc(
-            "$.spec.jobTemplate.spec.template",
-            "spec",
-            "metadata",
-            Some("$.spec.jobTemplate.spec.parallelism"),
-        )],
+        ("apps", "DaemonSet") => &kinds.daemon_set,
+        ("batch", "Job") => &kinds.job,
+        ("batch", "CronJob") => &kinds.cron_job,
         _ => return None,
     })
+}
+
+/// The locations of the built-in kinds (see [`builtin`]).
+struct Builtin {
+    pod: [TemplateLocation; 1],
+    replicated: [TemplateLocation; 1],
+    daemon_set: [TemplateLocation; 1],
+    job: [TemplateLocation; 1],
+    cron_job: [TemplateLocation; 1],
+}
+
+impl Builtin {
+    fn new() -> Builtin {
+        let loc = |path: &str, replicas: Option<&str>| TemplateLocation {
+            path: path.into(),
+            pod_spec: OneOrMany::One("spec".into()),
+            metadata: OneOrMany::One("metadata".into()),
+            replicas: replicas
+                .map(|p| ReplicaFactor {
+                    path: p.into(),
+                    default: 1,
+                    subtract: 0,
+                    at_least: 0,
+                })
+                .into_iter()
+                .collect(),
+            containers: Vec::new(),
+        };
+        Builtin {
+            pod: [loc("$", None)],
+            replicated: [loc("$.spec.template", Some("$.spec.replicas"))],
+            daemon_set: [loc("$.spec.template", None)],
+            job: [loc("$.spec.template", Some("$.spec.parallelism"))],
+            cron_job: [loc(
+                "$.spec.jobTemplate.spec.template",
+                Some("$.spec.jobTemplate.spec.parallelism"),
+            )],
+        }
+    }
 }

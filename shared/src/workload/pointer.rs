@@ -88,22 +88,44 @@ pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut M
 
 /// `spec.template` -> `/spec/template`.
 pub fn dot_to_pointer(path: &str) -> String {
-    path.split('.')
-        .map(|s| format!("/{}", escape_token(s)))
-        .collect()
+    let mut out = String::with_capacity(path.len() + 1);
+    for segment in path.split('.') {
+        out.push('/');
+        push_escaped(&mut out, segment);
+    }
+    out
 }
 
 pub(super) fn escape_token(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
+    let mut out = String::with_capacity(s.len());
+    push_escaped(&mut out, s);
+    out
+}
+
+/// Appends `s` to `out` as a pointer token (`~` as `~0`, `/` as `~1`).
+fn push_escaped(out: &mut String, s: &str) {
+    if !s.contains(['~', '/']) {
+        out.push_str(s);
+        return;
+    }
+    for c in s.chars() {
+        match c {
+            '~' => out.push_str("~0"),
+            '/' => out.push_str("~1"),
+            c => out.push(c),
+        }
+    }
 }
 
 /// `/spec/workerGroupSpecs/1/template/spec` -> `spec.workerGroupSpecs[1].template.spec`.
 pub fn pointer_to_location(pointer: &str) -> String {
-    let mut out = String::new();
+    let mut out = String::with_capacity(pointer.len() + 8);
     for token in pointer.split('/').skip(1) {
         let token = unescape_token(token);
         if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{token}]"));
+            out.push('[');
+            out.push_str(&token);
+            out.push(']');
         } else {
             if !out.is_empty() {
                 out.push('.');

@@ -149,6 +149,14 @@ pub fn find(group: &str, kind: &str) -> Option<CustomKind> {
 }
 
 /// All of the above.
+/// [`find`], made once and shared by every request.
+pub(super) fn shared(group: &str, kind: &str) -> Option<&'static CustomKind> {
+    static ALL: std::sync::OnceLock<Vec<CustomKind>> = std::sync::OnceLock::new();
+    ALL.get_or_init(all)
+        .iter()
+        .find(|k| k.group == group && k.kind == kind)
+}
+
 pub fn all() -> Vec<CustomKind> {
     vec![
         kserve_inference_service(),

@@ -361,9 +361,17 @@ fn presets_are_valid() {
 fn every_preset_is_found_by_its_group_and_kind() {
     for k in presets::all() {
         assert_eq!(presets::find(&k.group, &k.kind).as_ref(), Some(&k));
+        assert_eq!(presets::shared(&k.group, &k.kind), Some(&k));
+        let named = CustomKind {
+            templates: Vec::new(),
+            ..k.clone()
+        };
+        assert_eq!(named.template_locations(), k.templates.as_slice());
     }
     assert_eq!(presets::find("ray.io", "RayJob"), None);
     assert_eq!(presets::find("apps", "Deployment"), None);
+    assert_eq!(presets::shared("ray.io", "RayJob"), None);
+    assert_eq!(presets::shared("apps", "Deployment"), None);
 }
 
 #[test]
@@ -541,6 +549,9 @@ fn pod_count_overflow_is_an_error() {
 fn locations_and_pointers() {
     assert_eq!(dot_to_pointer("spec.template"), "/spec/template");
     assert_eq!(dot_to_pointer("a/b.c~d"), "/a~1b/c~0d");
+    assert_eq!(dot_to_pointer("a~/b"), "/a~0~1b");
+    assert_eq!(super::pointer::escape_token("x/~1"), "x~1~01");
+    assert_eq!(pointer_to_location("/spec/a~1b/12/c"), "spec.a/b[12].c");
     assert_eq!(
         pointer_to_location("/spec/workerGroupSpecs/1/template"),
         "spec.workerGroupSpecs[1].template"
