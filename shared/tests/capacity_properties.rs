@@ -83,6 +83,18 @@ fn plus(counts: &GpuCounts, resource: &str, n: u64) -> GpuCounts {
     out
 }
 
+/// A pool of one schedulable node with `allocatable` GPUs, `used` of them by one pod.
+fn one_node_pool(allocatable: u64, used: u64) -> PoolSnapshot {
+    PoolSnapshot {
+        nodes: 1,
+        schedulable_nodes: 1,
+        allocatable: [(GPU.to_string(), allocatable)].into(),
+        pods: 1,
+        used: [(GPU.to_string(), used)].into(),
+        ..PoolSnapshot::default()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
@@ -141,14 +153,7 @@ proptest! {
     ) {
         let limit = u64::from(threshold) * allocatable / 100;
         let used = limit * used_share / 100;
-        let s = PoolSnapshot {
-            nodes: 1,
-            schedulable_nodes: 1,
-            allocatable: [(GPU.to_string(), allocatable)].into(),
-            pods: 1,
-            used: [(GPU.to_string(), used)].into(),
-            ..PoolSnapshot::default()
-        };
+        let s = one_node_pool(allocatable, used);
         let demand = |n: u64| -> GpuCounts { [(GPU.to_string(), n)].into() };
         if limit > used {
             prop_assert!(allowed(&s, &demand(limit - used), threshold), "{} + {} of limit {}", used, limit - used, limit);
@@ -176,14 +181,7 @@ proptest! {
     fn room_and_percent_agree_with_the_decision(
         allocatable in 0u64..5000, used in 0u64..6000, incoming in 1u64..500, threshold in 1u32..=100,
     ) {
-        let s = PoolSnapshot {
-            nodes: 1,
-            schedulable_nodes: 1,
-            allocatable: [(GPU.to_string(), allocatable)].into(),
-            pods: 1,
-            used: [(GPU.to_string(), used)].into(),
-            ..PoolSnapshot::default()
-        };
+        let s = one_node_pool(allocatable, used);
         let decision = decide(&s, &[(GPU.to_string(), incoming)].into(), &pool(threshold));
         let check = &decision.checks[0];
         prop_assert_eq!(check.fits(), incoming <= check.room());
