@@ -5,22 +5,28 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::{fixture, request, session, settings};
-use gpu_e2e::{CallbackRequest, ContextAwareAccess, ReplaySession};
+use gpu_e2e::{CallbackRequest, ContextAwareAccess, Evaluation, ReplaySession};
 use serde_json::json;
 
 fn lookup() -> serde_json::Value {
     settings("settings_lookup_namespace.yml")
 }
 
-#[test]
-fn success_exchange_with_allowed_namespace_accepts() {
-    let evaluation = fixture()
+/// The fixture on the Pod of team-a with the Namespace lookup settings, the Namespace read
+/// from the session file.
+fn evaluate_team_a(session_file: &str) -> Evaluation {
+    fixture()
         .evaluate(
             &request("pod_in_team_a.json"),
             &lookup(),
-            Some(session("session_namespace_allowed.yml")),
+            Some(session(session_file)),
         )
-        .unwrap();
+        .unwrap()
+}
+
+#[test]
+fn success_exchange_with_allowed_namespace_accepts() {
+    let evaluation = evaluate_team_a("session_namespace_allowed.yml");
     assert!(evaluation.response.allowed, "{:?}", evaluation.response);
     assert!(evaluation.unconsumed_exchanges.is_empty());
     assert_eq!(evaluation.host_calls.len(), 1);
@@ -36,13 +42,7 @@ fn success_exchange_with_allowed_namespace_accepts() {
 
 #[test]
 fn success_exchange_with_unlabelled_namespace_rejects() {
-    let response = fixture()
-        .validate(
-            &request("pod_in_team_a.json"),
-            &lookup(),
-            Some(session("session_namespace_not_allowed.yml")),
-        )
-        .unwrap();
+    let response = evaluate_team_a("session_namespace_not_allowed.yml").response;
     assert!(!response.allowed);
     assert_eq!(
         response.message(),
@@ -52,13 +52,7 @@ fn success_exchange_with_unlabelled_namespace_rejects() {
 
 #[test]
 fn error_exchange_rejects_with_the_recorded_text() {
-    let response = fixture()
-        .validate(
-            &request("pod_in_team_a.json"),
-            &lookup(),
-            Some(session("session_namespace_not_found.yml")),
-        )
-        .unwrap();
+    let response = evaluate_team_a("session_namespace_not_found.yml").response;
     assert!(!response.allowed);
     assert_eq!(
         response.message(),
@@ -70,13 +64,7 @@ fn error_exchange_rejects_with_the_recorded_text() {
 
 #[test]
 fn mismatched_request_gives_the_replay_error() {
-    let evaluation = fixture()
-        .evaluate(
-            &request("pod_in_team_a.json"),
-            &lookup(),
-            Some(session("session_other_namespace.yml")),
-        )
-        .unwrap();
+    let evaluation = evaluate_team_a("session_other_namespace.yml");
     let message = evaluation.response.message().unwrap();
     assert!(
         message.starts_with("cannot read Namespace team-a: Host error: Callback evaluation failure: Replay error: unexpected request. Was expecting KubernetesGetResource"),
@@ -91,13 +79,7 @@ fn mismatched_request_gives_the_replay_error() {
 
 #[test]
 fn exhausted_session_gives_the_empty_list_error() {
-    let response = fixture()
-        .validate(
-            &request("pod_in_team_a.json"),
-            &lookup(),
-            Some(session("session_empty.yml")),
-        )
-        .unwrap();
+    let response = evaluate_team_a("session_empty.yml").response;
     assert!(!response.allowed);
     assert_eq!(
         response.message(),
@@ -122,13 +104,7 @@ fn no_session_names_the_host_call() {
 
 #[test]
 fn unconsumed_exchanges_are_reported() {
-    let evaluation = fixture()
-        .evaluate(
-            &request("pod_in_team_a.json"),
-            &lookup(),
-            Some(session("session_two_exchanges.yml")),
-        )
-        .unwrap();
+    let evaluation = evaluate_team_a("session_two_exchanges.yml");
     assert!(evaluation.response.allowed);
     assert_eq!(evaluation.unconsumed_exchanges.len(), 1);
     assert_eq!(
