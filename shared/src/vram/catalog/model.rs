@@ -167,7 +167,7 @@ impl ModelSpec {
         let attention_heads = self
             .attention_heads
             .as_ref()
-            .map(|n| n.whole(&format!("{field}.attentionHeads"), 1, MAX_HEADS))
+            .map(|n| named(field, "attentionHeads", |f| n.whole(f, 1, MAX_HEADS)))
             .transpose()?;
         for (i, alias) in self.aliases.iter().enumerate() {
             if alias.trim().is_empty() {
@@ -196,8 +196,9 @@ impl ModelSpec {
                     estimate_fields.join(", ")
                 ));
             }
-            let gib_thousandths =
-                vram.thousandths(&format!("{field}.vramGiB"), 1, MAX_VRAM_THOUSANDTHS)?;
+            let gib_thousandths = named(field, "vramGiB", |f| {
+                vram.thousandths(f, 1, MAX_VRAM_THOUSANDTHS)
+            })?;
             return Ok(Model {
                 need: Need::Explicit { gib_thousandths },
                 attention_heads,
@@ -213,14 +214,12 @@ impl ModelSpec {
                 "{field}: give vramGiB, or describe the model with parametersBillions and dtype (missing {missing})"
             ));
         };
-        let params_millions = params.thousandths(
-            &format!("{field}.parametersBillions"),
-            1,
-            MAX_PARAMS_THOUSANDTHS,
-        )?;
-        let dtype = parse_dtype(&format!("{field}.dtype"), dtype)?;
+        let params_millions = named(field, "parametersBillions", |f| {
+            params.thousandths(f, 1, MAX_PARAMS_THOUSANDTHS)
+        })?;
+        let dtype = named(field, "dtype", |f| parse_dtype(f, dtype))?;
         let overhead_percent = match &self.overhead_percent {
-            Some(n) => n.whole(&format!("{field}.overheadPercent"), 0, MAX_OVERHEAD)?,
+            Some(n) => named(field, "overheadPercent", |f| n.whole(f, 0, MAX_OVERHEAD))?,
             None => DEFAULT_OVERHEAD_PERCENT,
         };
 
@@ -257,7 +256,7 @@ impl ModelSpec {
         } else {
             let num = |name: &str, v: &Option<NumText>, max: u64| -> Result<u64, String> {
                 v.as_ref()
-                    .map(|n| n.whole(&format!("{field}.{name}"), 1, max))
+                    .map(|n| named(field, name, |f| n.whole(f, 1, max)))
                     .unwrap_or(Ok(1))
             };
             let kv_heads = num("kvHeads", &self.kv_heads, MAX_HEADS)?;
@@ -275,7 +274,7 @@ impl ModelSpec {
                 context_length: num("contextLength", &self.context_length, MAX_CONTEXT)?,
                 concurrency: num("concurrency", &self.concurrency, MAX_CONCURRENCY)?,
                 dtype: match &self.kv_cache_dtype {
-                    Some(d) => parse_dtype(&format!("{field}.kvCacheDtype"), d)?,
+                    Some(d) => named(field, "kvCacheDtype", |f| parse_dtype(f, d))?,
                     None => dtype.default_kv(),
                 },
                 dtype_given: self.kv_cache_dtype.is_some(),
@@ -291,6 +290,16 @@ impl ModelSpec {
             attention_heads,
         })
     }
+}
+
+/// `check` of the field `field.name`, its path built only for an error: `check` is given an
+/// empty field name, and every message it gives starts with that name and a colon.
+fn named<T>(
+    field: &str,
+    name: &str,
+    check: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<T, String> {
+    check("").map_err(|e| format!("{field}.{name}{e}"))
 }
 
 fn parse_dtype(field: &str, text: &str) -> Result<Dtype, String> {
