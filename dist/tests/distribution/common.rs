@@ -212,6 +212,14 @@ impl Failures {
         }
     }
 
+    /// The problems a check of `policy` found, or the error that stopped it.
+    pub fn record(&mut self, policy: &str, result: anyhow::Result<Vec<String>>) {
+        match result {
+            Ok(problems) => self.extend(policy, problems),
+            Err(e) => self.add(policy, format!("{e:#}")),
+        }
+    }
+
     pub fn assert_none(self, what: &str) {
         assert!(
             self.0.is_empty(),

@@ -67,10 +67,7 @@ fn annotated_modules_carry_the_metadata() {
             }
             Ok(problems)
         })();
-        match result {
-            Ok(problems) => failures.extend(&policy.name, problems),
-            Err(e) => failures.add(&policy.name, format!("{e:#}")),
-        }
+        failures.record(&policy.name, result);
     }
     failures.assert_none("annotated modules");
 }

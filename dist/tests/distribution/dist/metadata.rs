@@ -29,10 +29,7 @@ fn metadata_is_complete_and_matches_cargo() {
                 &metadata,
             ))
         })();
-        match result {
-            Ok(problems) => failures.extend(&policy.name, problems),
-            Err(e) => failures.add(&policy.name, format!("{e:#}")),
-        }
+        failures.record(&policy.name, result);
     }
     failures.assert_none("metadata.yml");
 }
@@ -61,10 +58,7 @@ fn declared_host_capabilities_match_the_module() {
             let findings = module_problems(&metadata, &detected, &observed, &protocol);
             Ok(findings.problems)
         })();
-        match result {
-            Ok(problems) => failures.extend(&policy.name, problems),
-            Err(e) => failures.add(&policy.name, format!("{e:#}")),
-        }
+        failures.record(&policy.name, result);
     }
     failures.assert_none("hostCapabilities against the built modules");
 }
