@@ -206,32 +206,37 @@ pub fn routing_for(
     }
 }
 
-/// The object under `key` of `map`, created when absent or null.
+/// The slot under `key` of `map`, set to `empty` when absent or null. Looked up by
+/// reference first: a new key is allocated only when inserted.
+fn child<'a>(map: &'a mut Map<String, Value>, key: &str, empty: fn() -> Value) -> &'a mut Value {
+    if map.get(key).is_none_or(Value::is_null) {
+        map.insert(key.to_string(), empty());
+    }
+    map.get_mut(key).expect("the slot was just set")
+}
+
+/// The object under `key` of `map`, created when absent or null. `at` says where `map`
+/// is, for the error (built only then).
 fn child_object<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
-    at: &str,
+    at: impl FnOnce() -> String,
 ) -> Result<&'a mut Map<String, Value>, String> {
-    let slot = map.entry(key).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Object(Map::new());
-    }
-    slot.as_object_mut()
-        .ok_or_else(|| format!("{at}.{key}: is not an object"))
+    child(map, key, || Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| format!("{}.{key}: is not an object", at()))
 }
 
-/// The array under `key` of `map`, created when absent or null.
+/// The array under `key` of `map`, created when absent or null (`at` as for
+/// [`child_object`]).
 fn child_array<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
-    at: &str,
+    at: impl FnOnce() -> String,
 ) -> Result<&'a mut Vec<Value>, String> {
-    let slot = map.entry(key).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Array(Vec::new());
-    }
-    slot.as_array_mut()
-        .ok_or_else(|| format!("{at}.{key}: is not a list"))
+    child(map, key, || Value::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or_else(|| format!("{}.{key}: is not a list", at()))
 }
 
 /// Sets the label `key` of `template`'s metadata in `object` to `value`, or removes it
@@ -242,11 +247,11 @@ pub fn write_label(
     key: &str,
     value: Option<&str>,
 ) -> Result<(), String> {
-    let at = pointer_to_location(&template.metadata_pointer);
+    let at = || pointer_to_location(&template.metadata_pointer);
     let meta = metadata_mut(object, template).map_err(|e| e.to_string())?;
     match value {
         Some(v) => {
-            child_object(meta, "labels", &at)?.insert(key.to_string(), json!(v));
+            child_object(meta, "labels", at)?.insert(key.to_string(), json!(v));
         }
         None => {
             if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
@@ -261,23 +266,24 @@ pub fn write_label(
 /// template was read from, so custom kinds configured by JSONPath work too).
 pub fn apply(object: &mut Value, template: &PodTemplate, routing: &Routing) -> Result<(), String> {
     if let Some((key, value)) = &routing.pool_label {
-        let at = pointer_to_location(&template.metadata_pointer);
+        let at = || pointer_to_location(&template.metadata_pointer);
         let meta = metadata_mut(object, template).map_err(|e| e.to_string())?;
-        child_object(meta, "labels", &at)?.insert(key.clone(), json!(value));
+        child_object(meta, "labels", at)?.insert(key.clone(), json!(value));
     }
     if routing.changes_spec().is_none() {
         return Ok(());
     }
     let at = template.location.as_str();
+    let here = || at.to_string();
     let spec = spec_mut(object, template).map_err(|e| e.to_string())?;
     if !routing.node_selector.is_empty() {
-        let selector = child_object(spec, "nodeSelector", at)?;
+        let selector = child_object(spec, "nodeSelector", here)?;
         for (k, v) in &routing.node_selector {
             selector.insert(k.clone(), json!(v));
         }
     }
     if !routing.tolerations.is_empty() {
-        let list = child_array(spec, "tolerations", at)?;
+        let list = child_array(spec, "tolerations", here)?;
         for t in &routing.tolerations {
             list.push(serde_json::to_value(t).map_err(|e| e.to_string())?);
         }
@@ -289,8 +295,8 @@ pub fn apply(object: &mut Value, template: &PodTemplate, routing: &Routing) -> R
     match &routing.affinity {
         AffinityChange::Unchanged => {}
         AffinityChange::NewTerm(reqs) => {
-            let affinity = child_object(spec, "affinity", at)?;
-            let node = child_object(affinity, "nodeAffinity", &format!("{at}.affinity"))?;
+            let affinity = child_object(spec, "affinity", here)?;
+            let node = child_object(affinity, "nodeAffinity", || format!("{at}.affinity"))?;
             let expressions: Vec<Value> = reqs.iter().map(NodeRequirement::to_json).collect();
             node.insert(
                 required.into(),
@@ -299,20 +305,18 @@ pub fn apply(object: &mut Value, template: &PodTemplate, routing: &Routing) -> R
         }
         AffinityChange::AddToTerms(terms) => {
             let field = format!("{at}.affinity.nodeAffinity.{required}");
-            let affinity = child_object(spec, "affinity", at)?;
-            let node = child_object(affinity, "nodeAffinity", &format!("{at}.affinity"))?;
-            let selector = child_object(node, required, &format!("{at}.affinity.nodeAffinity"))?;
-            let list = child_array(selector, "nodeSelectorTerms", &field)?;
+            let affinity = child_object(spec, "affinity", here)?;
+            let node = child_object(affinity, "nodeAffinity", || format!("{at}.affinity"))?;
+            let selector = child_object(node, required, || format!("{at}.affinity.nodeAffinity"))?;
+            let list = child_array(selector, "nodeSelectorTerms", || field.clone())?;
             for (i, reqs) in terms {
                 let term = list
                     .get_mut(*i)
                     .and_then(Value::as_object_mut)
                     .ok_or_else(|| format!("{field}.nodeSelectorTerms[{i}]: is not an object"))?;
-                let expressions = child_array(
-                    term,
-                    "matchExpressions",
-                    &format!("{field}.nodeSelectorTerms[{i}]"),
-                )?;
+                let expressions = child_array(term, "matchExpressions", || {
+                    format!("{field}.nodeSelectorTerms[{i}]")
+                })?;
                 expressions.extend(reqs.iter().map(NodeRequirement::to_json));
             }
         }
@@ -369,6 +373,97 @@ mod tests {
         let second = routing_for(p, &again, "gpu-admission/pool", true);
         assert!(second.is_empty(), "second pass: {second}");
         (r, object)
+    }
+
+    #[test]
+    fn fields_of_the_wrong_shape_are_errors_naming_them() {
+        let p = pool(json!({"name": "batch", "nodeSelector": {"pool": "batch"},
+            "tolerations": [{"key": "d", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}],
+            "requiredNodeAffinity": [{"key": "zone", "operator": "Exists"}]}));
+        let bare = json!({"containers": [{"name": "c"}]});
+        let termed = json!({"containers": [{"name": "c"}], "affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchExpressions": [{"key": "disk", "operator": "Exists"}]}]}}}});
+        let required = "/spec/template/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution";
+        for (spec, pointer, wrong, message) in [
+            (
+                &bare,
+                "/spec/template/metadata/labels",
+                json!("x"),
+                "spec.template.metadata.labels: is not an object",
+            ),
+            (
+                &bare,
+                "/spec/template/spec/nodeSelector",
+                json!(1),
+                "spec.template.spec.nodeSelector: is not an object",
+            ),
+            (
+                &bare,
+                "/spec/template/spec/tolerations",
+                json!({}),
+                "spec.template.spec.tolerations: is not a list",
+            ),
+            (
+                &bare,
+                "/spec/template/spec/affinity",
+                json!([]),
+                "spec.template.spec.affinity: is not an object",
+            ),
+            (
+                &termed,
+                "/spec/template/spec/affinity/nodeAffinity",
+                json!(2),
+                "spec.template.spec.affinity.nodeAffinity: is not an object",
+            ),
+            (
+                &termed,
+                required,
+                json!("x"),
+                "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: is not an object",
+            ),
+            (
+                &termed,
+                &format!("{required}/nodeSelectorTerms"),
+                json!({}),
+                "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms: is not a list",
+            ),
+            (
+                &termed,
+                &format!("{required}/nodeSelectorTerms/0"),
+                json!(3),
+                "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]: is not an object",
+            ),
+            (
+                &termed,
+                &format!("{required}/nodeSelectorTerms/0/matchExpressions"),
+                json!("x"),
+                "spec.template.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions: is not a list",
+            ),
+        ] {
+            let (mut object, t) = deployment(spec.clone(), json!({"w": "b"}));
+            let r = routing_for(&p, &t, "gpu-admission/pool", true);
+            let (parent, key) = pointer.rsplit_once('/').unwrap();
+            match object.pointer_mut(parent).unwrap() {
+                Value::Array(items) => items[key.parse::<usize>().unwrap()] = wrong,
+                parent => {
+                    parent[key] = wrong;
+                }
+            }
+            assert_eq!(
+                apply(&mut object, &t, &r),
+                Err(message.to_string()),
+                "{pointer}"
+            );
+        }
+        let (mut object, t) = deployment(bare, json!({"w": "b"}));
+        *object
+            .pointer_mut("/spec/template/metadata/labels")
+            .unwrap() = json!(["x"]);
+        assert_eq!(
+            write_label(&mut object, &t, "team", Some("a")),
+            Err("spec.template.metadata.labels: is not an object".to_string())
+        );
     }
 
     #[test]

@@ -73,11 +73,11 @@ pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut M
         let token = unescape_token(token);
         current = match current {
             Value::Object(map) => {
-                let slot = map.entry(token.into_owned()).or_insert(Value::Null);
-                if slot.is_null() {
-                    *slot = Value::Object(Map::new());
+                // Looked up by reference first: a new key is allocated only when inserted.
+                if map.get(token.as_ref()).is_none_or(Value::is_null) {
+                    map.insert(token.to_string(), Value::Object(Map::new()));
                 }
-                slot
+                map.get_mut(token.as_ref())?
             }
             Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
             _ => return None,
