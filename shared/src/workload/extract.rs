@@ -191,14 +191,15 @@ pub(super) fn read_template(
         None if p.is_empty() => element.to_string(),
         None => format!("{element}{}", dot_to_pointer(p)),
     };
-    let first_present = |paths: &OneOrMany| -> Option<String> {
-        paths
-            .candidates()
-            .iter()
-            .map(|p| resolve(p))
-            .find(|ptr| value_at(object, ptr).is_some_and(|v| !v.is_null()))
+    // The first candidate present (not null), with its value: each value is looked up once.
+    let first_present = |paths: &OneOrMany| -> Option<(String, &Value)> {
+        paths.candidates().iter().find_map(|p| {
+            let ptr = resolve(p);
+            let value = value_at(object, &ptr).filter(|v| !v.is_null())?;
+            Some((ptr, value))
+        })
     };
-    let spec_pointer =
+    let (spec_pointer, spec_value) =
         first_present(&location.pod_spec).ok_or_else(|| WorkloadError::Malformed {
             location: pointer_to_location(element),
             reason: format!(
@@ -212,35 +213,40 @@ pub(super) fn read_template(
                     .join(" or ")
             ),
         })?;
-    let metadata_pointer = first_present(&location.metadata)
-        .or_else(|| location.metadata.candidates().first().map(|p| resolve(p)))
-        .unwrap_or_default();
+    let (metadata_pointer, metadata_value) = match first_present(&location.metadata) {
+        Some((ptr, value)) => (ptr, Some(value)),
+        None => (
+            location
+                .metadata
+                .candidates()
+                .first()
+                .map(|p| resolve(p))
+                .unwrap_or_default(),
+            None,
+        ),
+    };
     let location_text = pointer_to_location(&spec_pointer);
-    let count = container_count(object, &spec_pointer, location);
+    let count = container_count(spec_value, location);
     if count > MAX_CONTAINERS {
         return Err(WorkloadError::TooManyContainers {
             location: location_text,
             count,
         });
     }
-    check_resource_lists(object, &spec_pointer, location)?;
+    check_resource_lists(spec_value, &spec_pointer, location)?;
     let mut spec =
-        read_at::<PodSpec>(object, &spec_pointer, || location_text.clone())?.unwrap_or_default();
+        read_value::<PodSpec>(Some(spec_value), || location_text.clone())?.unwrap_or_default();
     for path in &location.containers {
-        let pointer = format!("{spec_pointer}{}", dot_to_pointer(path));
-        if let Some(mut container) =
-            read_at::<Container>(object, &pointer, || pointer_to_location(&pointer))?
-        {
+        let at = || pointer_to_location(&format!("{spec_pointer}{}", dot_to_pointer(path)));
+        if let Some(mut container) = read_value::<Container>(value_at_dots(spec_value, path), at)? {
             if container.name.is_empty() {
                 container.name = path.clone();
             }
             spec.containers.push(container);
         }
     }
-    let meta = read_at::<ObjectMeta>(object, &metadata_pointer, || {
-        pointer_to_location(&metadata_pointer)
-    })?
-    .unwrap_or_default();
+    let meta = read_value::<ObjectMeta>(metadata_value, || pointer_to_location(&metadata_pointer))?
+        .unwrap_or_default();
 
     let mut pods: u64 = 1;
     for factor in &location.replicas {
@@ -269,18 +275,11 @@ pub(super) fn read_template(
     })
 }
 
-/// The containers of the PodSpec at `spec_pointer`, counted on the raw JSON before any is
-/// read: the `containers`, `initContainers` and `ephemeralContainers` arrays (a field of
-/// another type is left to the typed read, which reports it) and the location's single
-/// containers that are present (KServe's model-server shortcuts).
-pub(super) fn container_count(
-    object: &Value,
-    spec_pointer: &str,
-    location: &TemplateLocation,
-) -> usize {
-    let Some(spec) = value_at(object, spec_pointer) else {
-        return 0;
-    };
+/// The containers of the PodSpec `spec`, counted on the raw JSON before any is read: the
+/// `containers`, `initContainers` and `ephemeralContainers` arrays (a field of another
+/// type is left to the typed read, which reports it) and the location's single containers
+/// that are present (KServe's model-server shortcuts).
+pub(super) fn container_count(spec: &Value, location: &TemplateLocation) -> usize {
     let lists: usize = ["containers", "initContainers", "ephemeralContainers"]
         .iter()
         .filter_map(|field| spec.get(field).and_then(Value::as_array))
@@ -294,17 +293,15 @@ pub(super) fn container_count(
     lists + singles
 }
 
-/// Checks every `resources.limits` / `resources.requests` of the PodSpec at
-/// `spec_pointer` against [`MAX_RESOURCES`], on the raw JSON: of each container (also
-/// init, ephemeral, and the location's single containers) and the pod-level resources.
+/// Checks every `resources.limits` / `resources.requests` of the PodSpec `spec` (at
+/// `spec_pointer`, for the message) against [`MAX_RESOURCES`], on the raw JSON: of each
+/// container (also init, ephemeral, and the location's single containers) and the
+/// pod-level resources.
 pub(super) fn check_resource_lists(
-    object: &Value,
+    spec: &Value,
     spec_pointer: &str,
     location: &TemplateLocation,
 ) -> Result<(), WorkloadError> {
-    let Some(spec) = value_at(object, spec_pointer) else {
-        return Ok(());
-    };
     // Where each holder is, as a pointer suffix: built only for the message.
     let mut holders: Vec<(Holder, &Value)> = vec![(Holder::Spec, spec)];
     for field in ["containers", "initContainers", "ephemeralContainers"] {
@@ -372,7 +369,15 @@ pub(super) fn read_at<T: serde::de::DeserializeOwned>(
     pointer: &str,
     location: impl FnOnce() -> String,
 ) -> Result<Option<T>, WorkloadError> {
-    match value_at(object, pointer) {
+    read_value(value_at(object, pointer), location)
+}
+
+/// [`read_at`] of a value already found (`None`: absent).
+fn read_value<T: serde::de::DeserializeOwned>(
+    value: Option<&Value>,
+    location: impl FnOnce() -> String,
+) -> Result<Option<T>, WorkloadError> {
+    match value {
         None | Some(Value::Null) => Ok(None),
         Some(v) => T::deserialize(v)
             .map(Some)
