@@ -926,7 +926,7 @@ mod tests {
         ))
         .unwrap_err();
         assert!(
-            err.to_string().contains("unknown field `matchLabel`"),
+            err.to_string().contains("invalid type: map, expected a string"),
             "{err}"
         );
     }

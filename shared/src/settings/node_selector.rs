@@ -9,15 +9,13 @@
 use super::FieldError;
 use crate::selector::{LabelSelector, Requirement};
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::de::{MapAccess, Visitor};
 use std::collections::BTreeMap;
 use std::fmt;
 
-const FIELDS: &[&str] = &["matchLabels", "matchExpressions"];
-
 /// Reads a `nodeSelector`: a label selector, or a map of node labels (its `matchLabels`).
-/// A member that is neither `matchLabels`, `matchExpressions` nor a label with a string
-/// value is an unknown field, as in any label selector.
+/// A member other than `matchLabels` and `matchExpressions` is a node label, whose value
+/// must be a string (so a misspelt `matchLabel: {...}` is an error at its own path).
 pub fn read_node_selector<'de, D: Deserializer<'de>>(d: D) -> Result<LabelSelector, D::Error> {
     d.deserialize_map(SelectorVisitor)
 }
@@ -43,64 +41,12 @@ impl<'de> Visitor<'de> for SelectorVisitor {
                     selector.match_expressions = map.next_value::<Vec<Requirement>>()?;
                 }
                 _ => {
-                    let value = map.next_value_seed(LabelValue(&key))?;
+                    let value: String = map.next_value()?;
                     selector.match_labels.entry(key).or_insert(value);
                 }
             }
         }
         Ok(selector)
-    }
-}
-
-/// The value of a node label in the map spelling; anything but a string makes its key an
-/// unknown field of the label selector.
-struct LabelValue<'k>(&'k str);
-
-impl<'de> DeserializeSeed<'de> for LabelValue<'_> {
-    type Value = String;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for LabelValue<'_> {
-    type Value = String;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a node label value")
-    }
-
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
-        Ok(v.to_string())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<String, E> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<String, E> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<String, E> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<String, E> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<String, E> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<String, A::Error> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, _: A) -> Result<String, A::Error> {
-        Err(de::Error::unknown_field(self.0, FIELDS))
     }
 }
 
@@ -160,7 +106,7 @@ mod tests {
     fn anything_else_is_read_as_a_label_selector() {
         let err = read(json!({"matchLabel": {"a": "b"}})).unwrap_err();
         assert!(
-            err.to_string().contains("unknown field `matchLabel`"),
+            err.to_string().contains("invalid type: map, expected a string"),
             "{err}"
         );
         assert!(read(json!({"pool": 3})).is_err());
