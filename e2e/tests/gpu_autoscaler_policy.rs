@@ -50,7 +50,7 @@ const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get
 const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
 const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
 const UNKNOWN_KIND: &str = "HorizontalPodAutoscaler ml-serving/llm-canary: the GPUs of Rollout llm-canary (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler";
-const MALFORMED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: spec.maxReplicas: must be a non-negative integer, got \"eight\"";
+const MALFORMED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100 cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"eight\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)";
 
 const CASES: &[Case] = &[
     Case {

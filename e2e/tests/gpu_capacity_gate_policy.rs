@@ -44,7 +44,7 @@ const NOT_GRANTED: &str = "pool a100: cannot list v1/Node: add {apiVersion: v1, 
 const PODS_FORBIDDEN: &str = "pool a100: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
 const DEPLOYMENT_FORBIDDEN: &str = "scale of Deployment ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
 const MIG_OVER: &str = "pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 (10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or target another pool.";
-const MALFORMED: &str = "Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a non-negative integer, got \"four\"";
+const MALFORMED: &str = "Deployment ml-serving/llm-a100 cannot be read, so it is denied: spec.replicas: must be a non-negative integer, got \"four\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)";
 
 // Usage from ResourceQuotas (settings_quotas.yml).
 const Q: &str = "settings_quotas.yml";
@@ -384,7 +384,10 @@ const CASES: &[Case] = &[
         session: None,
         denied: None,
         capacity: None,
-        audit: Some(("exempt", "namespace gpu-operator is in exemptNamespaces")),
+        audit: Some((
+            "exempt",
+            "namespace gpu-operator is in exemptNamespaces: not checked",
+        )),
         in_readme: false,
         warning: None,
     },

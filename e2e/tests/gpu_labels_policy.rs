@@ -317,7 +317,7 @@ const CASES: &[Case] = &[
     denied(
         "deployment_malformed.json",
         None,
-        "Deployment 'llm-server' cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map, expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
+        "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid type: map, expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
         true,
     ),
     allowed("resourceclaimtemplate_sixteen_gpus.json", None),
@@ -385,10 +385,10 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
     assert_eq!(
         r.audit_annotations
             .as_ref()
-            .and_then(|a| a.get("exempt-namespace"))
+            .and_then(|a| a.get("exempt"))
             .map(String::as_str),
         Some(
-            "namespace gpu-operator is in exemptNamespaces: the GPU label, request and node rules were not applied"
+            "namespace gpu-operator is in exemptNamespaces: not checked"
         )
     );
 }

@@ -314,7 +314,7 @@ fn malformed_object_is_rejected_not_a_500() {
         response
             .message()
             .unwrap()
-            .starts_with("cannot route this Deployment: spec.template.spec: invalid type"),
+            .starts_with("Deployment team-a/chat-llm cannot be read, so it is denied: spec.template.spec: invalid type"),
         "{:?}",
         response.message()
     );

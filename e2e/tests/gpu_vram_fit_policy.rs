@@ -273,7 +273,7 @@ const CASES: &[Case] = &[
     allowed(
         "pod_in_exempt_namespace.json",
         S,
-        &[("vram-fit", "not checked: namespace gpu-operator is exempt")],
+        &[("exempt", "namespace gpu-operator is in exemptNamespaces: not checked")],
     ),
     Case {
         session: Some("session_registry_found.yml"),
@@ -329,7 +329,7 @@ const CASES: &[Case] = &[
     denied(
         "deployment_malformed.json",
         S,
-        "cannot read the pod templates of this Deployment: spec.template.spec: invalid type: string \"vllm\", expected a sequence",
+        "Deployment ml-serving/broken cannot be read, so it is denied: spec.template.spec: invalid type: string \"vllm\", expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
         false,
     ),
     allowed("pod_delete.json", S, &[]),

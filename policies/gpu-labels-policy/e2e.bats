@@ -169,7 +169,7 @@ run_policy() {
 @test "malformed objects are denied" {
   run_policy deployment_malformed.json
   denied
-  says "cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map, expected a sequence"
+  says "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid type: map, expected a sequence"
 }
 
 @test "invalid settings name the field" {

@@ -142,7 +142,7 @@ run_policy() {
   says 'set resources.limits.nvidia.com/gpu: 1'
   run_policy deployment_malformed.json settings.yml
   denied
-  says 'cannot read the pod templates of this Deployment'
+  says 'Deployment ml-serving/broken cannot be read, so it is denied'
   run_policy cronjob_qwen_on_a10g.json settings.yml
   denied
 }

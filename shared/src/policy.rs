@@ -3,8 +3,11 @@
 //! the benchmarks and fuzz targets reach every policy through the same trait.
 
 use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use crate::clock::{Clock, SystemClock};
 use crate::cluster::Cluster;
+use crate::settings::NamespaceList;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// `get_resource`, in [`Policy::HOST_CALLS`].
 pub const GET_RESOURCE: u8 = 1;
@@ -15,6 +18,10 @@ pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
 /// `oci/v1/oci_manifest_config`, in [`Policy::HOST_CALLS`].
 pub const OCI_MANIFEST_CONFIG: u8 = 8;
 
+/// Audit annotation of a request a policy let through unchecked: its namespace is in
+/// the policy's `exemptNamespaces` (the capacity gate also names an exempt priority class).
+pub const AUDIT_EXEMPT: &str = "exempt";
+
 pub trait Policy {
     /// The module's name (`gpu-labels-policy`).
     const NAME: &'static str;
@@ -22,11 +29,98 @@ pub trait Policy {
     /// its `metadata.yml` declares in `hostCapabilities`.
     const HOST_CALLS: u8;
     type Settings: DeserializeOwned + ValidateSettings;
+
+    /// Whether the policy judges `request` at all; every other request is accepted
+    /// unchanged. Every policy judges CREATE and UPDATE.
+    fn judges(request: &AdmissionRequest) -> bool {
+        request.creates_or_updates()
+    }
+
+    /// The namespaces whose requests the policy lets through unchecked.
+    fn exempt_namespaces(settings: &Self::Settings) -> &NamespaceList;
+
+    /// The policy's rules, for a request it judges in a namespace it does not exempt.
+    fn decide(
+        request: &AdmissionRequest,
+        settings: &Self::Settings,
+        cluster: &dyn Cluster,
+        clock: &dyn Clock,
+    ) -> Verdict;
+
+    /// Decides one admission request at the time `clock` tells: the opening every policy
+    /// shares (requests it does not judge, exempt namespaces), then [`Policy::decide`].
+    fn evaluate_at(
+        request: &AdmissionRequest,
+        settings: &Self::Settings,
+        cluster: &dyn Cluster,
+        clock: &dyn Clock,
+    ) -> Verdict {
+        if !Self::judges(request) {
+            return Verdict::accept();
+        }
+        let namespace = request_namespace(request);
+        if Self::exempt_namespaces(settings).contains(namespace) {
+            return Verdict::accept().with_audit(
+                AUDIT_EXEMPT,
+                format!("namespace {namespace} is in exemptNamespaces: not checked"),
+            );
+        }
+        Self::decide(request, settings, cluster, clock)
+    }
+
+    /// [`Policy::evaluate_at`] at the host's time.
     fn evaluate(
         request: &AdmissionRequest,
         settings: &Self::Settings,
         cluster: &dyn Cluster,
-    ) -> Verdict;
+    ) -> Verdict {
+        Self::evaluate_at(request, settings, cluster, &SystemClock)
+    }
+}
+
+/// The namespace of the request, or of its object when the request names none (a
+/// request written by hand for `kwctl run`).
+pub fn request_namespace(request: &AdmissionRequest) -> &str {
+    if !request.namespace.is_empty() {
+        return &request.namespace;
+    }
+    request
+        .object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The denial of an object the policy cannot read (its pod templates, or an autoscaler's
+/// spec): one message for every policy, with code 400.
+pub fn unreadable(request: &AdmissionRequest, reason: impl std::fmt::Display) -> Verdict {
+    Verdict::reject(format!(
+        "{} cannot be read, so it is denied: {reason}. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
+        describe(request)
+    ))
+    .with_code(400)
+}
+
+/// `Deployment ml/llm` (`Pod ml/llm-*` for a generated name), for messages.
+pub fn describe(request: &AdmissionRequest) -> String {
+    let object = &request.object;
+    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let kind = Some(text("/kind"))
+        .filter(|k| !k.is_empty())
+        .unwrap_or(&request.kind.kind);
+    let kind = if kind.is_empty() { "object" } else { kind };
+    let name = match (request.name.as_str(), text("/metadata/name")) {
+        ("", "") => match text("/metadata/generateName") {
+            "" => String::new(),
+            prefix => format!("{prefix}*"),
+        },
+        ("", name) | (name, _) => name.to_string(),
+    };
+    match (request_namespace(request), name.as_str()) {
+        (_, "") => kind.to_string(),
+        ("", name) => format!("{kind} {name}"),
+        (namespace, name) => format!("{kind} {namespace}/{name}"),
+    }
 }
 
 /// gpu-labels-policy.
@@ -40,37 +134,102 @@ pub struct CapacityGate;
 /// gpu-autoscaler-policy.
 pub struct Autoscaler;
 
-/// `impl Policy` for a policy whose rules are the module `$rules` (`evaluate`, `Settings`).
+/// `impl Policy` for a policy whose rules are the module `$rules` (`decide`, `Settings`).
+/// `excused by RULE_NAMES`: the denials of its one rule are excused by its `exceptions`;
+/// `judges f`: the requests it judges, when not every CREATE and UPDATE.
 macro_rules! policy {
-    ($policy:ty, $name:literal, $host_calls:expr, $rules:ident) => {
+    ($policy:ty, $name:literal, $host_calls:expr, $rules:ident
+        $(, excused by $rule_names:path)? $(, judges $judges:path)?) => {
         impl Policy for $policy {
             const NAME: &'static str = $name;
             const HOST_CALLS: u8 = $host_calls;
             type Settings = crate::$rules::Settings;
-            fn evaluate(r: &AdmissionRequest, s: &Self::Settings, c: &dyn Cluster) -> Verdict {
-                crate::$rules::evaluate(r, s, c)
+            $(
+                fn judges(r: &AdmissionRequest) -> bool {
+                    $judges(r)
+                }
+            )?
+            fn exempt_namespaces(s: &Self::Settings) -> &NamespaceList {
+                &s.exempt_namespaces
+            }
+            fn decide(
+                r: &AdmissionRequest,
+                s: &Self::Settings,
+                c: &dyn Cluster,
+                clock: &dyn Clock,
+            ) -> Verdict {
+                let verdict = crate::$rules::decide(r, s, c, clock);
+                $(
+                    let verdict = crate::exceptions::excuse(
+                        verdict,
+                        s,
+                        &$rule_names,
+                        $rule_names[0],
+                        r,
+                        &s.custom_kinds,
+                        clock.now(),
+                    );
+                )?
+                verdict
             }
         }
     };
 }
 
 policy!(Labels, "gpu-labels-policy", GET_RESOURCE, labels);
-policy!(Routing, "gpu-pool-routing-policy", GET_RESOURCE, routing);
+policy!(
+    Routing,
+    "gpu-pool-routing-policy",
+    GET_RESOURCE,
+    routing,
+    excused by crate::routing::settings::RULE_NAMES,
+    judges crate::routing::judges
+);
 policy!(
     VramFit,
     "gpu-vram-fit-policy",
     GET_RESOURCE | OCI_MANIFEST_CONFIG,
-    vram
+    vram,
+    excused by crate::vram::settings::RULE_NAMES
 );
 policy!(
     CapacityGate,
     "gpu-capacity-gate-policy",
     GET_RESOURCE | LIST_RESOURCES_ALL | LIST_RESOURCES_BY_NAMESPACE,
-    capacity
+    capacity,
+    excused by crate::capacity::settings::RULE_NAMES
 );
 policy!(
     Autoscaler,
     "gpu-autoscaler-policy",
     GET_RESOURCE | LIST_RESOURCES_ALL,
-    autoscaler
+    autoscaler,
+    judges crate::autoscaler::judges
 );
+
+/// `evaluate` and `evaluate_at` of the rules module it is called in: [`Policy::evaluate`]
+/// and [`Policy::evaluate_at`] of `$policy`, for callers that hold the module's `Settings`.
+macro_rules! entry_points {
+    ($policy:ty) => {
+        /// Decides one admission request at the host's time ([`crate::policy::Policy::evaluate`]).
+        pub fn evaluate(
+            request: &crate::admission::AdmissionRequest,
+            settings: &Settings,
+            cluster: &dyn crate::cluster::Cluster,
+        ) -> crate::admission::Verdict {
+            <$policy as crate::policy::Policy>::evaluate(request, settings, cluster)
+        }
+
+        /// Decides one admission request at the time `clock` tells
+        /// ([`crate::policy::Policy::evaluate_at`]).
+        pub fn evaluate_at(
+            request: &crate::admission::AdmissionRequest,
+            settings: &Settings,
+            cluster: &dyn crate::cluster::Cluster,
+            clock: &dyn crate::clock::Clock,
+        ) -> crate::admission::Verdict {
+            <$policy as crate::policy::Policy>::evaluate_at(request, settings, cluster, clock)
+        }
+    };
+}
+pub(crate) use entry_points;

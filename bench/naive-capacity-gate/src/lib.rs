@@ -12,7 +12,8 @@
 //! (an UPDATE is charged in full). Scale subresources, exemptions and owner rules are not.
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
-use gpu_rules::capacity::{PoolSnapshot, Settings, decide, demand};
+use gpu_rules::capacity::decision::decide;
+use gpu_rules::capacity::{PoolSnapshot, Settings, demand};
 use gpu_rules::cluster::{Cluster, ClusterRequest, ListAll};
 use gpu_rules::gpu::{GpuResources, add_into, pod_gpus};
 use gpu_rules::podspec::PodSpec;

@@ -44,7 +44,7 @@ pub mod audit {
     /// GPU templates that target no configured pool.
     pub const NO_POOL: &str = "no-pool";
     /// Why the autoscaler was not checked.
-    pub const EXEMPT: &str = "exempt";
+    pub const EXEMPT: &str = crate::policy::AUDIT_EXEMPT;
     pub const NOT_CHECKED: &str = "not-checked";
     /// The host's error text (truncated) when the target or a pool could not be read.
     pub const HOST_ERROR: &str = "host-error";
@@ -53,20 +53,27 @@ pub mod audit {
 /// Longest host error kept in the `host-error` audit annotation.
 pub const HOST_ERROR_MAX: usize = 512;
 
-/// Decides one admission request, reading the target and the pools through `cluster`.
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    if !request.creates_or_updates() || !request.sub_resource.is_empty() {
-        return Verdict::accept();
-    }
+crate::policy::entry_points!(crate::policy::Autoscaler);
+
+/// Whether the policy judges `request`: a CREATE or UPDATE of an autoscaler object
+/// itself (not of a subresource).
+pub fn judges(request: &AdmissionRequest) -> bool {
+    request.creates_or_updates()
+        && request.sub_resource.is_empty()
+        && AutoscalerKind::of(&request.object).is_some()
+}
+
+/// The rules for an autoscaler the policy judges, outside its exempt namespaces, reading
+/// the target and the pools through `cluster`.
+pub fn decide(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+    _clock: &dyn crate::clock::Clock,
+) -> Verdict {
     let Some(kind) = AutoscalerKind::of(&request.object) else {
         return Verdict::accept();
     };
-    if settings.exempt_namespaces.contains(&request.namespace) {
-        return Verdict::accept().with_audit(
-            audit::EXEMPT,
-            format!("namespace {} is in exemptNamespaces", request.namespace),
-        );
-    }
     // Metadata-only updates (labels, KEDA's finalizer, its removal on delete) change
     // nothing the policy checks, and must not be refused when the cluster has changed.
     if request.is_update()
@@ -77,23 +84,7 @@ pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn C
     }
     let mut autoscaler = match object::read(&request.object, kind) {
         Ok(a) => a,
-        Err(e) => {
-            let name = if request.name.is_empty() {
-                request
-                    .object
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            } else {
-                request.name.as_str()
-            };
-            return Verdict::reject(format!(
-                "{} {}/{name}: {e}",
-                kind.as_str(),
-                request.namespace
-            ))
-            .with_code(400);
-        }
+        Err(e) => return crate::policy::unreadable(request, e),
     };
     if !request.namespace.is_empty() {
         autoscaler.namespace = request.namespace.clone();

@@ -541,7 +541,7 @@ fn nothing_to_check_makes_no_call() {
     let v = run(&create(exempt), &s, &Script::none());
     assert_eq!(
         v.audit_annotations["exempt"],
-        "namespace gpu-operator is in exemptNamespaces"
+        "namespace gpu-operator is in exemptNamespaces: not checked"
     );
     let mut status = create(hpa(4, cpu()));
     status.sub_resource = "status".into();
@@ -575,7 +575,7 @@ fn malformed_autoscalers_are_rejected_with_400() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "HorizontalPodAutoscaler ml/llm: spec.maxReplicas: must be a non-negative integer, got \"ten\""
+            "HorizontalPodAutoscaler ml/llm cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"ten\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)"
         )
     );
 }

@@ -35,7 +35,7 @@ pub mod teams;
 
 pub use decision::{
     CapacitySource, Ceiling, CeilingSource, Decision, NodeUse, PoolSnapshot, ResourceCheck,
-    UsageSource, decide, decide_with,
+    UsageSource, decide_with,
 };
 pub use settings::{ChargePods, Pool, Settings, Usage};
 
@@ -58,7 +58,7 @@ pub mod audit {
     /// GPU templates that target no configured pool (not checked).
     pub const NO_POOL: &str = "no-pool";
     /// Why nothing or part of the object was not charged.
-    pub const EXEMPT: &str = "exempt";
+    pub const EXEMPT: &str = crate::policy::AUDIT_EXEMPT;
     pub const NOT_CHARGED: &str = "not-charged";
     /// The host's error text (truncated) when cluster state could not be read.
     pub const HOST_ERROR: &str = "host-error";
@@ -98,46 +98,18 @@ enum Plan {
     },
 }
 
-/// Decides one admission request, reading cluster state through `cluster`.
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
-}
+crate::policy::entry_points!(crate::policy::CapacityGate);
 
-/// [`evaluate`] at the time `clock` tells (thresholds by schedule window, exceptions end).
-pub fn evaluate_at(
+/// The rules for a request the gate judges, outside its exempt namespaces, reading
+/// cluster state through `cluster` at the time `clock` tells (thresholds by schedule
+/// window).
+pub fn decide(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
     clock: &dyn crate::clock::Clock,
 ) -> Verdict {
     let now = clock.now();
-    let verdict = judge(request, settings, cluster, now);
-    crate::exceptions::excuse(
-        verdict,
-        settings,
-        &settings::RULE_NAMES,
-        "capacity",
-        request,
-        &settings.custom_kinds,
-        now,
-    )
-}
-
-fn judge(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    now: crate::clock::UnixSeconds,
-) -> Verdict {
-    if !request.creates_or_updates() {
-        return Verdict::accept();
-    }
-    if settings.exempt_namespaces.contains(&request.namespace) {
-        return Verdict::accept().with_audit(
-            audit::EXEMPT,
-            format!("namespace {} is in exemptNamespaces", request.namespace),
-        );
-    }
     let names = settings.gpu_resources();
     let plan = match request.sub_resource.as_str() {
         "" => object_plan(request, settings, &names, cluster),
@@ -427,15 +399,7 @@ fn object_plan(
 ) -> Plan {
     let workload = match Workload::from_object(&request.object, &settings.custom_kinds) {
         Ok(w) => w,
-        Err(e) => {
-            return Plan::Done(
-                Verdict::reject(format!(
-                    "{} {}/{}: the pod templates cannot be read: {e}",
-                    request.kind.kind, request.namespace, request.name
-                ))
-                .with_code(400),
-            );
-        }
+        Err(e) => return Plan::Done(crate::policy::unreadable(request, e)),
     };
     let what = format!(
         "{} {}/{}",

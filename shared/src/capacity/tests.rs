@@ -271,7 +271,7 @@ fn exempt_namespace_is_accepted_without_calls() {
     assert!(v.allowed);
     assert_eq!(
         v.audit_annotations["exempt"],
-        "namespace gpu-operator is in exemptNamespaces"
+        "namespace gpu-operator is in exemptNamespaces: not checked"
     );
 }
 
@@ -482,7 +482,7 @@ fn malformed_object_is_rejected_not_a_panic() {
     assert!(!v.allowed);
     assert_eq!(v.code, Some(400));
     assert!(
-        v.message.as_deref().unwrap().starts_with("Deployment ml/llm: the pod templates cannot be read: spec.replicas: must be a non-negative integer"),
+        v.message.as_deref().unwrap().starts_with("Deployment ml/llm cannot be read, so it is denied: spec.replicas: must be a non-negative integer"),
         "{v:?}"
     );
 }

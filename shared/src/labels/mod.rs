@@ -5,7 +5,7 @@
 //!
 //! 1. Operations other than CREATE and UPDATE are accepted.
 //! 2. A namespace in `exemptNamespaces` is accepted with the audit annotation
-//!    [`AUDIT_EXEMPT`].
+//!    [`crate::policy::AUDIT_EXEMPT`] (this opening is every policy's: [`crate::policy::Policy`]).
 //! 3. The object's pod templates are read ([`Workload::from_object`]); an object whose
 //!    templates cannot be read (malformed, or beyond [`crate::limits`]) is denied with
 //!    code 400 (fail closed), GPUs or not.
@@ -49,8 +49,6 @@ use crate::workload::Workload;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// Audit annotation set when a request is let through because of `exemptNamespaces`.
-pub const AUDIT_EXEMPT: &str = "exempt-namespace";
 /// Audit annotation set when an UPDATE of a non-compliant object is let through
 /// because it changes no pod template and no label.
 pub const AUDIT_UNCHANGED: &str = "unchanged-noncompliant-object";
@@ -62,32 +60,18 @@ pub const DAEMON_SET_CONTROLLER_USERS: [&str; 2] = [
     "system:kube-controller-manager",
 ];
 
-/// Decides one admission request (see the module documentation) at the host's time.
-/// `cluster` answers the `get_resource` calls that read the workload's DRA claims (none
-/// without claims).
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
-}
+crate::policy::entry_points!(crate::policy::Labels);
 
-/// [`evaluate`] at the time `clock` tells (exceptions end, [`excuses`]).
-pub fn evaluate_at(
+/// The rules (see the module documentation) for a request the policy judges, outside its
+/// exempt namespaces, at the time `clock` tells (exceptions end, [`excuses`]). `cluster`
+/// answers the `get_resource` calls that read the workload's DRA claims (none without
+/// claims).
+pub fn decide(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
     clock: &dyn Clock,
 ) -> Verdict {
-    if !request.creates_or_updates() {
-        return Verdict::accept();
-    }
-    if settings.exempt_namespaces.contains(&request.namespace) {
-        return Verdict::accept().with_audit(
-            AUDIT_EXEMPT,
-            format!(
-                "namespace {} is in exemptNamespaces: the GPU label, request and node rules were not applied",
-                request.namespace
-            ),
-        );
-    }
     if claims::is_claim_object(request) {
         // Its one rule that denies without a code: maxGpusPerPod.
         return crate::exceptions::excuse(
@@ -103,18 +87,7 @@ pub fn evaluate_at(
     let object = &request.object;
     let workload = match Workload::from_object(object, &settings.custom_kinds) {
         Ok(w) => w,
-        Err(e) => {
-            let kind = object
-                .get("kind")
-                .and_then(Value::as_str)
-                .filter(|k| !k.is_empty())
-                .unwrap_or(request.kind.kind.as_str());
-            return Verdict::reject(format!(
-                "{} cannot be checked against the GPU admission rules, so it is denied: {e}. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
-                object_name(if kind.is_empty() { "the object" } else { kind }, object)
-            ))
-            .with_code(400);
-        }
+        Err(e) => return crate::policy::unreadable(request, e),
     };
 
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);

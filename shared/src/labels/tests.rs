@@ -156,15 +156,15 @@ fn exempt_namespaces_pass_with_an_audit_annotation() {
     let v = evaluate(&create(pod(json!({}), gpu_spec())), &settings);
     assert!(v.allowed);
     assert_eq!(
-        v.audit_annotations[AUDIT_EXEMPT],
-        "namespace ml is in exemptNamespaces: the GPU label, request and node rules were not applied"
+        v.audit_annotations[crate::policy::AUDIT_EXEMPT],
+        "namespace ml is in exemptNamespaces: not checked"
     );
 }
 
 #[rstest]
-#[case::gpu_pod(pod(json!({}), json!({"containers": [gpu_container("1")], "tolerations": "all"})), "Pod 'p' cannot be checked against the GPU admission rules, so it is denied: spec: invalid type: string \"all\"")]
-#[case::non_gpu_deployment(deployment(json!({}), json!({}), json!({"containers": {"name": "x"}})), "Deployment 'llm' cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid type: map")]
-#[case::no_kind(json!({"metadata": {"generateName": "x-"}}), "Pod 'x-*' cannot be checked against the GPU admission rules, so it is denied: the object has no kind or apiVersion")]
+#[case::gpu_pod(pod(json!({}), json!({"containers": [gpu_container("1")], "tolerations": "all"})), "Pod ml/p cannot be read, so it is denied: spec: invalid type: string \"all\"")]
+#[case::non_gpu_deployment(deployment(json!({}), json!({}), json!({"containers": {"name": "x"}})), "Deployment ml/llm cannot be read, so it is denied: spec.template.spec: invalid type: map")]
+#[case::no_kind(json!({"metadata": {"generateName": "x-"}}), "Pod ml/x-* cannot be read, so it is denied: the object has no kind or apiVersion")]
 fn unreadable_objects_are_denied_whatever_their_gpus(#[case] object: Value, #[case] start: &str) {
     let mut r = create(object);
     r.kind.kind = "Pod".into();
@@ -183,7 +183,7 @@ fn custom_kind_with_a_bad_template_is_denied() {
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, "workerGroupSpecs": [{"template": {}}]}});
     let v = evaluate(&create(object), &settings);
     assert!(
-        message(&v).starts_with("RayCluster 'rc' cannot be checked against the GPU admission rules, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec."),
+        message(&v).starts_with("RayCluster ml/rc cannot be read, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec."),
         "{}",
         message(&v)
     );

@@ -336,15 +336,7 @@ fn routing_views(
 
 /// The namespace of the request (or of the object, for requests that omit it).
 fn namespace_of(request: &AdmissionRequest) -> String {
-    if !request.namespace.is_empty() {
-        return request.namespace.clone();
-    }
-    request
-        .object
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
+    crate::policy::request_namespace(request).to_string()
 }
 
 /// `Deployment/name` of the object's controller, from `metadata.ownerReferences`.
@@ -373,44 +365,23 @@ const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 /// Audit annotation of a template routed to a pool that lends to its own.
 pub const AUDIT_LENT: &str = "lent";
 
-/// Decides one admission request at the host's time. `cluster` answers the
-/// `get_resource` calls that read the workload's DRA claims (none without claims).
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
+crate::policy::entry_points!(crate::policy::Routing);
+
+/// Whether routing judges `request`: a CREATE or UPDATE that carries an object.
+pub fn judges(request: &AdmissionRequest) -> bool {
+    request.creates_or_updates() && !request.object.is_null()
 }
 
-/// [`evaluate`] at the time `clock` tells (lending windows, exceptions).
-pub fn evaluate_at(
+/// The rules for a request routing judges, outside its exempt namespaces, at the time
+/// `clock` tells (lending windows). `cluster` answers the `get_resource` calls that read
+/// the workload's DRA claims (none without claims).
+pub fn decide(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
     clock: &dyn crate::clock::Clock,
 ) -> Verdict {
-    let verdict = decide(request, settings, cluster, clock);
-    crate::exceptions::excuse(
-        verdict,
-        settings,
-        &settings::RULE_NAMES,
-        "routing",
-        request,
-        &settings.custom_kinds,
-        clock.now(),
-    )
-}
-
-fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    clock: &dyn crate::clock::Clock,
-) -> Verdict {
-    if !request.creates_or_updates() || request.object.is_null() {
-        return Verdict::accept();
-    }
     let namespace = namespace_of(request);
-    if settings.exempt_namespaces.contains(&namespace) {
-        return Verdict::accept();
-    }
     let object = &request.object;
     // An object on its way out: never block the finalizer removals that delete it.
     if request.is_update()
@@ -422,16 +393,7 @@ fn decide(
     }
     let workload = match Workload::from_object(object, &settings.custom_kinds) {
         Ok(w) => w,
-        Err(e) => {
-            let kind = object
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or("object");
-            return Verdict::reject(format!(
-                "cannot route this {kind}: {e}; fix the object so its pod templates can be read"
-            ))
-            .with_code(400);
-        }
+        Err(e) => return crate::policy::unreadable(request, e),
     };
     let names = settings.gpu_resources();
     let claims = dra::resolve(&workload, &namespace, &settings.dra, cluster);
@@ -583,8 +545,7 @@ fn decide(
             continue;
         };
         if let Err(e) = change::apply(&mut mutated, template, routing) {
-            return Verdict::reject(format!("cannot route this {}: {e}", workload.kind))
-                .with_code(400);
+            return crate::policy::unreadable(request, e);
         }
     }
     for (i, judged) in &teams {
@@ -594,8 +555,7 @@ fn decide(
         };
         if let Err(e) = change::write_label(&mut mutated, template, team::TEAM_POD_LABEL_KEY, value)
         {
-            return Verdict::reject(format!("cannot route this {}: {e}", workload.kind))
-                .with_code(400);
+            return crate::policy::unreadable(request, e);
         }
     }
     with_lent(

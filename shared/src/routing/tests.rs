@@ -229,10 +229,10 @@ fn kserve_model_container_counts() {
         "metadata": {"name": "llm"}, "spec": {"predictor": {"huggingface": {"resources": "lots"}}}}),
     );
     assert!(!bad.allowed);
+    let message = bad.message.unwrap();
     assert!(
-        bad.message
-            .unwrap()
-            .starts_with("cannot route this InferenceService: spec.predictor.huggingface:")
+        message.starts_with("InferenceService team-a/llm cannot be read, so it is denied: spec.predictor.huggingface:"),
+        "{message}"
     );
 }
 
@@ -283,10 +283,23 @@ fn hidden_gpus_are_routed(#[case] spec: Value) {
 #[case::no_gpu(deployment(json!({"workload-type": "nonsense"}), json!({"containers": [{"name": "c", "resources": {"limits": {"cpu": "2"}}}]})))]
 #[case::no_templates(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {}}))]
 #[case::unconfigured_crd(json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"template": {"spec": pod_spec()}}}))]
-#[case::exempt_namespace(json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "validator", "namespace": "gpu-operator"}, "spec": pod_spec()}))]
 fn untouched(#[case] object: Value) {
     let v = create(object);
     assert_eq!(v, Verdict::accept());
+}
+
+#[test]
+fn exempt_namespace_is_untouched_with_an_audit_annotation() {
+    let v = create(
+        json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "validator", "namespace": "gpu-operator"}, "spec": pod_spec()}),
+    );
+    assert_eq!(
+        v,
+        Verdict::accept().with_audit(
+            crate::policy::AUDIT_EXEMPT,
+            "namespace gpu-operator is in exemptNamespaces: not checked"
+        )
+    );
 }
 
 #[test]
@@ -493,7 +506,7 @@ fn malformed_objects_are_rejected_not_panics() {
             v.message
                 .as_deref()
                 .unwrap()
-                .starts_with("cannot route this"),
+                .contains(" cannot be read, so it is denied: "),
             "{:?}",
             v.message
         );

@@ -63,42 +63,18 @@ pub const AUDIT_SERVER_ARGS: &str = "vram-server-args";
 pub const AUDIT_NEED_MIB: &str = "vram-need-mib";
 pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
 
-/// Decides one admission request. Host calls: the registry ConfigMap at most once, and
-/// only when a GPU unit names a model and `modelRegistry` is set; with `imageLabels`, the
-/// config of each distinct image of the judged units' GPU containers at most once.
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    evaluate_at(request, settings, cluster, &crate::clock::SystemClock)
-}
+crate::policy::entry_points!(crate::policy::VramFit);
 
-/// [`evaluate`] at the time `clock` tells (exceptions end).
-pub fn evaluate_at(
+/// The rules for a request the policy judges, outside its exempt namespaces. Host calls:
+/// the registry ConfigMap at most once, and only when a GPU unit names a model and
+/// `modelRegistry` is set; with `imageLabels`, the config of each distinct image of the
+/// judged units' GPU containers at most once.
+pub fn decide(
     request: &AdmissionRequest,
     settings: &Settings,
     cluster: &dyn Cluster,
-    clock: &dyn crate::clock::Clock,
+    _clock: &dyn crate::clock::Clock,
 ) -> Verdict {
-    let verdict = decide(request, settings, cluster);
-    crate::exceptions::excuse(
-        verdict,
-        settings,
-        &settings::RULE_NAMES,
-        "vramFit",
-        request,
-        &settings.custom_kinds,
-        clock.now(),
-    )
-}
-
-fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    if !request.creates_or_updates() {
-        return Verdict::accept();
-    }
-    if settings.exempt_namespaces.contains(&request.namespace) {
-        return Verdict::accept().with_audit(
-            AUDIT_FIT,
-            format!("not checked: namespace {} is exempt", request.namespace),
-        );
-    }
     let config = match settings.checked() {
         Ok(c) => c,
         Err(e) => {
@@ -112,7 +88,7 @@ fn decide(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster
     let new = match plan_object(&request.object, settings, config, &claims) {
         Ok(p) => p,
         // The object's pod templates cannot be read: a malformed (or oversized) request.
-        Err(e) => return Verdict::reject(e).with_code(400),
+        Err(e) => return crate::policy::unreadable(request, e),
     };
     if new.plans.is_empty() {
         return match new.unconfigured {
@@ -298,13 +274,8 @@ fn plan_object(
     config: &Config,
     claims: &ClaimBook,
 ) -> Result<ObjectPlan, String> {
-    let workload = Workload::from_object(object, &settings.custom_kinds).map_err(|e| {
-        let kind = object
-            .get("kind")
-            .and_then(|k| k.as_str())
-            .unwrap_or("object");
-        format!("cannot read the pod templates of this {kind}: {e}")
-    })?;
+    let workload =
+        Workload::from_object(object, &settings.custom_kinds).map_err(|e| e.to_string())?;
     let builtin_group = matches!(workload.group.as_str(), "" | "apps" | "batch");
     let unconfigured = (workload.templates.is_empty() && !builtin_group)
         .then(|| format!("{}/{}", workload.group, workload.kind));

@@ -752,8 +752,8 @@ fn exempt_namespaces_are_not_checked() {
     );
     assert!(v.allowed);
     assert_eq!(
-        v.audit_annotations[AUDIT_FIT],
-        "not checked: namespace ml is exempt"
+        v.audit_annotations[crate::policy::AUDIT_EXEMPT],
+        "namespace ml is in exemptNamespaces: not checked"
     );
 }
 
@@ -862,12 +862,12 @@ fn a_missing_registry_configmap_is_a_clear_denial() {
 
 #[rstest]
 #[case::containers_not_a_list(json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template": {"spec": {"containers": "x"}}}}),
-    "cannot read the pod templates of this Deployment: spec.template.spec: invalid type")]
-#[case::no_kind(json!({"spec": {}}), "cannot read the pod templates of this object: the object has no kind or apiVersion")]
+    "Deployment cannot be read, so it is denied: spec.template.spec: invalid type")]
+#[case::no_kind(json!({"spec": {}}), "object cannot be read, so it is denied: the object has no kind or apiVersion")]
 #[case::replicas_string(json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "spec": {"leaderWorkerTemplate": {"size": "four", "workerTemplate": {"spec": {}}}}}),
-    "cannot read the pod templates of this LeaderWorkerSet: spec.leaderWorkerTemplate.size: must be a non-negative integer")]
+    "LeaderWorkerSet cannot be read, so it is denied: spec.leaderWorkerTemplate.size: must be a non-negative integer")]
 #[case::kserve_model_garbage(json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService", "spec": {"predictor": {"model": {"resources": {"limits": "x"}}}}}),
-    "cannot read the pod templates of this InferenceService: spec.predictor.model: invalid type")]
+    "InferenceService cannot be read, so it is denied: spec.predictor.model: invalid type")]
 fn malformed_objects_are_rejected_not_panics(#[case] object: Value, #[case] prefix: &str) {
     let v = run(&settings_with(json!({})), object);
     assert!(!v.allowed);

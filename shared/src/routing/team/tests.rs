@@ -363,7 +363,10 @@ fn no_call_where_there_is_nothing_to_stamp() {
     .unwrap();
     assert_eq!(
         crate::routing::evaluate(&r, &settings(), &cluster),
-        Verdict::accept()
+        Verdict::accept().with_audit(
+            crate::policy::AUDIT_EXEMPT,
+            "namespace gpu-operator is in exemptNamespaces: not checked"
+        )
     );
     // A ReplicaSet its Deployment manages (its Pods are stamped).
     let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
