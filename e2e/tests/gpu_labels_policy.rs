@@ -387,9 +387,7 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
             .as_ref()
             .and_then(|a| a.get("exempt"))
             .map(String::as_str),
-        Some(
-            "namespace gpu-operator is in exemptNamespaces: not checked"
-        )
+        Some("namespace gpu-operator is in exemptNamespaces: not checked")
     );
 }
 

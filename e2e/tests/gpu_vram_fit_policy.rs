@@ -273,7 +273,10 @@ const CASES: &[Case] = &[
     allowed(
         "pod_in_exempt_namespace.json",
         S,
-        &[("exempt", "namespace gpu-operator is in exemptNamespaces: not checked")],
+        &[(
+            "exempt",
+            "namespace gpu-operator is in exemptNamespaces: not checked",
+        )],
     ),
     Case {
         session: Some("session_registry_found.yml"),
