@@ -16,14 +16,15 @@
 //! - `vram_args`: a container's JSON, read as a model server's command line and judged in
 //!   a Deployment.
 
-use gpu_rules::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
+use gpu_rules::admission::{Payload, Verdict};
+use gpu_rules::settings::ValidateSettings as _;
 use gpu_rules::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
+use gpu_rules::policy;
 use gpu_rules::quantity::Quantity;
 use gpu_rules::workload::{Workload, presets};
 use gpu_rules::{autoscaler, capacity, labels, routing, vram};
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::cell::RefCell;
 
@@ -46,26 +47,121 @@ impl Policy {
         Policy::Autoscaler,
     ];
 
+    /// `job` run with this policy's types: the one place that maps a [`Policy`] to its
+    /// [`gpu_rules::policy::Policy`].
+    pub fn with<J: PolicyJob>(self, job: J) -> J::Out {
+        match self {
+            Policy::Labels => job.run::<policy::Labels>(),
+            Policy::Routing => job.run::<policy::Routing>(),
+            Policy::Vram => job.run::<policy::VramFit>(),
+            Policy::Capacity => job.run::<policy::CapacityGate>(),
+            Policy::Autoscaler => job.run::<policy::Autoscaler>(),
+        }
+    }
+
     /// The prefix of its fuzz targets.
     pub fn prefix(self) -> &'static str {
-        match self {
-            Policy::Labels => "labels",
-            Policy::Routing => "routing",
-            Policy::Vram => "vram",
-            Policy::Capacity => "capacity",
-            Policy::Autoscaler => "autoscaler",
+        struct Prefix;
+        impl PolicyJob for Prefix {
+            type Out = &'static str;
+            fn run<P: Fuzzed>(self) -> &'static str {
+                P::PREFIX
+            }
         }
+        self.with(Prefix)
     }
 
     /// Its directory under `policies/`.
     pub fn crate_name(self) -> &'static str {
-        match self {
-            Policy::Labels => "gpu-labels-policy",
-            Policy::Routing => "gpu-pool-routing-policy",
-            Policy::Vram => "gpu-vram-fit-policy",
-            Policy::Capacity => "gpu-capacity-gate-policy",
-            Policy::Autoscaler => "gpu-autoscaler-policy",
+        struct Name;
+        impl PolicyJob for Name {
+            type Out = &'static str;
+            fn run<P: Fuzzed>(self) -> &'static str {
+                P::NAME
+            }
         }
+        self.with(Name)
+    }
+}
+
+/// Something done with one policy's types ([`Policy::with`]).
+pub trait PolicyJob {
+    type Out;
+    fn run<P: Fuzzed>(self) -> Self::Out;
+}
+
+/// The most DRA claims and claim templates one object makes a policy read.
+const MAX_CLAIMS: usize = gpu_rules::dra::MAX_CLAIMS_PER_OBJECT;
+
+/// What the checks know of a policy's host calls and answers, beyond its rules.
+pub trait Fuzzed: policy::Policy {
+    /// The prefix of its fuzz targets.
+    const PREFIX: &'static str;
+    /// Whether its answers may carry a changed object.
+    const MUTATES: bool = false;
+    /// The most host calls one request may make.
+    fn max_calls(settings: &Self::Settings) -> usize;
+    /// For policies that gate on cluster state: `failOpen`. A failed host call then
+    /// accepts (with a warning) exactly when it is true.
+    fn fail_open(_settings: &Self::Settings) -> Option<bool> {
+        None
+    }
+    /// Whether the settings let the rules read image configs (each image at most once).
+    fn images(_settings: &Self::Settings) -> bool {
+        false
+    }
+}
+
+impl Fuzzed for policy::Labels {
+    const PREFIX: &'static str = "labels";
+    /// The DRA claims and claim templates the object names.
+    fn max_calls(_: &labels::Settings) -> usize {
+        MAX_CLAIMS
+    }
+}
+
+impl Fuzzed for policy::Routing {
+    const PREFIX: &'static str = "routing";
+    const MUTATES: bool = true;
+    /// The DRA claims, and the namespace for its team label.
+    fn max_calls(_: &routing::Settings) -> usize {
+        MAX_CLAIMS + 1
+    }
+}
+
+impl Fuzzed for policy::VramFit {
+    const PREFIX: &'static str = "vram";
+    /// The DRA claims, the registry ConfigMap; image configs only with imageLabels.
+    fn max_calls(_: &vram::Settings) -> usize {
+        MAX_CLAIMS + 1
+    }
+    fn images(s: &vram::Settings) -> bool {
+        s.image_labels.enabled
+    }
+}
+
+impl Fuzzed for policy::CapacityGate {
+    const PREFIX: &'static str = "capacity";
+    /// The scaled workload, its DRA claims, then Nodes and Pods of each pool.
+    fn max_calls(s: &capacity::Settings) -> usize {
+        1 + MAX_CLAIMS + 2 * s.pools.len()
+    }
+    fn fail_open(s: &capacity::Settings) -> Option<bool> {
+        Some(s.fail_open)
+    }
+}
+
+impl Fuzzed for policy::Autoscaler {
+    const PREFIX: &'static str = "autoscaler";
+    /// The scale target, its DRA claims, then the Nodes of each pool it targets.
+    fn max_calls(s: &autoscaler::Settings) -> usize {
+        1 + MAX_CLAIMS + s.pools.len()
+    }
+    /// Fail closed: a failed read always denies. With failOpen it accepts with a warning
+    /// unless another finding (the signal, a bound) denies anyway, so only the closed half
+    /// is an invariant.
+    fn fail_open(s: &autoscaler::Settings) -> Option<bool> {
+        (!s.fail_open).then_some(false)
     }
 }
 
@@ -354,14 +450,16 @@ impl Cluster for Scripted<'_> {
 
 /// `validate_settings` of `policy`, checked.
 pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
-    let out = match policy {
-        Policy::Labels => kubewarden::validate_settings::<labels::Settings>(settings),
-        Policy::Routing => kubewarden::validate_settings::<routing::Settings>(settings),
-        Policy::Vram => kubewarden::validate_settings::<vram::Settings>(settings),
-        Policy::Capacity => kubewarden::validate_settings::<capacity::Settings>(settings),
-        Policy::Autoscaler => kubewarden::validate_settings::<autoscaler::Settings>(settings),
+    struct ValidateSettings<'a>(&'a [u8]);
+    impl PolicyJob for ValidateSettings<'_> {
+        type Out = Result<Vec<u8>, String>;
+        fn run<P: Fuzzed>(self) -> Self::Out {
+            kubewarden::validate_settings::<P::Settings>(self.0).map_err(|e| e.to_string())
+        }
     }
-    .map_err(|e| format!("validate_settings returned an error: {e}"))?;
+    let out = policy
+        .with(ValidateSettings(settings))
+        .map_err(|e| format!("validate_settings returned an error: {e}"))?;
     let v: Value = serde_json::from_slice(&out)
         .map_err(|e| format!("validate_settings answered no JSON: {e}"))?;
     let message = &v["message"];
@@ -380,112 +478,32 @@ pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
     }
 }
 
-/// The most DRA claims and claim templates one object makes a policy read.
-const MAX_CLAIMS: usize = gpu_rules::dra::MAX_CLAIMS_PER_OBJECT;
-
 /// `validate` of `policy` on `payload`, checked.
 pub fn check_validate(policy: Policy, payload: &[u8], answers: &[Answer]) -> Result<(), String> {
-    match policy {
-        Policy::Labels => check(
-            policy,
-            payload,
-            answers,
-            &Rules::<labels::Settings> {
-                decide: labels::evaluate,
-                // The DRA claims and claim templates the object names.
-                max_calls: |_| MAX_CLAIMS,
-                fail_open: |_| None,
-                images: |_| false,
-            },
-        ),
-        Policy::Routing => check(
-            policy,
-            payload,
-            answers,
-            &Rules::<routing::Settings> {
-                decide: routing::evaluate,
-                max_calls: |_| MAX_CLAIMS,
-                fail_open: |_| None,
-                images: |_| false,
-            },
-        ),
-        Policy::Vram => check(
-            policy,
-            payload,
-            answers,
-            &Rules::<vram::Settings> {
-                decide: vram::evaluate,
-                // The DRA claims, the registry ConfigMap; image configs only with imageLabels.
-                max_calls: |_| MAX_CLAIMS + 1,
-                fail_open: |_| None,
-                images: |s| s.image_labels.enabled,
-            },
-        ),
-        Policy::Capacity => check(
-            policy,
-            payload,
-            answers,
-            &Rules::<capacity::Settings> {
-                decide: capacity::evaluate,
-                // The scaled workload, its DRA claims, then Nodes and Pods of each pool.
-                max_calls: |s| 1 + MAX_CLAIMS + 2 * s.pools.len(),
-                fail_open: |s| Some(s.fail_open),
-                images: |_| false,
-            },
-        ),
-        Policy::Autoscaler => check(
-            policy,
-            payload,
-            answers,
-            &Rules::<autoscaler::Settings> {
-                decide: autoscaler::evaluate,
-                // The scale target, its DRA claims, then the Nodes of each pool it targets.
-                max_calls: |s| 1 + MAX_CLAIMS + s.pools.len(),
-                // Fail closed: a failed read always denies. With failOpen it accepts with a
-                // warning unless another finding (the signal, a bound) denies anyway, so
-                // only the closed half is an invariant.
-                fail_open: |s| (!s.fail_open).then_some(false),
-                images: |_| false,
-            },
-        ),
+    struct Validate<'a> {
+        payload: &'a [u8],
+        answers: &'a [Answer],
     }
+    impl PolicyJob for Validate<'_> {
+        type Out = Result<(), String>;
+        fn run<P: Fuzzed>(self) -> Self::Out {
+            check::<P>(self.payload, self.answers)
+        }
+    }
+    policy.with(Validate { payload, answers })
 }
 
-type Decide<S> = fn(&AdmissionRequest, &S, &dyn Cluster) -> Verdict;
-
-/// A policy's rules and what is known of its host calls.
-struct Rules<S> {
-    decide: Decide<S>,
-    /// The most host calls one request may make.
-    max_calls: fn(&S) -> usize,
-    /// For policies that gate on cluster state: `failOpen`. A failed host call then
-    /// accepts (with a warning) exactly when it is true.
-    fail_open: fn(&S) -> Option<bool>,
-    /// Whether the settings let the rules read image configs (each image at most once).
-    images: fn(&S) -> bool,
-}
-
-fn decide_with<S: DeserializeOwned>(
-    payload: &[u8],
-    answers: &[Answer],
-    decide: Decide<S>,
-) -> (Verdict, Vec<Call>) {
+fn decide_with<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> (Verdict, Vec<Call>) {
     let cluster = Scripted {
         answers,
         calls: RefCell::new(Vec::new()),
     };
-    let verdict = kubewarden::evaluate(payload, |r, s: &S| decide(r, s, &cluster));
+    let verdict = kubewarden::evaluate(payload, |r, s: &P::Settings| P::evaluate(r, s, &cluster));
     (verdict, cluster.calls.into_inner())
 }
 
-fn check<S: DeserializeOwned + ValidateSettings>(
-    policy: Policy,
-    payload: &[u8],
-    answers: &[Answer],
-    rules: &Rules<S>,
-) -> Result<(), String> {
-    let decide = rules.decide;
-    let (verdict, all_calls) = decide_with(payload, answers, decide);
+fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
+    let (verdict, all_calls) = decide_with::<P>(payload, answers);
     check_verdict(&verdict, text_limit(payload))?;
     let calls: Vec<&ClusterRequest> = all_calls
         .iter()
@@ -514,7 +532,7 @@ fn check<S: DeserializeOwned + ValidateSettings>(
         .message
         .as_deref()
         .is_some_and(|m| m.starts_with(UNREADABLE));
-    let parsed = match serde_json::from_slice::<Payload<S>>(payload) {
+    let parsed = match serde_json::from_slice::<Payload<P::Settings>>(payload) {
         Ok(p) => p,
         Err(_) if unreadable && verdict.code == Some(400) && all_calls.is_empty() => {
             return Ok(());
@@ -536,13 +554,13 @@ fn check<S: DeserializeOwned + ValidateSettings>(
             request.operation
         ));
     }
-    if policy != Policy::Routing && verdict.mutated_object.is_some() {
-        return Err(format!("{} is not a mutating policy", policy.prefix()));
+    if !P::MUTATES && verdict.mutated_object.is_some() {
+        return Err(format!("{} is not a mutating policy", P::NAME));
     }
-    if calls.len() > (rules.max_calls)(&parsed.settings) {
+    if calls.len() > P::max_calls(&parsed.settings) {
         return Err(format!("{} host calls: {calls:?}", calls.len()));
     }
-    if !images.is_empty() && !(rules.images)(&parsed.settings) {
+    if !images.is_empty() && !P::images(&parsed.settings) {
         return Err(format!(
             "image configs read without imageLabels: {images:?}"
         ));
@@ -555,7 +573,7 @@ fn check<S: DeserializeOwned + ValidateSettings>(
         return Err(format!("the config of image {again} was read twice"));
     }
     let host_failed = (0..all_calls.len()).any(|i| !matches!(answers.get(i), Some(Answer::Ok(_))));
-    if let Some(fail_open) = (rules.fail_open)(&parsed.settings)
+    if let Some(fail_open) = P::fail_open(&parsed.settings)
         && host_failed
         && (verdict.allowed != fail_open || (fail_open && verdict.warnings.is_empty()))
     {
@@ -587,7 +605,7 @@ fn check<S: DeserializeOwned + ValidateSettings>(
     {
         return Err("settings that validate_settings accepts were called invalid".into());
     }
-    let (again, calls_again) = decide_with(payload, answers, decide);
+    let (again, calls_again) = decide_with::<P>(payload, answers);
     if again != verdict || calls_again != all_calls {
         return Err(format!("not deterministic: {verdict:?} then {again:?}"));
     }
@@ -596,17 +614,16 @@ fn check<S: DeserializeOwned + ValidateSettings>(
     if let Some(mutated) = &verdict.mutated_object
         && settings_valid
     {
-        routed_is_settled(payload, mutated, answers, decide)?;
+        routed_is_settled::<P>(payload, mutated, answers)?;
     }
     Ok(())
 }
 
 /// A mutated object sent again (Kubernetes reinvokes mutating webhooks) is accepted as is.
-fn routed_is_settled<S: DeserializeOwned>(
+fn routed_is_settled<P: Fuzzed>(
     payload: &[u8],
     mutated: &Value,
     answers: &[Answer],
-    decide: Decide<S>,
 ) -> Result<(), String> {
     // Fields the request type ignores are skipped unchecked: a lone surrogate escape there
     // reads as a payload but not as a `Value`, and then there is nothing to send again.
@@ -623,7 +640,7 @@ fn routed_is_settled<S: DeserializeOwned>(
         request.insert("object".into(), mutated.clone());
     }
     let again = serde_json::to_vec(&again).map_err(|e| e.to_string())?;
-    let (verdict, _) = decide_with(&again, answers, decide);
+    let (verdict, _) = decide_with::<P>(&again, answers);
     if !verdict.allowed || verdict.mutated_object.is_some() {
         return Err(format!(
             "the mutated object is not settled: sent again it is {verdict:?}"
