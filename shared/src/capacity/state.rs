@@ -14,6 +14,7 @@ use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
 use crate::podspec::null_as_default;
 use serde::Deserialize;
 use serde::de::DeserializeSeed;
+use serde_json::value::RawValue;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -541,10 +542,10 @@ pub fn parse_quotas(bytes: &[u8], names: &GpuResources) -> Result<Vec<Quota>, Li
     let mut quotas = Vec::new();
     super::scan::for_each_item(
         bytes,
-        [b"metadata", b"spec", b"status"],
+        [&["metadata"], &["spec"], &["status"]],
         |[metadata, spec, status]| {
             let [metadata, spec, status] = [metadata, spec, status]
-                .map(|b| b.map_or(Ok(Value::Null), serde_json::from_slice::<Value>));
+                .map(|b| b.map_or(Ok(Value::Null), |b| serde_json::from_str::<Value>(b.get())));
             let (metadata, spec, status) = (metadata?, spec?, status?);
             let (namespace, name) = (text(&metadata, "namespace"), text(&metadata, "name"));
             let mut used = GpuCounts::new();
@@ -797,34 +798,35 @@ struct Taint {
 
 /// Sums the GPU resources of schedulable nodes in a `NodeList`. An allocatable GPU
 /// quantity that is not a whole number counts as 0 (less capacity, never more). Like
-/// [`parse_pods`], the list is walked by [`super::scan`] and only each node's `spec` and
-/// `status` are parsed: metadata (GPU Feature Discovery puts dozens of labels there) is
-/// skipped without being read. Nodes of one machine type have the same masked `spec`
-/// and `status` text, so each distinct pair is read once.
+/// [`parse_pods`], the list is read item by item by [`super::scan`], which keeps each
+/// node's name and the raw values of its `spec` and `status.allocatable`: the rest of the
+/// metadata (GPU Feature Discovery puts dozens of labels there) is skipped. Nodes of one
+/// machine type have the same masked `spec` and `allocatable` text, so each distinct pair
+/// is read once.
 pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, ListError> {
     let mut totals = NodeTotals::default();
-    // (spec, status) text -> allocatable GPUs, `None` when unschedulable; shared by the
+    // (spec, allocatable) text -> allocatable GPUs, `None` when unschedulable; shared by the
     // nodes of one machine type.
-    type Key<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+    type Key<'a> = (Option<&'a str>, Option<&'a str>);
     let mut seen: HashMap<Key, Option<Rc<GpuCounts>>> = HashMap::new();
     let mut last: Option<(Key, Option<Rc<GpuCounts>>)> = None;
-    super::scan::for_each_item_split(
+    super::scan::for_each_item(
         bytes,
-        [b"metadata", b"spec", b"status"],
-        Some((0, b"name")),
-        |[_, spec, status], metadata| {
+        [&["metadata", "name"], &["spec"], &["status", "allocatable"]],
+        |[name, spec, allocatable]| {
             totals.nodes += 1;
+            let key = (spec.map(RawValue::get), allocatable.map(RawValue::get));
             // Nodes of one machine type are usually listed together (see parse_pods).
             let gpus = match &last {
-                Some((key, gpus)) if *key == (spec, status) => gpus.clone(),
+                Some((k, gpus)) if *k == key => gpus.clone(),
                 _ => {
-                    let gpus = match seen.entry((spec, status)) {
+                    let gpus = match seen.entry(key) {
                         Entry::Occupied(e) => e.get().clone(),
                         Entry::Vacant(e) => e
-                            .insert(node_gpus(spec, status, names)?.map(Rc::new))
+                            .insert(node_gpus(key.0, key.1, names)?.map(Rc::new))
                             .clone(),
                     };
-                    last = Some(((spec, status), gpus.clone()));
+                    last = Some((key, gpus.clone()));
                     gpus
                 }
             };
@@ -832,7 +834,7 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
                 totals.schedulable += 1;
                 add_scaled(&mut totals.allocatable, &gpus, 1);
                 totals.per_node.push(NodeGpus {
-                    name: node_name(metadata.and_then(|m| m.value))?,
+                    name: name.map_or(Ok(String::new()), |n| json_string(n.get()))?,
                     allocatable: gpus,
                 });
             }
@@ -855,18 +857,10 @@ fn add_scaled(into: &mut GpuCounts, from: &GpuCounts, times: u64) {
     }
 }
 
-/// `metadata.name` of a node, from its raw value (empty when absent).
-fn node_name(name: Option<&[u8]>) -> Result<String, ListError> {
-    match name {
-        None | Some(b"null") => Ok(String::new()),
-        Some(raw) => json_string(raw),
-    }
-}
-
 /// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
 fn node_gpus(
-    spec: Option<&[u8]>,
-    status: Option<&[u8]>,
+    spec: Option<&str>,
+    allocatable: Option<&str>,
     names: &GpuResources,
 ) -> Result<Option<GpuCounts>, serde_json::Error> {
     let spec: NodeSpec = parse_or_default(spec)?;
@@ -880,15 +874,10 @@ fn node_gpus(
     if blocked {
         return Ok(None);
     }
-    let allocatable = match status {
-        None | Some(b"null") => Default::default(),
-        Some(status) => {
-            let mut de = serde_json::Deserializer::from_slice(status);
-            let allocatable = lean::AllocatableSeed { names }.deserialize(&mut de)?;
-            de.end()?;
-            allocatable
-        }
-    };
+    let allocatable = allocatable
+        .map(|raw| read_raw(raw, lean::Object(lean::GpuList(names))))
+        .transpose()?
+        .unwrap_or_default();
     let mut gpus = GpuCounts::new();
     for (resource, quantity) in allocatable {
         let n = crate::quantity::Quantity::parse_count(&quantity.0).unwrap_or(0);
@@ -898,29 +887,37 @@ fn node_gpus(
     Ok(Some(gpus))
 }
 
-/// A field's value parsed as `T`; absent or `null` is `T::default()`.
+/// A raw value read by `seed` (the whole of it).
+fn read_raw<'de, S: DeserializeSeed<'de>>(
+    raw: &'de str,
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let value = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// A field's raw value parsed as `T`; absent (or `null`) is `T::default()`.
 fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
-    bytes: Option<&[u8]>,
+    raw: Option<&str>,
 ) -> Result<T, serde_json::Error> {
-    match bytes {
-        None | Some(b"null") => Ok(T::default()),
-        Some(b) => serde_json::from_slice(b),
-    }
+    raw.map_or_else(|| Ok(T::default()), serde_json::from_str)
 }
 
 /// Sums the effective GPU requests of the pods in a `PodList`, one pod at a time (the
-/// list is never held in memory as a whole). The list's framing is walked by
-/// [`super::scan`], which skips metadata and status without parsing them; each pod's
-/// `spec` is parsed by serde_json keeping only GPU entries of `limits` / `requests`
-/// (keys borrowed while reading), then goes through the shared effective-request rule
-/// ([`pod_gpus`]).
+/// list is never held in memory as a whole). The list is read by [`super::scan`], which
+/// keeps the raw values of the `spec` members that hold GPU requests and the pod's
+/// `nodeName`, and skips the rest (metadata, status); those values are parsed by
+/// serde_json keeping only GPU entries of `limits` / `requests` (keys borrowed while
+/// reading), then go through the shared effective-request rule ([`pod_gpus`]).
 ///
 /// Replicas of one workload have the same masked `spec` but for `nodeName` (the masks keep
-/// only resources and the node), so each distinct `spec` text without its `nodeName`
-/// member is read once and its GPUs are counted per occurrence: a pool of thousands of
-/// pods from a few dozen workloads parses a few dozen specs. The memo borrows the input
-/// and holds one entry per distinct spec; GPUs are summed per node (one entry per node
-/// name, borrowed too) and for pending pods, and the pool's total is their sum.
+/// only resources and the node), so each distinct text of those members is read once and
+/// its GPUs are counted per occurrence: a pool of thousands of pods from a few dozen
+/// workloads parses a few dozen specs. The memo borrows the input and holds one entry per
+/// distinct spec; GPUs are summed per node (one entry per node name, borrowed too) and for
+/// pending pods, and the pool's total is their sum.
 pub fn parse_pods(bytes: &[u8], names: &GpuResources) -> Result<PodTotals, ListError> {
     let counts = count_pods(bytes, names)?;
     let mut totals = counts.totals();
@@ -968,9 +965,10 @@ struct PodCounts<'a> {
     pods: u64,
     shapes: Vec<GpuCounts>,
     per_shape: Vec<u64>,
-    on_node: HashMap<(&'a [u8], usize), u64>,
-    /// Per (raw value of the counted label, shape), when a label is counted.
-    per_label: HashMap<(&'a [u8], usize), u64>,
+    on_node: HashMap<(&'a str, usize), u64>,
+    /// Per (raw value of the counted label, `None` without it; shape), when a label is
+    /// counted.
+    per_label: HashMap<(Option<&'a str>, usize), u64>,
 }
 
 impl PodCounts<'_> {
@@ -990,48 +988,47 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
     count_pods_labelled(bytes, names, None)
 }
 
+/// The raw `spec` members a pod's GPUs depend on: `containers`, `initContainers`,
+/// `ephemeralContainers`, `resources`.
+type SpecParts<'a> = [Option<&'a str>; 4];
+
+/// What [`count_pods_labelled`] reads of a pod: its [`SpecParts`], `spec.nodeName` and the
+/// counted label.
+type PodValues<'a> = [Option<&'a RawValue>; 6];
+
 /// [`count_pods`], also counting the pods of each shape per raw value of the pod label
-/// `label` (pods without it under `null`) when it is given.
+/// `label` (pods without it under `None`) when it is given.
 fn count_pods_labelled<'a>(
     bytes: &'a [u8],
     names: &GpuResources,
-    label: Option<&[u8]>,
+    label: Option<&str>,
 ) -> Result<PodCounts<'a>, ListError> {
     let mut pods = 0u64;
-    let mut per_label: HashMap<(&[u8], usize), u64> = HashMap::new();
-    // The spec without its nodeName member (the text before and after it) -> its index in
-    // `shapes`, the GPUs of one such pod.
-    let mut seen: HashMap<(&[u8], &[u8]), usize> = HashMap::new();
+    let mut per_label: HashMap<(Option<&str>, usize), u64> = HashMap::new();
+    // The spec's members but nodeName -> its index in `shapes`, the GPUs of one such pod.
+    let mut seen: HashMap<SpecParts, usize> = HashMap::new();
     let mut shapes: Vec<GpuCounts> = Vec::new();
     // Pods per shape (all of them), and per (raw nodeName value, shape) for bound pods:
     // per pod one lookup in `seen` and one here, nothing allocated.
     let mut per_shape: Vec<u64> = Vec::new();
-    let mut on_node: HashMap<(&[u8], usize), u64> = HashMap::new();
-    type SpecKey<'a> = (&'a [u8], &'a [u8]);
-    let mut recent: [Option<(SpecKey, usize)>; 4] = [None; 4];
-    let mut run: Option<(&[u8], usize, u64)> = None;
-    let keys = [b"spec".as_slice(), b"metadata".as_slice()];
-    let on_pod = |[spec, metadata]: [Option<&'a [u8]>; 2],
-                  split: Option<super::scan::Split<'a>>|
+    let mut on_node: HashMap<(&str, usize), u64> = HashMap::new();
+    let mut recent: [Option<(SpecParts, usize)>; 4] = [None; 4];
+    let mut run: Option<(&str, usize, u64)> = None;
+    // Without a label to count, the last path names no member of a pod.
+    let label_path = ["metadata", "labels", label.unwrap_or_default()];
+    let label_path: &[&str] = if label.is_some() { &label_path } else { &[""] };
+    let paths: [&[&str]; 6] = [
+        &["spec", "containers"],
+        &["spec", "initContainers"],
+        &["spec", "ephemeralContainers"],
+        &["spec", "resources"],
+        &["spec", "nodeName"],
+        label_path,
+    ];
+    let on_pod = |[containers, init, ephemeral, resources, node, label_value]: PodValues<'a>|
      -> Result<(), ListError> {
         pods += 1;
-        // The label's raw value, read only for the pods that hold GPUs (below).
-        let label_value = || -> Result<&'a [u8], ListError> {
-            let labels = match (label, metadata) {
-                (Some(_), Some(m)) => super::scan::member(m, b"labels")?,
-                _ => None,
-            };
-            Ok(match (label, labels) {
-                (Some(key), Some(l)) if l != b"null" => {
-                    super::scan::member(l, key)?.unwrap_or(b"null")
-                }
-                _ => b"null",
-            })
-        };
-        let (Some(spec), Some(split)) = (spec, split) else {
-            return Ok(());
-        };
-        let key = (split.before, split.after);
+        let key: SpecParts = [containers, init, ephemeral, resources].map(|p| p.map(RawValue::get));
         // Replicas are listed near each other (lists come sorted by namespace and name):
         // comparing with the few specs seen last is cheaper than hashing this one.
         let cached = recent
@@ -1045,7 +1042,7 @@ fn count_pods_labelled<'a>(
                 let shape = match seen.entry(key) {
                     Entry::Occupied(e) => *e.get(),
                     Entry::Vacant(e) => {
-                        let gpus = spec_gpus(spec, names)?;
+                        let gpus = spec_gpus(&key, names)?;
                         if gpus.is_empty() {
                             // A pod without GPUs counts nowhere: remember it as such.
                             *e.insert(usize::MAX)
@@ -1066,9 +1063,11 @@ fn count_pods_labelled<'a>(
         }
         per_shape[shape] += 1;
         if label.is_some() {
-            *per_label.entry((label_value()?, shape)).or_insert(0) += 1;
+            *per_label
+                .entry((label_value.map(RawValue::get), shape))
+                .or_insert(0) += 1;
         }
-        if let Some(node) = split.value.filter(|v| *v != b"null") {
+        if let Some(node) = node.map(RawValue::get) {
             // Pods of one node in a row are counted together, then added to `on_node`.
             match &mut run {
                 Some((n, s, count)) if *n == node && *s == shape => *count += 1,
@@ -1081,7 +1080,7 @@ fn count_pods_labelled<'a>(
         }
         Ok(())
     };
-    super::scan::for_each_item_split(bytes, keys, Some((0, b"nodeName")), on_pod)?;
+    super::scan::for_each_item(bytes, paths, on_pod)?;
     if let Some((n, s, count)) = run {
         *on_node.entry((n, s)).or_insert(0) += count;
     }
@@ -1142,13 +1141,13 @@ pub fn parse_pods_by_label(
     names: &GpuResources,
     label_key: &str,
 ) -> Result<LabelledUse, ListError> {
-    let counts = count_pods_labelled(bytes, names, Some(label_key.as_bytes()))?;
+    let counts = count_pods_labelled(bytes, names, Some(label_key))?;
     let totals = counts.totals();
     let mut labelled = LabelledUse::default();
     for ((raw, shape), n) in &counts.per_label {
-        if *raw == b"null" {
+        let Some(raw) = raw else {
             continue;
-        }
+        };
         add_scaled(
             labelled.value_mut(&json_string(raw)?),
             &counts.shapes[*shape],
@@ -1162,46 +1161,45 @@ pub fn parse_pods_by_label(
 
 /// The text of a raw JSON string value without escapes (names of Kubernetes objects
 /// never have any), borrowed.
-fn raw_str(raw: &[u8]) -> Option<&str> {
-    raw.strip_prefix(b"\"")
-        .and_then(|r| r.strip_suffix(b"\""))
-        .filter(|inner| !inner.contains(&b'\\'))
-        .and_then(|inner| std::str::from_utf8(inner).ok())
+fn raw_str(raw: &str) -> Option<&str> {
+    raw.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.contains('\\'))
 }
 
 /// A raw JSON string value as a `String` ([`raw_str`], else decoded by serde_json).
-fn json_string(raw: &[u8]) -> Result<String, ListError> {
+fn json_string(raw: &str) -> Result<String, ListError> {
     match raw_str(raw) {
         Some(text) => Ok(text.to_string()),
-        None => Ok(serde_json::from_slice(raw)?),
+        None => Ok(serde_json::from_str(raw)?),
     }
 }
 
-/// The effective GPU request of one masked pod `spec` (empty for `null`).
-fn spec_gpus(spec: &[u8], names: &GpuResources) -> Result<GpuCounts, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_slice(spec);
-    let seed = lean::SpecSeed { names };
-    let gpus = match seed.deserialize(&mut de)? {
-        Some(spec) => pod_gpus(&spec, names).effective,
-        None => GpuCounts::new(),
+/// The effective GPU request of one masked pod spec, given by the raw values of its
+/// members `containers`, `initContainers`, `ephemeralContainers` and `resources`.
+fn spec_gpus(parts: &SpecParts, names: &GpuResources) -> Result<GpuCounts, serde_json::Error> {
+    let [containers, init, ephemeral, resources] = *parts;
+    let list = |raw: Option<&str>| {
+        raw.map_or_else(|| Ok(Vec::new()), |r| read_raw(r, lean::Containers(names)))
     };
-    de.end()?;
-    Ok(gpus)
+    let spec = crate::podspec::PodSpec {
+        containers: list(containers)?,
+        init_containers: list(init)?,
+        ephemeral_containers: list(ephemeral)?,
+        resources: resources
+            .map(|r| read_raw(r, lean::Object(lean::ResourcesOf(names))))
+            .transpose()?,
+        ..Default::default()
+    };
+    Ok(pod_gpus(&spec, names).effective)
 }
 
 /// Why a list answer could not be read.
 #[derive(Debug)]
 pub enum ListError {
-    Scan(super::scan::ScanError),
     Json(serde_json::Error),
     /// Well-formed, but a value is not what it must be.
     Invalid(String),
-}
-
-impl From<super::scan::ScanError> for ListError {
-    fn from(e: super::scan::ScanError) -> Self {
-        ListError::Scan(e)
-    }
 }
 
 impl From<serde_json::Error> for ListError {
@@ -1213,19 +1211,19 @@ impl From<serde_json::Error> for ListError {
 impl fmt::Display for ListError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ListError::Scan(e) => write!(f, "{e}"),
             ListError::Json(e) => write!(f, "{e}"),
             ListError::Invalid(e) => f.write_str(e),
         }
     }
 }
 
-/// Streaming readers for masked Pod lists (see [`parse_pods`]).
+/// Streaming readers for masked Pod and Node fields (see [`parse_pods`]): GPU entries
+/// only, keys borrowed while reading.
 mod lean {
     use crate::gpu::GpuResources;
-    use crate::podspec::{Container, PodSpec, QuantityText, ResourceList, Resources};
+    use crate::podspec::{Container, QuantityText, ResourceList, Resources};
     use serde::de::{
-        DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Visitor,
+        DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor,
     };
     use std::borrow::Cow;
     use std::fmt;
@@ -1256,7 +1254,7 @@ mod lean {
     }
 
     /// A quantity given as a string or a number (as `QuantityText` reads it).
-    pub(super) struct Quantity(pub(super) String);
+    struct Quantity(String);
 
     impl<'de> serde::Deserialize<'de> for Quantity {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -1285,121 +1283,132 @@ mod lean {
         }
     }
 
-    /// Declares a seed carrying the GPU names, read with `deserialize_any` (so `null`
-    /// reads as the empty value through `visit_unit`).
-    macro_rules! seed {
-        ($name:ident => $value:ty) => {
-            pub(super) struct $name<'n> {
-                pub(super) names: &'n GpuResources,
-            }
-            impl<'de> DeserializeSeed<'de> for $name<'_> {
-                type Value = $value;
-                fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<$value, D::Error> {
-                    d.deserialize_any(self)
-                }
-            }
-        };
+    /// The members of one kind of object that are read; the others are skipped.
+    pub(super) trait Members {
+        type Value: Default;
+        /// What the object is, for errors.
+        const WHAT: &'static str;
+        /// Whether `null` reads as the default value (else it is an error).
+        const NULLABLE: bool = true;
+        /// Reads the value of member `key` into `out` if it is one that counts; `false`
+        /// leaves the value to be skipped.
+        fn member<'de, A: MapAccess<'de>>(
+            &self,
+            out: &mut Self::Value,
+            key: &str,
+            map: &mut A,
+        ) -> Result<bool, A::Error>;
     }
 
-    seed!(GpuList => ResourceList);
-    seed!(ResourcesSeed => Resources);
-    seed!(ContainerSeed => Container);
-    seed!(ContainersSeed => Vec<Container>);
-    seed!(SpecSeed => Option<PodSpec>);
-    seed!(AllocatableSeed => ResourceList);
+    /// Reads an object (or `null`) as `M` says.
+    pub(super) struct Object<M>(pub(super) M);
 
-    /// A Node's `status`: the GPU entries of `allocatable` (nothing else is read).
-    impl<'de> Visitor<'de> for AllocatableSeed<'_> {
-        type Value = ResourceList;
+    impl<'de, M: Members> DeserializeSeed<'de> for Object<M> {
+        type Value = M::Value;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<M::Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de, M: Members> Visitor<'de> for Object<M> {
+        type Value = M::Value;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a node status")
+            f.write_str(M::WHAT)
         }
-        fn visit_unit<E>(self) -> Result<ResourceList, E> {
-            Ok(ResourceList::new())
+        fn visit_unit<E: Error>(self) -> Result<M::Value, E> {
+            if M::NULLABLE {
+                Ok(M::Value::default())
+            } else {
+                Err(E::invalid_type(Unexpected::Unit, &self))
+            }
         }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
-            let mut allocatable = ResourceList::new();
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<M::Value, A::Error> {
+            let mut out = M::Value::default();
             while let Some(Key(key)) = map.next_key()? {
-                if key == "allocatable" {
-                    allocatable = map.next_value_seed(GpuList { names: self.names })?;
-                } else {
+                if !self.0.member(&mut out, &key, &mut map)? {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
-            Ok(allocatable)
+            Ok(out)
         }
     }
 
-    /// `limits` / `requests`: GPU entries only.
-    impl<'de> Visitor<'de> for GpuList<'_> {
+    /// `limits` / `requests` (and a Node's `allocatable`): GPU entries only.
+    pub(super) struct GpuList<'n>(pub(super) &'n GpuResources);
+
+    impl Members for GpuList<'_> {
         type Value = ResourceList;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a map of resource quantities")
-        }
-        fn visit_unit<E>(self) -> Result<ResourceList, E> {
-            Ok(ResourceList::new())
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ResourceList, A::Error> {
-            let mut list = ResourceList::new();
-            while let Some(Key(key)) = map.next_key()? {
-                if self.names.is_gpu(&key) {
-                    let Quantity(q) = map.next_value()?;
-                    list.insert(key.into_owned(), QuantityText(q));
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
+        const WHAT: &'static str = "a map of resource quantities";
+        fn member<'de, A: MapAccess<'de>>(
+            &self,
+            out: &mut ResourceList,
+            key: &str,
+            map: &mut A,
+        ) -> Result<bool, A::Error> {
+            if !self.0.is_gpu(key) {
+                return Ok(false);
             }
-            Ok(list)
+            let Quantity(q) = map.next_value()?;
+            out.insert(key.to_string(), QuantityText(q));
+            Ok(true)
         }
     }
 
-    impl<'de> Visitor<'de> for ResourcesSeed<'_> {
+    /// `resources`: its `limits` and `requests`.
+    pub(super) struct ResourcesOf<'n>(pub(super) &'n GpuResources);
+
+    impl Members for ResourcesOf<'_> {
         type Value = Resources;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("resources (limits, requests)")
-        }
-        fn visit_unit<E>(self) -> Result<Resources, E> {
-            Ok(Resources::default())
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Resources, A::Error> {
-            let mut r = Resources::default();
-            let names = self.names;
-            while let Some(Key(key)) = map.next_key()? {
-                match key.as_ref() {
-                    "limits" => r.limits = map.next_value_seed(GpuList { names })?,
-                    "requests" => r.requests = map.next_value_seed(GpuList { names })?,
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(r)
+        const WHAT: &'static str = "resources (limits, requests)";
+        fn member<'de, A: MapAccess<'de>>(
+            &self,
+            out: &mut Resources,
+            key: &str,
+            map: &mut A,
+        ) -> Result<bool, A::Error> {
+            let list = match key {
+                "limits" => &mut out.limits,
+                "requests" => &mut out.requests,
+                _ => return Ok(false),
+            };
+            *list = map.next_value_seed(Object(GpuList(self.0)))?;
+            Ok(true)
         }
     }
 
-    impl<'de> Visitor<'de> for ContainerSeed<'_> {
+    /// A container: its `resources` and `restartPolicy`.
+    struct ContainerOf<'n>(&'n GpuResources);
+
+    impl Members for ContainerOf<'_> {
         type Value = Container;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a container")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Container, A::Error> {
-            let mut c = Container::default();
-            while let Some(Key(key)) = map.next_key()? {
-                match key.as_ref() {
-                    "resources" => {
-                        c.resources = map.next_value_seed(ResourcesSeed { names: self.names })?
-                    }
-                    "restartPolicy" => c.restart_policy = map.next_value()?,
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
+        const WHAT: &'static str = "a container";
+        const NULLABLE: bool = false;
+        fn member<'de, A: MapAccess<'de>>(
+            &self,
+            out: &mut Container,
+            key: &str,
+            map: &mut A,
+        ) -> Result<bool, A::Error> {
+            match key {
+                "resources" => out.resources = map.next_value_seed(Object(ResourcesOf(self.0)))?,
+                "restartPolicy" => out.restart_policy = map.next_value()?,
+                _ => return Ok(false),
             }
-            Ok(c)
+            Ok(true)
         }
     }
 
-    impl<'de> Visitor<'de> for ContainersSeed<'_> {
+    /// `containers`, `initContainers`, `ephemeralContainers` (`null` is none).
+    pub(super) struct Containers<'n>(pub(super) &'n GpuResources);
+
+    impl<'de> DeserializeSeed<'de> for Containers<'_> {
+        type Value = Vec<Container>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<Container>, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Containers<'_> {
         type Value = Vec<Container>;
         fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
             f.write_str("a list of containers")
@@ -1409,44 +1418,10 @@ mod lean {
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Container>, A::Error> {
             let mut out = Vec::new();
-            while let Some(c) = seq.next_element_seed(ContainerSeed { names: self.names })? {
+            while let Some(c) = seq.next_element_seed(Object(ContainerOf(self.0)))? {
                 out.push(c);
             }
             Ok(out)
-        }
-    }
-
-    impl<'de> Visitor<'de> for SpecSeed<'_> {
-        type Value = Option<PodSpec>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a pod spec")
-        }
-        fn visit_unit<E>(self) -> Result<Option<PodSpec>, E> {
-            Ok(None)
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<PodSpec>, A::Error> {
-            let mut spec = PodSpec::default();
-            let names = self.names;
-            while let Some(Key(key)) = map.next_key()? {
-                match key.as_ref() {
-                    "containers" => {
-                        spec.containers = map.next_value_seed(ContainersSeed { names })?
-                    }
-                    "initContainers" => {
-                        spec.init_containers = map.next_value_seed(ContainersSeed { names })?
-                    }
-                    "ephemeralContainers" => {
-                        spec.ephemeral_containers = map.next_value_seed(ContainersSeed { names })?
-                    }
-                    "resources" => {
-                        spec.resources = Some(map.next_value_seed(ResourcesSeed { names })?)
-                    }
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(Some(spec))
         }
     }
 }

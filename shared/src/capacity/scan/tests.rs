@@ -1,27 +1,36 @@
 use super::*;
 use rstest::rstest;
 
-/// The specs the scanner finds, as strings (`-` for an item without spec).
-fn specs(text: &str) -> Result<Vec<String>, ScanError> {
+/// The raw values the reader finds at `paths`, per item, as strings (`-` where none).
+fn found<const N: usize>(text: &str, paths: [&[&str]; N]) -> Result<Vec<[String; N]>, String> {
     let mut out = Vec::new();
-    for_each_item_spec(text.as_bytes(), |spec| -> Result<(), ScanError> {
-        out.push(match spec {
-            Some(s) => String::from_utf8(s.to_vec()).unwrap(),
-            None => "-".into(),
-        });
-        Ok(())
-    })?;
+    for_each_item(
+        text.as_bytes(),
+        paths,
+        |values| -> Result<(), serde_json::Error> {
+            out.push(values.map(|v| v.map_or("-".to_string(), |v| v.get().to_string())));
+            Ok(())
+        },
+    )
+    .map_err(|e| e.to_string())?;
     Ok(out)
+}
+
+/// The specs the reader finds.
+fn specs(text: &str) -> Result<Vec<String>, String> {
+    Ok(found(text, [&["spec"]])?.into_iter().map(|[s]| s).collect())
 }
 
 #[rstest]
 #[case::plain(r#"{"items": [{"spec": {"a": 1}}]}"#, &[r#"{"a": 1}"#])]
 #[case::metadata_first(r#"{"kind":"PodList","items":[{"metadata":{"name":"p","labels":{"a":"}{]["}},"spec":{"x":[1,{"y":"\"}"}]},"status":{}}]}"#, &[r#"{"x":[1,{"y":"\"}"}]}"#])]
-#[case::items_last(r#"{"metadata": {"resourceVersion": "1", "x": [{"items": [1]}]}, "items": [{"spec": null}, {}]}"#, &["null", "-"])]
+#[case::items_last(r#"{"metadata": {"resourceVersion": "1", "x": [{"items": [1]}]}, "items": [{"spec": null}, {}]}"#, &["-", "-"])]
 #[case::whitespace(" {\n \"items\" : [ { \"spec\" : { } } , { \"metadata\" : { } } ] } \n", &["{ }", "-"])]
 #[case::scalars(r#"{"items": [{"a": true, "b": -1.5e3, "c": null, "spec": "text", "d": false}]}"#, &[r#""text""#])]
 #[case::escaped_backslash(r#"{"items": [{"metadata": {"a": "\\"}, "spec": {}}]}"#, &["{}"])]
 #[case::unicode(r#"{"items": [{"metadata": {"a": "é ☃ \u00e9"}, "spec": {"é": 1}}]}"#, &[r#"{"é": 1}"#])]
+#[case::escaped_key(r#"{"items": [{"sp\u0065c": 1}]}"#, &["1"])]
+#[case::repeated_last_wins(r#"{"items": [{"spec": 1, "spec": 2}]}"#, &["2"])]
 #[case::no_items(r#"{"kind": "PodList"}"#, &[])]
 #[case::null_items(r#"{"items": null}"#, &[])]
 #[case::empty_items(r#"{"items": []}"#, &[])]
@@ -37,6 +46,8 @@ fn finds_each_spec(#[case] text: &str, #[case] expected: &[&str]) {
 #[case::truncated_string(r#"{"items": [{"metadata": {"a": "x}]}"#)]
 #[case::unbalanced(r#"{"items": [{"metadata": {"a": [1, 2}}]"#)]
 #[case::item_not_an_object(r#"{"items": [5]}"#)]
+#[case::item_an_array(r#"{"items": [[{"spec": 1}]]}"#)]
+#[case::item_null(r#"{"items": [null]}"#)]
 #[case::items_not_a_list(r#"{"items": 5}"#)]
 #[case::missing_colon(r#"{"items" [{}]}"#)]
 #[case::missing_comma(r#"{"items": [{} {}]}"#)]
@@ -44,35 +55,114 @@ fn finds_each_spec(#[case] text: &str, #[case] expected: &[&str]) {
 #[case::two_documents(r#"{} {}"#)]
 #[case::bare_key(r#"{items: []}"#)]
 #[case::missing_value(r#"{"items": [{"spec": }]}"#)]
+#[case::bad_number_in_skipped_metadata(r#"{"items": [{"metadata": {"a": 1x}, "spec": {}}]}"#)]
+#[case::bare_word_in_skipped_metadata(r#"{"items": [{"metadata": {"a": nope}, "spec": {}}]}"#)]
 fn malformed_lists_are_errors(#[case] text: &str) {
     assert!(specs(text).is_err(), "{text}");
 }
 
 #[test]
 fn errors_say_where() {
-    let e = specs(r#"{"items": 5}"#).unwrap_err();
-    assert_eq!(e.to_string(), "expected '[' opening items at byte 10");
+    assert_eq!(
+        specs(r#"{"items": 5}"#).unwrap_err(),
+        "invalid type: integer `5`, expected an array of items at line 1 column 11"
+    );
 }
 
 #[test]
-fn callback_errors_stop_the_scan() {
-    let mut seen = 0;
-    let r = for_each_item_spec(br#"{"items": [{}, {}, {}]}"#, |_| {
-        seen += 1;
-        if seen == 2 {
-            Err(ScanError {
-                offset: 0,
-                expected: "stop",
-            })
-        } else {
-            Ok(())
+fn callback_errors_stop_the_reading() {
+    #[derive(Debug)]
+    enum Stop {
+        Here,
+        Json,
+    }
+    impl From<serde_json::Error> for Stop {
+        fn from(_: serde_json::Error) -> Self {
+            Stop::Json
         }
+    }
+    let mut seen = 0;
+    let r = for_each_item(br#"{"items": [{}, {}, {}]}"#, [&["spec"]], |_| {
+        seen += 1;
+        if seen == 2 { Err(Stop::Here) } else { Ok(()) }
     });
-    assert!(r.is_err());
+    assert!(matches!(r, Err(Stop::Here)), "{r:?}");
     assert_eq!(seen, 2);
 }
 
-/// The scanner agrees with serde_json on arbitrary JSON lists.
+#[test]
+fn node_fields_are_found_beside_spec() {
+    let list = r#"{"items": [{"metadata": {"labels": {"a": "{"}, "name": "n-1"}, "status": {"s": 1}, "spec": [2]}, {"spec": null, "metadata": null}]}"#;
+    assert_eq!(
+        found(list, [&["metadata", "name"], &["spec"], &["status"]]).unwrap(),
+        [
+            [r#""n-1""#, "[2]", r#"{"s": 1}"#].map(String::from),
+            ["-", "-", "-"].map(String::from)
+        ]
+    );
+}
+
+#[test]
+fn paths_reach_into_nested_objects_only_along_their_names() {
+    let list = r#"{"items": [
+        {"spec": {"containers": [{"nodeName": "x"}], "nodeName": "n1", "resources": {}},
+         "metadata": {"name": "p", "labels": {"pool": "a100", "team": "ml"}}},
+        {"spec": {"nodeName": null}, "metadata": {"labels": null}},
+        {"spec": {}, "metadata": {"labels": {"pool": "h\u0031" }}}
+    ]}"#;
+    let paths: [&[&str]; 4] = [
+        &["spec", "nodeName"],
+        &["spec", "containers"],
+        &["metadata", "labels", "pool"],
+        &["metadata", "name"],
+    ];
+    assert_eq!(
+        found(list, paths).unwrap(),
+        [
+            [r#""n1""#, r#"[{"nodeName": "x"}]"#, r#""a100""#, r#""p""#].map(String::from),
+            ["-", "-", "-", "-"].map(String::from),
+            ["-", "-", r#""h\u0031""#, "-"].map(String::from),
+        ]
+    );
+}
+
+#[test]
+fn a_repeated_object_on_a_path_replaces_what_the_first_gave() {
+    let list = r#"{"items": [{"metadata": {"name": "a"}, "metadata": {"uid": "1"}}]}"#;
+    assert_eq!(
+        found(list, [&["metadata", "name"]]).unwrap(),
+        [["-".to_string()]]
+    );
+}
+
+#[rstest]
+#[case::string(r#"{"items": [{"spec": "text"}]}"#)]
+#[case::array(r#"{"items": [{"spec": [{"nodeName": "n"}]}]}"#)]
+#[case::number(r#"{"items": [{"spec": 1}]}"#)]
+fn a_value_on_a_path_that_is_not_an_object_is_an_error(#[case] text: &str) {
+    let e = found(text, [&["spec", "nodeName"]]).unwrap_err();
+    assert!(e.contains("expected an object"), "{e}");
+}
+
+#[test]
+fn escaped_quotes_at_every_position_of_an_eight_byte_step() {
+    for len in 0..40 {
+        for at in 0..=len {
+            let mut text = "x".repeat(len);
+            text.insert_str(at, "\\\"");
+            let list = format!(
+                r#"{{"items": [{{"metadata": {{"name": "{text}"}}, "spec": {{"n": {len}}}}}]}}"#
+            );
+            assert_eq!(
+                found(&list, [&["spec"], &["metadata", "name"]]).unwrap(),
+                [[format!(r#"{{"n": {len}}}"#), format!(r#""{text}""#)]],
+                "{list}"
+            );
+        }
+    }
+}
+
+/// The reader agrees with serde_json on arbitrary JSON lists.
 #[cfg(not(target_arch = "wasm32"))]
 mod properties {
     use super::*;
@@ -92,7 +182,7 @@ mod properties {
         leaf.prop_recursive(4, 32, 5, |inner| {
             prop_oneof![
                 prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map("[a-z\"\\\\{}]{0,6}|spec|items", inner, 0..5)
+                prop::collection::btree_map("[a-z\"\\\\{}]{0,6}|spec|items|name", inner, 0..5)
                     .prop_map(|m| Value::Object(m.into_iter().collect())),
             ]
         })
@@ -103,18 +193,61 @@ mod properties {
             .prop_map(|m| Value::Object(m.into_iter().collect()))
     }
 
+    fn text(list: &Value, pretty: bool) -> String {
+        if pretty {
+            serde_json::to_string_pretty(list)
+        } else {
+            serde_json::to_string(list)
+        }
+        .unwrap()
+    }
+
+    /// What `values` hold, parsed.
+    fn parsed<const N: usize>(
+        text: &str,
+        paths: [&[&str]; N],
+    ) -> Result<Vec<[Option<Value>; N]>, serde_json::Error> {
+        let mut found = Vec::new();
+        for_each_item(
+            text.as_bytes(),
+            paths,
+            |values| -> Result<(), serde_json::Error> {
+                found.push(values.map(|v| v.map(|v| serde_json::from_str(v.get()).unwrap())));
+                Ok(())
+            },
+        )?;
+        Ok(found)
+    }
+
+    fn non_null(v: Option<&Value>) -> Option<Value> {
+        v.filter(|v| !v.is_null()).cloned()
+    }
+
     proptest! {
         #[test]
         fn agrees_with_serde_json(items in prop::collection::vec(item(), 0..6), extra in json(), pretty in any::<bool>()) {
             let list = serde_json::json!({"kind": "PodList", "metadata": extra, "items": items});
-            let text = if pretty { serde_json::to_string_pretty(&list) } else { serde_json::to_string(&list) }.unwrap();
-            let mut found: Vec<Option<Value>> = Vec::new();
-            for_each_item_spec(text.as_bytes(), |spec| -> Result<(), ScanError> {
-                found.push(spec.map(|s| serde_json::from_slice(s).unwrap()));
-                Ok(())
-            }).unwrap();
-            let expected: Vec<Option<Value>> = items.iter().map(|i| i.get("spec").cloned()).collect();
+            let found = parsed(&text(&list, pretty), [&["spec"], &["status"]]).unwrap();
+            let expected: Vec<[Option<Value>; 2]> = items
+                .iter()
+                .map(|i| [non_null(i.get("spec")), non_null(i.get("status"))])
+                .collect();
             prop_assert_eq!(found, expected);
+        }
+
+        #[test]
+        fn nested_paths_agree_with_serde_json(items in prop::collection::vec(item(), 0..6), pretty in any::<bool>()) {
+            let list = serde_json::json!({"items": items});
+            let found = parsed(&text(&list, pretty), [&["metadata", "name"]]);
+            let walkable = items.iter().all(|i| i.get("metadata").is_none_or(|m| m.is_object() || m.is_null()));
+            prop_assert_eq!(found.is_ok(), walkable);
+            if let Ok(found) = found {
+                let expected: Vec<[Option<Value>; 1]> = items
+                    .iter()
+                    .map(|i| [non_null(i.get("metadata").and_then(|m| m.get("name")))])
+                    .collect();
+                prop_assert_eq!(found, expected);
+            }
         }
 
         #[test]
@@ -122,135 +255,7 @@ mod properties {
             let text = serde_json::to_string(&serde_json::json!({"items": items})).unwrap();
             let end = text.len().saturating_sub(cut);
             prop_assume!(text.is_char_boundary(end));
-            let r = for_each_item_spec(&text.as_bytes()[..end], |_| -> Result<(), ScanError> { Ok(()) });
-            prop_assert!(r.is_err());
+            prop_assert!(parsed(&text[..end], [&["spec"]]).is_err());
         }
     }
-}
-
-#[test]
-fn escaped_quotes_at_every_position_of_the_eight_byte_steps() {
-    for len in 0..40 {
-        for at in 0..=len {
-            let mut text = "x".repeat(len);
-            text.insert_str(at, "\\\"");
-            let list = format!(
-                r#"{{"items": [{{"metadata": {{"name": "{text}"}}, "spec": {{"n": {len}}}}}]}}"#
-            );
-            let mut specs = Vec::new();
-            for_each_item_spec(list.as_bytes(), |spec| -> Result<(), ScanError> {
-                specs.push(spec.map(|s| String::from_utf8_lossy(s).into_owned()));
-                Ok(())
-            })
-            .unwrap();
-            assert_eq!(specs, [Some(format!(r#"{{"n": {len}}}"#))], "{list}");
-        }
-    }
-}
-
-#[test]
-fn quote_or_backslash_flags_the_first_match_exactly() {
-    let lowest = |bytes: [u8; 8]| match super::quote_or_backslash(u64::from_le_bytes(bytes)) {
-        0 => None,
-        m => Some(m.trailing_zeros() / 8),
-    };
-    for at in 0..8 {
-        for special in [b'"', b'\\'] {
-            let mut bytes = [b'a'; 8];
-            bytes[at] = special;
-            // Bytes after the match that could confuse the borrow chain.
-            for later in at + 1..8 {
-                bytes[later] = [b'"' + 1, b'\\' + 1, 0, b'\\'][later % 4];
-            }
-            assert_eq!(lowest(bytes), Some(at as u32), "{bytes:?}");
-        }
-    }
-    for byte in 0..=255u8 {
-        let expected = (byte == b'"' || byte == b'\\').then_some(0);
-        assert_eq!(lowest([byte; 8]), expected, "{byte}");
-    }
-}
-
-#[test]
-fn node_fields_are_found_beside_spec() {
-    let list = br#"{"items": [{"metadata": {"labels": {"a": "{"}}, "status": {"s": 1}, "spec": [2]}, {"spec": null}]}"#;
-    let mut seen = Vec::new();
-    super::for_each_item(
-        list,
-        [b"spec", b"status"],
-        |[spec, status]| -> Result<(), ScanError> {
-            seen.push((spec.map(<[u8]>::to_vec), status.map(<[u8]>::to_vec)));
-            Ok(())
-        },
-    )
-    .unwrap();
-    assert_eq!(
-        seen,
-        [
-            (Some(b"[2]".to_vec()), Some(br#"{"s": 1}"#.to_vec())),
-            (Some(b"null".to_vec()), None)
-        ]
-    );
-}
-
-#[rstest]
-#[case::middle(
-    r#"{"containers":[1],"nodeName":"n1","resources":{}}"#,
-    Some(r#""n1""#),
-    r#"{"containers":[1],"#,
-    r#","resources":{}}"#
-)]
-#[case::last(
-    r#"{"containers":[1], "nodeName" : "n-2" }"#,
-    Some(r#""n-2""#),
-    r#"{"containers":[1], "#,
-    " }"
-)]
-#[case::first(
-    r#"{"nodeName":null,"a":{"nodeName":"inner"}}"#,
-    Some("null"),
-    "{",
-    r#","a":{"nodeName":"inner"}}"#
-)]
-#[case::absent(
-    r#"{"containers":[{"nodeName":"x"}]}"#,
-    None,
-    r#"{"containers":[{"nodeName":"x"}]}"#,
-    ""
-)]
-#[case::empty("{}", None, "{}", "")]
-#[case::not_an_object("null", None, "null", "")]
-fn split_member_cuts_around_the_member(
-    #[case] text: &str,
-    #[case] value: Option<&str>,
-    #[case] before: &str,
-    #[case] after: &str,
-) {
-    let split = split_member(text.as_bytes(), b"nodeName").unwrap();
-    assert_eq!(split.value, value.map(str::as_bytes));
-    assert_eq!(split.before, before.as_bytes());
-    assert_eq!(split.after, after.as_bytes());
-}
-
-#[test]
-fn objects_that_differ_only_in_the_member_split_alike() {
-    let a = split_member(br#"{"c":[{"r":1}],"nodeName":"gpu-0"}"#, b"nodeName").unwrap();
-    let b = split_member(br#"{"c":[{"r":1}],"nodeName":"gpu-17"}"#, b"nodeName").unwrap();
-    assert_eq!((a.before, a.after), (b.before, b.after));
-    assert_ne!(a.value, b.value);
-    assert_eq!(
-        member(br#"{"name":"x","labels":{"name":"y"}}"#, b"name").unwrap(),
-        Some(&br#""x""#[..])
-    );
-}
-
-#[rstest]
-#[case::truncated(r#"{"a":1,"nodeName":"#)]
-#[case::bare_key(r#"{a:1}"#)]
-#[case::missing_comma(r#"{"a":1 "b":2}"#)]
-fn split_member_refuses_malformed_objects(#[case] text: &str) {
-    assert!(
-        split_member(text.as_bytes(), b"nodeName").is_err(),
-        "{text}"
-    );
 }
