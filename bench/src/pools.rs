@@ -147,23 +147,24 @@ pub fn generate(pods: usize) -> PoolData {
     synth::pool(pods, POD_FIELD_MASKS, NODE_FIELD_MASKS)
 }
 
+/// The plan of a `--quick` run: a few calls, half a second.
+pub const QUICK: Plan = Plan {
+    warmup: 1,
+    min: 3,
+    max: 20,
+    budget: Duration::from_millis(500),
+};
+
 /// The measurement plan for a pool size: whole seconds for the large ones.
 pub fn plan(pods: usize, factor: f64) -> Plan {
-    let plan = Plan {
+    if factor < 1.0 {
+        return QUICK;
+    }
+    Plan {
         warmup: 1,
         min: if pods >= 10_000 { 3 } else { 5 },
         max: if pods <= 1_000 { 500 } else { 100 },
         budget: Duration::from_secs(3),
-    };
-    if factor < 1.0 {
-        Plan {
-            warmup: 1,
-            min: 3,
-            max: 20,
-            budget: Duration::from_millis(500),
-        }
-    } else {
-        plan
     }
 }
 

@@ -250,18 +250,12 @@ fn check(answer: &[u8], variant: Variant) -> Result<String> {
 /// The measurement plan: a few seconds per variant.
 pub fn plan(quick: bool) -> Plan {
     if quick {
-        Plan {
-            warmup: 1,
-            min: 3,
-            max: 20,
-            budget: Duration::from_millis(500),
-        }
-    } else {
-        Plan {
-            warmup: 3,
-            min: 20,
-            max: 300,
-            budget: Duration::from_secs(3),
-        }
+        return crate::pools::QUICK;
+    }
+    Plan {
+        warmup: 3,
+        min: 20,
+        max: 300,
+        budget: Duration::from_secs(3),
     }
 }

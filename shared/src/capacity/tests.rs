@@ -144,6 +144,15 @@ fn create(object: Value) -> AdmissionRequest {
     request("CREATE", object, Value::Null)
 }
 
+/// [`run`] on the creation of `deployment(replicas, pool, gpus)` with `settings()`.
+fn run_deployment(replicas: u64, pool: Option<&str>, gpus: &str, cluster: &Script) -> Verdict {
+    run(
+        &create(deployment(replicas, pool, gpus)),
+        &settings(),
+        cluster,
+    )
+}
+
 fn run(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
     let v = evaluate(req, s, cluster);
     assert!(
@@ -161,11 +170,7 @@ fn below_threshold_is_accepted_with_the_numbers() {
         nodes(&[8, 8, 8, 8]),
         pods(&[4, 4, 8, 4]),
     ));
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(4, Some("a100"), "2", &cluster);
     assert!(v.allowed, "{v:?}");
     assert_eq!(v.audit_annotations["pool"], "a100");
     assert_eq!(
@@ -182,11 +187,7 @@ fn over_threshold_is_denied_with_the_numbers() {
         nodes(&[8; 8]),
         pods(&[8, 8, 8, 8, 8, 8, 2]),
     ));
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(4, Some("a100"), "2", &cluster);
     assert!(!v.allowed);
     assert_eq!(
         v.message.as_deref(),
@@ -202,11 +203,7 @@ fn over_threshold_is_denied_with_the_numbers() {
 #[case::one_above(83, false)]
 fn exactly_at_the_threshold_is_accepted(#[case] used: u64, #[case] allowed: bool) {
     let cluster = Script::new(pool_calls("a100", nodes(&[50, 50]), pods(&[used])));
-    let v = run(
-        &create(deployment(1, Some("a100"), "8")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(1, Some("a100"), "8", &cluster);
     assert_eq!(v.allowed, allowed, "{v:?}");
 }
 
@@ -214,11 +211,7 @@ fn exactly_at_the_threshold_is_accepted(#[case] used: u64, #[case] allowed: bool
 fn per_pool_thresholds_apply() {
     // h100 has an 80% threshold: 20 + 8 = 28 of 32 = 87.5% is over.
     let cluster = Script::new(pool_calls("h100", nodes(&[8, 8, 8, 8]), pods(&[8, 8, 4])));
-    let v = run(
-        &create(deployment(1, Some("h100"), "8")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(1, Some("h100"), "8", &cluster);
     assert!(!v.allowed);
     assert!(v.message.unwrap().contains("above the 80% threshold"));
 }
@@ -226,11 +219,7 @@ fn per_pool_thresholds_apply() {
 #[test]
 fn empty_pool_is_denied_clearly() {
     let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(
-        &create(deployment(1, Some("a100"), "1")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(1, Some("a100"), "1", &cluster);
     assert!(!v.allowed);
     assert!(
         v.message
@@ -289,11 +278,7 @@ fn exempt_priority_class_is_not_charged() {
 
 #[test]
 fn gpu_workload_without_pool_is_accepted_with_an_annotation() {
-    let v = run(
-        &create(deployment(2, None, "4")),
-        &settings(),
-        &Script::none(),
-    );
+    let v = run_deployment(2, None, "4", &Script::none());
     assert!(v.allowed);
     assert_eq!(
         v.audit_annotations["no-pool"],
@@ -493,11 +478,7 @@ fn host_error_fails_closed_with_what_to_grant() {
         node_query(&pool("a100")),
         Err("Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
     )]);
-    let v = run(
-        &create(deployment(1, Some("a100"), "1")),
-        &settings(),
-        &cluster,
-    );
+    let v = run_deployment(1, Some("a100"), "1", &cluster);
     assert!(!v.allowed);
     assert_eq!(
         v.message.as_deref(),

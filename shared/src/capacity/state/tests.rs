@@ -216,6 +216,30 @@ struct Script {
     answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
 }
 
+/// [`read_pool`] of [`pool`] (namespace `ml`, no demand) on a cluster answering `answers`
+/// in order; every answer must be asked for.
+fn read_scripted(
+    answers: Vec<(ClusterRequest, Result<String, String>)>,
+) -> Result<PoolSnapshot, PoolError> {
+    let settings = Settings {
+        pools: vec![pool()],
+        ..Settings::default()
+    };
+    let cluster = Script {
+        answers: RefCell::new(answers),
+    };
+    let read = read_pool(
+        &cluster,
+        &settings,
+        &pool(),
+        &names(),
+        "ml",
+        &GpuCounts::new(),
+    );
+    assert!(cluster.answers.borrow().is_empty(), "calls left unmade");
+    read
+}
+
 impl Cluster for Script {
     fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
         let mut answers = self.answers.borrow_mut();
@@ -228,40 +252,26 @@ impl Cluster for Script {
 
 #[test]
 fn read_pool_lists_nodes_then_pods() {
-    let settings = Settings {
-        pools: vec![pool()],
-        ..Settings::default()
-    };
-    let cluster = Script {
-        answers: RefCell::new(vec![
-            (
-                node_query(&pool()),
-                Ok(json!({"items": [
-                    {"metadata": {"name": "gpu-0", "labels": {"a": "b"}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
-                    {"metadata": {"name": "gpu-1"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
-                    {"metadata": {"name": "gpu-2"}, "spec": {"unschedulable": true}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
-                ]}).to_string()),
-            ),
-            (
-                pod_query("gpu-admission/pool", &pool()),
-                Ok(json!({"items": [
-                    pod(json!({"containers": [gpu("3")], "nodeName": "gpu-1"})),
-                    pod(json!({"containers": [gpu("2")]})),
-                    pod(json!({"nodeName": "gpu-1", "containers": [gpu("1")]})),
-                    pod(json!({"containers": [gpu("4")], "nodeName": "gpu-2"})),
-                    pod(json!({"containers": [gpu("4")], "nodeName": "elsewhere"}))
-                ]}).to_string()),
-            ),
-        ]),
-    };
-    let s = read_pool(
-        &cluster,
-        &settings,
-        &pool(),
-        &names(),
-        "ml",
-        &GpuCounts::new(),
-    )
+    let s = read_scripted(vec![
+        (
+            node_query(&pool()),
+            Ok(json!({"items": [
+                {"metadata": {"name": "gpu-0", "labels": {"a": "b"}}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+                {"metadata": {"name": "gpu-1"}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}},
+                {"metadata": {"name": "gpu-2"}, "spec": {"unschedulable": true}, "status": {"allocatable": {"nvidia.com/gpu": "8"}}}
+            ]}).to_string()),
+        ),
+        (
+            pod_query("gpu-admission/pool", &pool()),
+            Ok(json!({"items": [
+                pod(json!({"containers": [gpu("3")], "nodeName": "gpu-1"})),
+                pod(json!({"containers": [gpu("2")]})),
+                pod(json!({"nodeName": "gpu-1", "containers": [gpu("1")]})),
+                pod(json!({"containers": [gpu("4")], "nodeName": "gpu-2"})),
+                pod(json!({"containers": [gpu("4")], "nodeName": "elsewhere"}))
+            ]}).to_string()),
+        ),
+    ])
     .unwrap();
     assert_eq!(
         s,
@@ -289,48 +299,24 @@ fn read_pool_lists_nodes_then_pods() {
             ..PoolSnapshot::default()
         }
     );
-    assert!(cluster.answers.borrow().is_empty());
 }
 
 #[test]
 fn read_pool_stops_at_the_first_failure() {
-    let settings = Settings {
-        pools: vec![pool()],
-        ..Settings::default()
-    };
-    let cluster = Script {
-        answers: RefCell::new(vec![(node_query(&pool()), Err("boom".into()))]),
-    };
-    let Err(PoolError::Host(f)) = read_pool(
-        &cluster,
-        &settings,
-        &pool(),
-        &names(),
-        "ml",
-        &GpuCounts::new(),
-    ) else {
+    let Err(PoolError::Host(f)) = read_scripted(vec![(node_query(&pool()), Err("boom".into()))])
+    else {
         panic!("not a host failure");
     };
     assert_eq!(*f.request, node_query(&pool()));
     assert_eq!(f.error, HostError::Call("boom".into()));
 
-    let cluster = Script {
-        answers: RefCell::new(vec![
-            (node_query(&pool()), Ok(r#"{"items": []}"#.into())),
-            (
-                pod_query("gpu-admission/pool", &pool()),
-                Ok("not json".into()),
-            ),
-        ]),
-    };
-    let Err(PoolError::Host(f)) = read_pool(
-        &cluster,
-        &settings,
-        &pool(),
-        &names(),
-        "ml",
-        &GpuCounts::new(),
-    ) else {
+    let Err(PoolError::Host(f)) = read_scripted(vec![
+        (node_query(&pool()), Ok(r#"{"items": []}"#.into())),
+        (
+            pod_query("gpu-admission/pool", &pool()),
+            Ok("not json".into()),
+        ),
+    ]) else {
         panic!("not a host failure");
     };
     assert!(matches!(f.error, HostError::Unreadable(_)), "{f:?}");
