@@ -18,6 +18,16 @@ pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
 /// `oci/v1/oci_manifest_config`, in [`Policy::HOST_CALLS`].
 pub const OCI_MANIFEST_CONFIG: u8 = 8;
 
+/// What a policy decides on: the request, the policy's settings, the cluster it reads
+/// (host calls) and the time.
+#[derive(Clone, Copy)]
+pub struct Admission<'a, S> {
+    pub request: &'a AdmissionRequest,
+    pub settings: &'a S,
+    pub cluster: &'a dyn Cluster,
+    pub clock: &'a dyn Clock,
+}
+
 /// Audit annotation of a request a policy let through unchecked: its namespace is in
 /// the policy's `exemptNamespaces` (the capacity gate also names an exempt priority class).
 pub const AUDIT_EXEMPT: &str = "exempt";
@@ -158,7 +168,12 @@ macro_rules! policy {
                 c: &dyn Cluster,
                 clock: &dyn Clock,
             ) -> Verdict {
-                let verdict = crate::$rules::decide(r, s, c, clock);
+                let verdict = crate::$rules::decide(Admission {
+                    request: r,
+                    settings: s,
+                    cluster: c,
+                    clock,
+                });
                 $(
                     let verdict = crate::exceptions::excuse(
                         verdict,

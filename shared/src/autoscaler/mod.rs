@@ -65,12 +65,8 @@ pub fn judges(request: &AdmissionRequest) -> bool {
 
 /// The rules for an autoscaler the policy judges, outside its exempt namespaces, reading
 /// the target and the pools through `cluster`.
-pub fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    _clock: &dyn crate::clock::Clock,
-) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let (request, settings, cluster) = (a.request, a.settings, a.cluster);
     let Some(kind) = AutoscalerKind::of(&request.object) else {
         return Verdict::accept();
     };

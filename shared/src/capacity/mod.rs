@@ -103,12 +103,8 @@ crate::policy::entry_points!(crate::policy::CapacityGate);
 /// The rules for a request the gate judges, outside its exempt namespaces, reading
 /// cluster state through `cluster` at the time `clock` tells (thresholds by schedule
 /// window).
-pub fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    clock: &dyn crate::clock::Clock,
-) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     let now = clock.now();
     let names = settings.gpu_resources();
     let plan = match request.sub_resource.as_str() {

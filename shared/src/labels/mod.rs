@@ -40,8 +40,6 @@ pub use problems::{Expected, Finding, Problem, Subject};
 pub use settings::{GpuTaint, RULE_NAMES, RequiredLabel, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::clock::Clock;
-use crate::cluster::Cluster;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::template_gpus;
 use crate::limits::MAX_LISTED;
@@ -66,12 +64,8 @@ crate::policy::entry_points!(crate::policy::Labels);
 /// exempt namespaces, at the time `clock` tells (exceptions end, [`excuses`]). `cluster`
 /// answers the `get_resource` calls that read the workload's DRA claims (none without
 /// claims).
-pub fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    clock: &dyn Clock,
-) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     if claims::is_claim_object(request) {
         // Its one rule that denies without a code: maxGpusPerPod.
         return crate::exceptions::excuse(

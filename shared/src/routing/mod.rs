@@ -375,12 +375,8 @@ pub fn judges(request: &AdmissionRequest) -> bool {
 /// The rules for a request routing judges, outside its exempt namespaces, at the time
 /// `clock` tells (lending windows). `cluster` answers the `get_resource` calls that read
 /// the workload's DRA claims (none without claims).
-pub fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    clock: &dyn crate::clock::Clock,
-) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     let namespace = namespace_of(request);
     let object = &request.object;
     // An object on its way out: never block the finalizer removals that delete it.

@@ -41,8 +41,7 @@ pub mod units;
 
 pub use settings::{Action, Config, Settings};
 
-use crate::admission::{AdmissionRequest, Verdict};
-use crate::cluster::Cluster;
+use crate::admission::Verdict;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
 use crate::workload::Workload;
@@ -69,12 +68,8 @@ crate::policy::entry_points!(crate::policy::VramFit);
 /// the registry ConfigMap at most once, and only when a GPU unit names a model and
 /// `modelRegistry` is set; with `imageLabels`, the config of each distinct image of the
 /// judged units' GPU containers at most once.
-pub fn decide(
-    request: &AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn Cluster,
-    _clock: &dyn crate::clock::Clock,
-) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let (request, settings, cluster) = (a.request, a.settings, a.cluster);
     let config = match settings.checked() {
         Ok(c) => c,
         Err(e) => {

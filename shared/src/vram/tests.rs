@@ -1,7 +1,8 @@
 //! The rule end to end, on admission requests, with a fake cluster for the registry.
 
 use super::*;
-use crate::cluster::ClusterRequest;
+use crate::admission::AdmissionRequest;
+use crate::cluster::{Cluster, ClusterRequest};
 use rstest::rstest;
 use serde_json::{Value, json};
 use std::cell::RefCell;
