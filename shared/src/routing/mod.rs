@@ -30,8 +30,8 @@ pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::dra::{self, ClaimBook};
-use crate::gpu::{GpuProblem, GpuResources, template_gpus};
-use crate::workload::{PodTemplate, Workload, pointer_to_location, value_at};
+use crate::gpu::{GpuProblem, GpuResources, PodGpus, template_gpus};
+use crate::workload::{Workload, pointer_to_location, value_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -178,12 +178,7 @@ pub fn choose_pool<'s>(
 }
 
 /// The GPU resource names a template asks for, or `None` when it asks for no GPU.
-fn gpu_resources(
-    template: &PodTemplate,
-    names: &GpuResources,
-    claims: &ClaimBook,
-) -> Option<BTreeSet<String>> {
-    let gpus = template_gpus(template, names, claims);
+fn gpu_resources(gpus: &PodGpus) -> Option<BTreeSet<String>> {
     if !gpus.uses_gpu() {
         return None;
     }
@@ -199,13 +194,8 @@ fn gpu_resources(
 
 /// Why the GPUs of a template cannot be counted: its DRA claims that cannot be read and a
 /// fractional-GPU request that cannot (empty when they can).
-fn uncountable_gpus(
-    template: &PodTemplate,
-    names: &GpuResources,
-    claims: &ClaimBook,
-) -> Vec<String> {
-    template_gpus(template, names, claims)
-        .problems
+fn uncountable_gpus(gpus: &PodGpus) -> Vec<String> {
+    gpus.problems
         .iter()
         .filter(|p| matches!(p, GpuProblem::Claim { .. } | GpuProblem::Share(_)))
         .map(ToString::to_string)
@@ -227,8 +217,9 @@ pub fn plan(
     let mut templates = Vec::with_capacity(workload.templates.len());
     for t in &workload.templates {
         let mut lent = None;
-        let uncountable = uncountable_gpus(t, names, claims);
-        let outcome = match gpu_resources(t, names, claims) {
+        let gpus = template_gpus(t, names, claims);
+        let uncountable = uncountable_gpus(&gpus);
+        let outcome = match gpu_resources(&gpus) {
             _ if !uncountable.is_empty() => Outcome::Uncountable {
                 location: t.location.clone(),
                 problems: uncountable,
@@ -314,7 +305,7 @@ fn routing_views(
                     .unwrap_or(Value::Null)
             };
             let view = RoutingView {
-                uses_gpu: gpu_resources(t, names, claims).is_some(),
+                uses_gpu: template_gpus(t, names, claims).uses_gpu(),
                 pool: choose_pool(settings, &t.meta.labels, namespace).map(|(p, _)| p.name.clone()),
                 pool_label: t.meta.labels.get(&settings.pool_label_key).cloned(),
                 team_label: settings

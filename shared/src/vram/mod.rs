@@ -76,11 +76,15 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             return Verdict::reject(format!("gpu-vram-fit-policy has invalid settings: {e}"));
         }
     };
-    let claims = match Workload::from_object(&request.object, &settings.custom_kinds) {
-        Ok(w) => dra::resolve(&w, &request.namespace, &settings.dra, cluster),
+    let workload =
+        Workload::from_object(&request.object, &settings.custom_kinds).map_err(|e| e.to_string());
+    let claims = match &workload {
+        Ok(w) => dra::resolve(w, &request.namespace, &settings.dra, cluster),
         Err(_) => ClaimBook::default(),
     };
-    let new = match plan_object(&request.object, settings, config, &claims) {
+    let planned =
+        workload.and_then(|w| plan_workload(&w, &request.object, settings, config, &claims));
+    let new = match planned {
         Ok(p) => p,
         // The object's pod templates cannot be read: a malformed (or oversized) request.
         Err(e) => return crate::policy::unreadable(request, e),
@@ -271,10 +275,21 @@ fn plan_object(
 ) -> Result<ObjectPlan, String> {
     let workload =
         Workload::from_object(object, &settings.custom_kinds).map_err(|e| e.to_string())?;
+    plan_workload(&workload, object, settings, config, claims)
+}
+
+/// The plan of `workload`, read from `object`.
+fn plan_workload(
+    workload: &Workload,
+    object: &serde_json::Value,
+    settings: &Settings,
+    config: &Config,
+    claims: &ClaimBook,
+) -> Result<ObjectPlan, String> {
     let builtin_group = matches!(workload.group.as_str(), "" | "apps" | "batch");
     let unconfigured = (workload.templates.is_empty() && !builtin_group)
         .then(|| format!("{}/{}", workload.group, workload.kind));
-    let units = units::units(&workload, object, &settings.custom_kinds)?;
+    let units = units::units(workload, object, &settings.custom_kinds)?;
     let lookup = Lookup {
         catalog: &config.catalog,
         product_label_key: &settings.product_label_key,
