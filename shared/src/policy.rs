@@ -111,6 +111,20 @@ pub fn unreadable(request: &AdmissionRequest, reason: impl std::fmt::Display) ->
     .with_code(400)
 }
 
+/// The name of the request's object: the request's, else the object's `metadata.name`
+/// (empty for an object with a generated name).
+pub fn object_name(request: &AdmissionRequest) -> &str {
+    if request.name.is_empty() {
+        request
+            .object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    } else {
+        request.name.as_str()
+    }
+}
+
 /// `Deployment ml/llm` (`Pod ml/llm-*` for a generated name), for messages.
 pub fn describe(request: &AdmissionRequest) -> String {
     let object = &request.object;
@@ -119,12 +133,12 @@ pub fn describe(request: &AdmissionRequest) -> String {
         .filter(|k| !k.is_empty())
         .unwrap_or(&request.kind.kind);
     let kind = if kind.is_empty() { "object" } else { kind };
-    let name = match (request.name.as_str(), text("/metadata/name")) {
-        ("", "") => match text("/metadata/generateName") {
+    let name = match object_name(request) {
+        "" => match text("/metadata/generateName") {
             "" => String::new(),
             prefix => format!("{prefix}*"),
         },
-        ("", name) | (name, _) => name.to_string(),
+        name => name.to_string(),
     };
     match (request_namespace(request), name.as_str()) {
         (_, "") => kind.to_string(),

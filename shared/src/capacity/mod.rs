@@ -43,6 +43,7 @@ use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::dra;
 use crate::gpu::GpuResources;
+use crate::policy::object_name;
 use crate::workload::Workload;
 use decision::Inputs;
 use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes};
@@ -497,18 +498,6 @@ fn object_plan(
     }
 }
 
-fn object_name(request: &AdmissionRequest) -> &str {
-    if request.name.is_empty() {
-        request
-            .object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    } else {
-        request.name.as_str()
-    }
-}
-
 /// The queue a workload is handed to (the value of `queueLabelKey` on the object), when
 /// queued workloads are not gated.
 fn queue_of<'w>(workload: &'w Workload, settings: &Settings) -> Option<&'w str> {
@@ -649,15 +638,7 @@ fn scale_plan(
             ),
         ));
     };
-    let name = if request.name.is_empty() {
-        request
-            .object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    } else {
-        request.name.as_str()
-    };
+    let name = object_name(request);
     let context = format!("scale of {kind} {}/{name}", request.namespace);
     let query = state::parent_query(api_version, kind, name, &request.namespace);
     let parent = match state::call(cluster, &query) {
