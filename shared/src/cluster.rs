@@ -178,7 +178,8 @@ mod tests {
     }
 }
 
-/// A cluster for tests that answers `get_resource` by kind and name, and records calls.
+/// Clusters for tests: [`fake::Objects`] answers `get_resource` by kind and name and records
+/// calls, [`fake::Script`] answers a script of calls in order.
 #[cfg(test)]
 pub mod fake {
     use super::{Cluster, ClusterRequest};
@@ -218,6 +219,43 @@ pub mod fake {
                     get.api_version, get.kind, get.name, get.namespace
                 )),
             }
+        }
+    }
+
+    /// Answers host calls from a script, in order, and fails the test on any other call.
+    pub struct Script {
+        pub answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
+        /// How many calls were made.
+        pub calls: RefCell<usize>,
+    }
+
+    impl Script {
+        pub fn new(answers: Vec<(ClusterRequest, Result<String, String>)>) -> Script {
+            Script {
+                answers: RefCell::new(answers),
+                calls: RefCell::new(0),
+            }
+        }
+
+        /// A script that expects no call.
+        pub fn none() -> Script {
+            Script::new(Vec::new())
+        }
+
+        /// Whether every scripted call was made.
+        pub fn done(&self) -> bool {
+            self.answers.borrow().is_empty()
+        }
+    }
+
+    impl Cluster for Script {
+        fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+            *self.calls.borrow_mut() += 1;
+            let mut answers = self.answers.borrow_mut();
+            assert!(!answers.is_empty(), "unexpected host call {request:?}");
+            let (expected, answer) = answers.remove(0);
+            assert_eq!(&expected, request, "host call differs from the script");
+            answer.map(String::into_bytes)
         }
     }
 }

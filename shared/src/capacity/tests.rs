@@ -10,41 +10,8 @@ use super::*;
 use crate::cluster::ClusterRequest;
 use rstest::rstest;
 use serde_json::{Value, json};
-use std::cell::RefCell;
 
-/// Answers host calls from a script, in order, and fails the test on any other call.
-struct Script {
-    answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
-    calls: RefCell<usize>,
-}
-
-impl Script {
-    fn new(answers: Vec<(ClusterRequest, Result<String, String>)>) -> Script {
-        Script {
-            answers: RefCell::new(answers),
-            calls: RefCell::new(0),
-        }
-    }
-
-    fn none() -> Script {
-        Script::new(Vec::new())
-    }
-
-    fn done(&self) -> bool {
-        self.answers.borrow().is_empty()
-    }
-}
-
-impl Cluster for Script {
-    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        *self.calls.borrow_mut() += 1;
-        let mut answers = self.answers.borrow_mut();
-        assert!(!answers.is_empty(), "unexpected host call {request:?}");
-        let (expected, answer) = answers.remove(0);
-        assert_eq!(&expected, request, "host call differs from the script");
-        answer.map(String::into_bytes)
-    }
-}
+use crate::cluster::fake::Script;
 
 fn settings() -> Settings {
     serde_json::from_value(json!({

@@ -3,7 +3,6 @@ use crate::cluster::ListInNamespace;
 use crate::selector::LabelSelector;
 use rstest::rstest;
 use serde_json::json;
-use std::cell::RefCell;
 
 fn pool() -> Pool {
     Pool {
@@ -211,11 +210,6 @@ fn unreadable_node_lists_are_errors(#[case] text: &str) {
     assert!(parse_nodes(text.as_bytes(), &names()).is_err());
 }
 
-/// Answers from a script and checks each request is the one expected.
-struct Script {
-    answers: RefCell<Vec<(ClusterRequest, Result<String, String>)>>,
-}
-
 /// [`read_pool`] of [`pool`] (namespace `ml`, no demand) on a cluster answering `answers`
 /// in order; every answer must be asked for.
 fn read_scripted(
@@ -225,9 +219,7 @@ fn read_scripted(
         pools: vec![pool()],
         ..Settings::default()
     };
-    let cluster = Script {
-        answers: RefCell::new(answers),
-    };
+    let cluster = crate::cluster::fake::Script::new(answers);
     let read = read_pool(
         &cluster,
         &settings,
@@ -236,18 +228,8 @@ fn read_scripted(
         "ml",
         &GpuCounts::new(),
     );
-    assert!(cluster.answers.borrow().is_empty(), "calls left unmade");
+    assert!(cluster.done(), "calls left unmade");
     read
-}
-
-impl Cluster for Script {
-    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        let mut answers = self.answers.borrow_mut();
-        assert!(!answers.is_empty(), "unexpected call {request:?}");
-        let (expected, answer) = answers.remove(0);
-        assert_eq!(&expected, request);
-        answer.map(String::into_bytes)
-    }
 }
 
 #[test]
