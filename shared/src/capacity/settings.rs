@@ -926,7 +926,8 @@ mod tests {
         ))
         .unwrap_err();
         assert!(
-            err.to_string().contains("invalid type: map, expected a string"),
+            err.to_string()
+                .contains("invalid type: map, expected a string"),
             "{err}"
         );
     }
