@@ -17,12 +17,12 @@
 //!   a Deployment.
 
 use gpu_rules::admission::{Payload, Verdict};
-use gpu_rules::settings::ValidateSettings as _;
 use gpu_rules::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
 use gpu_rules::policy;
 use gpu_rules::quantity::Quantity;
+use gpu_rules::settings::ValidateSettings as _;
 use gpu_rules::workload::{Workload, presets};
 use gpu_rules::{autoscaler, capacity, labels, routing, vram};
 use serde_json::{Value, json};

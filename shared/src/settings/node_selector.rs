@@ -106,7 +106,8 @@ mod tests {
     fn anything_else_is_read_as_a_label_selector() {
         let err = read(json!({"matchLabel": {"a": "b"}})).unwrap_err();
         assert!(
-            err.to_string().contains("invalid type: map, expected a string"),
+            err.to_string()
+                .contains("invalid type: map, expected a string"),
             "{err}"
         );
         assert!(read(json!({"pool": 3})).is_err());
