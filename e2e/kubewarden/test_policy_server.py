@@ -231,8 +231,9 @@ QUOTAS_FULL = ("pool a100: nvidia.com/gpu would be 64 of capacity 64 declared in
                "workload's 8 (56 in use from 2 ResourceQuotas), above the 90% threshold (room for 1 more). Wait for "
                "capacity, lower replicas, or target another pool.")
 UNKNOWN_MODEL = "is not in the model registry, so its GPU memory cannot be checked"
-MALFORMED = ("Deployment ml-serving/llm-a100: the pod templates cannot be read: spec.replicas: must be a "
-             "non-negative integer, got \"four\"")
+MALFORMED = ("Deployment ml-serving/llm-a100 cannot be read, so it is denied: spec.replicas: must be a "
+             "non-negative integer, got \"four\". Fix the manifest (for a custom resource, check its customKinds "
+             "entry in the policy settings)")
 
 TOLERATION_BATCH = {"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "batch"}
 TOLERATION_INTERACTIVE = {"effect": "NoSchedule", "key": "dedicated", "operator": "Equal", "value": "interactive"}
@@ -427,7 +428,7 @@ class PolicyServerE2E(unittest.TestCase):
                 "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"])
         with self.subTest("deployment_malformed.json"):
             self.check("labels", LABELS, "deployment_malformed.json", False, says=[
-                "cannot be checked against the GPU admission rules, so it is denied: spec.template.spec: invalid "
+                "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid "
                 "type: map, expected a sequence"])
         with self.subTest("deployment_update_scales_legacy.json"):
             r = self.check("labels", LABELS, "deployment_update_scales_legacy.json", True,
@@ -578,7 +579,7 @@ class PolicyServerE2E(unittest.TestCase):
                                "(chargePods: ownerless)"})
         with self.subTest("deployment_exempt_namespace.json"):
             self.check("capacity", CAPACITY, "deployment_exempt_namespace.json", True,
-                       audit={"exempt": "namespace gpu-operator is in exemptNamespaces"})
+                       audit={"exempt": "namespace gpu-operator is in exemptNamespaces: not checked"})
         with self.subTest("deployment_no_pool.json"):
             self.check("capacity", CAPACITY, "deployment_no_pool.json", True, audit={
                 "no-pool": "spec.template.spec (nvidia.com/gpu: 8): no configured pool is named by the pool label "
