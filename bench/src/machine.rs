@@ -96,21 +96,13 @@ pub fn utc_now() -> String {
     format_utc(secs)
 }
 
-/// Unix seconds as `YYYY-MM-DD HH:MM UTC` (proleptic Gregorian calendar).
+/// Unix seconds as `YYYY-MM-DD HH:MM UTC`, from the rules' [`gpu_rules::clock::rfc3339`].
 pub fn format_utc(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let (hour, minute) = ((secs % 86_400) / 3_600, (secs % 3_600) / 60);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02} UTC")
+    let text = gpu_rules::clock::rfc3339(i64::try_from(secs).unwrap_or(i64::MAX));
+    match (text.get(..10), text.get(11..16)) {
+        (Some(date), Some(time)) => format!("{date} {time} UTC"),
+        _ => text,
+    }
 }
 
 #[cfg(test)]
