@@ -189,8 +189,11 @@ policy-server-e2e: annotate
 ## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), then the real
 ## host when kwctl and policy-server are found (on PATH or unpacked from ../shared/kubewarden): `kwctl bench`
 ## of every policy (bench/kubewarden/kwctl_bench.py) and the policies through policy-server over HTTP with
-## `hey` (bench/kubewarden/policy_server_bench.py), each in its own section. KUBEWARDEN_LABELS_POLICY=<module>
-## adds Kubewarden's own labels-policy (a module you provide; no Kubewarden code is kept here) beside ours.
+## `hey` (bench/kubewarden/policy_server_bench.py), each in its own section. Kubewarden's own policies beside
+## ours (no Kubewarden code is kept here): KUBEWARDEN_LABELS_POLICY=<module> adds labels-policy next to the labels
+## policy, KUBEWARDEN_MUTATING_POLICY=<module> capabilities-psp next to routing; build both (labels-policy.wasm,
+## capabilities-psp.wasm) from kubewarden/policies at 6a01a242a770dbb168767a986ad0bc57cb3b61fb with
+## bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies].
 ## Not part of `make test`. BENCH_FLAGS=--quick (a tenth of the calls), --skip-profiles, --skip-pools.
 BENCH_FLAGS ?=
 bench: annotate

@@ -3,10 +3,18 @@
 
 The requests are the ones gpu-bench measures (bench/src/cases.rs: a GPU Pod, a GPU Deployment and
 an InferenceService per policy, accepted and denied, routing's patches, the context-aware ones with
-their replay sessions), read from that file so the two cannot drift apart. With
-KUBEWARDEN_LABELS_POLICY naming a module (Kubewarden's own labels-policy), that policy is
-measured in the same run on the labels policy's GPU Pod and Deployment requests, with settings
-asking for the same labels.
+their replay sessions), read from that file so the two cannot drift apart.
+
+Kubewarden's own policies are measured in the same run when their modules are named (built from
+kubewarden/policies at commit 6a01a242a770dbb168767a986ad0bc57cb3b61fb by
+`bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies]`; see
+kubewarden_policies.py):
+  KUBEWARDEN_LABELS_POLICY=<module>    labels-policy on the labels policy's GPU Pod and
+                                       Deployment requests, with settings asking for the same labels
+  KUBEWARDEN_MUTATING_POLICY=<module>  capabilities-psp (settings: required_drop_capabilities ALL)
+                                       on routing's Pod and Deployment requests, each checked to
+                                       come back patched by `kwctl run`
+Their rows go beside those of the policy they are compared with.
 
 Each module is annotated with `kwctl annotate` (metadata.yml, README.md) into a temporary
 directory, each request is run once with `kwctl run` (its verdict goes in the table, and it fills
@@ -41,6 +49,9 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from host_info import cpu_model  # noqa: E402
+from kubewarden_policies import (  # noqa: E402
+    LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS,
+    MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = Path(__file__).resolve().parents[2]
 # CI puts a copy of shared/ beside the clone; GPU_ADMISSION_SHARED overrides it.
@@ -49,10 +60,6 @@ TRUST_CONFIG = SHARED / "kubewarden" / "offline-sigstore-trust-config.json"
 CASES_RS = REPO / "bench" / "src" / "cases.rs"
 BEGIN = "<!-- kwctl-bench:begin -->"
 END = "<!-- kwctl-bench:end -->"
-LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
-# The labels our labels policy requires by default, in the settings of Kubewarden's labels-policy
-# (kubewarden/policies, labels-policy: `criteria` over label names).
-LABELS_POLICY_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
 LABELS_POLICY_REQUESTS = (
     "test_data/pod_gpu_labelled.json",
     "test_data/pod_gpu_missing_labels.json",
@@ -126,6 +133,20 @@ def labels_policy_cases(module):
         out.append(Case(f"kubewarden/{Path(module).stem}", kind, request, None,
                         json.dumps(LABELS_POLICY_SETTINGS, separators=(",", ":")), None, "", cwd))
     return out
+
+
+def mutating_policy_cases(module):
+    """Kubewarden's mutating policy on routing's Pod and Deployment requests, meant to patch both."""
+    cwd = REPO / "policies" / "gpu-pool-routing-policy"
+    return [Case(f"kubewarden/{Path(module).stem}", kind, request, None,
+                 json.dumps(MUTATING_POLICY_SETTINGS, separators=(",", ":")), None, "patch", cwd)
+            for kind, request in MUTATING_POLICY_REQUESTS]
+
+
+def beside(cases, policy, extra):
+    """`cases` with `extra` inserted after the last case of `policy` (at the end without one)."""
+    at = max((i + 1 for i, c in enumerate(cases) if c.policy == policy), default=len(cases))
+    return cases[:at] + extra + cases[at:]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -288,7 +309,8 @@ def markdown(rows, info):
         "and policy-server evaluate a policy with), written by `bench/kubewarden/kwctl_bench.py`; rerun "
         "it, do not edit by hand. The requests are gpu-bench's (`bench/src/cases.rs`), each module "
         "annotated by `kwctl annotate`. kwctl bench times `validate_settings`, then `validate` "
-        "(request and settings in, AdmissionResponse out, in one kept policy instance) in 100 samples; "
+        "(request and settings in, AdmissionResponse out, in one kept policy instance) in "
+        f"{info['samples']} samples; "
         "the columns are the per-call time of the fastest sample, the median and mean of the samples, "
         "the slowest sample and their standard deviation.",
         "",
@@ -325,7 +347,7 @@ def markdown(rows, info):
             f"| {c.policy} | {c.kind} | `{c.name()}` | {c.intent or '–'} | {row['verdict']} | "
             f"{fmt_ns(v['min'])} | {fmt_ns(v['median'])} | {fmt_ns(v['mean'])} | {fmt_ns(v['max'])} | "
             f"{fmt_ns(v['stddev'])} | {v['iterations']:,} | {fmt_ns(vs.get('median'))} |")
-    lines += ["", info["labels_note"], "", END]
+    lines += ["", info["labels_note"], "", info["mutating_note"], "", END]
     return "\n".join(lines) + "\n"
 
 
@@ -411,11 +433,16 @@ def main(argv=None):
         if unknown:
             raise BenchError(f"--policies: no benchmark case for {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.policy in wanted]
-    labels_module = os.environ.get(LABELS_POLICY_ENV)
+    try:
+        labels_module = module_from_env(os.environ, LABELS_POLICY_ENV)
+        mutating_module = module_from_env(os.environ, MUTATING_POLICY_ENV)
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    kubewarden_modules = {}
     if labels_module:
-        if not Path(labels_module).is_file():
-            raise BenchError(f"{LABELS_POLICY_ENV}={labels_module}: no such file")
-        cases += labels_policy_cases(labels_module)
+        extra = labels_policy_cases(labels_module)
+        kubewarden_modules[extra[0].policy] = labels_module.resolve()
+        cases = beside(cases, "gpu-labels-policy", extra)
         labels_note = (
             f"`kubewarden/{Path(labels_module).stem}` is Kubewarden's own labels policy "
             f"(`{labels_module}`) on the labels policy's Pod and Deployment requests, with settings "
@@ -425,6 +452,17 @@ def main(argv=None):
     else:
         labels_note = (f"Kubewarden's own labels policy was not measured in this run ({LABELS_POLICY_ENV} "
                        "was not set to its module).")
+    if mutating_module:
+        extra = mutating_policy_cases(mutating_module)
+        if extra[0].policy in kubewarden_modules:
+            raise BenchError(f"{LABELS_POLICY_ENV} and {MUTATING_POLICY_ENV} name modules of the same "
+                             f"file name ({mutating_module.name}); rename one")
+        kubewarden_modules[extra[0].policy] = mutating_module.resolve()
+        cases = beside(cases, "gpu-pool-routing-policy", extra)
+        mutating_note = mutating_policy_note(extra[0].policy, mutating_module)
+    else:
+        mutating_note = (f"No Kubewarden mutating policy was measured in this run ({MUTATING_POLICY_ENV} "
+                         "was not set to its module).")
 
     flags = (f"--warm-up-time {opts.warm_up_time} --measurement-time {opts.measurement_time} "
              f"--num-samples {opts.num_samples}")
@@ -437,8 +475,8 @@ def main(argv=None):
         version = kwctl.version()
         modules = {}
         for policy in sorted({c.policy for c in cases}):
-            if policy.startswith("kubewarden/"):
-                modules[policy] = Path(labels_module).resolve()
+            if policy in kubewarden_modules:
+                modules[policy] = kubewarden_modules[policy]
                 continue
             d = REPO / "policies" / policy
             out = tmp / f"{policy}.wasm"
@@ -467,9 +505,12 @@ def main(argv=None):
         "load_busy": max(os.getloadavg()) >= 1,
         "flags": flags,
         "copies": opts.session_copies,
+        "samples": opts.num_samples,
         "command": " ".join([f"{LABELS_POLICY_ENV}={labels_module}"] * bool(labels_module)
+                            + [f"{MUTATING_POLICY_ENV}={mutating_module}"] * bool(mutating_module)
                             + ["bench/kubewarden/kwctl_bench.py", *argv]),
         "labels_note": labels_note,
+        "mutating_note": mutating_note,
     }
     section = markdown(rows, info)
     if opts.print:

@@ -23,7 +23,12 @@ cache and its per-request instances).
    KUBEWARDEN_LABELS_POLICY naming a module file (Kubewarden's own labels policy), that
    policy too, on the labels policy's two requests, with settings asking for the same labels
    (criteria containsAllOf workload-type, team: it reads the object's own labels, ours the
-   pod templates').
+   pod templates'); with KUBEWARDEN_MUTATING_POLICY naming a module file (Kubewarden's
+   capabilities-psp), that policy on routing's two requests (settings: required_drop_capabilities
+   ALL; every answer checked to carry a patch), its rows beside routing's. Both modules are built
+   from kubewarden/policies at commit 6a01a242a770dbb168767a986ad0bc57cb3b61fb by
+   `bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies]` (see
+   kubewarden_policies.py).
 
 The section replaces the one between <!-- policy-server:begin --> and <!-- policy-server:end -->
 in BENCHMARKS.md (appended when absent). Bounded: each hey run is sized from a few timed
@@ -40,6 +45,7 @@ usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [
 """
 
 import argparse
+import base64
 import json
 import math
 import os
@@ -58,11 +64,13 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden"))
 import hosts  # noqa: E402
 from host_info import cpu_model  # noqa: E402
+from kubewarden_policies import (  # noqa: E402
+    LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS,
+    MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = hosts.REPO
 BEGIN = "<!-- policy-server:begin -->"
 END = "<!-- policy-server:end -->"
-LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
 
 LABELS = "gpu-labels-policy"
 ROUTING = "gpu-pool-routing-policy"
@@ -109,7 +117,7 @@ STATIC_CASES = [
 ]
 # Kubewarden's labels policy asking for the labels our labels policy requires by default. It
 # reads the object's own metadata.labels (ours reads every pod template's).
-KW_LABELS_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
+KW_LABELS_SETTINGS = LABELS_POLICY_SETTINGS
 
 
 class BenchError(Exception):
@@ -392,9 +400,17 @@ def run_hey(url, body_file, requests, concurrency, timeout_s=30):
 
 
 def verdict_of(response):
+    """denied / patched (a JSONPatch of at least one operation) / accepted."""
     if not response.get("allowed"):
         return "denied"
-    return "patched" if response.get("patch") else "accepted"
+    patch = response.get("patch")
+    if not patch:
+        return "accepted"
+    try:
+        operations = json.loads(base64.b64decode(patch))
+    except ValueError:
+        return "accepted (unreadable patch)"
+    return "patched" if operations else "accepted"
 
 
 def checked_pass(server, policy_id, review, concurrency, count, check):
@@ -550,6 +566,22 @@ def peak_rss_mib(pid):
     return int(found.group(1)) / 1024 if found else None
 
 
+# Whose test_data/ the Kubewarden policies' requests come from.
+KUBEWARDEN_SOURCES = {"kubewarden-labels": LABELS, "kubewarden-mutating": ROUTING}
+
+
+def version_of(module):
+    """io.kubewarden.policy.version from the module's embedded metadata, "?" without one."""
+    metadata = hosts.embedded_metadata(module) or {}
+    return (metadata.get("annotations") or {}).get("io.kubewarden.policy.version", "?")
+
+
+def beside(cases, policy, extra):
+    """`cases` (tuples whose second item is the policy) with `extra` after the last of `policy`."""
+    at = max((i + 1 for i, c in enumerate(cases) if c[1] == policy), default=len(cases))
+    return cases[:at] + extra + cases[at:]
+
+
 def static_run(args, log):
     entries, cases = {}, []
     with hosts.Host("policy-server-bench") as host:
@@ -560,24 +592,31 @@ def static_run(args, log):
                     f"file://{module}", settings=policy_file(policy, settings) if settings else {},
                     allowed_to_mutate=(policy == ROUTING))
             cases.append((policy_id, policy, kind, req, expected))
-        kw_labels = os.environ.get(LABELS_POLICY_ENV)
+        try:
+            kw_labels = module_from_env(os.environ, LABELS_POLICY_ENV)
+            kw_mutating = module_from_env(os.environ, MUTATING_POLICY_ENV)
+        except ValueError as e:
+            raise BenchError(str(e)) from None
         if kw_labels:
-            path = Path(kw_labels).resolve()
-            if not path.is_file():
-                raise BenchError(f"{LABELS_POLICY_ENV}={kw_labels}: no such file")
+            path = kw_labels.resolve()
             entries["kubewarden-labels"] = hosts.PolicyEntry(f"file://{path}", settings=KW_LABELS_SETTINGS)
-            metadata = hosts.embedded_metadata(path) or {}
-            version = (metadata.get("annotations") or {}).get("io.kubewarden.policy.version", "?")
             # Beside the labels policy's rows.
-            cases[2:2] = [("kubewarden-labels", f"Kubewarden labels-policy {version}", kind, req, None)
-                          for _, _, kind, req, _ in cases[:2]]
+            cases = beside(cases, LABELS, [("kubewarden-labels", f"Kubewarden labels-policy {version_of(path)}",
+                                            kind, req, None) for _, _, kind, req, _ in cases[:2]])
+        if kw_mutating:
+            path = kw_mutating.resolve()
+            entries["kubewarden-mutating"] = hosts.PolicyEntry(f"file://{path}", settings=MUTATING_POLICY_SETTINGS,
+                                                               allowed_to_mutate=True)
+            # Beside routing's rows, on its requests, meant to come back patched.
+            cases = beside(cases, ROUTING, [("kubewarden-mutating", f"Kubewarden capabilities-psp {version_of(path)}",
+                                             kind, req, "patched") for kind, req in MUTATING_POLICY_REQUESTS])
         # No host calls are made; policy-server still wants a cluster to connect to.
         api = host.start_fakeapi([])
         server = host.start_policy_server(entries, api)
         log(f"  policy-server ready in {server.startup_seconds:.1f} s with {', '.join(entries)}")
         rows = []
         for policy_id, policy, kind, req, expected in cases:
-            source = LABELS if policy_id == "kubewarden-labels" else policy
+            source = KUBEWARDEN_SOURCES.get(policy_id, policy)
             review = hosts.admission_review(hosts.read_json(policy_file(source, req)))
             first = server.validate(policy_id, review)
             want = expected or verdict_of(first)
@@ -595,7 +634,7 @@ def static_run(args, log):
                 n = sized(per_request, c, args.seconds / 2, args.max_requests)
                 h = run_hey(f"{server.url}/validate/{policy_id}", body, n, c)
                 counts, problems = checked_pass(server, policy_id, review, c, 4 * c, check)
-                rows.append({"policy": policy, "id": policy_id,
+                rows.append({"policy": policy, "id": policy_id, "module": entries[policy_id].module[len("file://"):],
                              "kind": kind, "request": req, "c": c, "n": n, **h, "verdict": want,
                              "verdicts": counts, "problems": problems,
                              "message": (first.get("status") or {}).get("message", "")})
@@ -698,12 +737,15 @@ def markdown(info, capacity_rows, static_rows, kept=None):
         out += [heading, "", f"(Not re-measured by the last run, which measured only the capacity gate: from the run "
                              f"of {date}.)", "", rest.strip("\n"), ""]
     if static_rows:
+        mutating = next((r for r in static_rows if r["id"] == "kubewarden-mutating"), None)
         out += [STATIC_HEADING, "",
                 "The GPU Pod and GPU Deployment of each static policy in `bench/src/cases.rs`, all policies in one "
                 "policy-server (modules from `file://`)."
                 + (" Kubewarden's labels policy ran on the labels policy's requests with settings "
                    f"`{json.dumps(KW_LABELS_SETTINGS)}`." if any(r["id"] == "kubewarden-labels" for r in static_rows)
-                   else f" `{LABELS_POLICY_ENV}` was not set: Kubewarden's own labels policy was not measured."), "",
+                   else f" `{LABELS_POLICY_ENV}` was not set: Kubewarden's own labels policy was not measured.")
+                + (" " + mutating_policy_note(mutating["policy"], mutating["module"]) if mutating
+                   else f" `{MUTATING_POLICY_ENV}` was not set: no Kubewarden mutating policy was measured."), "",
                 "| policy | request | c | requests | p50 | p99 | req/s | verdicts |",
                 "|---|---|---:|---:|---:|---:|---:|---|"]
         for r in static_rows:

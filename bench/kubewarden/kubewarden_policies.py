@@ -1,0 +1,69 @@
+"""Kubewarden's own policies that kwctl_bench.py and policy_server_bench.py measure beside ours.
+
+Both come from https://github.com/kubewarden/policies at commit COMMIT, built (release,
+wasm32-wasip1, their Cargo profile and lock file) and annotated by
+`bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies]`; no Kubewarden
+code is kept in this repository. Each is measured only when its environment variable names its
+module:
+
+  KUBEWARDEN_LABELS_POLICY=<dir>/labels-policy.wasm      labels-policy 0.1.10, beside our labels
+                                                         policy on its GPU Pod and Deployment
+  KUBEWARDEN_MUTATING_POLICY=<dir>/capabilities-psp.wasm capabilities-psp 1.0.13, beside our
+                                                         routing policy on the Pod and Deployment
+                                                         it patches
+
+capabilities-psp is the mutating policy because, like routing, it validates a workload's pod
+spec and then changes it (each container's securityContext), for Pods and for Deployments (on
+CREATE), handing the host the mutated object to compute the JSONPatch from, as routing does. The
+other Rust mutating policies fit less: container-resources is written in Go now, and its defaults
+would not change our requests (their containers set requests and limits);
+allow-privilege-escalation-psp changes one boolean; user-group-psp calls the host for image
+configuration.
+"""
+
+import json
+from pathlib import Path
+
+COMMIT = "6a01a242a770dbb168767a986ad0bc57cb3b61fb"
+BUILD_SCRIPT = "bench/kubewarden/build-kubewarden-policies.sh"
+
+LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
+# The labels our labels policy requires by default, in labels-policy's settings (`criteria` over
+# label names on the object's own metadata.labels).
+LABELS_POLICY_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
+
+MUTATING_POLICY_ENV = "KUBEWARDEN_MUTATING_POLICY"
+# Every capability dropped from every container (what the Pod Security Standards' restricted
+# profile asks for): on routing's requests, whose containers set no securityContext, the policy
+# adds `securityContext.capabilities` (drop ALL) to each container.
+MUTATING_POLICY_SETTINGS = {"required_drop_capabilities": ["ALL"]}
+# Routing's Pod and Deployment that it patches (bench/src/cases.rs).
+MUTATING_POLICY_REQUESTS = (
+    ("Pod", "test_data/pod_batch.json"),
+    ("Deployment", "test_data/deployment_interactive.json"),
+)
+
+
+def mutating_policy_note(name, module):
+    """One sentence for a table note: which policy, which settings, what it changes."""
+    return (f"`{name}` is Kubewarden's capabilities-psp policy (`{module}`, built from "
+            f"kubewarden/policies {COMMIT[:12]}) on routing's Pod and Deployment requests with settings "
+            f"`{json.dumps(MUTATING_POLICY_SETTINGS)}`: it checks the containers' added capabilities, "
+            "then adds `securityContext: {capabilities: {add: [], drop: [ALL]}}` to each container "
+            "(a Deployment's pod template's), returning the mutated object for the host to compute "
+            "the JSONPatch from, as routing does (on these requests it adds the pool label, "
+            "nodeSelector and tolerations, and on the Deployment's template the priority class and "
+            "node affinity too).")
+
+
+def module_from_env(environ, name):
+    """The module file named by environment variable `name`, None when unset; ValueError when it
+    names no file."""
+    value = environ.get(name)
+    if not value:
+        return None
+    path = Path(value)
+    if not path.is_file():
+        raise ValueError(f"{name}={value}: no such file (build it with {BUILD_SCRIPT})")
+    return path
+
