@@ -27,6 +27,7 @@
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use crate::gpu::GpuCounts;
 use crate::podspec::null_as_default;
+use crate::settings::FieldError;
 use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,25 +92,32 @@ impl DraSettings {
     }
 
     /// Field errors, naming the field under `prefix` (e.g. `dra`).
-    pub fn validate(&self, prefix: &str) -> Result<(), String> {
+    pub fn validate(&self, prefix: &str) -> Result<(), FieldError> {
         if !matches!(
             self.api_version.as_str(),
             "resource.k8s.io/v1" | "resource.k8s.io/v1beta2" | "resource.k8s.io/v1beta1"
         ) {
-            return Err(format!(
-                "{prefix}.apiVersion: '{}' is not a DRA API version (resource.k8s.io/v1, v1beta2 or v1beta1)",
-                self.api_version
+            return Err(FieldError::new(
+                format!("{prefix}.apiVersion"),
+                format!(
+                    "'{}' is not a DRA API version (resource.k8s.io/v1, v1beta2 or v1beta1)",
+                    self.api_version
+                ),
             ));
         }
         for (class, resource) in &self.gpu_device_classes {
             if class.trim().is_empty() || class.contains(char::is_whitespace) {
-                return Err(format!(
-                    "{prefix}.gpuDeviceClasses: '{class}' is not a device class name"
+                return Err(FieldError::new(
+                    format!("{prefix}.gpuDeviceClasses"),
+                    format!("'{class}' is not a device class name"),
                 ));
             }
             if resource.contains(char::is_whitespace) {
-                return Err(format!(
-                    "{prefix}.gpuDeviceClasses.{class}: '{resource}' is not a resource name (give the GPU resource its devices count as, e.g. nvidia.com/gpu, or \"\" to count the class as no GPU)"
+                return Err(FieldError::new(
+                    format!("{prefix}.gpuDeviceClasses.{class}"),
+                    format!(
+                        "'{resource}' is not a resource name (give the GPU resource its devices count as, e.g. nvidia.com/gpu, or \"\" to count the class as no GPU)"
+                    ),
                 ));
             }
         }

@@ -23,7 +23,7 @@
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::{UnixSeconds, parse_end, rfc3339};
 use crate::selector::LabelSelector;
-use crate::settings::NamespaceList;
+use crate::settings::{FieldError, NamespaceList};
 use crate::workload::Workload;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -109,59 +109,84 @@ impl Exceptions {
         rule_names: &[&str],
         now: UnixSeconds,
         field: &str,
-    ) -> Result<Exceptions, String> {
+    ) -> Result<Exceptions, FieldError> {
         if max_days == 0 || max_days > LIMIT_MAX_DAYS {
-            return Err(format!(
-                "maxExceptionDays: {max_days} is not from 1 to {LIMIT_MAX_DAYS}"
+            return Err(FieldError::new(
+                "maxExceptionDays",
+                format!("{max_days} is not from 1 to {LIMIT_MAX_DAYS}"),
             ));
         }
         let mut out = Vec::new();
         for (i, e) in exceptions.iter().enumerate() {
             let field = format!("{field}[{i}]");
             if e.name.trim().is_empty() {
-                return Err(format!("{field}.name: give the exception a name"));
+                return Err(FieldError::new(
+                    format!("{field}.name"),
+                    "give the exception a name",
+                ));
             }
             if exceptions[..i].iter().any(|x| x.name == e.name) {
-                return Err(format!("{field}.name: '{}' is used twice", e.name));
+                return Err(FieldError::new(
+                    format!("{field}.name"),
+                    format!("'{}' is used twice", e.name),
+                ));
             }
             if e.owner.trim().is_empty() {
-                return Err(format!(
-                    "{field}.owner: exception '{}' has no owner; say who answers for it (a person or team)",
-                    e.name
+                return Err(FieldError::new(
+                    format!("{field}.owner"),
+                    format!(
+                        "exception '{}' has no owner; say who answers for it (a person or team)",
+                        e.name
+                    ),
                 ));
             }
             if e.namespaces.0.is_empty() && e.selector.is_none() {
-                return Err(format!(
-                    "{field}: exception '{}' names no namespaces and no selector, so it would cover every workload; list namespaces or give a selector",
-                    e.name
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "exception '{}' names no namespaces and no selector, so it would cover every workload; list namespaces or give a selector",
+                        e.name
+                    ),
                 ));
             }
             e.namespaces.validate(&format!("{field}.namespaces"))?;
             for (j, r) in e.rules.iter().enumerate() {
                 if !rule_names.contains(&r.as_str()) {
-                    return Err(format!(
-                        "{field}.rules[{j}]: '{r}' is not a rule of this policy; use one of {}",
-                        rule_names.join(", ")
+                    return Err(FieldError::new(
+                        format!("{field}.rules[{j}]"),
+                        format!(
+                            "'{r}' is not a rule of this policy; use one of {}",
+                            rule_names.join(", ")
+                        ),
                     ));
                 }
             }
             if e.expires.trim().is_empty() {
-                return Err(format!(
-                    "{field}.expires: exception '{}' has no end date; give one (YYYY-MM-DD, at most {max_days} days ahead)",
-                    e.name
+                return Err(FieldError::new(
+                    format!("{field}.expires"),
+                    format!(
+                        "exception '{}' has no end date; give one (YYYY-MM-DD, at most {max_days} days ahead)",
+                        e.name
+                    ),
                 ));
             }
             let ends = parse_end(&e.expires).ok_or_else(|| {
-                format!(
-                    "{field}.expires: '{}' is not a date (YYYY-MM-DD) or an RFC 3339 time (2027-01-31T18:00:00Z)",
-                    e.expires
+                FieldError::new(
+                    format!("{field}.expires"),
+                    format!(
+                        "'{}' is not a date (YYYY-MM-DD) or an RFC 3339 time (2027-01-31T18:00:00Z)",
+                        e.expires
+                    ),
                 )
             })?;
             if ends > now.saturating_add(i64::from(max_days) * DAY) {
-                return Err(format!(
-                    "{field}.expires: {} is more than {max_days} days (maxExceptionDays) from now ({}); exceptions must be renewed on purpose",
-                    e.expires,
-                    rfc3339(now)
+                return Err(FieldError::new(
+                    format!("{field}.expires"),
+                    format!(
+                        "{} is more than {max_days} days (maxExceptionDays) from now ({}); exceptions must be renewed on purpose",
+                        e.expires,
+                        rfc3339(now)
+                    ),
                 ));
             }
             out.push(Checked {
@@ -246,7 +271,7 @@ pub trait HasExceptions {
 
     /// Settings validation of the exceptions, against the policy's rule names, at the
     /// host's time.
-    fn validate_exceptions(&self, rule_names: &[&str]) -> Result<(), String> {
+    fn validate_exceptions(&self, rule_names: &[&str]) -> Result<(), FieldError> {
         Exceptions::check(
             self.exceptions(),
             self.max_exception_days(),

@@ -20,6 +20,7 @@
 
 use crate::podspec::{ObjectMeta, PodSpec};
 use crate::quantity::Quantity;
+use crate::settings::FieldError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -94,15 +95,17 @@ impl FractionalSettings {
     }
 
     /// Field errors, each naming its field under `prefix` (e.g. `fractionalGpus`).
-    pub fn validate(&self, prefix: &str) -> Result<(), String> {
+    pub fn validate(&self, prefix: &str) -> Result<(), FieldError> {
         if self.kai.enabled && self.kai.scheduler_names.iter().any(|n| n.trim().is_empty()) {
-            return Err(format!(
-                "{prefix}.kai.schedulerNames: a scheduler name must not be empty"
+            return Err(FieldError::new(
+                format!("{prefix}.kai.schedulerNames"),
+                "a scheduler name must not be empty",
             ));
         }
         if self.kai.enabled && self.kai.scheduler_names.is_empty() {
-            return Err(format!(
-                "{prefix}.kai.schedulerNames: give at least one schedulerName, or set {prefix}.kai.enabled: false"
+            return Err(FieldError::new(
+                format!("{prefix}.kai.schedulerNames"),
+                format!("give at least one schedulerName, or set {prefix}.kai.enabled: false"),
             ));
         }
         if self.hami.enabled {
@@ -115,8 +118,9 @@ impl FractionalSettings {
                 ("coresResource", &self.hami.cores_resource),
             ] {
                 if value.trim().is_empty() || value.contains(char::is_whitespace) {
-                    return Err(format!(
-                        "{prefix}.hami.{field}: '{value}' is not a resource name"
+                    return Err(FieldError::new(
+                        format!("{prefix}.hami.{field}"),
+                        format!("'{value}' is not a resource name"),
                     ));
                 }
             }
@@ -516,6 +520,7 @@ mod tests {
         assert!(
             s.validate("fractionalGpus")
                 .unwrap_err()
+                .to_string()
                 .starts_with("fractionalGpus.kai.schedulerNames")
         );
         let mut s = FractionalSettings::default();
@@ -523,6 +528,7 @@ mod tests {
         assert!(
             s.validate("fractionalGpus")
                 .unwrap_err()
+                .to_string()
                 .starts_with("fractionalGpus.hami.coresResource")
         );
     }

@@ -194,7 +194,7 @@ where
             serde_json::from_slice::<S>(payload).map_err(|e| read_error::<S>(payload, &e))
         })
         .map_err(|e| format!("settings: {e}"))
-        .and_then(|settings| settings.validate());
+        .and_then(|settings| settings.validate().map_err(|e| e.to_string()));
     let response = SettingsValidationResponse {
         valid: result.is_ok(),
         message: result.err(),
@@ -334,9 +334,12 @@ mod tests {
     }
 
     impl ValidateSettings for S {
-        fn validate(&self) -> Result<(), String> {
+        fn validate(&self) -> Result<(), crate::settings::FieldError> {
             if self.limit > 10 {
-                Err("limit: must be at most 10".into())
+                Err(crate::settings::FieldError::new(
+                    "limit",
+                    "must be at most 10",
+                ))
             } else {
                 Ok(())
             }

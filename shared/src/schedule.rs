@@ -26,6 +26,7 @@
 //! instead of a whole database (540 KB), and the tests check every entry against one.
 
 use crate::clock::UnixSeconds;
+use crate::settings::FieldError;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tz::TimeZone;
@@ -132,13 +133,16 @@ struct CheckedWindow {
 }
 
 /// Checks every schedule; the error names the field (`schedules.off-peak.windows[0].from`).
-pub fn check_all(schedules: &Schedules, field: &str) -> Result<BTreeMap<String, Checked>, String> {
+pub fn check_all(
+    schedules: &Schedules,
+    field: &str,
+) -> Result<BTreeMap<String, Checked>, FieldError> {
     schedules
         .iter()
         .map(|(name, s)| {
             let field = format!("{field}.{name}");
             if name.trim().is_empty() {
-                return Err(format!("{field}: a schedule needs a name"));
+                return Err(FieldError::new(field, "a schedule needs a name"));
             }
             s.check(&field).map(|c| (name.clone(), c))
         })
@@ -146,43 +150,52 @@ pub fn check_all(schedules: &Schedules, field: &str) -> Result<BTreeMap<String, 
 }
 
 impl Schedule {
-    pub fn check(&self, field: &str) -> Result<Checked, String> {
-        let zone = zone(&self.time_zone).map_err(|e| format!("{field}.timeZone: {e}"))?;
+    pub fn check(&self, field: &str) -> Result<Checked, FieldError> {
+        let zone =
+            zone(&self.time_zone).map_err(|e| FieldError::new(format!("{field}.timeZone"), e))?;
         if self.windows.is_empty() {
-            return Err(format!("{field}.windows: give at least one window"));
+            return Err(FieldError::new(
+                format!("{field}.windows"),
+                "give at least one window",
+            ));
         }
         let mut windows = Vec::new();
         for (i, w) in self.windows.iter().enumerate() {
             let field = format!("{field}.windows[{i}]");
             if w.days.is_empty() {
-                return Err(format!(
-                    "{field}.days: give at least one day (Mon, Tue, Wed, Thu, Fri, Sat, Sun)"
+                return Err(FieldError::new(
+                    format!("{field}.days"),
+                    "give at least one day (Mon, Tue, Wed, Thu, Fri, Sat, Sun)",
                 ));
             }
             let mut days = Vec::new();
             for (j, d) in w.days.iter().enumerate() {
                 days.push(weekday(d).ok_or_else(|| {
-                    format!(
-                        "{field}.days[{j}]: '{d}' is not a day; use Mon, Tue, Wed, Thu, Fri, Sat or Sun"
+                    FieldError::new(
+                        format!("{field}.days[{j}]"),
+                        format!("'{d}' is not a day; use Mon, Tue, Wed, Thu, Fri, Sat or Sun"),
                     )
                 })?);
             }
             let from = minutes(&w.from, false).ok_or_else(|| {
-                format!(
-                    "{field}.from: '{}' is not a time HH:MM from 00:00 to 23:59",
-                    w.from
+                FieldError::new(
+                    format!("{field}.from"),
+                    format!("'{}' is not a time HH:MM from 00:00 to 23:59", w.from),
                 )
             })?;
             let to = minutes(&w.to, true).ok_or_else(|| {
-                format!(
-                    "{field}.to: '{}' is not a time HH:MM from 00:00 to 24:00",
-                    w.to
+                FieldError::new(
+                    format!("{field}.to"),
+                    format!("'{}' is not a time HH:MM from 00:00 to 24:00", w.to),
                 )
             })?;
             if from == to {
-                return Err(format!(
-                    "{field}: from and to are both {}; a window needs a length (00:00 to 24:00 for a whole day)",
-                    w.from
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "from and to are both {}; a window needs a length (00:00 to 24:00 for a whole day)",
+                        w.from
+                    ),
                 ));
             }
             windows.push(CheckedWindow { days, from, to });

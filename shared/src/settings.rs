@@ -31,7 +31,7 @@ pub use shared::{check_pool_ref, check_window_ref};
 /// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
 /// rendered `<path>: <reason>` (the message `validate_settings` returns).
 pub trait ValidateSettings {
-    fn validate(&self) -> Result<(), String>;
+    fn validate(&self) -> Result<(), FieldError>;
 }
 
 pub use crate::workload::CustomKind;
@@ -68,7 +68,7 @@ pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), Fiel
 
 /// Checks a list of custom kinds; errors name `field[i]....`. Two entries for the same
 /// group and kind are an error (which one would apply?).
-pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), String> {
+pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), FieldError> {
     for (i, k) in kinds.iter().enumerate() {
         k.validate(&format!("{field}[{i}]"))?;
         if kinds[..i]
@@ -78,8 +78,7 @@ pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), St
             return Err(FieldError::new(
                 format!("{field}[{i}]"),
                 format!("{}/{} is listed twice", k.group, k.kind),
-            )
-            .into());
+            ));
         }
     }
     Ok(())
@@ -287,7 +286,7 @@ mod tests {
     fn duplicate_custom_kinds_are_rejected() {
         let k = crate::workload::presets::ray_cluster();
         let err = validate_custom_kinds("customKinds", &[k.clone(), k]).unwrap_err();
-        assert!(err.starts_with("customKinds[1]:"), "{err}");
+        assert_eq!(err.path, "customKinds[1]", "{err}");
         validate_custom_kinds("customKinds", &crate::workload::presets::all()).unwrap();
     }
 }

@@ -19,7 +19,7 @@ fn yaml(path: impl AsRef<Path>) -> Value {
 
 fn settings_from(v: &Value) -> Result<Settings, String> {
     let s: Settings = serde_json::from_value(v.clone()).map_err(|e| e.to_string())?;
-    s.validate()?;
+    s.validate().map_err(|e| e.to_string())?;
     Ok(s)
 }
 

@@ -76,7 +76,7 @@ impl Settings {
 }
 
 impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FieldError> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         self.validate_shared()?;
         let gate = self.gate_settings();
@@ -89,24 +89,21 @@ impl ValidateSettings for Settings {
                 return Err(FieldError::new(
                     format!("{field}.namespaces"),
                     "list the namespaces this maximum applies to (exact names, or a prefix ending in *); defaultMaxGpus covers the others",
-                )
-                .into());
+                ));
             }
             m.namespaces.validate(&format!("{field}.namespaces"))?;
             if m.max_gpus == 0 {
                 return Err(FieldError::new(
                     format!("{field}.maxGpus"),
                     "must be at least 1 (an autoscaler of a GPU workload needs at least one replica's GPUs)",
-                )
-                .into());
+                ));
             }
         }
         if self.default_max_gpus == Some(0) {
             return Err(FieldError::new(
                 "defaultMaxGpus",
                 "must be at least 1, or left out for no default",
-            )
-            .into());
+            ));
         }
         Ok(())
     }
@@ -218,7 +215,7 @@ mod tests {
     #[case::custom_kind(with(base(), "/customKinds", json!([{"group": "", "kind": "X", "templates": []}])), "customKinds[0].group")]
     #[case::exempt(with(base(), "/exemptNamespaces", json!(["*"])), "exemptNamespaces[0]:")]
     fn invalid_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
-        let err = parse(settings).validate().unwrap_err();
+        let err = parse(settings).validate().unwrap_err().to_string();
         assert!(err.starts_with(start), "{err}");
     }
 

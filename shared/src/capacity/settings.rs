@@ -317,10 +317,13 @@ impl Settings {
 }
 
 impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FieldError> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         if self.pools.is_empty() {
-            return Err(FieldError::new("pools", "define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure").into());
+            return Err(FieldError::new(
+                "pools",
+                "define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure",
+            ));
         }
         for (i, pool) in self.pools.iter().enumerate() {
             let field = format!("pools[{i}]");
@@ -345,12 +348,16 @@ impl ValidateSettings for Settings {
                     return Err(FieldError::new(
                         format!("{field}.thresholdPercent"),
                         format!("must be between 1 and 100 (got {})", t.threshold_percent),
-                    )
-                    .into());
+                    ));
                 }
                 if pool.thresholds[..k].iter().any(|o| o.window == t.window) {
-                    return Err(FieldError::new(format!("{field}.window"), format!("'{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
-                        t.window)).into());
+                    return Err(FieldError::new(
+                        format!("{field}.window"),
+                        format!(
+                            "'{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
+                            t.window
+                        ),
+                    ));
                 }
             }
         }
@@ -363,18 +370,19 @@ impl ValidateSettings for Settings {
                 return Err(FieldError::new(
                     format!("{field}.group"),
                     "must name the API group, e.g. kubeflow.org",
-                )
-                .into());
+                ));
             }
             if k.kind.trim().is_empty() {
-                return Err(FieldError::new(format!("{field}.kind"), "must not be empty").into());
+                return Err(FieldError::new(
+                    format!("{field}.kind"),
+                    "must not be empty",
+                ));
             }
             if k.path.is_empty() || k.path.split('.').any(|s| s.is_empty()) {
                 return Err(FieldError::new(
                     format!("{field}.path"),
                     format!("'{}' must be a dot path like spec.suspend", k.path),
-                )
-                .into());
+                ));
             }
             if BUILTIN_SUSPENDABLE
                 .iter()
@@ -386,8 +394,7 @@ impl ValidateSettings for Settings {
                         "{}/{} is built in (its suspend field is known); remove it",
                         k.group, k.kind
                     ),
-                )
-                .into());
+                ));
             }
         }
         self.validate_shared()?;
@@ -718,7 +725,7 @@ mod tests {
     #[case::priority_class(top("exemptPriorityClasses", json!(["ok", "Not_OK"])), "exemptPriorityClasses[1]: 'Not_OK'")]
     #[case::custom_kind(top("customKinds", json!([{"group": "", "kind": "X", "templates": []}])), "customKinds[0].group")]
     fn invalid_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
-        let err = parse(settings).validate().unwrap_err();
+        let err = parse(settings).validate().unwrap_err().to_string();
         assert!(err.starts_with(start), "{err}");
     }
 
@@ -781,7 +788,7 @@ mod tests {
     #[case::class_twice(with(quotas(), "/pools/0/priorityClasses", json!(["a", "a"])), "pools[0].priorityClasses[1]: 'a' is listed twice")]
     #[case::shared_class(pool_field(pool_field(quotas(), 1, "usage", json!("quotas")), 1, "priorityClasses", json!(["h100", "a100-low"])), "pools[1].priorityClasses[1]: 'a100-low' is also a class of pools[0]; a ResourceQuota scoped to it would count the pods of both pools")]
     fn invalid_quota_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
-        let err = parse(settings).validate().unwrap_err();
+        let err = parse(settings).validate().unwrap_err().to_string();
         assert!(err.starts_with(start), "{err}");
     }
 
@@ -880,7 +887,7 @@ mod tests {
     #[case::suspend_path(with(growth(), "/suspendableKinds/0/path", json!("spec..suspend")), "suspendableKinds[0].path: 'spec..suspend' must be a dot path like spec.suspend")]
     #[case::suspend_builtin(with(growth(), "/suspendableKinds/0/kind", json!("PyTorchJob")), "suspendableKinds[0]: kubeflow.org/PyTorchJob is built in")]
     fn invalid_growth_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
-        let err = parse(settings).validate().unwrap_err();
+        let err = parse(settings).validate().unwrap_err().to_string();
         assert!(err.starts_with(start), "{err}");
     }
 
@@ -897,11 +904,13 @@ mod tests {
     fn warn_or_deny_fields_refuse_allow() {
         let err = parse(top("fragmentation", json!("allow")))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(err, "fragmentation: 'allow' is not one of warn, deny");
         let err = parse(top("unreadableNamespaceQuotas", json!("allow")))
             .validate()
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             err,
             "unreadableNamespaceQuotas: 'allow' is not one of warn, deny"

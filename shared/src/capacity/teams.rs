@@ -25,7 +25,7 @@ use super::settings::{DeclaredGpus, Settings};
 use super::state::{self, HostError, HostFailure, LabelledUse};
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, GpuResources};
-use crate::settings::{is_dns_label, is_dns_subdomain};
+use crate::settings::{FieldError, is_dns_label, is_dns_subdomain};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -58,12 +58,13 @@ pub enum PoolLimit {
 }
 
 /// A count as written (`16` or `"16"`), checked later by [`validate_budgets`].
-fn declared(field: &str, v: &Value) -> Result<DeclaredGpus, String> {
+fn declared(field: &str, v: &Value) -> Result<DeclaredGpus, FieldError> {
     match v {
         Value::String(s) => Ok(DeclaredGpus(s.clone())),
         Value::Number(n) => Ok(DeclaredGpus(n.to_string())),
-        other => Err(format!(
-            "{field}: must be a whole number of GPUs (got {other})"
+        other => Err(FieldError::new(
+            field,
+            format!("must be a whole number of GPUs (got {other})"),
         )),
     }
 }
@@ -73,13 +74,14 @@ fn declared(field: &str, v: &Value) -> Result<DeclaredGpus, String> {
 pub fn parse_budgets(
     field: &str,
     budgets: &serde_json::Map<String, Value>,
-) -> Result<Vec<(String, TeamBudget)>, String> {
+) -> Result<Vec<(String, TeamBudget)>, FieldError> {
     let mut out = Vec::new();
     for (team, v) in budgets {
         let at = format!("{field}.{team}");
         let Some(entries) = v.as_object() else {
-            return Err(format!(
-                "{at}: must be a budget, e.g. {{nvidia.com/gpu: 16, pools: {{a100: 8}}}}"
+            return Err(FieldError::new(
+                at,
+                "must be a budget, e.g. {nvidia.com/gpu: 16, pools: {a100: 8}}",
             ));
         };
         let mut budget = TeamBudget::default();
@@ -87,18 +89,27 @@ pub fn parse_budgets(
             match key.as_str() {
                 "namespaces" => {
                     let list = v.as_array().ok_or_else(|| {
-                        format!("{at}.namespaces: must be a list of namespace names")
+                        FieldError::new(
+                            format!("{at}.namespaces"),
+                            "must be a list of namespace names",
+                        )
                     })?;
                     for (i, ns) in list.iter().enumerate() {
                         let ns = ns.as_str().ok_or_else(|| {
-                            format!("{at}.namespaces[{i}]: must be a namespace name")
+                            FieldError::new(
+                                format!("{at}.namespaces[{i}]"),
+                                "must be a namespace name",
+                            )
                         })?;
                         budget.namespaces.push(ns.to_string());
                     }
                 }
                 "pools" => {
                     let pools = v.as_object().ok_or_else(|| {
-                        format!("{at}.pools: must map pool names to GPUs, e.g. {{a100: 8}}")
+                        FieldError::new(
+                            format!("{at}.pools"),
+                            "must map pool names to GPUs, e.g. {a100: 8}",
+                        )
                     })?;
                     for (pool, limit) in pools {
                         let f = format!("{at}.pools.{pool}");
@@ -196,7 +207,7 @@ pub fn configured(settings: &Settings) -> bool {
 
 /// Validates the team settings: `teamLabelKey`, every budget of `teamBudgets`, and
 /// `teamBudgetsConfigMap`.
-pub fn validate_settings(settings: &Settings) -> Result<(), String> {
+pub fn validate_settings(settings: &Settings) -> Result<(), FieldError> {
     if !settings.team_label_key.is_empty() {
         crate::settings::validate_label_key("teamLabelKey", &settings.team_label_key)?;
     }
@@ -208,15 +219,18 @@ pub fn validate_settings(settings: &Settings) -> Result<(), String> {
     if let Some(r) = config_map(settings) {
         let field = "teamBudgetsConfigMap";
         if !is_dns_label(&r.namespace) {
-            return Err(format!(
-                "{field}.namespace: '{}' is not a namespace name",
-                r.namespace
+            return Err(FieldError::new(
+                format!("{field}.namespace"),
+                format!("'{}' is not a namespace name", r.namespace),
             ));
         }
         if !is_dns_subdomain(&r.name) {
-            return Err(format!(
-                "{field}.name: '{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
-                r.name
+            return Err(FieldError::new(
+                format!("{field}.name"),
+                format!(
+                    "'{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
+                    r.name
+                ),
             ));
         }
         if let Some(key) = r.key.as_deref().filter(|k| !k.is_empty()) {
@@ -225,8 +239,11 @@ pub fn validate_settings(settings: &Settings) -> Result<(), String> {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
             if !ok {
-                return Err(format!(
-                    "{field}.key: '{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
+                return Err(FieldError::new(
+                    format!("{field}.key"),
+                    format!(
+                        "'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
+                    ),
                 ));
             }
         }
@@ -239,18 +256,22 @@ pub fn validate_budgets(
     field: &str,
     budgets: &[(String, TeamBudget)],
     settings: &Settings,
-) -> Result<(), String> {
+) -> Result<(), FieldError> {
     let mut owner: Vec<(&str, &str)> = Vec::new();
     for (team, budget) in budgets {
         let field = format!("{field}.{team}");
         if team.is_empty() || crate::settings::validate_label_value(&field, team).is_err() {
-            return Err(format!(
-                "{field}: '{team}' is not a team name (a label value: at most 63 letters, digits, '-', '_', '.')"
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "'{team}' is not a team name (a label value: at most 63 letters, digits, '-', '_', '.')"
+                ),
             ));
         }
         if budget.gpus.is_empty() && budget.pools.is_empty() {
-            return Err(format!(
-                "{field}: give limits per GPU resource (nvidia.com/gpu: 16) or per pool (pools: {{a100: 8}})"
+            return Err(FieldError::new(
+                field,
+                "give limits per GPU resource (nvidia.com/gpu: 16) or per pool (pools: {a100: 8})",
             ));
         }
         if !budget.gpus.is_empty() {
@@ -260,15 +281,16 @@ pub fn validate_budgets(
             let at = format!("{field}.pools.{pool}");
             if settings.pool_named(pool).is_none() {
                 let names: Vec<&str> = settings.pools.iter().map(|p| p.name.as_str()).collect();
-                return Err(format!(
-                    "{at}: '{pool}' names no pool; use one of {}",
-                    names.join(", ")
+                return Err(FieldError::new(
+                    at,
+                    format!("'{pool}' names no pool; use one of {}", names.join(", ")),
                 ));
             }
             match limit {
                 PoolLimit::Each(n) => {
-                    n.count()
-                        .map_err(|e| format!("{at}: must be a whole number of GPUs ({e})"))?;
+                    n.count().map_err(|e| {
+                        FieldError::new(at, format!("must be a whole number of GPUs ({e})"))
+                    })?;
                 }
                 PoolLimit::PerResource(m) => settings.validate_gpu_map(
                     &at,
@@ -278,19 +300,26 @@ pub fn validate_budgets(
             }
         }
         if budget.namespaces.is_empty() && settings.team_label_key.is_empty() {
-            return Err(format!(
-                "{field}: list the team's namespaces in {field}.namespaces, or set teamLabelKey to find them by their Namespace label"
+            return Err(FieldError::new(
+                &field,
+                format!(
+                    "list the team's namespaces in {field}.namespaces, or set teamLabelKey to find them by their Namespace label"
+                ),
             ));
         }
         for (i, ns) in budget.namespaces.iter().enumerate() {
             if !is_dns_label(ns) {
-                return Err(format!(
-                    "{field}.namespaces[{i}]: '{ns}' is not a namespace name"
+                return Err(FieldError::new(
+                    format!("{field}.namespaces[{i}]"),
+                    format!("'{ns}' is not a namespace name"),
                 ));
             }
             if let Some((_, other)) = owner.iter().find(|(n, _)| n == ns) {
-                return Err(format!(
-                    "{field}.namespaces[{i}]: namespace {ns} is also in the budget of team {other}; a namespace belongs to one team"
+                return Err(FieldError::new(
+                    format!("{field}.namespaces[{i}]"),
+                    format!(
+                        "namespace {ns} is also in the budget of team {other}; a namespace belongs to one team"
+                    ),
                 ));
             }
             owner.push((ns, team));
@@ -604,7 +633,7 @@ fn read_config_map(
     };
     let example = r#"e.g. {"ml-a": {"nvidia.com/gpu": 16, "pools": {"a100": 8}}}"#;
     let budgets = match serde_json::from_slice::<Value>(text.as_bytes()) {
-        Ok(Value::Object(map)) => parse_budgets(key, &map).map_err(malformed)?,
+        Ok(Value::Object(map)) => parse_budgets(key, &map).map_err(|e| malformed(e.to_string()))?,
         Ok(_) => {
             return Err(malformed(format!(
                 "{key}: must map team names to budgets, {example}"
@@ -612,7 +641,7 @@ fn read_config_map(
         }
         Err(e) => return Err(malformed(format!("{key}: not JSON ({e}), {example}"))),
     };
-    validate_budgets(key, &budgets, settings).map_err(malformed)?;
+    validate_budgets(key, &budgets, settings).map_err(|e| malformed(e.to_string()))?;
     Ok(budgets)
 }
 

@@ -148,12 +148,18 @@ fn settings_map_more_classes_and_unmap_builtins() {
     assert_eq!(s.gpu_resource("gpu.nvidia.com"), Some("nvidia.com/gpu"));
     assert!(s.validate("dra").is_ok());
     s.api_version = "v1".into();
-    assert!(s.validate("dra").unwrap_err().starts_with("dra.apiVersion"));
+    assert!(
+        s.validate("dra")
+            .unwrap_err()
+            .to_string()
+            .starts_with("dra.apiVersion")
+    );
     let mut s = DraSettings::default();
     s.gpu_device_classes.insert("a b".into(), "x".into());
     assert!(
         s.validate("dra")
             .unwrap_err()
+            .to_string()
             .starts_with("dra.gpuDeviceClasses")
     );
 }

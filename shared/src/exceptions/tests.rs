@@ -14,7 +14,7 @@ fn exception(v: serde_json::Value) -> Exception {
     serde_json::from_value(base).unwrap()
 }
 
-fn check(list: Vec<Exception>) -> Result<Exceptions, String> {
+fn check(list: Vec<Exception>) -> Result<Exceptions, FieldError> {
     Exceptions::check(&list, DEFAULT_MAX_DAYS, RULES, NOW, "exceptions")
 }
 
@@ -157,10 +157,12 @@ fn settings_mistakes_name_the_field() {
             "exceptions[0].namespaces[0]:",
         ),
     ] {
-        let err = check(vec![e]).unwrap_err();
+        let err = check(vec![e]).unwrap_err().to_string();
         assert!(err.starts_with(says), "{err}");
     }
-    let twice = check(vec![exception(json!({})), exception(json!({}))]).unwrap_err();
+    let twice = check(vec![exception(json!({})), exception(json!({}))])
+        .unwrap_err()
+        .to_string();
     assert!(
         twice.starts_with("exceptions[1].name: 'big' is used twice"),
         "{twice}"
@@ -168,6 +170,7 @@ fn settings_mistakes_name_the_field() {
     assert!(
         Exceptions::check(&[], 0, RULES, NOW, "exceptions")
             .unwrap_err()
+            .to_string()
             .starts_with("maxExceptionDays")
     );
     let longer = Exceptions::check(

@@ -37,7 +37,7 @@ use crate::fractional::{Scheduler, share};
 use crate::gpu::ContainerRole;
 use crate::limits::MAX_LISTED;
 use crate::podspec::{Container, PodSpec};
-use crate::settings::{NamespaceList, is_dns_label, is_dns_subdomain};
+use crate::settings::{FieldError, NamespaceList, is_dns_label, is_dns_subdomain};
 use crate::workload::{PodTemplate, Workload, value_at};
 use serde::de::Unexpected;
 use serde::{Deserialize, Serialize};
@@ -339,14 +339,17 @@ impl DeviceAccess {
     }
 
     /// Field errors, each naming its field under `prefix` (`deviceAccess`).
-    pub fn validate(&self, prefix: &str) -> Result<(), String> {
+    pub fn validate(&self, prefix: &str) -> Result<(), FieldError> {
         let env = &self.device_env_vars;
         let field = format!("{prefix}.deviceEnvVars.names");
         nonempty_when_enabled(&field, env.enabled, &env.names, "variable")?;
         for (i, name) in env.names.iter().enumerate() {
             if !is_env_name(name) {
-                return Err(format!(
-                    "{field}[{i}]: '{name}' is not an environment variable name (letters, digits and _, not starting with a digit), e.g. NVIDIA_VISIBLE_DEVICES"
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "'{name}' is not an environment variable name (letters, digits and _, not starting with a digit), e.g. NVIDIA_VISIBLE_DEVICES"
+                    ),
                 ));
             }
             listed_once(&field, &env.names, i)?;
@@ -361,8 +364,11 @@ impl DeviceAccess {
                 .split_once(':')
                 .is_some_and(|(ns, name)| is_dns_label(ns) && is_dns_subdomain(name));
             if !ok {
-                return Err(format!(
-                    "{field}[{i}]: '{sa}' is not namespace:name of a service account (e.g. gpu-operator:nvidia-dcgm-exporter)"
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "'{sa}' is not namespace:name of a service account (e.g. gpu-operator:nvidia-dcgm-exporter)"
+                    ),
                 ));
             }
             listed_once(&field, &p.allow_service_accounts, i)?;
@@ -373,13 +379,17 @@ impl DeviceAccess {
         nonempty_when_enabled(&field, h.enabled, &h.paths, "device path")?;
         for (i, path) in h.paths.iter().enumerate() {
             if path == "/" {
-                return Err(format!(
-                    "{field}[{i}]: '/' would deny every hostPath volume; list device paths such as /dev/nvidia (the directories above them, / included, are denied with them)"
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    "'/' would deny every hostPath volume; list device paths such as /dev/nvidia (the directories above them, / included, are denied with them)",
                 ));
             }
             if !path.starts_with('/') || normalize(path) != *path {
-                return Err(format!(
-                    "{field}[{i}]: '{path}' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "'{path}' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
+                    ),
                 ));
             }
             listed_once(&field, &h.paths, i)?;
@@ -390,8 +400,11 @@ impl DeviceAccess {
         nonempty_when_enabled(&field, r.enabled, &r.names, "RuntimeClass")?;
         for (i, name) in r.names.iter().enumerate() {
             if !is_dns_subdomain(name) {
-                return Err(format!(
-                    "{field}[{i}]: '{name}' is not a RuntimeClass name (lowercase letters, digits, '-' and '.'), e.g. nvidia"
+                return Err(FieldError::new(
+                    format!("{field}[{i}]"),
+                    format!(
+                        "'{name}' is not a RuntimeClass name (lowercase letters, digits, '-' and '.'), e.g. nvidia"
+                    ),
                 ));
             }
             listed_once(&field, &r.names, i)?;
@@ -405,19 +418,23 @@ fn nonempty_when_enabled(
     enabled: bool,
     values: &[String],
     what: &str,
-) -> Result<(), String> {
+) -> Result<(), FieldError> {
     if enabled && values.is_empty() {
         let block = field.rsplit_once('.').map(|(b, _)| b).unwrap_or(field);
-        return Err(format!(
-            "{field}: give at least one {what}, or set {block}.enabled: false to turn the rule off"
+        return Err(FieldError::new(
+            field,
+            format!("give at least one {what}, or set {block}.enabled: false to turn the rule off"),
         ));
     }
     Ok(())
 }
 
-fn listed_once(field: &str, values: &[String], i: usize) -> Result<(), String> {
+fn listed_once(field: &str, values: &[String], i: usize) -> Result<(), FieldError> {
     if values[..i].contains(&values[i]) {
-        return Err(format!("{field}[{i}]: '{}' is listed twice", values[i]));
+        return Err(FieldError::new(
+            format!("{field}[{i}]"),
+            format!("'{}' is listed twice", values[i]),
+        ));
     }
     Ok(())
 }

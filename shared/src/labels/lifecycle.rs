@@ -24,6 +24,7 @@ use super::settings::Settings;
 use crate::gpu::{ContainerRole, PodGpus};
 use crate::podspec::PodSpec;
 use crate::quantity::Quantity;
+use crate::settings::FieldError;
 use crate::workload::{PodTemplate, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -168,7 +169,7 @@ impl WorkloadRules {
 
     /// Errors name the field (`workloadRules.startupProbe.workloadTypes[0]: ...`).
     /// `allowed`: the values the required label `labelKey` may take, when constrained.
-    pub fn validate(&self, allowed: Option<&[String]>) -> Result<(), String> {
+    pub fn validate(&self, allowed: Option<&[String]>) -> Result<(), FieldError> {
         let field = "workloadRules";
         crate::settings::validate_label_key(&format!("{field}.labelKey"), &self.label_key)?;
         // Each rule and the parameters it takes.
@@ -202,32 +203,39 @@ impl WorkloadRules {
                     .chain(takes.iter().copied())
                     .collect::<Vec<_>>()
                     .join(", ");
-                return Err(format!(
-                    "{field}.{rule}.{param}: not a parameter of this rule (it takes {takes})"
+                return Err(FieldError::new(
+                    format!("{field}.{rule}.{param}"),
+                    format!("not a parameter of this rule (it takes {takes})"),
                 ));
             }
             let list = &r.workload_types;
             let f = format!("{field}.{rule}.workloadTypes");
             if list.is_empty() {
-                return Err(format!(
-                    "{f}: name the values of {} this rule applies to (e.g. [interactive]), or remove {field}.{rule} to turn it off",
-                    self.label_key
+                return Err(FieldError::new(
+                    f,
+                    format!(
+                        "name the values of {} this rule applies to (e.g. [interactive]), or remove {field}.{rule} to turn it off",
+                        self.label_key
+                    ),
                 ));
             }
             for (i, t) in list.iter().enumerate() {
                 let fi = format!("{f}[{i}]");
                 if t.is_empty() {
-                    return Err(format!("{fi}: must not be empty"));
+                    return Err(FieldError::new(fi, "must not be empty"));
                 }
                 crate::settings::validate_label_value(&fi, t)?;
                 if list[..i].contains(t) {
-                    return Err(format!("{fi}: '{t}' is listed twice"));
+                    return Err(FieldError::new(fi, format!("'{t}' is listed twice")));
                 }
                 if let Some(allowed) = allowed.filter(|a| !a.iter().any(|v| v == t)) {
-                    return Err(format!(
-                        "{fi}: '{t}' is not a value the {} label may take (requiredLabels allows {}), so the rule would never apply",
-                        self.label_key,
-                        allowed.join(", ")
+                    return Err(FieldError::new(
+                        fi,
+                        format!(
+                            "'{t}' is not a value the {} label may take (requiredLabels allows {}), so the rule would never apply",
+                            self.label_key,
+                            allowed.join(", ")
+                        ),
                     ));
                 }
             }
@@ -235,32 +243,43 @@ impl WorkloadRules {
         if let Some(r) = &self.startup_probe
             && r.failure_budget() == 0
         {
-            return Err(format!(
-                "{field}.startupProbe.minFailureBudgetSeconds: must be at least 1 (seconds the startupProbe lets the model load)"
+            return Err(FieldError::new(
+                format!("{field}.startupProbe.minFailureBudgetSeconds"),
+                "must be at least 1 (seconds the startupProbe lets the model load)",
             ));
         }
         if let Some(r) = &self.active_deadline
             && r.max_seconds == Some(0)
         {
-            return Err(format!(
-                "{field}.activeDeadline.maxSeconds: must be at least 1, or left out to accept any deadline"
+            return Err(FieldError::new(
+                format!("{field}.activeDeadline.maxSeconds"),
+                "must be at least 1, or left out to accept any deadline",
             ));
         }
         if let Some(r) = &self.shared_memory {
             let f = format!("{field}.sharedMemory");
             match Quantity::parse(r.shm_size()) {
                 Ok(q) if !q.is_negative() && !q.is_zero() => {}
-                Ok(_) => return Err(format!("{f}.minSize: must be more than 0 (e.g. 16Gi)")),
+                Ok(_) => {
+                    return Err(FieldError::new(
+                        format!("{f}.minSize"),
+                        "must be more than 0 (e.g. 16Gi)",
+                    ));
+                }
                 Err(e) => {
-                    return Err(format!(
-                        "{f}.minSize: '{}' is not a quantity ({e}); give a size such as 16Gi",
-                        r.shm_size()
+                    return Err(FieldError::new(
+                        format!("{f}.minSize"),
+                        format!(
+                            "'{}' is not a quantity ({e}); give a size such as 16Gi",
+                            r.shm_size()
+                        ),
                     ));
                 }
             }
             if r.shm_min_gpus() == 0 {
-                return Err(format!(
-                    "{f}.minGpus: must be at least 1 (pods with at least this many GPUs need /dev/shm)"
+                return Err(FieldError::new(
+                    format!("{f}.minGpus"),
+                    "must be at least 1 (pods with at least this many GPUs need /dev/shm)",
                 ));
             }
         }

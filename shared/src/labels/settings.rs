@@ -205,7 +205,7 @@ pub const RULE_NAMES: [&str; 5] = [
 crate::exceptions::impl_has_exceptions!(Settings);
 
 impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FieldError> {
         for (i, r) in self.required_labels.iter().enumerate() {
             let earlier = self.required_labels.get(..i).unwrap_or(&[]);
             r.validate(&format!("requiredLabels[{i}]"), earlier)?;
@@ -218,14 +218,18 @@ impl ValidateSettings for Settings {
                 return Err(FieldError::new(
                     field,
                     "0 would deny every GPU pod; give at least 1, or leave it unset for no limit",
-                )
-                .into());
+                ));
             }
         }
         if let (Some(pod), Some(container)) = (self.max_gpus_per_pod, self.max_gpus_per_container)
             && container > pod
         {
-            return Err(FieldError::new("maxGpusPerContainer", format!("{container} is more than maxGpusPerPod ({pod}); a container cannot hold more GPUs than its pod, so lower it to at most {pod}")).into());
+            return Err(FieldError::new(
+                "maxGpusPerContainer",
+                format!(
+                    "{container} is more than maxGpusPerPod ({pod}); a container cannot hold more GPUs than its pod, so lower it to at most {pod}"
+                ),
+            ));
         }
         for (i, key) in self.gpu_node_label_keys.iter().enumerate() {
             validate_label_key(&format!("gpuNodeLabelKeys[{i}]"), key)?;
@@ -239,14 +243,22 @@ impl ValidateSettings for Settings {
             if let Some(e) = t.effect.as_deref().filter(|e| !e.is_empty())
                 && !TAINT_EFFECTS.contains(&e)
             {
-                return Err(FieldError::new(format!("{field}.effect"), format!("'{e}' is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute, or leave it unset for any effect")).into());
+                return Err(FieldError::new(
+                    format!("{field}.effect"),
+                    format!(
+                        "'{e}' is not a taint effect; use NoSchedule, PreferNoSchedule or NoExecute, or leave it unset for any effect"
+                    ),
+                ));
             }
         }
         if self.deny_non_gpu_pods_on_gpu_nodes
             && self.gpu_node_label_keys.is_empty()
             && self.gpu_taints.is_empty()
         {
-            return Err(FieldError::new("denyNonGpuPodsOnGpuNodes", "the rule needs gpuNodeLabelKeys or gpuTaints to recognise GPU nodes; list them, or set denyNonGpuPodsOnGpuNodes: false").into());
+            return Err(FieldError::new(
+                "denyNonGpuPodsOnGpuNodes",
+                "the rule needs gpuNodeLabelKeys or gpuTaints to recognise GPU nodes; list them, or set denyNonGpuPodsOnGpuNodes: false",
+            ));
         }
         self.validate_shared()?;
         let allowed = self
@@ -278,7 +290,7 @@ mod tests {
 
     fn parse(v: Value) -> Result<Settings, String> {
         let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        s.validate()?;
+        s.validate().map_err(|e| e.to_string())?;
         Ok(s)
     }
 

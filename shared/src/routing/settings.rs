@@ -254,11 +254,14 @@ const TOLERATION_EFFECTS: &[&str] = &["NoSchedule", "PreferNoSchedule", "NoExecu
 const NODE_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"];
 
 impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FieldError> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         self.validate_team()?;
         if self.pools.is_empty() {
-            return Err(FieldError::new("pools", "configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied").into());
+            return Err(FieldError::new(
+                "pools",
+                "configure at least one pool (a name, a selector on pod template labels, and a nodeSelector or requiredNodeAffinity); without pools every GPU workload would be denied",
+            ));
         }
         for (i, pool) in self.pools.iter().enumerate() {
             validate_pool(&format!("pools[{i}]"), pool, &self.pool_label_key)?;
@@ -269,15 +272,19 @@ impl ValidateSettings for Settings {
                         "'{}' is already the name of pools[{j}]; pool names must be unique",
                         pool.name
                     ),
-                )
-                .into());
+                ));
             }
         }
         for (i, pool) in self.pools.iter().enumerate() {
             for (j, other) in self.pools[..i].iter().enumerate() {
                 if let Some(example) = overlap::overlap(other.members(), pool.members()) {
-                    return Err(FieldError::new(format!("pools[{i}].selector"), format!("pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
-                        pool.name, other.name)).into());
+                    return Err(FieldError::new(
+                        format!("pools[{i}].selector"),
+                        format!(
+                            "pool {} overlaps pool {} (pools[{j}]): {example} matches both, so its pool would be ambiguous. Make them disjoint: give both selectors the same label key with different values (e.g. matchLabels workload-type: batch vs workload-type: interactive), add a NotIn or DoesNotExist on a key the other pool requires, or restrict them to namespaces that do not overlap",
+                            pool.name, other.name
+                        ),
+                    ));
                 }
             }
         }
@@ -298,16 +305,20 @@ impl ValidateSettings for Settings {
                     return Err(FieldError::new(
                         format!("{field}.pool"),
                         "a pool cannot lend to itself",
-                    )
-                    .into());
+                    ));
                 }
                 let others: Vec<&str> = names.iter().copied().filter(|n| *n != pool.name).collect();
                 check_pool_ref(&format!("{field}.pool"), &lend.pool, &others)?;
                 let valid = schedules.contains_key(&lend.window);
                 check_window_ref(&format!("{field}.window"), &lend.window, valid, &defined)?;
                 if pool.lend_to[..j].iter().any(|l| l.pool == lend.pool) {
-                    return Err(FieldError::new(format!("{field}.pool"), format!("pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",
-                        pool.name, lend.pool)).into());
+                    return Err(FieldError::new(
+                        format!("{field}.pool"),
+                        format!(
+                            "pool {} already lends to {}; give one window per borrowing pool (a schedule may have several windows)",
+                            pool.name, lend.pool
+                        ),
+                    ));
                 }
             }
             if let Some(pc) = &pool.guest_priority_class_name {
@@ -580,7 +591,7 @@ mod tests {
         let d = Settings::default();
         assert_eq!(d.pool_label_key, "gpu-admission/pool");
         assert_eq!(settings(json!({})), d);
-        let err = d.validate().unwrap_err();
+        let err = d.validate().unwrap_err().to_string();
         assert!(
             err.starts_with("pools: configure at least one pool"),
             "{err}"
@@ -644,7 +655,7 @@ mod tests {
         } else {
             v
         };
-        let err = settings(v).validate().unwrap_err();
+        let err = settings(v).validate().unwrap_err().to_string();
         assert!(
             err.starts_with(prefix),
             "{err}\n  expected prefix: {prefix}"
@@ -682,7 +693,7 @@ mod tests {
             json!({"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}),
         ));
         assert_eq!(
-            expressions.validate().unwrap_err(),
+            expressions.validate().unwrap_err().to_string(),
             "pools[1].nodeSelector.matchExpressions: a Pod's nodeSelector takes labels only; give them in requiredNodeAffinity"
         );
     }

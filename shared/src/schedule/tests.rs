@@ -117,6 +117,7 @@ fn every_mistake_names_its_field() {
         }
         .check("schedules.peak")
         .unwrap_err()
+        .to_string()
     };
     for (err, starts) in [
         (
@@ -167,7 +168,7 @@ fn every_mistake_names_its_field() {
         windows: vec![],
     };
     assert_eq!(
-        empty.check("schedules.x").unwrap_err(),
+        empty.check("schedules.x").unwrap_err().to_string(),
         "schedules.x.windows: give at least one window"
     );
 }

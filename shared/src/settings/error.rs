@@ -27,13 +27,6 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
-/// The message `validate_settings` returns.
-impl From<FieldError> for String {
-    fn from(e: FieldError) -> String {
-        e.to_string()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -42,6 +35,5 @@ mod tests {
     fn reads_path_colon_reason() {
         let e = FieldError::new("pools[1].name", "must not be empty");
         assert_eq!(e.to_string(), "pools[1].name: must not be empty");
-        assert_eq!(String::from(e), "pools[1].name: must not be empty");
     }
 }

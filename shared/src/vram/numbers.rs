@@ -5,6 +5,7 @@
 //! instead of serde's position-only message. Every comparison is on integers: memory in
 //! MiB, parameters in millions, percentages as whole numbers.
 
+use crate::settings::FieldError;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 
@@ -50,30 +51,36 @@ impl fmt::Display for NumText {
 
 impl NumText {
     /// A whole number in `min..=max`; the error names `field`.
-    pub fn whole(&self, field: &str, min: u64, max: u64) -> Result<u64, String> {
+    pub fn whole(&self, field: &str, min: u64, max: u64) -> Result<u64, FieldError> {
         let text = self.0.trim();
         let value = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
             .then(|| text.parse::<u64>().ok())
             .flatten();
         match value {
             Some(v) if (min..=max).contains(&v) => Ok(v),
-            _ => Err(format!(
-                "{field}: must be a whole number from {min} to {max}, got {}",
-                shown(text)
+            _ => Err(FieldError::new(
+                field,
+                format!(
+                    "must be a whole number from {min} to {max}, got {}",
+                    shown(text)
+                ),
             )),
         }
     }
 
     /// A decimal with at most three decimals, in thousandths, in `min..=max` thousandths.
-    pub fn thousandths(&self, field: &str, min: u64, max: u64) -> Result<u64, String> {
+    pub fn thousandths(&self, field: &str, min: u64, max: u64) -> Result<u64, FieldError> {
         let text = self.0.trim();
         match parse_thousandths(text) {
             Some(v) if (min..=max).contains(&v) => Ok(v),
-            _ => Err(format!(
-                "{field}: must be a number from {} to {} with at most 3 decimals, got {}",
-                Thousandths(min),
-                Thousandths(max),
-                shown(text)
+            _ => Err(FieldError::new(
+                field,
+                format!(
+                    "must be a number from {} to {} with at most 3 decimals, got {}",
+                    Thousandths(min),
+                    Thousandths(max),
+                    shown(text)
+                ),
             )),
         }
     }
@@ -212,7 +219,10 @@ mod tests {
     #[case::empty("", "layers: must be a whole number from 1 to 1000, got nothing")]
     fn whole_numbers_name_the_field(#[case] text: &str, #[case] message: &str) {
         assert_eq!(
-            NumText::from(text).whole("layers", 1, 1000).unwrap_err(),
+            NumText::from(text)
+                .whole("layers", 1, 1000)
+                .unwrap_err()
+                .to_string(),
             message
         );
     }
@@ -222,7 +232,8 @@ mod tests {
         assert_eq!(
             NumText::from("0")
                 .thousandths("vramGiB", 1, 1_000_000)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "vramGiB: must be a number from 0.001 to 1000 with at most 3 decimals, got '0'"
         );
         assert_eq!(Thousandths(70600).to_string(), "70.6");

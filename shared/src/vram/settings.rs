@@ -107,7 +107,7 @@ policy_settings! {
         @shared + exceptions;
         /// What [`Settings::check`] gave, the first time [`Settings::checked`] was asked.
         #[serde(skip)]
-        checked: std::cell::OnceCell<Result<Config, String>> = std::cell::OnceCell::new(),
+        checked: std::cell::OnceCell<Result<Config, FieldError>> = std::cell::OnceCell::new(),
     }
 }
 
@@ -142,12 +142,12 @@ impl Settings {
     /// (the waPC glue's settings cache), so `validate` checks them once per instance. The
     /// settings must not be changed after this is first asked (their fields are public for
     /// building them in tests: build, then evaluate).
-    pub fn checked(&self) -> &Result<Config, String> {
+    pub fn checked(&self) -> &Result<Config, FieldError> {
         self.checked.get_or_init(|| self.check())
     }
 
     /// Checks everything; errors start with the field path.
-    pub fn check(&self) -> Result<Config, String> {
+    pub fn check(&self) -> Result<Config, FieldError> {
         for (field, key) in [
             ("modelLabelKey", &self.model_label_key),
             ("modelAnnotationKey", &self.model_annotation_key),
@@ -163,7 +163,7 @@ impl Settings {
         for (id, spec) in &self.models {
             let field = format!("models[{id}]");
             if id.trim().is_empty() {
-                return Err(FieldError::new("models", "a model id must not be empty").into());
+                return Err(FieldError::new("models", "a model id must not be empty"));
             }
             spec.resolve(&field)?;
             for (i, name) in std::iter::once(id).chain(&spec.aliases).enumerate() {
@@ -175,7 +175,12 @@ impl Settings {
                 if let Some(other) = names.insert(name.to_ascii_lowercase(), field.clone())
                     && other != field
                 {
-                    return Err(FieldError::new(at, format!("'{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)")).into());
+                    return Err(FieldError::new(
+                        at,
+                        format!(
+                            "'{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)"
+                        ),
+                    ));
                 }
             }
         }
@@ -187,9 +192,10 @@ impl Settings {
         for (name, mib) in &self.gpu_products {
             let field = format!("gpuProducts[{name}]");
             if name.is_empty() {
-                return Err(
-                    FieldError::new("gpuProducts", "a product name must not be empty").into(),
-                );
+                return Err(FieldError::new(
+                    "gpuProducts",
+                    "a product name must not be empty",
+                ));
             }
             validate_label_value(&field, name)?;
             products.insert(name.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
@@ -198,7 +204,12 @@ impl Settings {
         for (profile, mib) in &self.mig_profiles {
             let field = format!("migProfiles[{profile}]");
             if MigProfile::from_resource_name(&format!("{MIG_PREFIX}{profile}")).is_none() {
-                return Err(FieldError::new(field, format!("'{profile}' is not a MIG profile like 3g.40gb (the part after nvidia.com/mig-)")).into());
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "'{profile}' is not a MIG profile like 3g.40gb (the part after nvidia.com/mig-)"
+                    ),
+                ));
             }
             migs.insert(profile.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
         }
@@ -207,9 +218,10 @@ impl Settings {
         for (pool, product) in &self.pool_products {
             let field = format!("poolProducts[{pool}]");
             if pool.is_empty() {
-                return Err(
-                    FieldError::new("poolProducts", "a pool name must not be empty").into(),
-                );
+                return Err(FieldError::new(
+                    "poolProducts",
+                    "a pool name must not be empty",
+                ));
             }
             validate_label_value(&field, pool)?;
             known_product(&catalog, &field, product)?;
@@ -218,8 +230,7 @@ impl Settings {
             return Err(FieldError::new(
                 "poolLabelKey",
                 "must be set when poolProducts is given (e.g. gpu-admission/pool)",
-            )
-            .into());
+            ));
         }
         for (i, product) in self.suggest_products.iter().enumerate() {
             known_product(&catalog, &format!("suggestProducts[{i}]"), product)?;
@@ -228,7 +239,12 @@ impl Settings {
         let usable_percent = {
             let text = self.usable_memory_percent.0.trim();
             if text.starts_with("0.") || text == "1.0" {
-                return Err(FieldError::new("usableMemoryPercent", format!("give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '{text}'")).into());
+                return Err(FieldError::new(
+                    "usableMemoryPercent",
+                    format!(
+                        "give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '{text}'"
+                    ),
+                ));
             }
             self.usable_memory_percent
                 .whole("usableMemoryPercent", 1, 100)?
@@ -240,15 +256,19 @@ impl Settings {
             ("imageLabels.vramGiBKey", &image.vram_gib_key),
         ] {
             if key.len() > 253 || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                return Err(FieldError::new(field, format!("'{key}' is not an image label key (at most 253 characters, no spaces), like io.gpu-admission.model")).into());
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "'{key}' is not an image label key (at most 253 characters, no spaces), like io.gpu-admission.model"
+                    ),
+                ));
             }
         }
         if image.enabled && image.model_key.is_empty() && image.vram_gib_key.is_empty() {
             return Err(FieldError::new(
                 "imageLabels",
                 "enabled, but modelKey and vramGiBKey are both empty: name at least one label",
-            )
-            .into());
+            ));
         }
 
         let caps = match &self.model_memory_caps {
@@ -261,8 +281,7 @@ impl Settings {
                     return Err(FieldError::new(
                         "modelMemoryCaps.maxGiB",
                         "give at least one label value and its cap, e.g. interactive: 40",
-                    )
-                    .into());
+                    ));
                 }
                 let mut caps = BTreeMap::new();
                 for (value, gib) in &c.max_gib {
@@ -283,8 +302,7 @@ impl Settings {
                     return Err(FieldError::new(
                         "requestedMemoryCaps.maxGiB",
                         "give at least one label value and its cap, e.g. interactive: 40",
-                    )
-                    .into());
+                    ));
                 }
                 let mut max_mib = BTreeMap::new();
                 for (value, gib) in &c.max_gib {
@@ -296,8 +314,7 @@ impl Settings {
                     return Err(FieldError::new(
                         "requestedMemoryCaps.message",
                         format!("at most 1024 characters, got {}", c.message.len()),
-                    )
-                    .into());
+                    ));
                 }
                 Some(RequestedCapsConfig {
                     label_key: c.label_key.clone(),
@@ -428,7 +445,7 @@ fn check_registry(r: &RegistryRef) -> Result<(), FieldError> {
 }
 
 impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), FieldError> {
         self.check().map(|_| ())
     }
 }
@@ -608,7 +625,7 @@ mod tests {
     #[case::namespaces(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]:")]
     #[case::custom_kind(json!({"customKinds": [{"group": "", "kind": "X", "templates": []}]}), "customKinds[0].group:")]
     fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {
-        let err = settings(v).validate().unwrap_err();
+        let err = settings(v).validate().unwrap_err().to_string();
         assert!(err.starts_with(prefix), "{err}");
     }
 

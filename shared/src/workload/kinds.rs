@@ -2,6 +2,7 @@
 //! kind's (from settings), with its validation.
 
 use super::presets;
+use crate::settings::FieldError;
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -104,72 +105,94 @@ impl CustomKind {
     }
 
     /// Checks the description; errors name the field under `field` (e.g. `customKinds[0]`).
-    pub fn validate(&self, field: &str) -> Result<(), String> {
+    pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         if self.group.trim().is_empty() {
-            return Err(format!(
-                "{field}.group: must name the API group, e.g. serving.kserve.io"
+            return Err(FieldError::new(
+                format!("{field}.group"),
+                "must name the API group, e.g. serving.kserve.io",
             ));
         }
         if self.kind.trim().is_empty() {
-            return Err(format!("{field}.kind: must not be empty"));
+            return Err(FieldError::new(
+                format!("{field}.kind"),
+                "must not be empty",
+            ));
         }
         if builtin(&self.group, &self.kind).is_some() {
-            return Err(format!(
-                "{field}: {}/{} is built in and cannot be redefined",
-                self.group, self.kind
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "{}/{} is built in and cannot be redefined",
+                    self.group, self.kind
+                ),
             ));
         }
         if self.templates.is_empty() && presets::find(&self.group, &self.kind).is_none() {
-            return Err(format!(
-                "{field}.templates: give at least one template location ({}/{} has no built-in description; those exist for {})",
-                self.group,
-                self.kind,
-                presets::all()
-                    .iter()
-                    .map(|p| format!("{}/{}", p.group, p.kind))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+            return Err(FieldError::new(
+                format!("{field}.templates"),
+                format!(
+                    "give at least one template location ({}/{} has no built-in description; those exist for {})",
+                    self.group,
+                    self.kind,
+                    presets::all()
+                        .iter()
+                        .map(|p| format!("{}/{}", p.group, p.kind))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             ));
         }
         for (i, t) in self.templates.iter().enumerate() {
             let f = format!("{field}.templates[{i}]");
             if !t.path.starts_with('$') {
-                return Err(format!(
-                    "{f}.path: a JSONPath must start with '$' (got '{}')",
-                    t.path
+                return Err(FieldError::new(
+                    format!("{f}.path"),
+                    format!("a JSONPath must start with '$' (got '{}')", t.path),
                 ));
             }
-            jsonpath_lib::Compiled::compile(&t.path)
-                .map_err(|e| format!("{f}.path: invalid JSONPath '{}': {e}", t.path))?;
+            jsonpath_lib::Compiled::compile(&t.path).map_err(|e| {
+                FieldError::new(
+                    format!("{f}.path"),
+                    format!("invalid JSONPath '{}': {e}", t.path),
+                )
+            })?;
             for (name, paths, allow_empty) in [
                 ("podSpec", &t.pod_spec, true),
                 ("metadata", &t.metadata, false),
             ] {
                 if paths.candidates().is_empty() {
-                    return Err(format!("{f}.{name}: give at least one path"));
+                    return Err(FieldError::new(
+                        format!("{f}.{name}"),
+                        "give at least one path",
+                    ));
                 }
                 for p in paths.candidates() {
-                    check_dot_path(p, allow_empty).map_err(|e| format!("{f}.{name}: {e}"))?;
+                    check_dot_path(|| format!("{f}.{name}"), p, allow_empty)?;
                 }
             }
             for (j, c) in t.containers.iter().enumerate() {
-                check_dot_path(c, false).map_err(|e| format!("{f}.containers[{j}]: {e}"))?;
+                check_dot_path(|| format!("{f}.containers[{j}]"), c, false)?;
             }
             for (j, r) in t.replicas.iter().enumerate() {
-                check_dot_path(&r.path, false)
-                    .map_err(|e| format!("{f}.replicas[{j}].path: {e}"))?;
+                check_dot_path(|| format!("{f}.replicas[{j}].path"), &r.path, false)?;
             }
         }
         Ok(())
     }
 }
 
-pub(super) fn check_dot_path(path: &str, allow_empty: bool) -> Result<(), String> {
+/// Checks a dot path (`template.spec`, `$.spec.replicas`) at the settings field `field`
+/// names (built only for the error).
+pub(super) fn check_dot_path(
+    field: impl FnOnce() -> String,
+    path: &str,
+    allow_empty: bool,
+) -> Result<(), FieldError> {
     if path.is_empty() {
         return if allow_empty {
             Ok(())
         } else {
-            Err("must not be empty".into())
+            Err(FieldError::new(field(), "must not be empty"))
         };
     }
     let rel = path.strip_prefix("$.").unwrap_or(path);
@@ -177,8 +200,11 @@ pub(super) fn check_dot_path(path: &str, allow_empty: bool) -> Result<(), String
         .split('.')
         .any(|s| s.is_empty() || s.contains(['[', ']', '*', '$']))
     {
-        return Err(format!(
-            "'{path}' must be a dot path like template.spec or $.spec.replicas (no wildcards or brackets)"
+        return Err(FieldError::new(
+            field(),
+            format!(
+                "'{path}' must be a dot path like template.spec or $.spec.replicas (no wildcards or brackets)"
+            ),
         ));
     }
     Ok(())

@@ -310,7 +310,7 @@ fn custom_kind_from_settings_json() {
 #[case::bad_replicas(json!({"group": "g", "kind": "K", "templates": [{"path": "$.spec", "replicas": [{"path": ""}]}]}), "customKinds[0].templates[0].replicas[0].path")]
 fn custom_kind_validation_names_the_field(#[case] kind: Value, #[case] expected: &str) {
     let kind: CustomKind = serde_json::from_value(kind).unwrap();
-    let err = kind.validate("customKinds[0]").unwrap_err();
+    let err = kind.validate("customKinds[0]").unwrap_err().to_string();
     assert!(err.contains(expected), "{err}");
 }
 
@@ -334,7 +334,7 @@ fn naming_a_preset_kind_is_enough() {
     assert_eq!(w.pods(), 2);
     let unknown: CustomKind =
         serde_json::from_value(json!({"group": "example.com", "kind": "Trainer"})).unwrap();
-    let err = unknown.validate("customKinds[0]").unwrap_err();
+    let err = unknown.validate("customKinds[0]").unwrap_err().to_string();
     assert!(
         err.contains("no built-in description") && err.contains("ray.io/RayCluster"),
         "{err}"

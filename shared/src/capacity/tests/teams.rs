@@ -288,7 +288,8 @@ fn invalid_team_settings_name_the_field(#[case] budgets: Value, #[case] start: &
     let err = serde_json::from_value::<Settings>(v)
         .unwrap()
         .validate()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with(start), "{err}");
 }
 
@@ -300,7 +301,8 @@ fn teams_need_namespaces_when_no_label_key_is_set() {
     let err = serde_json::from_value::<Settings>(v)
         .unwrap()
         .validate()
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "teamBudgets.ml-a: list the team's namespaces in teamBudgets.ml-a.namespaces, or set teamLabelKey to find them by their Namespace label"

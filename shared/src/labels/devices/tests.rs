@@ -881,7 +881,7 @@ fn device_mounts() {
 
 fn parse(v: Value) -> Result<Settings, String> {
     let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    s.validate()?;
+    s.validate().map_err(|e| e.to_string())?;
     Ok(s)
 }
 

@@ -379,7 +379,7 @@ fn malformed_exceptions_are_refused_by_settings_validation_naming_the_field() {
     ] {
         let mut s = settings(exceptions);
         s.max_exception_days = max_days;
-        let err = s.validate().unwrap_err();
+        let err = s.validate().unwrap_err().to_string();
         assert!(err.starts_with(says), "{err}");
     }
     let typo: Result<Settings, _> =

@@ -172,7 +172,7 @@ fn lending_settings_are_validated_by_field() {
         let mut v = serde_json::to_value(settings()).unwrap();
         v["pools"][1]["lendTo"] = json!([patch]);
         let s: Settings = serde_json::from_value(v).unwrap();
-        assert_eq!(s.validate().unwrap_err(), says);
+        assert_eq!(s.validate().unwrap_err().to_string(), says);
     }
     let mut v = serde_json::to_value(settings()).unwrap();
     v["schedules"]["off-peak"]["windows"][0]["from"] = json!("25:00");
@@ -180,6 +180,7 @@ fn lending_settings_are_validated_by_field() {
     assert!(
         s.validate()
             .unwrap_err()
+            .to_string()
             .starts_with("schedules.off-peak.windows[0].from: '25:00'")
     );
 }

@@ -13,6 +13,7 @@
 //! `max(KV heads, TP)` heads.
 
 use super::super::numbers::{MIB, NumText, Round, Thousandths, bytes_to_mib_ceil, div_ceil, gib};
+use crate::settings::FieldError;
 use serde::Deserialize;
 use std::fmt;
 
@@ -163,7 +164,7 @@ pub struct KvCache {
 
 impl ModelSpec {
     /// Checks the entry; errors start with `field` (`models[meta-llama/Llama-3.1-8B]`).
-    pub fn resolve(&self, field: &str) -> Result<Model, String> {
+    pub fn resolve(&self, field: &str) -> Result<Model, FieldError> {
         let attention_heads = self
             .attention_heads
             .as_ref()
@@ -171,7 +172,10 @@ impl ModelSpec {
             .transpose()?;
         for (i, alias) in self.aliases.iter().enumerate() {
             if alias.trim().is_empty() {
-                return Err(format!("{field}.aliases[{i}]: must not be empty"));
+                return Err(FieldError::new(
+                    format!("{field}.aliases[{i}]"),
+                    "must not be empty",
+                ));
             }
         }
         let estimate_fields: Vec<&str> = [
@@ -191,9 +195,12 @@ impl ModelSpec {
 
         if let Some(vram) = &self.vram_gib {
             if !estimate_fields.is_empty() {
-                return Err(format!(
-                    "{field}: give either vramGiB or a description (parametersBillions, dtype, ...), not both (found vramGiB and {})",
-                    estimate_fields.join(", ")
+                return Err(FieldError::new(
+                    field,
+                    format!(
+                        "give either vramGiB or a description (parametersBillions, dtype, ...), not both (found vramGiB and {})",
+                        estimate_fields.join(", ")
+                    ),
                 ));
             }
             let gib_thousandths = named(field, "vramGiB", |f| {
@@ -210,8 +217,11 @@ impl ModelSpec {
             } else {
                 "dtype"
             };
-            return Err(format!(
-                "{field}: give vramGiB, or describe the model with parametersBillions and dtype (missing {missing})"
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "give vramGiB, or describe the model with parametersBillions and dtype (missing {missing})"
+                ),
             ));
         };
         let params_millions = named(field, "parametersBillions", |f| {
@@ -242,19 +252,22 @@ impl ModelSpec {
             .iter()
             .find(|(_, given)| *given)
             {
-                return Err(format!(
-                    "{field}.{}: describes the KV cache; also give layers, kvHeads, headDim and contextLength",
-                    extra.0
+                return Err(FieldError::new(
+                    format!("{field}.{}", extra.0),
+                    "describes the KV cache; also give layers, kvHeads, headDim and contextLength",
                 ));
             }
             None
         } else if !missing.is_empty() {
-            return Err(format!(
-                "{field}: the KV cache needs layers, kvHeads, headDim and contextLength (missing {})",
-                missing.join(", ")
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "the KV cache needs layers, kvHeads, headDim and contextLength (missing {})",
+                    missing.join(", ")
+                ),
             ));
         } else {
-            let num = |name: &str, v: &Option<NumText>, max: u64| -> Result<u64, String> {
+            let num = |name: &str, v: &Option<NumText>, max: u64| -> Result<u64, FieldError> {
                 v.as_ref()
                     .map(|n| named(field, name, |f| n.whole(f, 1, max)))
                     .unwrap_or(Ok(1))
@@ -263,8 +276,11 @@ impl ModelSpec {
             if let Some(heads) = attention_heads
                 && heads % kv_heads != 0
             {
-                return Err(format!(
-                    "{field}.kvHeads: {kv_heads} KV heads must divide the {heads} attentionHeads (use num_key_value_heads from config.json)"
+                return Err(FieldError::new(
+                    format!("{field}.kvHeads"),
+                    format!(
+                        "{kv_heads} KV heads must divide the {heads} attentionHeads (use num_key_value_heads from config.json)"
+                    ),
                 ));
             }
             Some(KvCache {
@@ -297,16 +313,16 @@ impl ModelSpec {
 fn named<T>(
     field: &str,
     name: &str,
-    check: impl FnOnce(&str) -> Result<T, String>,
-) -> Result<T, String> {
-    check("").map_err(|e| format!("{field}.{name}{e}"))
+    check: impl FnOnce(&str) -> Result<T, FieldError>,
+) -> Result<T, FieldError> {
+    check("").map_err(|e| FieldError::new(format!("{field}.{name}{}", e.path), e.reason))
 }
 
-fn parse_dtype(field: &str, text: &str) -> Result<Dtype, String> {
+fn parse_dtype(field: &str, text: &str) -> Result<Dtype, FieldError> {
     Dtype::parse(text).ok_or_else(|| {
-        format!(
-            "{field}: '{text}' is not a dtype; use one of {}",
-            Dtype::NAMES
+        FieldError::new(
+            field,
+            format!("'{text}' is not a dtype; use one of {}", Dtype::NAMES),
         )
     })
 }
@@ -477,7 +493,7 @@ mod tests {
     }
 
     fn err(v: Value) -> String {
-        spec(v).resolve("models[m]").unwrap_err()
+        spec(v).resolve("models[m]").unwrap_err().to_string()
     }
 
     fn llm(params: &str, dtype: &str, layers: u64, kv_heads: u64, ctx: u64, conc: u64) -> Value {

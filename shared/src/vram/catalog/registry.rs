@@ -141,7 +141,9 @@ impl<'a> Registry<'a> {
         match hit {
             Hit::Settings(id, spec) => Ok(FoundModel {
                 id: id.to_string(),
-                model: spec.resolve(&format!("models[{id}]"))?,
+                model: spec
+                    .resolve(&format!("models[{id}]"))
+                    .map_err(|e| e.to_string())?,
                 source: "settings".into(),
             }),
             Hit::ConfigMap(id, value) => {
@@ -157,7 +159,7 @@ impl<'a> Registry<'a> {
                     ModelSpec::deserialize(value).map_err(|e| invalid(format!("{field}: {e}")))?;
                 Ok(FoundModel {
                     id: id.to_string(),
-                    model: spec.resolve(&field).map_err(invalid)?,
+                    model: spec.resolve(&field).map_err(|e| invalid(e.to_string()))?,
                     source: r.what(),
                 })
             }
