@@ -6,6 +6,7 @@ use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::Cluster;
 use crate::settings::NamespaceList;
+use crate::workload::At;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -96,7 +97,7 @@ pub fn request_namespace(request: &AdmissionRequest) -> &str {
     }
     request
         .object
-        .pointer("/metadata/namespace")
+        .at("/metadata/namespace")
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
@@ -117,7 +118,7 @@ pub fn object_name(request: &AdmissionRequest) -> &str {
     if request.name.is_empty() {
         request
             .object
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default()
     } else {
@@ -128,7 +129,7 @@ pub fn object_name(request: &AdmissionRequest) -> &str {
 /// `Deployment ml/llm` (`Pod ml/llm-*` for a generated name), for messages.
 pub fn describe(request: &AdmissionRequest) -> String {
     let object = &request.object;
-    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let text = |p: &str| object.at(p).and_then(Value::as_str).unwrap_or("");
     let kind = Some(text("/kind"))
         .filter(|k| !k.is_empty())
         .unwrap_or(&request.kind.kind);

@@ -4,16 +4,19 @@
 //! Built-in kinds (Pod, Deployment, StatefulSet, DaemonSet, ReplicaSet,
 //! ReplicationController, Job, CronJob) are described with the same [`TemplateLocation`]
 //! type that settings use for custom resources, so there is one extraction path for
-//! both. A location's `path` is a JSONPath (jsonpath_lib) that may match several
+//! both. A location's `path` is a JSONPath (RFC 9535) that may match several
 //! elements (`$.spec.workerGroupSpecs[*]`); inside each element the PodSpec, the pod
 //! metadata and the replica factors are plain dot paths, relative to the element or,
 //! when they start with `$.`, to the object root.
 //!
-//! The JSONPath dialect is jsonpath_lib's (Goessner's JSONPath, the form Kubernetes' own
-//! `kubectl -o jsonpath` users know, not RFC 9535): `$` the object, `.name` or `['name']`
-//! a member, `[*]` every element, `[n]` one, `..name` at any depth, and filters such as
-//! `[?(@.name == 'worker')]`. A path that is a plain dot path (`$.spec.predictor`) is
-//! resolved directly, without the JSONPath engine.
+//! The JSONPath dialect is RFC 9535's (serde_json_path): `$` the object, `.name` or
+//! `['name']` a member, `[*]` or `.*` every element or member, `[n]` one, `..name` at any
+//! depth, and filters such as `[?@.name == 'worker']` (also written `[?(@.name ==
+//! 'worker')]`, as `kubectl -o jsonpath` users know them) with the functions `length`,
+//! `count` and `value`; `match` and `search` (regular expressions) and Goessner's script
+//! expressions (`[(@.length-1)]`) are not in it. A path that is a plain dot path (`$.spec.predictor`) is
+//! resolved directly, without the JSONPath engine. Members of an object are matched in
+//! the order of their names.
 //!
 //! Every match is turned into JSON pointers, so a policy reads a template through typed
 //! [`PodSpec`]/[`ObjectMeta`] and writes changes through [`spec_mut`] / [`metadata_mut`]
@@ -36,7 +39,7 @@ use extract::*;
 pub use extract::{PodTemplate, Workload};
 pub use kinds::{CustomKind, OneOrMany, ReplicaFactor, TemplateLocation};
 pub use pointer::{
-    dot_to_pointer, metadata_mut, object_at_mut, pointer_to_location, spec_mut, value_at,
+    At, dot_to_pointer, metadata_mut, object_at_mut, pointer_to_location, spec_mut, value_at,
 };
 
 /// Why the pod templates of an object could not be read.

@@ -13,6 +13,7 @@
 //! Only the fields the rules need are read, each checked for its type, so a malformed
 //! autoscaler is a rejection that names the field.
 
+use crate::workload::At;
 use serde_json::Value;
 
 /// KEDA's default `maxReplicaCount` (ScaledObject and ScaledJob).
@@ -247,7 +248,7 @@ fn read_hpa(object: &Value, spec: &Value, a: &mut Autoscaler) -> Result<(), Stri
         }
     }
     a.keda_owner = object
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
@@ -410,7 +411,7 @@ fn target_ref(spec: &Value, default: Option<(&str, &str)>) -> Result<TargetRef, 
 /// A string at `pointer`; `None` when absent or null; an error naming `field` for
 /// another type.
 fn str_at(value: &Value, pointer: &str, field: &str) -> Result<Option<String>, String> {
-    match value.pointer(pointer) {
+    match value.at(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(format!("{field}: must be a string, got {}", short(other))),
@@ -419,7 +420,7 @@ fn str_at(value: &Value, pointer: &str, field: &str) -> Result<Option<String>, S
 
 /// A non-negative integer at `pointer` (`field` names it in errors).
 fn u64_at(value: &Value, pointer: &str, field: &str) -> Result<Option<u64>, String> {
-    match value.pointer(pointer) {
+    match value.at(pointer) {
         None | Some(Value::Null) => Ok(None),
         Some(v) => v
             .as_u64()
@@ -429,7 +430,7 @@ fn u64_at(value: &Value, pointer: &str, field: &str) -> Result<Option<u64>, Stri
 }
 
 fn array_at<'a>(value: &'a Value, pointer: &str, field: &str) -> Result<&'a [Value], String> {
-    match value.pointer(pointer) {
+    match value.at(pointer) {
         None | Some(Value::Null) => Ok(&[]),
         Some(Value::Array(a)) => Ok(a),
         Some(other) => Err(format!("{field}: must be a list, got {}", short(other))),

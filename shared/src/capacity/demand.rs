@@ -9,6 +9,7 @@ use crate::gpu::{GpuCounts, GpuProblem, GpuResources, describe, scale, template_
 use crate::podspec::PodSpec;
 use crate::scheduling::required_label_values;
 use crate::selector::Operator;
+use crate::workload::At;
 use crate::workload::Workload;
 use serde::Deserialize;
 use serde_json::Value;
@@ -326,7 +327,7 @@ fn cross_namespace_affinity(spec: &Value) -> bool {
             || term.get("namespaceSelector").is_some_and(|s| !s.is_null())
     };
     ["podAffinity", "podAntiAffinity"].iter().any(|kind| {
-        let Some(affinity) = spec.pointer(&format!("/affinity/{kind}")) else {
+        let Some(affinity) = spec.at(&format!("/affinity/{kind}")) else {
             return false;
         };
         let terms = |key: &str| {
@@ -486,7 +487,7 @@ pub fn rollout_surge(deployment: &Value) -> (u64, String) {
         return (0, "strategy Recreate".into());
     }
     let given = strategy
-        .and_then(|s| s.pointer("/rollingUpdate/maxSurge"))
+        .and_then(|s| s.at("/rollingUpdate/maxSurge"))
         .filter(|v| !v.is_null());
     let (text, default) = match given {
         Some(Value::Number(n)) => (n.to_string(), false),
@@ -517,7 +518,7 @@ pub fn rollout_surge(deployment: &Value) -> (u64, String) {
 /// its strategy changed, or it was resumed (`spec.paused` true -> false: the gate cannot
 /// tell whether template changes were waiting). A paused Deployment rolls nothing out.
 pub fn starts_rollout(new: &Value, old: &Value) -> bool {
-    let at = |v: &Value, p: &str| v.pointer(p).cloned().unwrap_or(Value::Null);
+    let at = |v: &Value, p: &str| v.at(p).cloned().unwrap_or(Value::Null);
     let paused = |v: &Value| at(v, "/spec/paused").as_bool() == Some(true);
     if paused(new) {
         return false;
@@ -540,7 +541,7 @@ pub struct OwnerRef {
 /// The ownerReference with `controller: true`, if any (malformed entries are skipped).
 pub fn controller_of(object: &Value) -> Option<OwnerRef> {
     object
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)?
         .iter()
         .filter_map(|o| OwnerRef::deserialize(o).ok())
@@ -582,7 +583,7 @@ pub fn scale_parent(group: &str, resource: &str) -> Option<(&'static str, &'stat
 /// `spec.replicas` of an `autoscaling/v1` Scale: absent or null is 0; anything but a
 /// non-negative integer is an error.
 pub fn scale_replicas(scale: &Value) -> Result<u64, String> {
-    match scale.pointer("/spec/replicas") {
+    match scale.at("/spec/replicas") {
         None | Some(Value::Null) => Ok(0),
         Some(v) => v
             .as_u64()

@@ -12,6 +12,7 @@ use super::settings::{Pool, Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, GetResource, ListAll, ListInNamespace};
 use crate::gpu::{GpuCounts, GpuResources, add_into, pod_gpus};
 use crate::podspec::null_as_default;
+use crate::workload::At;
 use serde::Deserialize;
 use serde::de::DeserializeSeed;
 use serde_json::value::RawValue;
@@ -194,7 +195,7 @@ pub fn parse_node_pool_limits(bytes: &[u8], names: &GpuResources) -> Result<GpuC
         return Err(format!("expected an object, got {object}"));
     }
     let mut limits = GpuCounts::new();
-    let entries = object.pointer("/spec/limits").and_then(|l| l.as_object());
+    let entries = object.at("/spec/limits").and_then(|l| l.as_object());
     for (resource, quantity) in entries.into_iter().flatten() {
         if !names.is_gpu(resource) {
             continue;

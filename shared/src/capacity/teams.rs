@@ -26,6 +26,7 @@ use super::state::{self, HostError, HostFailure, LabelledUse};
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::settings::{FieldError, is_dns_label, is_dns_subdomain};
+use crate::workload::At;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -683,7 +684,7 @@ fn find_team(
     })?;
     let key = &settings.team_label_key;
     let Some(team) = object
-        .pointer("/metadata/labels")
+        .at("/metadata/labels")
         .and_then(|l| l.get(key))
         .and_then(Value::as_str)
     else {

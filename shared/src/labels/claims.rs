@@ -6,6 +6,7 @@
 use super::settings::Settings;
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::dra::{self, ClaimGpus};
+use crate::workload::At;
 
 /// True for the DRA claim kinds.
 pub fn is_claim_object(request: &AdmissionRequest) -> bool {
@@ -24,7 +25,7 @@ pub fn check(request: &AdmissionRequest, settings: &Settings) -> Verdict {
     let object = &request.object;
     let kind = object.get("kind").and_then(|v| v.as_str()).unwrap_or("");
     let name = object
-        .pointer("/metadata/name")
+        .at("/metadata/name")
         .and_then(|v| v.as_str())
         .unwrap_or(&request.name);
     let what = format!("{kind} {name}");

@@ -38,6 +38,7 @@ use crate::gpu::ContainerRole;
 use crate::limits::MAX_LISTED;
 use crate::podspec::{Container, PodSpec};
 use crate::settings::{FieldError, NamespaceList, is_dns_label, is_dns_subdomain};
+use crate::workload::At;
 use crate::workload::{PodTemplate, Workload, value_at};
 use serde::de::Unexpected;
 use serde::{Deserialize, Serialize};
@@ -582,7 +583,7 @@ impl KaiWrites {
         };
         let only_config_map = map.iter().all(|(k, v)| k == "configMapRef" || v.is_null());
         let name = entry
-            .pointer("/configMapRef/name")
+            .at("/configMapRef/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         self.is_container(role, index)

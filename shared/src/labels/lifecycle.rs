@@ -25,6 +25,7 @@ use crate::gpu::{ContainerRole, PodGpus};
 use crate::podspec::PodSpec;
 use crate::quantity::Quantity;
 use crate::settings::FieldError;
+use crate::workload::At;
 use crate::workload::{PodTemplate, Workload};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -343,9 +344,7 @@ pub fn check(
         return Vec::new();
     };
     let typed = |types: &[String]| applies(types, Some(workload_type));
-    let spec = object
-        .pointer(&template.spec_pointer)
-        .unwrap_or(&Value::Null);
+    let spec = object.at(&template.spec_pointer).unwrap_or(&Value::Null);
     let gpu_containers: Vec<&str> = gpus
         .containers
         .iter()
@@ -418,7 +417,7 @@ pub fn check(
             .filter(|r| typed(&r.workload_types))
     {
         let field = field_of(pointer);
-        match object.pointer(pointer) {
+        match object.at(pointer) {
             None | Some(Value::Null) => out.push(Problem::NoActiveDeadline {
                 field,
                 kind: workload.kind.clone(),
@@ -534,10 +533,10 @@ fn resolve(value: &Value, replicas: u64, round_up: bool) -> Result<u64, String> 
 /// against `max`.
 fn rollout_problem(object: &Value, max: u64, label: &str) -> Option<Problem> {
     let replicas = object
-        .pointer("/spec/replicas")
+        .at("/spec/replicas")
         .and_then(Value::as_u64)
         .unwrap_or(1);
-    let strategy = object.pointer("/spec/strategy").unwrap_or(&Value::Null);
+    let strategy = object.at("/spec/strategy").unwrap_or(&Value::Null);
     if strategy.get("type").and_then(Value::as_str) == Some("Recreate") {
         return (replicas > max).then(|| Problem::RecreateStrategy {
             replicas,
@@ -669,7 +668,7 @@ fn pod_memory_limit(spec: &Value) -> Option<i128> {
     let containers = spec.get("containers").and_then(Value::as_array)?;
     let mut total: i128 = 0;
     for c in containers {
-        let text = quantity_text(c.pointer("/resources/limits/memory"))?;
+        let text = quantity_text(c.at("/resources/limits/memory"))?;
         total = total.saturating_add(Quantity::parse(&text).ok()?.nanos());
     }
     Some(total)

@@ -43,6 +43,7 @@ use crate::admission::{AdmissionRequest, Verdict};
 use crate::dra::{self, ClaimBook};
 use crate::gpu::template_gpus;
 use crate::limits::MAX_LISTED;
+use crate::workload::At;
 use crate::workload::Workload;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -222,7 +223,7 @@ fn is_node_agent(workload: &Workload, request: &AdmissionRequest) -> bool {
     }
     let owned_by_daemon_set = request
         .object
-        .pointer("/metadata/ownerReferences")
+        .at("/metadata/ownerReferences")
         .and_then(Value::as_array)
         .is_some_and(|refs| {
             refs.iter().any(|r| {
@@ -250,18 +251,17 @@ fn judged_parts_unchanged(request: &AdmissionRequest, new: &Workload, settings: 
             o.spec_pointer == n.spec_pointer
                 && o.metadata_pointer == n.metadata_pointer
                 && o.meta.labels == n.meta.labels
-                && request.old_object.pointer(&o.spec_pointer)
-                    == request.object.pointer(&n.spec_pointer)
+                && request.old_object.at(&o.spec_pointer) == request.object.at(&n.spec_pointer)
         })
         && settings
             .workload_rules
             .judged_pointers(new)
             .iter()
-            .all(|p| request.old_object.pointer(p) == request.object.pointer(p))
+            .all(|p| request.old_object.at(p) == request.object.at(p))
 }
 
 fn object_name(kind: &str, object: &Value) -> String {
-    let text = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
+    let text = |p: &str| object.at(p).and_then(Value::as_str).unwrap_or("");
     problems::describe_object(kind, text("/metadata/name"), text("/metadata/generateName"))
 }
 

@@ -13,6 +13,7 @@
 
 use super::settings::{Pool, Settings};
 use crate::clock::{UnixSeconds, rfc3339};
+use crate::workload::At;
 use crate::workload::PodTemplate;
 use serde_json::Value;
 
@@ -89,7 +90,7 @@ pub fn as_guest_pool(lender: &Pool, own: &Pool) -> Pool {
 pub fn keeps_lent(is_update: bool, object: &Value) -> bool {
     is_update
         || object
-            .pointer("/metadata/ownerReferences")
+            .at("/metadata/ownerReferences")
             .and_then(Value::as_array)
             .is_some_and(|refs| {
                 refs.iter()

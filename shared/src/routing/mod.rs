@@ -31,6 +31,7 @@ use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{GpuProblem, GpuResources, PodGpus, template_gpus};
+use crate::workload::At;
 use crate::workload::{Workload, pointer_to_location, value_at};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -333,7 +334,7 @@ fn namespace_of(request: &AdmissionRequest) -> String {
 /// `Deployment/name` of the object's controller, from `metadata.ownerReferences`.
 fn controller_of(object: &Value) -> Option<String> {
     object
-        .pointer("/metadata/ownerReferences")?
+        .at("/metadata/ownerReferences")?
         .as_array()?
         .iter()
         .find(|o| o.get("controller").and_then(Value::as_bool) == Some(true))
@@ -373,7 +374,7 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
     // An object on its way out: never block the finalizer removals that delete it.
     if request.is_update()
         && object
-            .pointer("/metadata/deletionTimestamp")
+            .at("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null())
     {
         return Verdict::accept();

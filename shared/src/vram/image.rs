@@ -8,6 +8,7 @@
 
 use super::numbers::parse_thousandths;
 use crate::cluster::{Cluster, OciManifestConfig};
+use crate::workload::At;
 use serde::Deserialize;
 use serde_json::Value;
 use std::cell::RefCell;
@@ -104,7 +105,7 @@ impl<'a> Images<'a> {
         let malformed = |why: String| format!("the config of image {image} is unreadable: {why}");
         let answer: Value = serde_json::from_slice(bytes)
             .map_err(|e| malformed(format!("the host returned no JSON ({e})")))?;
-        let labels = match answer.pointer("/config/config/Labels") {
+        let labels = match answer.at("/config/config/Labels") {
             None | Some(Value::Null) => {
                 return Ok(ImageInfo {
                     image: image.to_string(),

@@ -14,6 +14,7 @@
 //! will be scaled up without passing admission again).
 
 use crate::podspec::{Container, PodSpec};
+use crate::workload::At;
 use crate::workload::presets::KSERVE_MODEL_CONTAINERS;
 use crate::workload::{CustomKind, PodTemplate, Workload, value_at};
 use serde::Deserialize;
@@ -108,7 +109,7 @@ pub fn units<'w>(
     let group_name = match (workload.group.as_str(), workload.kind.as_str()) {
         (LWS_GROUP, "LeaderWorkerSet") => {
             let size = object
-                .pointer("/spec/leaderWorkerTemplate/size")
+                .at("/spec/leaderWorkerTemplate/size")
                 .and_then(Value::as_u64)
                 .unwrap_or(1)
                 .max(1);
@@ -134,7 +135,7 @@ pub fn units<'w>(
         }
         (KSERVE_GROUP, "InferenceService") => {
             let pipeline = object
-                .pointer("/spec/predictor/workerSpec/pipelineParallelSize")
+                .at("/spec/predictor/workerSpec/pipelineParallelSize")
                 .and_then(Value::as_u64)
                 .unwrap_or(2);
             // The model-server shortcuts (`model`, `huggingface`...) that the settings'

@@ -2,7 +2,7 @@
 //! metadata and pod count, within the input limits.
 
 use super::kinds::{CustomKind, OneOrMany, TemplateLocation, builtin};
-use super::pointer::{array_index, dot_to_pointer, escape_token, pointer_to_location, value_at};
+use super::pointer::{array_index, dot_to_pointer, pointer_to_location, value_at};
 use super::{MAX_CONTAINERS, MAX_RESOURCES, MAX_TEMPLATES, WorkloadError};
 use crate::podspec::{Container, ObjectMeta, PodSpec};
 use serde_json::{Map, Value};
@@ -100,7 +100,7 @@ impl Workload {
 }
 
 /// Pointers of the elements `path` selects. Plain dot paths are resolved directly;
-/// anything else goes through jsonpath_lib.
+/// anything else goes through the JSONPath engine (serde_json_path, RFC 9535).
 pub(super) fn element_pointers(
     object: &Value,
     path: &str,
@@ -124,61 +124,20 @@ pub(super) fn element_pointers(
             _ => vec![],
         });
     }
-    // jsonpath_lib answers with references into `object`: finding where each one is
-    // gives exact pointers, so a changed template can be written back to the same place.
-    let selected = jsonpath_lib::select(object, path).map_err(|e| WorkloadError::JsonPath {
+    let path = serde_json_path::JsonPath::parse(path).map_err(|e| WorkloadError::JsonPath {
         kind: kind.to_string(),
         path: path.to_string(),
-        reason: format!("{e:?}"),
+        reason: e.to_string(),
     })?;
-    let targets: Vec<*const Value> = selected
+    // Each match comes with its location, as a JSON Pointer: a changed template is
+    // written back to the same place.
+    Ok(path
+        .query_located(object)
         .into_iter()
-        .filter(|v| !v.is_null())
-        .map(|v| v as *const Value)
-        .collect();
-    let mut found = Vec::new();
-    if !targets.is_empty() {
-        find_refs(object, &mut String::new(), &targets, &mut found);
-    }
-    Ok(found)
-}
-
-/// The pointers of the values in `targets` (the very values, by address), in document
-/// order, at most one more than [`MAX_TEMPLATES`].
-pub(super) fn find_refs(
-    v: &Value,
-    at: &mut String,
-    targets: &[*const Value],
-    found: &mut Vec<String>,
-) {
-    if found.len() > MAX_TEMPLATES {
-        return;
-    }
-    if targets.contains(&(v as *const Value)) {
-        found.push(at.clone());
-        return;
-    }
-    match v {
-        Value::Object(map) => {
-            for (k, child) in map {
-                let len = at.len();
-                at.push('/');
-                at.push_str(&escape_token(k));
-                find_refs(child, at, targets, found);
-                at.truncate(len);
-            }
-        }
-        Value::Array(items) => {
-            for (i, child) in items.iter().enumerate() {
-                let len = at.len();
-                at.push('/');
-                at.push_str(&i.to_string());
-                find_refs(child, at, targets, found);
-                at.truncate(len);
-            }
-        }
-        _ => {}
-    }
+        .filter(|found| !found.node().is_null())
+        .take(MAX_TEMPLATES + 1)
+        .map(|found| found.location().to_json_pointer())
+        .collect())
 }
 
 pub(super) fn read_template(

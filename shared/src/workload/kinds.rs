@@ -150,7 +150,7 @@ impl CustomKind {
                     format!("a JSONPath must start with '$' (got '{}')", t.path),
                 ));
             }
-            jsonpath_lib::Compiled::compile(&t.path).map_err(|e| {
+            serde_json_path::JsonPath::parse(&t.path).map_err(|e| {
                 FieldError::new(
                     format!("{f}.path"),
                     format!("invalid JSONPath '{}': {e}", t.path),

@@ -48,6 +48,17 @@ pub fn value_at<'a>(value: &'a Value, pointer: &str) -> Option<&'a Value> {
         })
 }
 
+/// [`value_at`] as a method: `object.at("/metadata/name")`, for `Value::pointer`.
+pub trait At {
+    fn at(&self, pointer: &str) -> Option<&Value>;
+}
+
+impl At for Value {
+    fn at(&self, pointer: &str) -> Option<&Value> {
+        value_at(self, pointer)
+    }
+}
+
 /// A pointer token with `~1` and `~0` decoded (borrowed when it has none).
 pub(super) fn unescape_token(token: &str) -> Cow<'_, str> {
     if token.contains('~') {
@@ -93,12 +104,6 @@ pub fn dot_to_pointer(path: &str) -> String {
         out.push('/');
         push_escaped(&mut out, segment);
     }
-    out
-}
-
-pub(super) fn escape_token(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    push_escaped(&mut out, s);
     out
 }
 

@@ -550,7 +550,6 @@ fn locations_and_pointers() {
     assert_eq!(dot_to_pointer("spec.template"), "/spec/template");
     assert_eq!(dot_to_pointer("a/b.c~d"), "/a~1b/c~0d");
     assert_eq!(dot_to_pointer("a~/b"), "/a~0~1b");
-    assert_eq!(super::pointer::escape_token("x/~1"), "x~1~01");
     assert_eq!(pointer_to_location("/spec/a~1b/12/c"), "spec.a/b[12].c");
     assert_eq!(
         pointer_to_location("/spec/workerGroupSpecs/1/template"),
@@ -607,4 +606,36 @@ fn value_at_dots_agrees_with_the_pointer_it_stands_for() {
             "{path}"
         );
     }
+}
+
+/// The JSONPath dialect custom kinds may use (RFC 9535, serde_json_path), with the
+/// pointer each match is written back to.
+#[rstest]
+#[case::member("$.spec.nodes", &["/spec/nodes"])]
+#[case::bracket_member("$['spec']['nodes'][1]", &["/spec/nodes/1"])]
+#[case::every_element("$.spec.nodes[*]", &["/spec/nodes/0", "/spec/nodes/1"])]
+#[case::every_member("$.spec.roles.*", &["/spec/roles/a~1b", "/spec/roles/worker"])]
+#[case::descendants("$..template", &["/spec/nodes/1/template"])]
+#[case::filter("$.spec.nodes[?@.name == 'gpu']", &["/spec/nodes/1"])]
+#[case::parenthesised_filter("$.spec.nodes[?(@.name == 'gpu')]", &["/spec/nodes/1"])]
+#[case::length_function("$.spec.nodes[?length(@.name) > 3]", &["/spec/nodes/0"])]
+#[case::absent("$.spec.missing[*]", &[])]
+fn jsonpath_matches_become_pointers(#[case] path: &str, #[case] expected: &[&str]) {
+    let object = json!({"spec": {
+        "nodes": [{"name": "head0"}, {"name": "gpu", "template": {}}],
+        "roles": {"worker": {}, "a/b": {}},
+    }});
+    assert_eq!(
+        super::extract::element_pointers(&object, path, "K").unwrap(),
+        expected
+    );
+}
+
+#[rstest]
+#[case::unclosed_filter("$.spec[?(")]
+#[case::script_expression("$.spec.nodes[(@.length-1)]")]
+#[case::regex_function("$.spec.nodes[?match(@.name, 'g.*')]")]
+fn jsonpaths_outside_the_dialect_are_errors(#[case] path: &str) {
+    let err = super::extract::element_pointers(&json!({}), path, "K").unwrap_err();
+    assert!(err.to_string().contains(path), "{err}");
 }

@@ -569,12 +569,13 @@ fn quotas_keep_their_gpu_limits_and_the_keys_kubernetes_never_counts() {
     );
     assert_eq!(
         quotas[0].unenforced,
+        // In the order of the quota's keys (`json!` writes them sorted).
         vec![
+            ("amd.com/gpu".to_string(), "amd.com/gpu".to_string()),
             (
                 "limits.nvidia.com/gpu".to_string(),
                 "nvidia.com/gpu".to_string()
-            ),
-            ("amd.com/gpu".to_string(), "amd.com/gpu".to_string())
+            )
         ]
     );
     let bad = json!({"items": [{"metadata": {"name": "q", "namespace": "ml"},
