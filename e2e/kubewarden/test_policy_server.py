@@ -607,7 +607,7 @@ class PolicyServerE2E(unittest.TestCase):
                 "pool a100: namespace ml-research has no ResourceQuota labelled gpu-admission/pool=a100, so the "
                 "pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: "
                 "{name: gpu-a100, namespace: ml-research, labels: {gpu-admission/pool: \"a100\"}}",
-                "The GPU capacity gate denies what it cannot count (failOpen: false)."],
+                "The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."],
                 audit={"capacity": "pool a100: not checked"})
         with self.subTest("template without the pool's class"):
             self.check("capacity-quotas", CAPACITY, "deployment_a100_4x2.json", False, says=[

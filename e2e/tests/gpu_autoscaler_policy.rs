@@ -45,10 +45,10 @@ const OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplica
 const KEDA_CPU: &str = "ScaledObject ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on cpu triggers only, and CPU utilization does not follow GPU inference load. Add a trigger on requests per second, queue depth or a GPU metric (e.g. a prometheus trigger on vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL).";
 const NAMESPACE_MAX: &str = "HorizontalPodAutoscaler research-nlp/summarizer: maxReplicas 8 x 4 GPUs per replica = 32 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research-nlp (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less.";
 const SCALED_JOB: &str = "ScaledJob ml-training/finetune: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less.";
-const NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: its target Deployment ml-serving/llm-a100 was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
-const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
-const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
-const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: its target Deployment ml-serving/llm-a100 was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const UNKNOWN_KIND: &str = "HorizontalPodAutoscaler ml-serving/llm-canary: the GPUs of Rollout llm-canary (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler";
 const MALFORMED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100 cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"eight\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)";
 
@@ -204,7 +204,7 @@ const CASES: &[Case] = &[
         session: Some("session_deployment_forbidden.yml"),
         denied: None,
         warning: Some(
-            "HorizontalPodAutoscaler ml-serving/llm-a100: GPU limits were not checked: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because failOpen is true)",
+            "HorizontalPodAutoscaler ml-serving/llm-a100: GPU limits were not checked: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)",
         ),
         calls: GET,
         audit: None,
@@ -451,6 +451,7 @@ fn settings_validation() {
     POLICY.assert_valid_settings(&[
         "settings.yml",
         "settings_fail_open.yml",
+        "settings_fail_open_old_spelling.yml",
         "settings_warn_only.yml",
     ]);
     assert!(p.validate_settings(&json!({})).unwrap().valid);

@@ -22,7 +22,7 @@ use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
 use gpu_rules::policy;
 use gpu_rules::quantity::Quantity;
-use gpu_rules::settings::ValidateSettings as _;
+use gpu_rules::settings::{Action, ValidateSettings as _};
 use gpu_rules::workload::{Workload, presets};
 use gpu_rules::{autoscaler, capacity, labels, routing, vram};
 use serde_json::{Value, json};
@@ -101,9 +101,10 @@ pub trait Fuzzed: policy::Policy {
     const MUTATES: bool = false;
     /// The most host calls one request may make.
     fn max_calls(settings: &Self::Settings) -> usize;
-    /// For policies that gate on cluster state: `failOpen`. A failed host call then
-    /// accepts (with a warning) exactly when it is true.
-    fn fail_open(_settings: &Self::Settings) -> Option<bool> {
+    /// For policies that gate on cluster state: `unreadableCluster` (or its old spelling
+    /// `failOpen`), as the settings say. A failed host call then accepts (with a warning)
+    /// exactly when it is `warn`.
+    fn unreadable_cluster(_settings: &Self::Settings) -> Option<Action> {
         None
     }
     /// Whether the settings let the rules read image configs (each image at most once).
@@ -146,8 +147,8 @@ impl Fuzzed for policy::CapacityGate {
     fn max_calls(s: &capacity::Settings) -> usize {
         1 + MAX_CLAIMS + 2 * s.pools.len()
     }
-    fn fail_open(s: &capacity::Settings) -> Option<bool> {
-        Some(s.fail_open)
+    fn unreadable_cluster(s: &capacity::Settings) -> Option<Action> {
+        Some(s.on_unreadable_cluster())
     }
 }
 
@@ -157,11 +158,11 @@ impl Fuzzed for policy::Autoscaler {
     fn max_calls(s: &autoscaler::Settings) -> usize {
         1 + MAX_CLAIMS + s.pools.len()
     }
-    /// Fail closed: a failed read always denies. With failOpen it accepts with a warning
-    /// unless another finding (the signal, a bound) denies anyway, so only the closed half
-    /// is an invariant.
-    fn fail_open(s: &autoscaler::Settings) -> Option<bool> {
-        (!s.fail_open).then_some(false)
+    /// Fail closed: a failed read always denies. With `unreadableCluster: warn` it accepts
+    /// with a warning unless another finding (the signal, a bound) denies anyway, so only
+    /// the closed half is an invariant.
+    fn unreadable_cluster(s: &autoscaler::Settings) -> Option<Action> {
+        Some(s.on_unreadable_cluster()).filter(|a| *a == Action::Deny)
     }
 }
 
@@ -573,13 +574,15 @@ fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
         return Err(format!("the config of image {again} was read twice"));
     }
     let host_failed = (0..all_calls.len()).any(|i| !matches!(answers.get(i), Some(Answer::Ok(_))));
-    if let Some(fail_open) = P::fail_open(&parsed.settings)
+    if let Some(action) = P::unreadable_cluster(&parsed.settings)
         && host_failed
-        && (verdict.allowed != fail_open || (fail_open && verdict.warnings.is_empty()))
     {
-        return Err(format!(
-            "a host call failed with failOpen: {fail_open}, and the verdict is {verdict:?}"
-        ));
+        let warn = action == Action::Warn;
+        if verdict.allowed != warn || (warn && verdict.warnings.is_empty()) {
+            return Err(format!(
+                "a host call failed with unreadableCluster: {action}, and the verdict is {verdict:?}"
+            ));
+        }
     }
     for call in &calls {
         serde_json::from_slice::<Value>(&call.payload())

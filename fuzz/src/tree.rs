@@ -241,6 +241,9 @@ pub const KEYS: &[&str] = &[
     "emptyDir",
     "medium",
     "sizeLimit",
+    // New keys go last: the kept corpus's indices below the earlier length still decode to
+    // the same keys.
+    "unreadableCluster",
 ];
 
 /// String values the rules compare against.

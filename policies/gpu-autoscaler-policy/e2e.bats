@@ -76,9 +76,14 @@ setup() {
   denied 'pool a100: cannot list v1/Node'
 }
 
-@test "failOpen: accepted with a warning" {
+@test "unreadableCluster: warn: accepted with a warning" {
   run_replayed hpa_external_gpu_deployment.json settings_fail_open.yml session_deployment_forbidden.yml
-  allowed 'GPU limits were not checked'
+  allowed 'GPU limits were not checked: .*(accepted because unreadableCluster is warn)'
+}
+
+@test "failOpen: true, the old spelling of unreadableCluster: warn: accepted with a warning" {
+  run_replayed hpa_external_gpu_deployment.json settings_fail_open_old_spelling.yml session_deployment_forbidden.yml
+  allowed 'GPU limits were not checked: .*(accepted because unreadableCluster is warn)'
 }
 
 @test "resourceMetricsOnly: warn turns the HPA denial into a warning" {

@@ -39,9 +39,14 @@ setup() {
   denied "grant the policy-server's ServiceAccount list and watch on pods"
 }
 
-@test "failOpen: accepted with a warning" {
+@test "unreadableCluster: warn: accepted with a warning" {
   run_replayed deployment_a100_4x2.json settings_fail_open.yml session_a100_nodes_not_granted.yml
-  allowed 'GPU capacity was not checked'
+  allowed 'GPU capacity was not checked: .*(accepted because unreadableCluster is warn)'
+}
+
+@test "failOpen: true, the old spelling of unreadableCluster: warn: accepted with a warning" {
+  run_replayed deployment_a100_4x2.json settings_fail_open_old_spelling.yml session_a100_nodes_not_granted.yml
+  allowed 'GPU capacity was not checked: .*(accepted because unreadableCluster is warn)'
 }
 
 @test "update: only the increase is charged" {
@@ -168,7 +173,7 @@ setup() {
   matches "would be 62 of 64 allocatable (96.9%) with this workload's 12 (50 in use)"
 }
 
-@test "DRA: a claim that cannot be counted is denied before the pool is read, even with failOpen" {
+@test "DRA: a claim that cannot be counted is denied before the pool is read, even with unreadableCluster: warn" {
   for case in "settings_quotas.yml session_dra_not_found.yml" "settings.yml session_dra_not_granted.yml" \
               "settings_fail_open.yml session_dra_not_granted.yml" "settings.yml session_dra_allocation_all.yml"; do
     run_replayed deployment_dra_a100_3x4.json $case

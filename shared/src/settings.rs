@@ -22,7 +22,7 @@ mod node_selector;
 mod shared;
 pub mod wildcard;
 
-pub use action::Action;
+pub use action::{Action, UnreadableCluster};
 pub use error::FieldError;
 pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;

@@ -15,7 +15,7 @@
 //!   namespace's maximum; the message says the largest value that fits.
 //!
 //! It fails closed: a target or pool that cannot be read denies, naming the permission
-//! to grant, unless `failOpen` is set.
+//! to grant, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 
 pub mod ceiling;
 pub mod object;
@@ -153,9 +153,9 @@ fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Ta
     }
 }
 
-/// The denial for a target whose GPUs cannot be counted (fail closed whatever `failOpen`
-/// says, as the capacity gate does: the target was read, the policy lacks what it needs to
-/// count its GPUs).
+/// The denial for a target whose GPUs cannot be counted (fail closed whatever
+/// `unreadableCluster` says, as the capacity gate does: the target was read, the policy
+/// lacks what it needs to count its GPUs).
 fn uncountable(display: &str, target: &str, gpus: &ReplicaGpus) -> TargetRead {
     TargetRead::Done(Verdict::reject(format!(
         "{display}: the GPUs of {target} cannot be counted, so this autoscaler cannot be checked: {}",
@@ -413,13 +413,13 @@ fn host_failure(
     mut out: Outcome,
 ) -> Verdict {
     let explanation = explain(failure);
-    if settings.fail_open {
+    if settings.on_unreadable_cluster() == Action::Warn {
         out.warnings.push(format!(
-            "GPU limits were not checked: {context}{explanation} (accepted because failOpen is true)"
+            "GPU limits were not checked: {context}{explanation} (accepted because unreadableCluster is warn)"
         ));
     } else {
         out.denials.push(format!(
-            "{context}{explanation}. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation {}.",
+            "{context}{explanation}. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation {}.",
             audit::HOST_ERROR
         ));
     }

@@ -10,7 +10,8 @@
 //! when the scale-up happens.
 
 use crate::settings::{
-    FieldError, NamespaceList, ValidateSettings, policy_settings, validate_label_key,
+    FieldError, NamespaceList, UnreadableCluster, ValidateSettings, policy_settings,
+    validate_label_key,
 };
 use serde::{Deserialize, Serialize};
 
@@ -30,8 +31,14 @@ policy_settings! {
         pub resource_metrics_only: Action = Action::Deny,
         /// A KEDA ScaledObject or ScaledJob of a GPU target whose triggers are cpu or memory only.
         pub resource_triggers_only: Action = Action::Warn,
-        /// Accept (with a warning) instead of deny when the target or the pool cannot be read.
-        pub fail_open: bool = false,
+        /// What to do when the target or a pool cannot be read: `deny` (fail closed, naming
+        /// what to grant or create) or `warn` (accept with that warning). Read through
+        /// [`Settings::on_unreadable_cluster`], which folds in `failOpen`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub unreadable_cluster: Option<Action> = None,
+        /// The old spelling of `unreadableCluster`: `true` reads as `warn`, `false` as `deny`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub fail_open: Option<bool> = None,
         @shared;
     }
 }
@@ -57,6 +64,19 @@ impl Settings {
             custom_kinds: self.custom_kinds.clone(),
             fractional_gpus: self.fractional_gpus.clone(),
             ..crate::capacity::Settings::default()
+        }
+    }
+
+    /// What to do when the target or a pool cannot be read (`unreadableCluster`, or its
+    /// old spelling `failOpen`): `warn` or `deny`.
+    pub fn on_unreadable_cluster(&self) -> Action {
+        self.unreadable_cluster_fields().action()
+    }
+
+    fn unreadable_cluster_fields(&self) -> UnreadableCluster {
+        UnreadableCluster {
+            given: self.unreadable_cluster,
+            fail_open: self.fail_open,
         }
     }
 
@@ -99,6 +119,7 @@ impl ValidateSettings for Settings {
                 ));
             }
         }
+        self.unreadable_cluster_fields().check()?;
         if self.default_max_gpus == Some(0) {
             return Err(FieldError::new(
                 "defaultMaxGpus",
@@ -144,9 +165,24 @@ mod tests {
         assert_eq!(s.pool_label_key, "gpu-admission/pool");
         assert_eq!(s.resource_metrics_only, Action::Deny);
         assert_eq!(s.resource_triggers_only, Action::Warn);
-        assert!(!s.fail_open && s.pools.is_empty() && s.namespace_max("ml").is_none());
+        assert_eq!(s.on_unreadable_cluster(), Action::Deny);
+        assert!(s.pools.is_empty() && s.namespace_max("ml").is_none());
         s.validate().unwrap();
         parse(base()).validate().unwrap();
+    }
+
+    #[test]
+    fn unreadable_cluster_or_its_old_spelling_fail_open() {
+        for (field, value, action) in [
+            ("/unreadableCluster", json!("warn"), Action::Warn),
+            ("/unreadableCluster", json!("deny"), Action::Deny),
+            ("/failOpen", json!(true), Action::Warn),
+            ("/failOpen", json!(false), Action::Deny),
+        ] {
+            let s = parse(with(base(), field, value));
+            s.validate().unwrap();
+            assert_eq!(s.on_unreadable_cluster(), action, "{field}");
+        }
     }
 
     #[test]
@@ -214,6 +250,8 @@ mod tests {
     #[case::extra(with(base(), "/extraGpuResources", json!(["gpu"])), "extraGpuResources[0]:")]
     #[case::custom_kind(with(base(), "/customKinds", json!([{"group": "", "kind": "X", "templates": []}])), "customKinds[0].group")]
     #[case::exempt(with(base(), "/exemptNamespaces", json!(["*"])), "exemptNamespaces[0]:")]
+    #[case::unreadable_cluster_allow(with(base(), "/unreadableCluster", json!("allow")), "unreadableCluster: 'allow' is not one of deny, warn")]
+    #[case::fail_open_disagrees(with(with(base(), "/unreadableCluster", json!("warn")), "/failOpen", json!(false)), "failOpen: false (the old spelling of unreadableCluster: deny) disagrees with unreadableCluster: warn; remove failOpen")]
     fn invalid_settings_name_the_field(#[case] settings: Value, #[case] start: &str) {
         let err = parse(settings).validate().unwrap_err().to_string();
         assert!(err.starts_with(start), "{err}");

@@ -424,7 +424,7 @@ fn unknown_target_kinds_are_accepted_with_a_warning_and_no_call() {
     );
 }
 
-const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error.";
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 
 #[rstest]
 #[case::forbidden(
@@ -433,11 +433,11 @@ const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Depl
 )]
 #[case::not_granted(
     "Callback evaluation failure: Policy has not been granted access to Kubernetes apps/v1/Deployment resources. The violation has been reported.",
-    "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+    "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::not_found(
     "Callback evaluation failure: Cannot find apps/v1/Deployment named 'llm' inside of namespace 'Some(\"ml\")'",
-    "HorizontalPodAutoscaler ml/llm: its target Deployment ml/llm was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+    "HorizontalPodAutoscaler ml/llm: its target Deployment ml/llm was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 fn an_unreadable_target_fails_closed(#[case] error: &str, #[case] message: &str) {
     let script = Script::new(vec![(get_deployment(), Err(error.into()))]);
@@ -447,16 +447,22 @@ fn an_unreadable_target_fails_closed(#[case] error: &str, #[case] message: &str)
     assert_eq!(v.audit_annotations["host-error"], error);
 }
 
-#[test]
-fn fail_open_accepts_with_a_warning() {
-    let s = with(settings_json(), "failOpen", json!(true));
+/// `unreadableCluster: warn`, or `failOpen: true` in the old spelling.
+#[rstest]
+#[case::unreadable_cluster_warn("unreadableCluster", json!("warn"))]
+#[case::old_spelling_fail_open(
+    "failOpen",
+    json!(true)
+)]
+fn unreadable_cluster_warn_accepts_with_a_warning(#[case] field: &str, #[case] value: Value) {
+    let s = with(settings_json(), field, value);
     let script = Script::new(vec![(get_deployment(), Err("forbidden".into()))]);
     let v = run(&create(hpa(4, external())), &s, &script);
     assert!(v.allowed);
     assert_eq!(
         v.warnings,
         vec![
-            "HorizontalPodAutoscaler ml/llm: GPU limits were not checked: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because failOpen is true)"
+            "HorizontalPodAutoscaler ml/llm: GPU limits were not checked: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)"
         ]
     );
 }
@@ -475,7 +481,7 @@ fn an_unreadable_pool_fails_closed_after_the_other_findings() {
     assert_eq!(
         v.message.as_deref().unwrap(),
         format!(
-            "{CPU_ONLY} pool a100: cannot list v1/Node: add {{apiVersion: v1, kind: Node}} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+            "{CPU_ONLY} pool a100: cannot list v1/Node: add {{apiVersion: v1, kind: Node}} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
 }
@@ -487,7 +493,7 @@ fn answers_that_are_not_a_workload_fail_closed() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got a list). The GPU autoscaler policy denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+            "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got a list). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
 }
@@ -551,7 +557,8 @@ fn malformed_autoscalers_are_rejected_with_400() {
 }
 
 /// The target's DRA claim cannot be read: denied as uncountable (the message once said the
-/// Deployment could not be read), whatever failOpen says; readable, its devices count.
+/// Deployment could not be read), whatever unreadableCluster says; readable, its devices
+/// count.
 #[test]
 fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
     let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "llm", "namespace": "ml"},
@@ -567,8 +574,8 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
         disable_cache: false,
         field_masks: Some(["spec.spec.devices".to_string()].into()),
     });
-    let fail_open = with(settings_json(), "failOpen", json!(true));
-    for s in [settings(), fail_open] {
+    let warn = with(settings_json(), "unreadableCluster", json!("warn"));
+    for s in [settings(), warn] {
         let script = Script::new(vec![
             (get_deployment(), Ok(target.clone())),
             (claim.clone(), Err("not found".into())),

@@ -23,7 +23,7 @@
 //! It fails closed: when cluster state cannot be read the workload is denied with a
 //! message naming the missing contextAwareResources entry or RBAC permission, and when
 //! the pool's ResourceQuotas cannot count the request's pods with the quota to create or
-//! fix, unless `failOpen` is set.
+//! fix, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 
 pub mod decision;
 pub mod demand;
@@ -226,7 +226,7 @@ struct NamespaceFindings {
 
 /// Checks the namespace's ResourceQuotas (`checkNamespaceQuotas`) and the team's budget
 /// against what the request adds. No host call when it adds nothing. `Err` is the verdict
-/// when something could not be read (fail closed, or `failOpen`), or the budgets
+/// when something could not be read (fail closed, or `unreadableCluster`), or the budgets
 /// ConfigMap is malformed.
 fn namespace_checks(
     request: &AdmissionRequest,
@@ -551,7 +551,7 @@ fn rollout(
 }
 
 /// The denial for templates whose GPUs cannot be counted (fail closed, whatever
-/// `failOpen` says: the policy was not given what it needs to count them).
+/// `unreadableCluster` says: the policy was not given what it needs to count them).
 fn uncountable_demand(demand: &Demand) -> Option<Verdict> {
     (!demand.uncountable.is_empty()).then(|| {
         Verdict::reject(format!(
@@ -734,13 +734,13 @@ fn uncountable(
     problem: &str,
     notes: Vec<(&'static str, String)>,
 ) -> Verdict {
-    let verdict = if settings.fail_open {
+    let verdict = if settings.on_unreadable_cluster() == crate::settings::Action::Warn {
         Verdict::accept().with_warning(format!(
-            "{context}: GPU capacity was not checked: {problem} (accepted because failOpen is true)"
+            "{context}: GPU capacity was not checked: {problem} (accepted because unreadableCluster is warn)"
         ))
     } else {
         Verdict::reject(format!(
-            "{context}: {problem}. The GPU capacity gate denies what it cannot count (failOpen: false)."
+            "{context}: {problem}. The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."
         ))
     };
     with_notes(verdict, notes).with_audit(audit::CAPACITY, format!("{context}: not checked"))
@@ -754,13 +754,13 @@ fn host_failure(
     notes: Vec<(&'static str, String)>,
 ) -> Verdict {
     let explanation = failure.explanation();
-    let verdict = if settings.fail_open {
+    let verdict = if settings.on_unreadable_cluster() == crate::settings::Action::Warn {
         Verdict::accept().with_warning(format!(
-            "{context}: GPU capacity was not checked: {explanation} (accepted because failOpen is true)"
+            "{context}: GPU capacity was not checked: {explanation} (accepted because unreadableCluster is warn)"
         ))
     } else {
         Verdict::reject(format!(
-            "{context}: {explanation}. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation {}.",
+            "{context}: {explanation}. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation {}.",
             audit::HOST_ERROR
         ))
     };

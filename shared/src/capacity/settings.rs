@@ -2,8 +2,9 @@
 
 use crate::selector::LabelSelector;
 use crate::settings::{
-    Action, FieldError, ValidateSettings, check_pool_ref, check_window_ref, policy_settings,
-    read_node_selector, validate_label_key, validate_label_value, validate_object_name,
+    Action, FieldError, UnreadableCluster, ValidateSettings, check_pool_ref, check_window_ref,
+    policy_settings, read_node_selector, validate_label_key, validate_label_value,
+    validate_object_name,
 };
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
@@ -34,8 +35,14 @@ policy_settings! {
         pub usage: Usage = Usage::default(),
         /// Which Pods are charged when they are created (see [`ChargePods`]).
         pub charge_pods: ChargePods = ChargePods::default(),
-        /// Accept (with a warning) instead of deny when cluster state cannot be read.
-        pub fail_open: bool = false,
+        /// What to do when cluster state cannot be read: `deny` (fail closed, naming what to
+        /// grant) or `warn` (accept with that warning). Read through
+        /// [`Settings::on_unreadable_cluster`], which folds in `failOpen`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub unreadable_cluster: Option<Action> = None,
+        /// The old spelling of `unreadableCluster`: `true` reads as `warn`, `false` as `deny`.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub fail_open: Option<bool> = None,
         @shared + exceptions;
         /// Pod templates with one of these `priorityClassName`s are not charged.
         pub exempt_priority_classes: Vec<String> = Vec::new(),
@@ -57,8 +64,8 @@ policy_settings! {
         pub suspendable_kinds: Vec<SuspendableKind> = Vec::new(),
         /// Check the ResourceQuotas of the workload's namespace that count its GPUs.
         pub check_namespace_quotas: bool = true,
-        /// What to do when the namespace's ResourceQuotas cannot be read: `deny` (fail
-        /// closed, as for every host error, unless `failOpen`) or `warn` (accept, with a
+        /// What to do when the namespace's ResourceQuotas cannot be read: `deny` (as for
+        /// every host error: `unreadableCluster` applies) or `warn` (accept, with a
         /// warning naming the permission to grant: Kubernetes still enforces the quotas when
         /// the pods are created, so nothing escapes them).
         pub unreadable_namespace_quotas: Action = Action::Deny,
@@ -337,6 +344,7 @@ impl ValidateSettings for Settings {
             .check_one_of("fragmentation", &warn_or_deny)?;
         self.unreadable_namespace_quotas
             .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
+        self.unreadable_cluster_fields().check()?;
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
         let defined: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
         for (i, pool) in self.pools.iter().enumerate() {
@@ -411,6 +419,19 @@ impl ValidateSettings for Settings {
 }
 
 impl Settings {
+    /// What to do when cluster state cannot be read (`unreadableCluster`, or its old
+    /// spelling `failOpen`): `warn` or `deny`.
+    pub fn on_unreadable_cluster(&self) -> Action {
+        self.unreadable_cluster_fields().action()
+    }
+
+    fn unreadable_cluster_fields(&self) -> UnreadableCluster {
+        UnreadableCluster {
+            given: self.unreadable_cluster,
+            fail_open: self.fail_open,
+        }
+    }
+
     /// What every pool, of the gate or of the autoscaler policy, must be: named (a label
     /// value, unique), with a node selector of its own or a declared `capacity`, a threshold
     /// in 1..=100, and a `capacity` of whole GPUs the policies count.
@@ -686,7 +707,7 @@ mod tests {
         let s = parse(base());
         assert_eq!(s.pool_label_key, "gpu-admission/pool");
         assert_eq!(s.charge_pods, ChargePods::Ownerless);
-        assert!(!s.fail_open);
+        assert_eq!(s.on_unreadable_cluster(), Action::Deny);
         assert_eq!(s.pools[0].threshold_percent, 90);
         assert_eq!(s.pools[1].threshold_percent, 80);
         assert_eq!(s.pool_named("h100").map(|(i, _)| i), Some(1));
@@ -698,7 +719,7 @@ mod tests {
         let mut v = base();
         v["poolLabelKey"] = json!("example.com/pool");
         v["chargePods"] = json!("all");
-        v["failOpen"] = json!(true);
+        v["unreadableCluster"] = json!("warn");
         v["extraGpuResources"] = json!(["habana.ai/gaudi"]);
         v["customKinds"] = serde_json::to_value(crate::workload::presets::all()).unwrap();
         v["exemptNamespaces"] = json!(["gpu-operator", "ops-*"]);
@@ -918,6 +939,53 @@ mod tests {
         let s = parse(top("unreadableNamespaceQuotas", json!("warn")));
         s.validate().unwrap();
         assert_eq!(s.unreadable_namespace_quotas, Action::Warn);
+    }
+
+    /// `unreadableCluster: deny | warn`, and `failOpen`, its old spelling, still valid:
+    /// settings are read the same either way, and only a disagreement is an error.
+    #[test]
+    fn unreadable_cluster_and_its_old_spelling_fail_open() {
+        let read = |fields: Value| {
+            let mut v = base();
+            for (k, x) in fields.as_object().unwrap() {
+                v[k] = x.clone();
+            }
+            let s = parse(v);
+            s.validate().map(|()| s.on_unreadable_cluster())
+        };
+        for (fields, action) in [
+            (json!({}), Action::Deny),
+            (json!({"unreadableCluster": "warn"}), Action::Warn),
+            (json!({"unreadableCluster": "deny"}), Action::Deny),
+            (json!({"failOpen": true}), Action::Warn),
+            (json!({"failOpen": false}), Action::Deny),
+            (
+                json!({"failOpen": true, "unreadableCluster": "warn"}),
+                Action::Warn,
+            ),
+        ] {
+            assert_eq!(read(fields.clone()), Ok(action), "{fields}");
+        }
+        assert_eq!(
+            read(json!({"unreadableCluster": "allow"}))
+                .unwrap_err()
+                .to_string(),
+            "unreadableCluster: 'allow' is not one of deny, warn"
+        );
+        assert_eq!(
+            read(json!({"failOpen": true, "unreadableCluster": "deny"}))
+                .unwrap_err()
+                .to_string(),
+            "failOpen: true (the old spelling of unreadableCluster: warn) disagrees with unreadableCluster: deny; remove failOpen"
+        );
+        // Serialized, the settings keep the spelling they were given.
+        let old = parse(top("failOpen", json!(true)));
+        let v = serde_json::to_value(&old).unwrap();
+        assert_eq!(
+            (v.get("failOpen"), v.get("unreadableCluster")),
+            (Some(&json!(true)), None)
+        );
+        assert_eq!(parse(v), old);
     }
 
     #[test]

@@ -332,9 +332,9 @@ pub fn validate_budgets(
 /// Why the team budgets could not be judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TeamError {
-    /// A host call failed or its answer could not be read (`failOpen` applies).
+    /// A host call failed or its answer could not be read (`unreadableCluster` applies).
     Host(HostFailure),
-    /// The budgets ConfigMap is malformed: denied, whatever `failOpen` says.
+    /// The budgets ConfigMap is malformed: denied, whatever `unreadableCluster` says.
     Invalid(String),
 }
 

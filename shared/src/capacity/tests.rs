@@ -450,7 +450,7 @@ fn host_error_fails_closed_with_what_to_grant() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+            "pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
     assert_eq!(
@@ -461,9 +461,9 @@ fn host_error_fails_closed_with_what_to_grant() {
 }
 
 #[test]
-fn host_error_with_fail_open_accepts_with_a_warning() {
+fn host_error_with_unreadable_cluster_warn_accepts_with_a_warning() {
     let mut s = settings();
-    s.fail_open = true;
+    s.unreadable_cluster = Some(crate::settings::Action::Warn);
     let mut calls = vec![(node_query(&pool("a100")), Ok(nodes(&[8])))];
     calls.push((
         pod_query("gpu-admission/pool", &pool("a100")),
@@ -475,7 +475,7 @@ fn host_error_with_fail_open_accepts_with_a_warning() {
     assert_eq!(
         v.warnings,
         vec![
-            "pool a100: GPU capacity was not checked: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods (accepted because failOpen is true)"
+            "pool a100: GPU capacity was not checked: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods (accepted because unreadableCluster is warn)"
         ]
     );
     assert_eq!(v.audit_annotations["host-error"].len(), HOST_ERROR_MAX + 3);

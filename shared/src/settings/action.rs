@@ -38,6 +38,60 @@ impl Action {
     }
 }
 
+/// `unreadableCluster` (`deny | warn`): what a policy that reads cluster state does when a
+/// read fails. `failOpen` is its old spelling, still read: `true` is `warn`, `false` is
+/// `deny`. Both are kept as given (so that validation can name a disagreement) and read
+/// through [`UnreadableCluster::action`].
+pub struct UnreadableCluster {
+    pub given: Option<Action>,
+    pub fail_open: Option<bool>,
+}
+
+impl UnreadableCluster {
+    /// The offered actions, in the order messages name them.
+    pub const OFFERED: [Action; 2] = [Action::Deny, Action::Warn];
+
+    /// What the settings say, failing closed: `warn` only when the fields given say `warn`
+    /// (and agree), `deny` otherwise, when neither is given, and for a value validation
+    /// refuses (`allow`, or the two fields disagreeing).
+    pub fn action(&self) -> Action {
+        let old = self.fail_open.map(Self::old_spelling);
+        match (self.given, old) {
+            (Some(Action::Warn), None | Some(Action::Warn)) | (None, Some(Action::Warn)) => {
+                Action::Warn
+            }
+            _ => Action::Deny,
+        }
+    }
+
+    /// `unreadableCluster` is `deny` or `warn`, and `failOpen`, if also given, says the same.
+    pub fn check(&self) -> Result<(), super::FieldError> {
+        if let Some(given) = self.given {
+            given.check_one_of("unreadableCluster", &Self::OFFERED)?;
+            if let Some(fail_open) = self.fail_open
+                && Self::old_spelling(fail_open) != given
+            {
+                return Err(super::FieldError::new(
+                    "failOpen",
+                    format!(
+                        "{fail_open} (the old spelling of unreadableCluster: {}) disagrees with unreadableCluster: {given}; remove failOpen",
+                        Self::old_spelling(fail_open)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn old_spelling(fail_open: bool) -> Action {
+        if fail_open {
+            Action::Warn
+        } else {
+            Action::Deny
+        }
+    }
+}
+
 impl std::fmt::Display for Action {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -47,6 +101,55 @@ impl std::fmt::Display for Action {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreadable_cluster_reads_its_old_spelling_and_fails_closed() {
+        let u =
+            |given: Option<Action>, fail_open: Option<bool>| UnreadableCluster { given, fail_open };
+        for (given, fail_open, action) in [
+            (None, None, Action::Deny),
+            (Some(Action::Warn), None, Action::Warn),
+            (Some(Action::Deny), None, Action::Deny),
+            (None, Some(true), Action::Warn),
+            (None, Some(false), Action::Deny),
+            (Some(Action::Warn), Some(true), Action::Warn),
+            (Some(Action::Deny), Some(false), Action::Deny),
+            // Refused by validation; read as deny all the same.
+            (Some(Action::Warn), Some(false), Action::Deny),
+            (Some(Action::Deny), Some(true), Action::Deny),
+            (Some(Action::Allow), None, Action::Deny),
+            (Some(Action::Allow), Some(true), Action::Deny),
+        ] {
+            assert_eq!(
+                u(given, fail_open).action(),
+                action,
+                "{given:?} {fail_open:?}"
+            );
+        }
+        u(None, Some(true)).check().unwrap();
+        u(Some(Action::Warn), Some(true)).check().unwrap();
+        assert_eq!(
+            u(Some(Action::Allow), None)
+                .check()
+                .unwrap_err()
+                .to_string(),
+            "unreadableCluster: 'allow' is not one of deny, warn"
+        );
+        assert_eq!(
+            u(Some(Action::Deny), Some(true))
+                .check()
+                .unwrap_err()
+                .to_string(),
+            "failOpen: true (the old spelling of unreadableCluster: warn) disagrees with unreadableCluster: deny; remove failOpen"
+        );
+        assert_eq!(
+            u(Some(Action::Warn), Some(false))
+                .check()
+                .unwrap_err()
+                .to_string(),
+            "failOpen: false (the old spelling of unreadableCluster: deny) disagrees with unreadableCluster: warn; remove failOpen"
+        );
+    }
 
     #[test]
     fn spelled_in_lowercase_and_checked_against_a_subset() {

@@ -175,15 +175,15 @@ fn karpenter_node_pool_without_a_gpu_limit_is_judged_on_allocatable() {
 #[rstest]
 #[case::not_found(
     "Callback evaluation failure: Cannot find karpenter.sh/v1/NodePool named 'a100' inside of namespace 'None'",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: it does not exist. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: it does not exist. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::not_granted(
     "Policy has not been granted access to Kubernetes karpenter.sh/v1/NodePool resources. The violation has been reported.",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::forbidden(
     "nodepools.karpenter.sh \"a100\" is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot get resource \"nodepools\"",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: grant the policy-server's ServiceAccount get on nodepools (apiGroup karpenter.sh). The GPU capacity gate denies what it cannot check (failOpen: false); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: grant the policy-server's ServiceAccount get on nodepools (apiGroup karpenter.sh). The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 fn karpenter_node_pool_that_cannot_be_read_fails_closed(#[case] error: &str, #[case] denial: &str) {
     let cluster = karpenter_calls(nodes(&[]), Err(error.into()), None);
@@ -196,9 +196,9 @@ fn karpenter_node_pool_that_cannot_be_read_fails_closed(#[case] error: &str, #[c
     assert_eq!(message(&v), denial);
     assert_eq!(v.audit_annotations["host-error"], error);
     assert_eq!(v.audit_annotations["capacity"], "pool a100: not checked");
-    // failOpen: accepted with a warning, as for any read.
+    // unreadableCluster: warn: accepted with a warning, as for any read.
     let mut open = karpenter();
-    open.fail_open = true;
+    open.unreadable_cluster = Some(crate::settings::Action::Warn);
     let cluster = karpenter_calls(nodes(&[]), Err(error.into()), None);
     let v = run(&create(deployment(1, Some("a100"), "1")), &open, &cluster);
     assert!(v.allowed);

@@ -305,14 +305,14 @@ fn unreadable_quotas_with_warn_accept_naming_the_permission() {
 }
 
 #[rstest]
-#[case::fail_closed(false, false)]
-#[case::fail_open(true, true)]
-fn unreadable_quotas_fail_closed_by_default_unless_fail_open(
-    #[case] fail_open: bool,
+#[case::fail_closed(None, false)]
+#[case::unreadable_cluster_warn(Some(crate::settings::Action::Warn), true)]
+fn unreadable_quotas_fail_closed_unless_unreadable_cluster_warn(
+    #[case] unreadable_cluster: Option<crate::settings::Action>,
     #[case] allowed: bool,
 ) {
     let s = Settings {
-        fail_open,
+        unreadable_cluster,
         ..checked()
     };
     assert_eq!(s.unreadable_namespace_quotas, crate::settings::Action::Deny);

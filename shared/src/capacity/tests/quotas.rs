@@ -1,6 +1,6 @@
 //! `evaluate` with `usage: quotas` and declared capacity: the host calls each mode makes,
 //! the numbers and where they come from, and every quota set-up that cannot count the
-//! request's pods (denied with the fix, or accepted with a warning under `failOpen`).
+//! request's pods (denied with the fix, or accepted with a warning under `unreadableCluster: warn`).
 
 use super::*;
 use crate::admission::ValidateSettings;
@@ -181,7 +181,7 @@ fn a_namespace_without_the_pools_quota_is_denied_with_the_quota_to_create() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "pool a100: namespace ml has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (failOpen: false)."
+            "pool a100: namespace ml has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."
         )
     );
     assert_eq!(v.audit_annotations["capacity"], "pool a100: not checked");
@@ -206,9 +206,9 @@ fn the_quota_to_create_never_suggests_a_hard_of_zero() {
 }
 
 #[test]
-fn fail_open_accepts_an_uncountable_pool_with_a_warning() {
+fn unreadable_cluster_warn_accepts_an_uncountable_pool_with_a_warning() {
     let mut s = quota_settings();
-    s.fail_open = true;
+    s.unreadable_cluster = Some(crate::settings::Action::Warn);
     let v = quota_run(
         classed(1, "a100", "2", Some("a100-high")),
         &s,
@@ -219,7 +219,7 @@ fn fail_open_accepts_an_uncountable_pool_with_a_warning() {
     assert!(
         v.warnings[0].starts_with(
             "pool a100: GPU capacity was not checked: namespace ml has no ResourceQuota labelled gpu-admission/pool=a100"
-        ) && v.warnings[0].ends_with("(accepted because failOpen is true)"),
+        ) && v.warnings[0].ends_with("(accepted because unreadableCluster is warn)"),
         "{v:?}"
     );
 }
@@ -281,7 +281,9 @@ fn quotas_that_would_miss_pods_are_denied_naming_them(#[case] list: String, #[ca
         "{message}"
     );
     assert!(
-        message.ends_with(". The GPU capacity gate denies what it cannot count (failOpen: false)."),
+        message.ends_with(
+            ". The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."
+        ),
         "{message}"
     );
 }
