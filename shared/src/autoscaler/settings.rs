@@ -70,14 +70,7 @@ impl Settings {
     /// What to do when the target or a pool cannot be read (`unreadableCluster`, or its
     /// old spelling `failOpen`): `warn` or `deny`.
     pub fn on_unreadable_cluster(&self) -> Action {
-        self.unreadable_cluster_fields().action()
-    }
-
-    fn unreadable_cluster_fields(&self) -> UnreadableCluster {
-        UnreadableCluster {
-            given: self.unreadable_cluster,
-            fail_open: self.fail_open,
-        }
+        UnreadableCluster::of(self.unreadable_cluster, self.fail_open).action()
     }
 
     /// The GPU bound of one autoscaler in `namespace`, and where it comes from: the first
@@ -119,7 +112,7 @@ impl ValidateSettings for Settings {
                 ));
             }
         }
-        self.unreadable_cluster_fields().check()?;
+        UnreadableCluster::of(self.unreadable_cluster, self.fail_open).check()?;
         if self.default_max_gpus == Some(0) {
             return Err(FieldError::new(
                 "defaultMaxGpus",

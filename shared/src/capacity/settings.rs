@@ -344,7 +344,7 @@ impl ValidateSettings for Settings {
             .check_one_of("fragmentation", &warn_or_deny)?;
         self.unreadable_namespace_quotas
             .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
-        self.unreadable_cluster_fields().check()?;
+        UnreadableCluster::of(self.unreadable_cluster, self.fail_open).check()?;
         let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
         let defined: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
         for (i, pool) in self.pools.iter().enumerate() {
@@ -422,14 +422,7 @@ impl Settings {
     /// What to do when cluster state cannot be read (`unreadableCluster`, or its old
     /// spelling `failOpen`): `warn` or `deny`.
     pub fn on_unreadable_cluster(&self) -> Action {
-        self.unreadable_cluster_fields().action()
-    }
-
-    fn unreadable_cluster_fields(&self) -> UnreadableCluster {
-        UnreadableCluster {
-            given: self.unreadable_cluster,
-            fail_open: self.fail_open,
-        }
+        UnreadableCluster::of(self.unreadable_cluster, self.fail_open).action()
     }
 
     /// What every pool, of the gate or of the autoscaler policy, must be: named (a label

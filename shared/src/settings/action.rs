@@ -51,6 +51,11 @@ impl UnreadableCluster {
     /// The offered actions, in the order messages name them.
     pub const OFFERED: [Action; 2] = [Action::Deny, Action::Warn];
 
+    /// The two fields as the settings give them.
+    pub fn of(given: Option<Action>, fail_open: Option<bool>) -> UnreadableCluster {
+        UnreadableCluster { given, fail_open }
+    }
+
     /// What the settings say, failing closed: `warn` only when the fields given say `warn`
     /// (and agree), `deny` otherwise, when neither is given, and for a value validation
     /// refuses (`allow`, or the two fields disagreeing).
