@@ -8,6 +8,7 @@
 //! name it (`settings.pools[0].name: invalid type...`).
 
 use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
+use crate::arena::RequestArena;
 use crate::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use crate::limits;
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -51,6 +52,26 @@ where
     respond(evaluate_cached(payload, cache, decide))
 }
 
+/// [`validate_cached`] with what the request allocates served by `arena` (the module's
+/// global allocator): the request, the decision and the answer are allocated in one
+/// scope, the settings kept in `cache` outside it, and the answer handed to the host is
+/// a copy made outside it, so a request leaves nothing behind in the arena.
+pub fn validate_in_arena<S, F>(
+    arena: &RequestArena,
+    payload: &[u8],
+    cache: &SettingsCache<S>,
+    decide: F,
+) -> CallResult
+where
+    S: DeserializeOwned,
+    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+{
+    arena.scope(|| {
+        let answer = respond(evaluate_with(Some(arena), payload, cache, decide))?;
+        Ok(arena.outside(|| answer.to_vec()))
+    })
+}
+
 /// [`evaluate`], with the settings from `cache` when the payload's settings text is the
 /// one it holds. A host sends the same settings with every request of a policy (kwctl
 /// and policy-server serialize them from the policy's configuration), so a kept instance
@@ -61,13 +82,32 @@ where
     S: DeserializeOwned,
     F: FnOnce(&AdmissionRequest, &S) -> Verdict,
 {
+    evaluate_with(None, payload, cache, decide)
+}
+
+/// [`evaluate_cached`], with settings read into `cache` outside `arena`'s scope.
+fn evaluate_with<S, F>(
+    arena: Option<&RequestArena>,
+    payload: &[u8],
+    cache: &SettingsCache<S>,
+    decide: F,
+) -> Verdict
+where
+    S: DeserializeOwned,
+    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+{
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
-    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload)
-        && let Some(settings) = cache.read(p.settings.get())
-    {
-        return decide(&p.request, &settings);
+    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload) {
+        let text = p.settings.get();
+        let settings = match arena {
+            Some(arena) => arena.outside(|| cache.read(text)),
+            None => cache.read(text),
+        };
+        if let Some(settings) = settings {
+            return decide(&p.request, &settings);
+        }
     }
     read_and_decide(payload, decide)
 }
@@ -229,6 +269,26 @@ pub use kubewarden_policy_sdk::{protocol_version_guest, wapc_guest as guest};
 #[macro_export]
 macro_rules! kubewarden_policy {
     ($policy:ty) => {
+        /// The module's allocator: what one request allocates is bumped from an arena
+        /// ([`$crate::arena`]).
+        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+        #[global_allocator]
+        static ALLOCATOR: $crate::arena::RequestArena = $crate::arena::RequestArena::new();
+        #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+        fn with_arena<R>(f: impl FnOnce(&$crate::arena::RequestArena) -> R) -> R {
+            f(&ALLOCATOR)
+        }
+        /// Natively (tests, benches) the arena is not the allocator: its scopes change
+        /// nothing, and `validate` runs the module's code path on the system allocator.
+        #[cfg(not(all(target_arch = "wasm32", not(target_feature = "atomics"))))]
+        fn with_arena<R>(f: impl FnOnce(&$crate::arena::RequestArena) -> R) -> R {
+            ::std::thread_local! {
+                static ALLOCATOR: $crate::arena::RequestArena =
+                    const { $crate::arena::RequestArena::new() };
+            }
+            ALLOCATOR.with(f)
+        }
+
         #[unsafe(no_mangle)]
         pub extern "C" fn wapc_init() {
             $crate::kubewarden::guest::register_function("validate", validate);
@@ -248,18 +308,23 @@ macro_rules! kubewarden_policy {
                 static SETTINGS: $crate::kubewarden::SettingsCache<<$policy as Policy>::Settings> =
                     const { $crate::kubewarden::SettingsCache::new() };
             }
-            SETTINGS.with(|cache| {
-                $crate::kubewarden::validate_cached(
-                    payload,
-                    cache,
-                    |request, settings: &<$policy as Policy>::Settings| {
-                        <$policy>::evaluate(
-                            request,
-                            settings,
-                            &$crate::kubewarden::HostCluster::<{ <$policy as Policy>::HOST_CALLS }>,
-                        )
-                    },
-                )
+            with_arena(|arena| {
+                SETTINGS.with(|cache| {
+                    $crate::kubewarden::validate_in_arena(
+                        arena,
+                        payload,
+                        cache,
+                        |request, settings: &<$policy as Policy>::Settings| {
+                            <$policy>::evaluate(
+                                request,
+                                settings,
+                                &$crate::kubewarden::HostCluster::<
+                                    { <$policy as Policy>::HOST_CALLS },
+                                >,
+                            )
+                        },
+                    )
+                })
             })
         }
 

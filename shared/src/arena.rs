@@ -1,0 +1,309 @@
+//! The policies' global allocator: a bump arena for what one admission request allocates,
+//! in front of the system allocator.
+//!
+//! A request is read into many small allocations (every key and string of the object,
+//! each map node, the typed pod templates, the messages), all dropped when the answer is
+//! written. Inside [`RequestArena::scope`] an allocation is a pointer bump in a chunk the
+//! arena keeps across requests, and freeing one only counts it: measured with kwctl (see
+//! BENCHMARKS.md) this is most of what the system allocator (dlmalloc in wasm32-wasip1)
+//! cost per request. Outside a scope, and for what does not fit in the chunk, the system
+//! allocator serves as usual.
+//!
+//! Nothing is ever reused while it may still be referenced: each chunk counts its live
+//! allocations, and its space is reused only once every one of them was freed. Memory
+//! that outlives its request (the settings a policy keeps, a table built on first use)
+//! keeps its chunk alive: at the end of the scope that chunk is set aside, the next
+//! request takes a fresh one, and the set-aside chunk goes back to the system allocator
+//! when its last allocation is freed. With every chunk slot taken by such chunks, a scope
+//! simply runs on the system allocator.
+//!
+//! The state is not synchronised: the arena is for single-threaded wasm32 modules (waPC
+//! guests), where [`RequestArena`] is `Sync` so it can be the `#[global_allocator]`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::UnsafeCell;
+
+/// Bytes in one chunk. A GPU Pod or Deployment request allocates a few KiB; what does not
+/// fit is served by the system allocator.
+pub const CHUNK_BYTES: usize = 256 * 1024;
+
+/// Chunks the arena tracks at once: the one in use and those set aside because some of
+/// their allocations outlived a request.
+const SLOTS: usize = 8;
+
+const CHUNK_ALIGN: usize = 16;
+
+#[derive(Clone, Copy)]
+struct Chunk {
+    /// 0: the slot is empty.
+    base: usize,
+    /// The next free byte.
+    next: usize,
+    /// Allocations made from this chunk and not yet freed.
+    live: usize,
+}
+
+impl Chunk {
+    const EMPTY: Chunk = Chunk {
+        base: 0,
+        next: 0,
+        live: 0,
+    };
+
+    fn holds(&self, ptr: usize) -> bool {
+        self.base != 0 && ptr >= self.base && ptr < self.base + CHUNK_BYTES
+    }
+
+    fn end(&self) -> usize {
+        self.base + CHUNK_BYTES
+    }
+}
+
+struct State {
+    chunks: [Chunk; SLOTS],
+    /// The chunk of the open scope.
+    current: Option<usize>,
+    /// Whether allocations go to the current chunk (false inside [`RequestArena::outside`]).
+    bumping: bool,
+    /// Open scopes (a scope inside a scope belongs to the outer one).
+    depth: usize,
+    /// Allocations served from chunks and by the system allocator inside scopes, for
+    /// tests and measurements.
+    stats: Stats,
+}
+
+/// How the arena served the allocations of the scopes so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Allocations bumped from a chunk.
+    pub bumped: usize,
+    /// Allocations inside a scope that the chunk had no room for (system allocator).
+    pub overflowed: usize,
+    /// Scopes that ended with allocations still live, whose chunk was set aside.
+    pub set_aside: usize,
+}
+
+/// A bump arena for one request at a time, in front of the system allocator.
+pub struct RequestArena {
+    state: UnsafeCell<State>,
+}
+
+// SAFETY: waPC guests are single-threaded wasm32 modules (no `atomics` target feature), so
+// the state is never touched by two threads.
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+unsafe impl Sync for RequestArena {}
+
+impl Default for RequestArena {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RequestArena {
+    pub const fn new() -> Self {
+        RequestArena {
+            state: UnsafeCell::new(State {
+                chunks: [Chunk::EMPTY; SLOTS],
+                current: None,
+                bumping: false,
+                depth: 0,
+                stats: Stats {
+                    bumped: 0,
+                    overflowed: 0,
+                    set_aside: 0,
+                },
+            }),
+        }
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    fn state(&self) -> &mut State {
+        // SAFETY: single-threaded (see the `Sync` impl), and no reference to the state
+        // outlives one method call of the arena.
+        unsafe { &mut *self.state.get() }
+    }
+
+    /// Runs `f` with its allocations served from the arena. What `f` allocates and frees
+    /// costs a pointer bump; what it returns or keeps may still be used afterwards.
+    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
+        self.open();
+        let _close = Close(self);
+        f()
+    }
+
+    /// Runs `f` with its allocations served by the system allocator, inside a scope: for
+    /// data kept for the life of the instance (the settings a policy caches).
+    pub fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
+        let bumping = std::mem::replace(&mut self.state().bumping, false);
+        let result = f();
+        self.state().bumping = bumping;
+        result
+    }
+
+    /// How the scopes so far were served.
+    pub fn stats(&self) -> Stats {
+        self.state().stats
+    }
+
+    fn open(&self) {
+        let s = self.state();
+        s.depth += 1;
+        if s.depth > 1 {
+            return;
+        }
+        s.bumping = true;
+        // A chunk whose allocations were all freed, else a new one in an empty slot.
+        s.current = s.chunks.iter().position(|c| c.base != 0 && c.live == 0);
+        match s.current {
+            Some(i) => s.chunks[i].next = s.chunks[i].base,
+            None => {
+                if let Some(i) = s.chunks.iter().position(|c| c.base == 0) {
+                    let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_ALIGN)
+                        .expect("a valid chunk layout");
+                    // SAFETY: the layout has a non-zero size.
+                    let base = unsafe { System.alloc(layout) } as usize;
+                    if base != 0 {
+                        s.chunks[i] = Chunk {
+                            base,
+                            next: base,
+                            live: 0,
+                        };
+                        s.current = Some(i);
+                    }
+                }
+            }
+        }
+    }
+
+    fn close(&self) {
+        let s = self.state();
+        s.depth -= 1;
+        if s.depth > 0 {
+            return;
+        }
+        s.bumping = false;
+        if let Some(i) = s.current.take()
+            && s.chunks[i].live > 0
+        {
+            s.stats.set_aside += 1;
+        }
+    }
+
+    /// Bumps `layout` from the current chunk; None without a scope or without room.
+    fn bump(&self, layout: Layout) -> Option<*mut u8> {
+        let s = self.state();
+        if !s.bumping {
+            return None;
+        }
+        let i = s.current?;
+        let chunk = &mut s.chunks[i];
+        let start = chunk.next.checked_next_multiple_of(layout.align())?;
+        let end = start.checked_add(layout.size())?;
+        if end > chunk.end() {
+            s.stats.overflowed += 1;
+            return None;
+        }
+        chunk.next = end;
+        chunk.live += 1;
+        s.stats.bumped += 1;
+        Some(start as *mut u8)
+    }
+
+    fn slot_of(&self, ptr: usize) -> Option<usize> {
+        self.state().chunks.iter().position(|c| c.holds(ptr))
+    }
+}
+
+struct Close<'a>(&'a RequestArena);
+
+impl Drop for Close<'_> {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
+// SAFETY: every pointer handed out is either the system allocator's (and given back to
+// it) or a range of a chunk no other live allocation overlaps: a chunk's space is handed
+// out once, by bumping `next`, and handed out again only after every allocation made
+// from it was freed (`live == 0`) or, for the newest one, at its own end.
+unsafe impl GlobalAlloc for RequestArena {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        match self.bump(layout) {
+            Some(ptr) => ptr,
+            // SAFETY: the caller's layout, as given.
+            None => unsafe { System.alloc(layout) },
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        match self.bump(layout) {
+            Some(ptr) => {
+                // SAFETY: the range was just bumped for this layout.
+                unsafe { ptr.write_bytes(0, layout.size()) };
+                ptr
+            }
+            // SAFETY: the caller's layout, as given.
+            None => unsafe { System.alloc_zeroed(layout) },
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let Some(i) = self.slot_of(ptr as usize) else {
+            // SAFETY: not a chunk's, so the system allocator's, with this layout.
+            return unsafe { System.dealloc(ptr, layout) };
+        };
+        let s = self.state();
+        let chunk = &mut s.chunks[i];
+        chunk.live -= 1;
+        if s.current == Some(i) {
+            // The newest allocation gives its bytes back (a temporary buffer, a string
+            // built and dropped).
+            if ptr as usize + layout.size() == chunk.next {
+                chunk.next = ptr as usize;
+            }
+        } else if chunk.live == 0 {
+            let base = chunk.base;
+            *chunk = Chunk::EMPTY;
+            let layout =
+                Layout::from_size_align(CHUNK_BYTES, CHUNK_ALIGN).expect("a valid chunk layout");
+            // SAFETY: the chunk was allocated by the system allocator with this layout,
+            // and nothing allocated from it is live.
+            unsafe { System.dealloc(base as *mut u8, layout) };
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Some(i) = self.slot_of(ptr as usize) else {
+            // SAFETY: the system allocator's pointer, with its layout.
+            return unsafe { System.realloc(ptr, layout, new_size) };
+        };
+        let s = self.state();
+        let chunk = &mut s.chunks[i];
+        // The newest allocation of the current chunk grows or shrinks in place.
+        if s.current == Some(i) && ptr as usize + layout.size() == chunk.next {
+            if let Some(end) = (ptr as usize).checked_add(new_size)
+                && end <= chunk.end()
+            {
+                chunk.next = end;
+                return ptr;
+            }
+        } else if new_size <= layout.size() {
+            return ptr;
+        }
+        // SAFETY: the caller's layout, with the new size (valid by realloc's contract).
+        let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
+        // SAFETY: a non-zero size, by realloc's contract.
+        let new = unsafe { self.alloc(new_layout) };
+        if !new.is_null() {
+            // SAFETY: both ranges are valid for the smaller size and do not overlap.
+            unsafe {
+                std::ptr::copy_nonoverlapping(ptr, new, layout.size().min(new_size));
+                self.dealloc(ptr, layout);
+            }
+        }
+        new
+    }
+}
+
+#[cfg(test)]
+mod tests;
