@@ -19,29 +19,35 @@ other Rust mutating policies fit less: container-resources is written in Go now,
 would not change our requests (their containers set requests and limits);
 allow-privilege-escalation-psp changes one boolean; user-group-psp calls the host for image
 configuration.
+
+The settings, the requests and the environment variables are in kubewarden_policies.json beside
+this file, which gpu-bench (`gpu-bench guest-work`, bench/src/guest_work.rs) reads too.
 """
 
 import json
 from pathlib import Path
 
-COMMIT = "6a01a242a770dbb168767a986ad0bc57cb3b61fb"
+SHARED = json.loads((Path(__file__).resolve().parent / "kubewarden_policies.json").read_text())
+
+COMMIT = SHARED["commit"]
 BUILD_SCRIPT = "bench/kubewarden/build-kubewarden-policies.sh"
 
-LABELS_POLICY_ENV = "KUBEWARDEN_LABELS_POLICY"
+LABELS_POLICY_ENV = SHARED["labels"]["env"]
 # The labels our labels policy requires by default, in labels-policy's settings (`criteria` over
 # label names on the object's own metadata.labels).
-LABELS_POLICY_SETTINGS = {"criteria": "containsAllOf", "values": ["workload-type", "team"]}
+LABELS_POLICY_SETTINGS = SHARED["labels"]["settings"]
+# Our labels policy's GPU Pods and Deployments, labelled and not (bench/src/cases.rs): (kind, file
+# relative to policies/gpu-labels-policy).
+LABELS_POLICY_REQUESTS = tuple(tuple(r) for r in SHARED["labels"]["requests"])
 
-MUTATING_POLICY_ENV = "KUBEWARDEN_MUTATING_POLICY"
+MUTATING_POLICY_ENV = SHARED["mutating"]["env"]
 # Every capability dropped from every container (what the Pod Security Standards' restricted
 # profile asks for): on routing's requests, whose containers set no securityContext, the policy
 # adds `securityContext.capabilities` (drop ALL) to each container.
-MUTATING_POLICY_SETTINGS = {"required_drop_capabilities": ["ALL"]}
-# Routing's Pod and Deployment that it patches (bench/src/cases.rs).
-MUTATING_POLICY_REQUESTS = (
-    ("Pod", "test_data/pod_batch.json"),
-    ("Deployment", "test_data/deployment_interactive.json"),
-)
+MUTATING_POLICY_SETTINGS = SHARED["mutating"]["settings"]
+# Routing's Pod and Deployment that it patches (bench/src/cases.rs): (kind, file relative to
+# policies/gpu-pool-routing-policy).
+MUTATING_POLICY_REQUESTS = tuple(tuple(r) for r in SHARED["mutating"]["requests"])
 
 
 def mutating_policy_note(name, module):

@@ -50,8 +50,8 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
-    LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS,
-    MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
+    LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV,
+    MUTATING_POLICY_REQUESTS, MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = Path(__file__).resolve().parents[2]
 # CI puts a copy of shared/ beside the clone; GPU_ADMISSION_SHARED overrides it.
@@ -60,12 +60,6 @@ TRUST_CONFIG = SHARED / "kubewarden" / "offline-sigstore-trust-config.json"
 CASES_RS = REPO / "bench" / "src" / "cases.rs"
 BEGIN = "<!-- kwctl-bench:begin -->"
 END = "<!-- kwctl-bench:end -->"
-LABELS_POLICY_REQUESTS = (
-    "test_data/pod_gpu_labelled.json",
-    "test_data/pod_gpu_missing_labels.json",
-    "test_data/deployment_labelled.json",
-    "test_data/deployment_missing_team.json",
-)
 
 
 class BenchError(Exception):
@@ -127,12 +121,9 @@ def read_bench_cases(path=CASES_RS):
 def labels_policy_cases(module):
     """Kubewarden's labels-policy on our labels policy's Pod and Deployment requests."""
     cwd = REPO / "policies" / "gpu-labels-policy"
-    out = []
-    for request in LABELS_POLICY_REQUESTS:
-        kind = "Pod" if "pod_" in request else "Deployment"
-        out.append(Case(f"kubewarden/{Path(module).stem}", kind, request, None,
-                        json.dumps(LABELS_POLICY_SETTINGS, separators=(",", ":")), None, "", cwd))
-    return out
+    return [Case(f"kubewarden/{Path(module).stem}", kind, request, None,
+                 json.dumps(LABELS_POLICY_SETTINGS, separators=(",", ":")), None, "", cwd)
+            for kind, request in LABELS_POLICY_REQUESTS]
 
 
 def mutating_policy_cases(module):
