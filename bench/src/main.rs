@@ -22,7 +22,7 @@ use gpu_bench::machine::{self, Machine};
 use gpu_bench::native;
 use gpu_bench::pools::{self, SIZES, Setup};
 use gpu_bench::profiles::{self, VARIANTS};
-use gpu_bench::report::{ModuleRow, ProfileRow, Results, VariantPolicy};
+use gpu_bench::report::{self, ModuleRow, ProfileRow, Results, VariantPolicy};
 use gpu_bench::stats::{Plan, Summary, fmt_bytes, fmt_duration, measure};
 use gpu_bench::wasm::{self, Plans};
 use gpu_e2e::{Policy, module_path, workspace_root};
@@ -433,13 +433,8 @@ fn teams(args: &[String]) -> Result<()> {
         None => print!("{md}"),
         Some(path) => {
             let old = std::fs::read_to_string(&path).unwrap_or_default();
-            let new = match (old.find(TEAMS_BEGIN), old.find(TEAMS_END)) {
-                (Some(b), Some(e)) if b < e => {
-                    let rest = old[e + TEAMS_END.len()..].trim_start_matches('\n');
-                    format!("{}{md}{rest}", &old[..b])
-                }
-                _ => format!("{}\n{md}", old.trim_end()),
-            };
+            let new = report::put_section(&old, TEAMS_BEGIN, TEAMS_END, &md)
+                .with_context(|| path.display().to_string())?;
             std::fs::write(&path, new)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             progress(format!("teams: wrote {}", path.display()));
@@ -666,6 +661,9 @@ fn run(args: &[String]) -> Result<()> {
     let markdown = results.markdown();
     match &opts.out {
         Some(path) => {
+            // The sections the other steps of `make bench` write stay until they replace them.
+            let old = std::fs::read_to_string(path).unwrap_or_default();
+            let markdown = report::keep_marked_sections(&markdown, &old);
             std::fs::write(path, &markdown)
                 .with_context(|| format!("cannot write {}", path.display()))?;
             progress(format!(

@@ -594,3 +594,107 @@ the same way whatever the host's profile, so only Cranelift's own speed (module 
 host-side work and the native rules depend on it. The shipped `[profile.release]` (opt-level 3, fat LTO, \
 one codegen unit) is tuned for small wasm: fat LTO over wasmtime takes ~18 min for a clean build and \
 minutes for every relink of the binary. Measured build times are in `bench/README.md`.\n";
+
+/// `document` with its section between `begin` and `end` replaced by `section` (which carries
+/// the markers), or `section` appended after a blank line when the markers are absent. How
+/// `gpu-bench teams`, `gpu-bench guest-work` and the scripts in `bench/kubewarden` update their
+/// part of BENCHMARKS.md.
+pub fn put_section(
+    document: &str,
+    begin: &str,
+    end: &str,
+    section: &str,
+) -> anyhow::Result<String> {
+    let section = section.trim_end_matches('\n');
+    match (document.find(begin), document.find(end)) {
+        (Some(b), Some(e)) if b < e => {
+            let rest = &document[e + end.len()..];
+            Ok(format!("{}{section}{rest}", &document[..b]))
+        }
+        (None, None) => {
+            let body = document.trim_end_matches('\n');
+            if body.is_empty() {
+                Ok(format!("{section}\n"))
+            } else {
+                Ok(format!("{body}\n\n{section}\n"))
+            }
+        }
+        _ => anyhow::bail!(
+            "only one of {begin} and {end}, or both in the wrong order: fix the file by hand"
+        ),
+    }
+}
+
+/// The marked sections of `old` (`<!-- NAME:begin -->` to `<!-- NAME:end -->`), each after a
+/// blank line, appended to `report`: the main run rewrites BENCHMARKS.md from the top, and the
+/// sections the other steps of `make bench` write (teams, guest work, kwctl, policy-server) stay
+/// until those steps replace them.
+pub fn keep_marked_sections(report: &str, old: &str) -> String {
+    let mut out = report.trim_end_matches('\n').to_string();
+    out.push('\n');
+    let mut at = 0;
+    while let Some(found) = old[at..].find("<!-- ") {
+        let start = at + found;
+        let Some(close) = old[start..].find(" -->") else {
+            break;
+        };
+        let marker = &old[start + 5..start + close];
+        let Some(name) = marker.strip_suffix(":begin") else {
+            at = start + 5;
+            continue;
+        };
+        let end = format!("<!-- {name}:end -->");
+        let Some(stop) = old[start..].find(&end) else {
+            at = start + 5;
+            continue;
+        };
+        let stop = start + stop + end.len();
+        out.push('\n');
+        out.push_str(&old[start..stop]);
+        out.push('\n');
+        at = stop;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const B: &str = "<!-- x:begin -->";
+    const E: &str = "<!-- x:end -->";
+
+    #[test]
+    fn a_section_is_replaced_in_place_or_appended() {
+        let doc = format!("# top\n\n{B}\nold\n{E}\n\n<!-- y:begin -->\ny\n<!-- y:end -->\n");
+        let new = put_section(&doc, B, E, &format!("{B}\nnew\n{E}\n")).unwrap();
+        assert_eq!(
+            new,
+            format!("# top\n\n{B}\nnew\n{E}\n\n<!-- y:begin -->\ny\n<!-- y:end -->\n")
+        );
+        assert_eq!(
+            put_section(&new, B, E, &format!("{B}\nnew\n{E}")).unwrap(),
+            new
+        );
+        let appended = put_section("# top\n", B, E, &format!("{B}\nz\n{E}\n")).unwrap();
+        assert_eq!(appended, format!("# top\n\n{B}\nz\n{E}\n"));
+        assert_eq!(put_section("", B, E, B).unwrap(), format!("{B}\n"));
+        assert!(put_section(&format!("{B} only"), B, E, "s").is_err());
+        assert!(put_section(&format!("{E}\n{B}"), B, E, "s").is_err());
+    }
+
+    #[test]
+    fn the_main_report_keeps_the_marked_sections() {
+        let old = format!(
+            "# Benchmarks\nold tables\n{B}\nteams\n{E}\n\n<!-- kwctl-bench:begin -->\nk\n<!-- kwctl-bench:end -->\n\nhand-written\n<!-- stray comment -->\n<!-- open:begin -->\n"
+        );
+        let new = keep_marked_sections("# Benchmarks\nnew tables\n", &old);
+        assert_eq!(
+            new,
+            format!(
+                "# Benchmarks\nnew tables\n\n{B}\nteams\n{E}\n\n<!-- kwctl-bench:begin -->\nk\n<!-- kwctl-bench:end -->\n"
+            )
+        );
+        assert_eq!(keep_marked_sections("# B\n", ""), "# B\n");
+    }
+}
