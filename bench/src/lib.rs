@@ -11,6 +11,8 @@
 //!   pods, masked vs whole objects vs a naive full-object parse.
 //! - [`teams`]: the capacity gate's namespace quotas and a team budget of 50 namespaces
 //!   with 2,000 GPU pods (`gpu-bench teams`).
+//! - [`guest_work`]: wasm instructions per `validate` (wasmi's fuel metering), a count that does
+//!   not depend on the machine (`gpu-bench guest-work`).
 //! - [`profiles`]: module sizes and the release-profile experiment (opt-level, LTO,
 //!   codegen units, panic, strip, wasm-opt).
 //! - [`report`]: the Markdown, with the targets (its constants) checked; [`machine`]: what the
@@ -19,6 +21,7 @@
 //! Not a test: nothing here asserts timings. `make test` runs only the unit tests below.
 
 pub mod cases;
+pub mod guest_work;
 pub mod machine;
 pub mod native;
 pub mod pools;

@@ -7,6 +7,7 @@
 //! gpu-bench native-loop POLICY SECONDS      (the policy's requests natively, for perf record)
 //! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
 //! gpu-bench teams [--quick] [--out FILE]    (namespace quotas and a team budget of 50 namespaces)
+//! gpu-bench guest-work [--out FILE | --print] (wasm instructions per validate, wasmi fuel)
 //! ```
 //!
 //! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use gpu_bench::cases::{self, CASES, Case, Outcome};
+use gpu_bench::guest_work;
 use gpu_bench::machine::{self, Machine};
 use gpu_bench::native;
 use gpu_bench::pools::{self, SIZES, Setup};
@@ -446,6 +448,56 @@ fn teams(args: &[String]) -> Result<()> {
 const TEAMS_BEGIN: &str = "<!-- capacity-teams:begin -->";
 const TEAMS_END: &str = "<!-- capacity-teams:end -->";
 
+/// `gpu-bench guest-work [--out BENCHMARKS.md | --print]`: wasm instructions per `validate`
+/// (wasmi's fuel) of the static policies' requests, and of Kubewarden's policies when
+/// KUBEWARDEN_LABELS_POLICY / KUBEWARDEN_MUTATING_POLICY name their modules, as a Markdown section
+/// put between its markers in the `--out` file (default: BENCHMARKS.md at the workspace root;
+/// appended when absent), or printed.
+fn guest_work(args: &[String]) -> Result<()> {
+    const USAGE: &str = "usage: gpu-bench guest-work [--out FILE | --print]";
+    let root = workspace_root();
+    let (mut out, mut print) = (None, false);
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--out" | "-o" => out = Some(PathBuf::from(it.next().context(USAGE)?)),
+            "--print" => print = true,
+            _ => bail!(USAGE),
+        }
+    }
+    if print && out.is_some() {
+        bail!("--out and --print exclude each other; {USAGE}");
+    }
+    let report = guest_work::run(&root, &|line| progress(format!("guest-work: {line}")))?;
+    // Kubewarden's modules as they were named, for the command to rerun.
+    let shared = guest_work::KubewardenPolicies::shared()?;
+    let mut words: Vec<String> = [&shared.labels, &shared.mutating]
+        .into_iter()
+        .filter_map(|p| {
+            let value = std::env::var(&p.env).ok().filter(|v| !v.is_empty())?;
+            Some(format!("{}={value}", p.env))
+        })
+        .collect();
+    words.push("target/bench-harness/gpu-bench guest-work".to_string());
+    words.extend(args.iter().cloned());
+    let md = report.markdown(&words.join(" "));
+    if print {
+        print!("{md}");
+        return Ok(());
+    }
+    let path = out.unwrap_or_else(|| root.join("BENCHMARKS.md"));
+    let old = std::fs::read_to_string(&path).unwrap_or_default();
+    let new = report::put_section(&old, guest_work::BEGIN, guest_work::END, &md)
+        .with_context(|| path.display().to_string())?;
+    std::fs::write(&path, new).with_context(|| format!("cannot write {}", path.display()))?;
+    progress(format!(
+        "guest-work: {} requests; wrote {}",
+        report.rows.len(),
+        path.display()
+    ));
+    Ok(())
+}
+
 /// `gpu-bench generate --pods N --dir DIR`: writes a synthetic pool (whole and masked
 /// Node and Pod lists) and a kwctl replay session answering the capacity gate's two
 /// calls with the masked lists, for `kwctl run` on the gate's
@@ -595,6 +647,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("native-loop") => return native_loop(&args[1..]),
         Some("pool-loop") => return pool_loop(&args[1..]),
         Some("teams") => return teams(&args[1..]),
+        Some("guest-work") => return guest_work(&args[1..]),
         _ => {}
     }
     let opts = parse_args(args)?;
