@@ -186,11 +186,13 @@ policy-server-e2e: annotate
 
 ## bench: how fast and how small, writes BENCHMARKS.md. First the project's harness (gpu-bench: the built
 ## modules in wapc + wasmtime, kept and fresh instances, the rules natively, the capacity gate over
-## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), then the real
+## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), the guest's work
+## per request in wasm instructions (gpu-bench guest-work: wasmi's fuel, deterministic), then the real
 ## host when kwctl and policy-server are found (on PATH or unpacked from ../shared/kubewarden): `kwctl bench`
 ## of every policy (bench/kubewarden/kwctl_bench.py) and the policies through policy-server over HTTP with
 ## `hey` (bench/kubewarden/policy_server_bench.py), each in its own section. Kubewarden's own policies beside
-## ours (no Kubewarden code is kept here): KUBEWARDEN_LABELS_POLICY=<module> adds labels-policy next to the labels
+## ours (no Kubewarden code is kept here; in guest-work, kwctl_bench and policy_server_bench alike):
+## KUBEWARDEN_LABELS_POLICY=<module> adds labels-policy next to the labels
 ## policy, KUBEWARDEN_MUTATING_POLICY=<module> capabilities-psp next to routing; build both (labels-policy.wasm,
 ## capabilities-psp.wasm) from kubewarden/policies at 6a01a242a770dbb168767a986ad0bc57cb3b61fb with
 ## bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies].
@@ -207,6 +209,7 @@ bench: annotate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
 	target/bench-harness/gpu-bench teams --out BENCHMARKS.md
+	target/bench-harness/gpu-bench guest-work --out BENCHMARKS.md
 	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
 	  export PATH="$$kwdir:$$PATH"; \
 	  python3 bench/kubewarden/kwctl_bench.py --out BENCHMARKS.md; \
