@@ -478,7 +478,9 @@ fn guest_work(args: &[String]) -> Result<()> {
             Some(format!("{}={value}", p.env))
         })
         .collect();
-    words.push("target/bench-harness/gpu-bench guest-work".to_string());
+    let program = std::env::args().next();
+    words.push(program.unwrap_or_else(|| "target/bench-harness/gpu-bench".into()));
+    words.push("guest-work".into());
     words.extend(args.iter().cloned());
     let md = report.markdown(&words.join(" "));
     if print {
