@@ -698,17 +698,28 @@ pub fn run(root: &Path, progress: &dyn Fn(String)) -> Result<Report> {
     })
 }
 
-/// `git rev-parse --short HEAD`, or "unknown".
+/// `git rev-parse --short=12 HEAD` as Markdown, saying when the policies' sources (`shared/`,
+/// `policies/`) had uncommitted changes: the modules may have been built from them.
 fn head_commit(root: &Path) -> String {
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short=12", "HEAD"])
-        .current_dir(root)
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(head) = git(&["rev-parse", "--short=12", "HEAD"]).filter(|s| !s.is_empty()) else {
+        return "unknown".into();
+    };
+    match git(&["status", "--porcelain", "--", "shared", "policies"]) {
+        Some(changes) if !changes.is_empty() => {
+            let files: Vec<&str> = changes.lines().filter_map(|l| l.get(3..)).collect();
+            format!("`{head}`, with uncommitted changes to {}", files.join(", "))
+        }
+        _ => format!("`{head}`"),
+    }
 }
 
 /// `1234567` as `1,234,567`.
@@ -778,7 +789,7 @@ impl Report {
             .map(|(_, file, sha)| format!("`{file}` {sha}"))
             .collect();
         md.push_str(&format!(
-            "| | |\n|---|---|\n| date | {} |\n| HEAD | `{}` (the modules are measured as found, not rebuilt) |\n\
+            "| | |\n|---|---|\n| date | {} |\n| HEAD | {} (the modules are measured as found, not rebuilt) |\n\
              | command | `{command}` |\n\
              | modules | ours as built in `target/wasm32-wasip1/release` (or `$GPU_ADMISSION_WASM_DIR`), unannotated; Kubewarden's as given (annotated) |\n\
              | SHA-256 (first 12 hex digits) | {} |\n\n",
