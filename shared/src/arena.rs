@@ -51,7 +51,7 @@ impl Chunk {
     };
 
     fn holds(&self, ptr: usize) -> bool {
-        self.base != 0 && ptr >= self.base && ptr < self.base + CHUNK_BYTES
+        self.base != 0 && ptr.wrapping_sub(self.base) < CHUNK_BYTES
     }
 
     fn end(&self) -> usize {
@@ -197,7 +197,9 @@ impl RequestArena {
         }
         let i = s.current?;
         let chunk = &mut s.chunks[i];
-        let start = chunk.next.checked_next_multiple_of(layout.align())?;
+        // A layout's alignment is a power of two: rounding up is a mask, not a division.
+        let mask = layout.align() - 1;
+        let start = chunk.next.checked_add(mask)? & !mask;
         let end = start.checked_add(layout.size())?;
         if end > chunk.end() {
             s.stats.overflowed += 1;
@@ -210,7 +212,11 @@ impl RequestArena {
     }
 
     fn slot_of(&self, ptr: usize) -> Option<usize> {
-        self.state().chunks.iter().position(|c| c.holds(ptr))
+        let s = self.state();
+        match s.current {
+            Some(i) if s.chunks[i].holds(ptr) => Some(i),
+            _ => s.chunks.iter().position(|c| c.holds(ptr)),
+        }
     }
 }
 
