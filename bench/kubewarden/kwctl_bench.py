@@ -25,10 +25,23 @@ so context-aware requests are measured with their session repeated (--session-co
 and rerun when kwctl reports it ran out). The table replaces the one between
 <!-- kwctl-bench:begin --> and <!-- kwctl-bench:end --> in BENCHMARKS.md (appended when absent).
 
+--rounds N (default 1) runs the whole list of cases N times, round after round (every case once in
+table order, then again, ...), so the cases compared with each other are measured in the same
+minutes: on a 2-core VM one module's min and median move by 20-40% between runs as the machine's
+speed drifts, more than some of the differences measured. `kwctl run` still checks each verdict
+once (before the case's first round), and a context-aware case's later rounds start from the
+session copies its previous round needed. With N > 1 a row is over its case's N runs: the lowest
+`validate` min, the median of the runs' mins, the median of the runs' medians and the lowest and
+highest of the runs' medians (their spread), iterations summed, and `validate_settings`' median of
+the runs' medians; each run's mean, max and stddev are left out (they describe one run). Under the
+table, one line per request that ours and Kubewarden's policy both ran compares their medians of
+medians (ours/theirs). With N = 1 the section is the single run's table, as before.
+`make bench` runs it with --rounds 5.
+
 Without kwctl on PATH it prints one SKIPPED line and exits 0.
 
-usage: bench/kubewarden/kwctl_bench.py [--out BENCHMARKS.md | --print] [--warm-up-time S]
-                                       [--measurement-time S] [--num-samples N]
+usage: bench/kubewarden/kwctl_bench.py [--out BENCHMARKS.md | --print] [--rounds N]
+                                       [--warm-up-time S] [--measurement-time S] [--num-samples N]
                                        [--session-copies N] [--policies P,...]
 """
 
@@ -39,6 +52,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -274,6 +288,32 @@ def fmt_ns(value):
     return f"{value:.0f} ns"
 
 
+def fmt_range(low, high):
+    """`low`-`high` with one unit when both print in the same one, and how much higher `high` is."""
+    a, b = fmt_ns(low), fmt_ns(high)
+    unit = a.split()[-1]
+    span = f"{a.rsplit(' ', 1)[0]}–{b}" if unit == b.split()[-1] else f"{a}–{b}"
+    return f"{span} (+{(high / low - 1) * 100:.0f}%)" if low > 0 else span
+
+
+def over_rounds(runs):
+    """One case's kwctl bench runs (parse_bench's dicts, one a round) in one row: `validate`'s
+    lowest min, median of the mins, median of the medians, lowest and highest median, iterations
+    summed; `validate_settings`' median of the medians (None when no run reported it)."""
+    mins = [r["validate"]["min"] for r in runs]
+    medians = [r["validate"]["median"] for r in runs]
+    settings = [r["validate_settings"]["median"] for r in runs if "validate_settings" in r]
+    return {
+        "min": min(mins),
+        "median_of_mins": statistics.median(mins),
+        "median_of_medians": statistics.median(medians),
+        "medians_low": min(medians),
+        "medians_high": max(medians),
+        "iterations": sum(r["validate"]["iterations"] for r in runs),
+        "settings_median": statistics.median(settings) if settings else None,
+    }
+
+
 # ------------------------------------------------------------------------------------------------
 # Report
 # ------------------------------------------------------------------------------------------------
@@ -291,7 +331,42 @@ def load():
         return "unknown"
 
 
+def comparisons(rows, pairs):
+    """Lines comparing ours with Kubewarden's on each request both ran: `pairs` is
+    [(our policy, Kubewarden's policy)], compared on the median of the rounds' medians."""
+    lines = []
+    for ours, theirs in pairs:
+        mine = {(r["case"].cwd, r["case"].request): r for r in rows
+                if r["case"].policy == ours and not r["case"].session}
+        for row in rows:
+            c = row["case"]
+            other = mine.get((c.cwd, c.request)) if c.policy == theirs else None
+            if other is None:
+                continue
+            a = over_rounds(other["runs"])["median_of_medians"]
+            b = over_rounds(row["runs"])["median_of_medians"]
+            lines.append(f"- `{c.name()}`: {ours} median of medians {fmt_ns(a)} vs "
+                         f"{theirs.split('/')[-1]} {fmt_ns(b)} (ours/theirs = {a / b:.2f})")
+    return lines
+
+
 def markdown(rows, info):
+    rounds = info["rounds"]
+    if rounds == 1:
+        columns = ("the columns are the per-call time of the fastest sample, the median and mean of the "
+                   "samples, the slowest sample and their standard deviation.")
+    else:
+        columns = (
+            f"The whole list of cases ran {rounds} rounds, one after the other (every case once, in "
+            "table order, then again), so the rows compared with each other were measured in the same "
+            "minutes; `kwctl run` checked each verdict once, before the case's first round. A row is "
+            f"over its case's {rounds} runs of kwctl bench: the lowest per-call time of any run's "
+            "fastest sample (`validate` min), the median of the runs' fastest samples, the median of "
+            "the runs' medians, and the lowest and highest of the runs' medians (how far the runs "
+            "moved, with how much higher the highest is); iterations summed over the runs; "
+            "`validate_settings`, the median of the runs' medians. Each run's mean, slowest sample "
+            "and standard deviation are left out: they describe one run, and the spread of the "
+            "medians says how far the machine drifted between runs.")
     lines = [
         BEGIN,
         f"## real host: {info['kwctl_short']} bench",
@@ -301,14 +376,15 @@ def markdown(rows, info):
         "it, do not edit by hand. The requests are gpu-bench's (`bench/src/cases.rs`), each module "
         "annotated by `kwctl annotate`. kwctl bench times `validate_settings`, then `validate` "
         "(request and settings in, AdmissionResponse out, in one kept policy instance) in "
-        f"{info['samples']} samples; "
-        "the columns are the per-call time of the fastest sample, the median and mean of the samples, "
-        "the slowest sample and their standard deviation.",
+        f"{info['samples']} samples{'; ' if rounds == 1 else ' a run. '}{columns}",
         "",
         "kwctl's replay proxy answers each recorded exchange once, so a context-aware request is "
         f"measured with its session repeated ({info['copies']:,} copies to start with, doubled whenever "
-        "kwctl reports the session ran out): every iteration gets the recorded cluster state, not the "
-        "fail-closed answer of an exhausted session.",
+        "kwctl reports the session ran out"
+        + ("" if rounds == 1 else "; a case's later rounds start from the count its previous round "
+           "needed")
+        + "): every iteration gets the recorded cluster state, not the fail-closed answer of an "
+        "exhausted session.",
         "",
         "| | |",
         "|---|---|",
@@ -317,6 +393,11 @@ def markdown(rows, info):
         f"| date | {info['date']}, run took {info['elapsed']:.0f} s |",
         f"| load average (1/5/15 min) | {info['load_start']} at start, {info['load_end']} at end |",
         f"| flags | `kwctl bench {info['flags']}` |",
+    ]
+    if rounds > 1:
+        lines.append(f"| rounds | {rounds}: every case's kwctl bench run {rounds} times, round after "
+                     "round |")
+    lines += [
         f"| command | `{info['command']}` |",
         "",
     ]
@@ -326,18 +407,44 @@ def markdown(rows, info):
             "inflated by preemption; rerun on a quiet machine for reference figures.",
             "",
         ]
-    lines += [
-        "| policy | kind | request | meant to | kwctl run | `validate` min | median | mean | max | "
-        "stddev | iterations | `validate_settings` median |",
-        "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        c, v = row["case"], row["stats"]["validate"]
-        vs = row["stats"].get("validate_settings", {})
-        lines.append(
-            f"| {c.policy} | {c.kind} | `{c.name()}` | {c.intent or '–'} | {row['verdict']} | "
-            f"{fmt_ns(v['min'])} | {fmt_ns(v['median'])} | {fmt_ns(v['mean'])} | {fmt_ns(v['max'])} | "
-            f"{fmt_ns(v['stddev'])} | {v['iterations']:,} | {fmt_ns(vs.get('median'))} |")
+    if rounds == 1:
+        lines += [
+            "| policy | kind | request | meant to | kwctl run | `validate` min | median | mean | max | "
+            "stddev | iterations | `validate_settings` median |",
+            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows:
+            c, v = row["case"], row["runs"][0]["validate"]
+            vs = row["runs"][0].get("validate_settings", {})
+            lines.append(
+                f"| {c.policy} | {c.kind} | `{c.name()}` | {c.intent or '–'} | {row['verdict']} | "
+                f"{fmt_ns(v['min'])} | {fmt_ns(v['median'])} | {fmt_ns(v['mean'])} | "
+                f"{fmt_ns(v['max'])} | {fmt_ns(v['stddev'])} | {v['iterations']:,} | "
+                f"{fmt_ns(vs.get('median'))} |")
+    else:
+        lines += [
+            f"| policy | kind | request | meant to | kwctl run | `validate` min (lowest of {rounds}) | "
+            "median of mins | median of medians | medians' spread | iterations (sum) | "
+            "`validate_settings` median of medians |",
+            "|---|---|---|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for row in rows:
+            c, a = row["case"], over_rounds(row["runs"])
+            lines.append(
+                f"| {c.policy} | {c.kind} | `{c.name()}` | {c.intent or '–'} | {row['verdict']} | "
+                f"{fmt_ns(a['min'])} | {fmt_ns(a['median_of_mins'])} | "
+                f"{fmt_ns(a['median_of_medians'])} | {fmt_range(a['medians_low'], a['medians_high'])} | "
+                f"{a['iterations']:,} | {fmt_ns(a['settings_median'])} |")
+        compared = comparisons(rows, info["pairs"])
+        if compared:
+            lines += [
+                "",
+                f"Ours beside Kubewarden's on the same request, on the median of the {rounds} rounds' "
+                "medians (ours/theirs below 1: ours is faster; read it against the medians' spread "
+                "above):",
+                "",
+                *compared,
+            ]
     lines += ["", info["labels_note"], "", info["mutating_note"], "", END]
     return "\n".join(lines) + "\n"
 
@@ -369,15 +476,21 @@ def release_module(policy):
     raise BenchError(f"{built} not found: run `make build` first")
 
 
-def bench_case(kwctl, case, module, opts, tmp):
-    """One case: its verdict under kwctl run, then kwctl bench's statistics."""
+def check_verdict(kwctl, case, module):
+    """The case's verdict under kwctl run (which also fills the wasmtime cache), checked against
+    what the case is meant to do."""
     said = verdict(kwctl.run(["run", *case_args(case), str(module)], cwd=case.cwd).stdout)
     if case.intent and said != case.intent:
         raise BenchError(f"{case.policy} {case.name()}: kwctl run says {said}, the case is meant "
                          f"to {case.intent}")
+    return said
+
+
+def bench_case(kwctl, case, module, opts, tmp, copies):
+    """One kwctl bench run of the case: its statistics and the session copies it took (starting
+    from `copies`, doubled while kwctl reports the replay session ran out)."""
     timing = ["--warm-up-time", str(opts.warm_up_time), "--measurement-time",
               str(opts.measurement_time), "--num-samples", str(opts.num_samples)]
-    copies = opts.session_copies
     for _ in range(4):
         session = None
         if case.session:
@@ -386,7 +499,7 @@ def bench_case(kwctl, case, module, opts, tmp):
         proc = kwctl.run(["bench", *timing, *case_args(case, session), str(module)], cwd=case.cwd,
                          stderr_path=err)
         if not (case.session and replay_failed(err)):
-            return said, parse_bench(proc.stdout), copies
+            return parse_bench(proc.stdout), copies
         copies *= 2
     raise BenchError(f"{case.policy} {case.name()}: the replay session ran out even at {copies // 2:,} "
                      "copies")
@@ -398,6 +511,9 @@ def main(argv=None):
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"),
                         help="Markdown file to update (default: BENCHMARKS.md)")
     parser.add_argument("--print", action="store_true", help="print the table instead of writing it")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="run the whole list of cases this many times, round after round, and "
+                             "report each case over its rounds (default 1: one run a case)")
     parser.add_argument("--warm-up-time", type=int, default=1, help="whole seconds per function")
     parser.add_argument("--measurement-time", type=int, default=1, help="whole seconds per function")
     parser.add_argument("--num-samples", type=int, default=100, help="samples per function")
@@ -405,7 +521,7 @@ def main(argv=None):
                         help="copies of a replay session to start with (doubled when it runs out)")
     parser.add_argument("--policies", help="comma-separated subset of policies/")
     opts = parser.parse_args(argv)
-    for name in ("warm_up_time", "measurement_time", "num_samples", "session_copies"):
+    for name in ("rounds", "warm_up_time", "measurement_time", "num_samples", "session_copies"):
         if getattr(opts, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
 
@@ -430,10 +546,12 @@ def main(argv=None):
     except ValueError as e:
         raise BenchError(str(e)) from None
     kubewarden_modules = {}
+    pairs = []  # (our policy, Kubewarden's beside it), compared request by request
     if labels_module:
         extra = labels_policy_cases(labels_module)
         kubewarden_modules[extra[0].policy] = labels_module.resolve()
         cases = beside(cases, "gpu-labels-policy", extra)
+        pairs.append(("gpu-labels-policy", extra[0].policy))
         labels_note = (
             f"`kubewarden/{Path(labels_module).stem}` is Kubewarden's own labels policy "
             f"(`{labels_module}`) on the labels policy's Pod and Deployment requests, with settings "
@@ -450,6 +568,7 @@ def main(argv=None):
                              f"file name ({mutating_module.name}); rename one")
         kubewarden_modules[extra[0].policy] = mutating_module.resolve()
         cases = beside(cases, "gpu-pool-routing-policy", extra)
+        pairs.append(("gpu-pool-routing-policy", extra[0].policy))
         mutating_note = mutating_policy_note(extra[0].policy, mutating_module)
     else:
         mutating_note = (f"No Kubewarden mutating policy was measured in this run ({MUTATING_POLICY_ENV} "
@@ -459,7 +578,9 @@ def main(argv=None):
              f"--num-samples {opts.num_samples}")
     started, load_start = time.monotonic(), load()
     date = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    rows = []
+    verdicts = [None] * len(cases)
+    runs = [[] for _ in cases]  # per case, kwctl bench's statistics of each round
+    copies = [opts.session_copies] * len(cases)
     with tempfile.TemporaryDirectory(prefix="kwctl-bench-") as tmp:
         tmp = Path(tmp)
         kwctl = Kwctl(exe, tmp)
@@ -476,13 +597,20 @@ def main(argv=None):
             for line in proc.stderr.strip().splitlines():
                 print(f"kwctl_bench: kwctl annotate {policy}: {ANSI.sub('', line)}", file=sys.stderr)
             modules[policy] = out
-        for case in cases:
-            said, stats, copies = bench_case(kwctl, case, modules[case.policy], opts, tmp)
-            rows.append({"case": case, "verdict": said, "stats": stats})
-            v = stats["validate"]
-            extra = f" (session x{copies:,})" if case.session else ""
-            print(f"kwctl_bench: {case.policy} {case.kind} {case.name()}{extra}: {said}, validate median "
-                  f"{fmt_ns(v['median'])} over {v['iterations']:,} iterations", file=sys.stderr)
+        for round_ in range(1, opts.rounds + 1):
+            which = f"round {round_}/{opts.rounds}: " if opts.rounds > 1 else ""
+            for i, case in enumerate(cases):
+                module = modules[case.policy]
+                if verdicts[i] is None:
+                    verdicts[i] = check_verdict(kwctl, case, module)
+                stats, copies[i] = bench_case(kwctl, case, module, opts, tmp, copies[i])
+                runs[i].append(stats)
+                v = stats["validate"]
+                extra = f" (session x{copies[i]:,})" if case.session else ""
+                print(f"kwctl_bench: {which}{case.policy} {case.kind} {case.name()}{extra}: "
+                      f"{verdicts[i]}, validate median {fmt_ns(v['median'])} over "
+                      f"{v['iterations']:,} iterations", file=sys.stderr)
+    rows = [{"case": c, "verdict": said, "runs": r} for c, said, r in zip(cases, verdicts, runs)]
     elapsed = time.monotonic() - started
     numbers = re.search(r"(\d+)\.(\d+)", version)
     info = {
@@ -497,6 +625,8 @@ def main(argv=None):
         "flags": flags,
         "copies": opts.session_copies,
         "samples": opts.num_samples,
+        "rounds": opts.rounds,
+        "pairs": pairs,
         "command": " ".join([f"{LABELS_POLICY_ENV}={labels_module}"] * bool(labels_module)
                             + [f"{MUTATING_POLICY_ENV}={mutating_module}"] * bool(mutating_module)
                             + ["bench/kubewarden/kwctl_bench.py", *argv]),
@@ -510,7 +640,9 @@ def main(argv=None):
     out = Path(opts.out)
     document = out.read_text() if out.exists() else ""
     out.write_text(replace_section(document, section))
-    print(f"kwctl_bench: {len(rows)} requests measured in {elapsed:.0f} s; wrote {out}", file=sys.stderr)
+    rounds = f" ({opts.rounds} rounds)" if opts.rounds > 1 else ""
+    print(f"kwctl_bench: {len(rows)} requests measured{rounds} in {elapsed:.0f} s; wrote {out}",
+          file=sys.stderr)
     return 0
 
 
