@@ -212,7 +212,7 @@ bench: annotate
 	target/bench-harness/gpu-bench guest-work --out BENCHMARKS.md
 	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
 	  export PATH="$$kwdir:$$PATH"; \
-	  python3 bench/kubewarden/kwctl_bench.py --out BENCHMARKS.md; \
+	  python3 bench/kubewarden/kwctl_bench.py --rounds 5 --out BENCHMARKS.md; \
 	  python3 bench/kubewarden/policy_server_bench.py --out BENCHMARKS.md; \
 	else echo "bench: SKIPPED the real-host figures: no kwctl and policy-server (../shared/kubewarden/install.sh DIR)"; fi
 
