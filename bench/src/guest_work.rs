@@ -768,8 +768,11 @@ impl Report {
              of bulk memory operations (`memory.copy`, `memory.fill`) and of memory growth (1,024 per 64 KiB \
              page). Functions are compiled when the module is loaded, so no compilation is counted. The count \
              is deterministic and does not depend on the host, its CPU or its load (the clock and the random \
-             numbers the host gives are fixed): it is the evidence that one module does less work per request \
-             than another, where timings on this 2-core VM swing by 20 to 40% between runs. It measures the \
+             numbers the host gives are fixed), where timings on this 2-core VM swing by 20 to 40% between \
+             runs. It is not a time: wasmtime runs some instructions far faster than others, so the count \
+             says where a module's work goes and whether a change removed some, while kwctl's times decide \
+             which module is faster (the arena allocator took 42% of the labels Pod's count and a few \
+             percent of its kwctl time). It measures the \
              guest only: kwctl's and policy-server's times (their sections in this file) add the host's share, \
              serializing the request, copying it in, reading the answer back and diffing a patch, and they \
              remain the figures users see.\n\n\
