@@ -197,7 +197,7 @@ macro_rules! policy {
                         $rule_names[0],
                         r,
                         &s.custom_kinds,
-                        clock.now(),
+                        clock,
                     );
                 )?
                 verdict

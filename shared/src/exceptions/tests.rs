@@ -234,6 +234,43 @@ mod through_a_policy {
         assert!(!other.allowed);
     }
 
+    /// A clock that counts how often it is read.
+    struct CountingClock(std::cell::Cell<u32>);
+
+    impl crate::clock::Clock for CountingClock {
+        fn now(&self) -> crate::clock::UnixSeconds {
+            self.0.set(self.0.get() + 1);
+            NOW
+        }
+    }
+
+    #[test]
+    fn the_clock_is_read_only_for_a_denial_an_exception_may_excuse() {
+        let clock = CountingClock(std::cell::Cell::new(0));
+        let batch = serde_json::from_value(json!({
+            "uid": "u", "operation": "CREATE", "namespace": "ml-lab",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "object": {"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "labels": {"workload-type": "batch"}},
+                       "spec": {"containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": 1}}}]}}
+        }))
+        .unwrap();
+        let routed = evaluate_at(&batch, &settings("2026-12-31"), &NoCluster, &clock);
+        assert!(
+            routed.allowed && routed.mutated_object.is_some(),
+            "{routed:?}"
+        );
+        assert_eq!(clock.0.get(), 0, "an accepted request reads no clock");
+        let excused = evaluate_at(
+            &request("ml-lab"),
+            &settings("2026-12-31"),
+            &NoCluster,
+            &clock,
+        );
+        assert!(excused.allowed, "{excused:?}");
+        assert_eq!(clock.0.get(), 1, "a denial with exceptions reads it once");
+    }
+
     #[test]
     fn near_its_end_it_warns_and_after_it_the_denial_says_it_expired() {
         let soon = evaluate_at(

@@ -76,7 +76,7 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             "gpuRequests",
             request,
             &settings.custom_kinds,
-            clock.now(),
+            clock,
         );
     }
     let object = &request.object;
