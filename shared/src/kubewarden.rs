@@ -54,8 +54,10 @@ where
 
 /// [`validate_cached`] with what the request allocates served by `arena` (the module's
 /// global allocator): the request, the decision and the answer are allocated in one
-/// scope, the settings kept in `cache` outside it, and the answer handed to the host is
-/// a copy made outside it, so a request leaves nothing behind in the arena.
+/// scope, and the answer handed to the host is a copy made outside it, so a request
+/// leaves nothing behind in the arena. Settings read into `cache` are bumped too: in
+/// policy-server every request runs on a fresh instance and reads them again, and on a
+/// kept instance they set their chunk aside for as long as they are kept.
 pub fn validate_in_arena<S, F>(
     arena: &RequestArena,
     payload: &[u8],
@@ -67,7 +69,7 @@ where
     F: FnOnce(&AdmissionRequest, &S) -> Verdict,
 {
     arena.scope(|| {
-        let answer = respond(evaluate_with(Some(arena), payload, cache, decide))?;
+        let answer = respond(evaluate_cached(payload, cache, decide))?;
         Ok(arena.outside(|| answer.to_vec()))
     })
 }
@@ -82,35 +84,16 @@ where
     S: DeserializeOwned,
     F: FnOnce(&AdmissionRequest, &S) -> Verdict,
 {
-    evaluate_with(None, payload, cache, decide)
-}
-
-/// [`evaluate_cached`], with settings read into `cache` outside `arena`'s scope.
-fn evaluate_with<S, F>(
-    arena: Option<&RequestArena>,
-    payload: &[u8],
-    cache: &SettingsCache<S>,
-    decide: F,
-) -> Verdict
-where
-    S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
-{
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
     if let Some((request, settings)) = cache.request_with_kept(payload) {
         return decide(&request, &settings);
     }
-    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload) {
-        let text = p.settings.get();
-        let settings = match arena {
-            Some(arena) => arena.outside(|| cache.read(text)),
-            None => cache.read(text),
-        };
-        if let Some(settings) = settings {
-            return decide(&p.request, &settings);
-        }
+    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload)
+        && let Some(settings) = cache.read(p.settings.get())
+    {
+        return decide(&p.request, &settings);
     }
     read_and_decide(payload, decide)
 }
