@@ -49,3 +49,52 @@ fn a_kept_instance_takes_raw_calls_and_reports_guest_errors() {
         .unwrap();
     assert!(!response.allowed);
 }
+
+/// Every case of every policy (`test_data/cases.txt`), one after another on one kept
+/// instance of the policy's module, then again in reverse order, answers as a fresh
+/// instance does: what an instance keeps between requests (the settings it read last, the
+/// arena its requests allocate from, tables built on first use) never changes an answer.
+/// The settings change from case to case, as they do when a policy is reconfigured.
+#[test]
+fn every_case_of_every_policy_answers_alike_on_one_kept_instance() {
+    for policy in common::cases::policies() {
+        let module = common::built(&policy);
+        let access = gpu_e2e::ContextAwareAccess::from_metadata(module.metadata());
+        let module = module.with_context_aware_access(access);
+        let cases = common::cases::read_cases(&policy).unwrap();
+        let dir = common::cases::policies_dir().join(&policy);
+        let inputs: Vec<_> = cases
+            .iter()
+            .map(|case| {
+                let request = gpu_e2e::read_admission_request(dir.join(&case.request)).unwrap();
+                let settings = case.settings.as_ref().map_or(serde_json::json!({}), |f| {
+                    gpu_e2e::read_settings(dir.join(f)).unwrap()
+                });
+                (case, request, settings)
+            })
+            .collect();
+        let session = |case: &common::cases::Case| {
+            case.session
+                .as_ref()
+                .map(|f| gpu_e2e::ReplaySession::from_file(dir.join(f)).unwrap())
+        };
+        let fresh: Vec<_> = inputs
+            .iter()
+            .map(|(case, request, settings)| {
+                module
+                    .evaluate(request, settings, session(case))
+                    .unwrap_or_else(|e| panic!("{}: {e:#}", case.label()))
+            })
+            .collect();
+        let instance = module.instantiate().unwrap();
+        let order = (0..inputs.len()).chain((0..inputs.len()).rev());
+        for i in order {
+            let (case, request, settings) = &inputs[i];
+            let kept = instance
+                .evaluate(request, settings, session(case))
+                .unwrap_or_else(|e| panic!("{}: {e:#}", case.label()));
+            assert_eq!(kept.response, fresh[i].response, "{}", case.label());
+            assert_eq!(kept.host_calls, fresh[i].host_calls, "{}", case.label());
+        }
+    }
+}

@@ -25,9 +25,12 @@ use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+mod common;
+
 use anyhow::{Context, Result, anyhow, bail};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use common::cases::{Case, parse_cases, policies, policies_dir, read_cases};
 use gpu_e2e::annotate::annotate_module;
 use gpu_e2e::metadata::{ANNOTATION_KWCTL_VERSION, ANNOTATION_TITLE, ANNOTATION_VERSION};
 use gpu_e2e::{
@@ -49,91 +52,6 @@ const MAX_PARALLEL: usize = 2;
 // ---------------------------------------------------------------------------------------
 // The case lists
 // ---------------------------------------------------------------------------------------
-
-/// One line of `test_data/cases.txt`; paths relative to the policy directory.
-#[derive(Debug, Clone)]
-struct Case {
-    policy: String,
-    line: usize,
-    request: String,
-    settings: Option<String>,
-    session: Option<String>,
-}
-
-impl Case {
-    fn label(&self) -> String {
-        format!(
-            "{} cases.txt:{}: {} {}{}",
-            self.policy,
-            self.line,
-            self.request,
-            self.settings.as_deref().unwrap_or("-"),
-            self.session
-                .as_deref()
-                .map(|s| format!(" {s}"))
-                .unwrap_or_default()
-        )
-    }
-}
-
-fn policies_dir() -> PathBuf {
-    workspace_root().join("policies")
-}
-
-/// The policies (directories of `policies/` with a Cargo.toml), sorted.
-fn policies() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(policies_dir())
-        .expect("cannot list policies/")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert!(!names.is_empty(), "no policies under policies/");
-    names
-}
-
-/// Parses `policies/<policy>/test_data/cases.txt`; a malformed line is an error naming it.
-fn parse_cases(policy: &str, text: &str) -> Result<Vec<Case>> {
-    let mut cases = Vec::new();
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (request, settings, session) = match fields[..] {
-            [request, settings] => (request, settings, None),
-            [request, settings, session] => (request, settings, Some(session)),
-            _ => bail!(
-                "{policy}/test_data/cases.txt:{}: expected `<request.json> <settings file or -> [<replay session.yml>]`, got {line:?}",
-                i + 1
-            ),
-        };
-        cases.push(Case {
-            policy: policy.to_string(),
-            line: i + 1,
-            request: request.to_string(),
-            settings: (settings != "-").then(|| settings.to_string()),
-            session: session.map(str::to_string),
-        });
-    }
-    if cases.is_empty() {
-        bail!("{policy}/test_data/cases.txt lists no case");
-    }
-    Ok(cases)
-}
-
-fn read_cases(policy: &str) -> Result<Vec<Case>> {
-    let path = policies_dir().join(policy).join("test_data/cases.txt");
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "cannot read {} (every policy lists its cases)",
-            path.display()
-        )
-    })?;
-    parse_cases(policy, &text)
-}
 
 /// What is wrong with a policy's case list: files that do not exist, and files of
 /// `test_data/` no case uses (every request, settings file and replay session must be

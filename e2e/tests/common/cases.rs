@@ -1,0 +1,93 @@
+//! The case lists: `policies/<p>/test_data/cases.txt`, every request each policy's tests
+//! run, with its settings and replay session (the kwctl parity test and the kept-instance
+//! test run them all).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use gpu_e2e::workspace_root;
+
+/// One line of `test_data/cases.txt`; paths relative to the policy directory.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub policy: String,
+    pub line: usize,
+    pub request: String,
+    pub settings: Option<String>,
+    pub session: Option<String>,
+}
+
+impl Case {
+    pub fn label(&self) -> String {
+        format!(
+            "{} cases.txt:{}: {} {}{}",
+            self.policy,
+            self.line,
+            self.request,
+            self.settings.as_deref().unwrap_or("-"),
+            self.session
+                .as_deref()
+                .map(|s| format!(" {s}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+pub fn policies_dir() -> PathBuf {
+    workspace_root().join("policies")
+}
+
+/// The policies (directories of `policies/` with a Cargo.toml), sorted.
+pub fn policies() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(policies_dir())
+        .expect("cannot list policies/")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no policies under policies/");
+    names
+}
+
+/// Parses `policies/<policy>/test_data/cases.txt`; a malformed line is an error naming it.
+pub fn parse_cases(policy: &str, text: &str) -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (request, settings, session) = match fields[..] {
+            [request, settings] => (request, settings, None),
+            [request, settings, session] => (request, settings, Some(session)),
+            _ => bail!(
+                "{policy}/test_data/cases.txt:{}: expected `<request.json> <settings file or -> [<replay session.yml>]`, got {line:?}",
+                i + 1
+            ),
+        };
+        cases.push(Case {
+            policy: policy.to_string(),
+            line: i + 1,
+            request: request.to_string(),
+            settings: (settings != "-").then(|| settings.to_string()),
+            session: session.map(str::to_string),
+        });
+    }
+    if cases.is_empty() {
+        bail!("{policy}/test_data/cases.txt lists no case");
+    }
+    Ok(cases)
+}
+
+pub fn read_cases(policy: &str) -> Result<Vec<Case>> {
+    let path = policies_dir().join(policy).join("test_data/cases.txt");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (every policy lists its cases)",
+            path.display()
+        )
+    })?;
+    parse_cases(policy, &text)
+}
