@@ -114,11 +114,11 @@ struct RequestOnly {
     request: AdmissionRequest,
 }
 
-/// Settings text nested deeper than this is read with the whole payload, as
-/// [`evaluate`] reads it: serde_json counts its recursion limit from the payload's root,
-/// so only settings far deeper than any real ones (a few levels) could be read on their
-/// own and not inside the payload.
-const CACHED_SETTINGS_MAX_DEPTH: usize = 64;
+/// Settings text wrapped as `{"settings":<text>}` (see [`SettingsCache::read`]).
+#[derive(Deserialize)]
+struct SettingsOnly<S> {
+    settings: S,
+}
 
 /// The settings one policy instance read last, with their JSON text (see
 /// [`evaluate_cached`]). A module keeps one per instance, in a `thread_local`.
@@ -175,12 +175,16 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         {
             return Some(Rc::clone(settings));
         }
-        if limits::json_depth(text.as_bytes()) > CACHED_SETTINGS_MAX_DEPTH {
-            return None;
-        }
-        // From bytes, as `validate_settings` reads them: one copy of the settings' reader in
-        // the module (serde_json's str and slice readers are separate code).
-        let settings = Rc::new(serde_json::from_slice::<S>(text.as_bytes()).ok()?);
+        // Read inside `{"settings":...}`, one level down as in the payload: serde_json counts
+        // its recursion limit from the root, so settings too deep to read in the payload are
+        // too deep here (no separate scan of their depth). From bytes, as `validate_settings`
+        // reads them: one copy of the settings' reader in the module.
+        let mut wrapped = Vec::with_capacity(text.len() + 13);
+        wrapped.extend_from_slice(b"{\"settings\":");
+        wrapped.extend_from_slice(text.as_bytes());
+        wrapped.push(b'}');
+        let settings = serde_json::from_slice::<SettingsOnly<S>>(&wrapped).ok()?;
+        let settings = Rc::new(settings.settings);
         *self.last.borrow_mut() = Some((text.into(), Rc::clone(&settings)));
         Some(settings)
     }
