@@ -189,7 +189,8 @@ policy-server-e2e: annotate
 ## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), the guest's work
 ## per request in wasm instructions (gpu-bench guest-work: wasmi's fuel, deterministic), then the real
 ## host when kwctl and policy-server are found (on PATH or unpacked from ../shared/kubewarden): `kwctl bench`
-## of every policy (bench/kubewarden/kwctl_bench.py) and the policies through policy-server over HTTP with
+## of every policy in 5 interleaved rounds (bench/kubewarden/kwctl_bench.py --rounds 5: one run on a 2-core VM
+## moves by 20-60%, so ours and Kubewarden's are compared over rounds run in the same minutes) and the policies through policy-server over HTTP with
 ## `hey` (bench/kubewarden/policy_server_bench.py), each in its own section. Kubewarden's own policies beside
 ## ours (no Kubewarden code is kept here; in guest-work, kwctl_bench and policy_server_bench alike):
 ## KUBEWARDEN_LABELS_POLICY=<module> adds labels-policy next to the labels
