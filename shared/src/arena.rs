@@ -73,7 +73,8 @@ struct State {
     stats: Stats,
 }
 
-/// How the arena served the allocations of the scopes so far.
+/// How the arena served the allocations of the scopes so far (counts wrap: a kept instance
+/// may serve billions of allocations).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
     /// Allocations bumped from a chunk.
@@ -186,7 +187,7 @@ impl RequestArena {
         if let Some(i) = s.current.take()
             && s.chunks[i].live > 0
         {
-            s.stats.set_aside += 1;
+            s.stats.set_aside = s.stats.set_aside.wrapping_add(1);
         }
     }
 
@@ -203,12 +204,12 @@ impl RequestArena {
         let start = chunk.next.checked_add(mask)? & !mask;
         let end = start.checked_add(layout.size())?;
         if end > chunk.end() {
-            s.stats.overflowed += 1;
+            s.stats.overflowed = s.stats.overflowed.wrapping_add(1);
             return None;
         }
         chunk.next = end;
         chunk.live += 1;
-        s.stats.bumped += 1;
+        s.stats.bumped = s.stats.bumped.wrapping_add(1);
         Some(start as *mut u8)
     }
 
