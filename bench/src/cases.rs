@@ -277,21 +277,25 @@ pub struct Loaded {
 impl Loaded {
     /// `request` file name without directory and extension, for tables.
     pub fn name(&self) -> String {
-        let file = Path::new(self.case.request)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
         match self.case.session {
-            Some(s) => format!(
-                "{file} + {}",
-                Path::new(s)
-                    .file_stem()
-                    .map(|s| s.to_string_lossy().into_owned())
-                    .unwrap_or_default()
-            ),
-            None => file,
+            Some(s) => format!("{} + {}", stem(self.case.request), stem(s)),
+            None => stem(self.case.request),
         }
     }
+}
+
+/// A file's name without its directory and extension (`test_data/pod.json`: `pod`).
+pub fn stem(path: &str) -> String {
+    Path::new(path)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The `validate` payload a host sends: `{"request", "settings"}`.
+pub fn validate_payload(request: &Value, settings: &Value) -> Result<Vec<u8>> {
+    serde_json::to_vec(&json!({"request": request, "settings": settings}))
+        .context("cannot serialize the validate payload")
 }
 
 /// The directory of policy `name`.
@@ -311,8 +315,7 @@ pub fn load(root: &Path, case: &Case) -> Result<Loaded> {
         .session
         .map(|file| ReplaySession::from_file(dir.join(file)))
         .transpose()?;
-    let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))
-        .context("cannot serialize the validate payload")?;
+    let payload = validate_payload(&request, &settings)?;
     Ok(Loaded {
         case: *case,
         request,
@@ -320,19 +323,6 @@ pub fn load(root: &Path, case: &Case) -> Result<Loaded> {
         session,
         payload,
     })
-}
-
-/// The policies in `policies/*` (directories with a Cargo.toml), sorted.
-pub fn policies(root: &Path) -> Result<Vec<String>> {
-    let dir = root.join("policies");
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    Ok(names)
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, anyhow, bail};
 use gpu_e2e::{AdmissionResponse, ValidationResponse, read_admission_request};
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasmi::{
     Caller, CompilationMode, Config, Engine, Extern, Linker, Memory, Module, Store, TypedFunc,
@@ -522,8 +522,18 @@ struct Subject {
     policy: String,
     module: PathBuf,
     kubewarden: bool,
-    /// (kind, request file, settings, verdict it is meant to give).
-    requests: Vec<(String, PathBuf, Value, Option<Outcome>)>,
+    requests: Vec<Input>,
+}
+
+/// One request to measure, read.
+struct Input {
+    kind: String,
+    /// Request file stem.
+    name: String,
+    request: Value,
+    payload: Vec<u8>,
+    /// The verdict it is meant to give (ours only).
+    intent: Option<Outcome>,
 }
 
 /// What one run measured and what it left out.
@@ -540,39 +550,29 @@ pub struct Report {
     pub date: String,
 }
 
-fn stem(path: &str) -> String {
-    Path::new(path)
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
 /// Measures the static policies' cases and, when their modules are named, Kubewarden's.
 pub fn run(root: &Path, progress: &dyn Fn(String)) -> Result<Report> {
     let mut subjects: Vec<Subject> = Vec::new();
     let mut skipped = Vec::new();
     for policy in STATIC_POLICIES {
-        let dir = cases::policy_dir(root, policy);
         let mut requests = Vec::new();
         for case in CASES.iter().filter(|c| c.policy == *policy) {
             if case.session.is_some() {
                 skipped.push(format!(
                     "{policy} {} `{}` (context-aware: its answer needs host calls answered)",
                     case.kind,
-                    stem(case.request)
+                    cases::stem(case.request)
                 ));
                 continue;
             }
-            let settings = match case.settings {
-                Some(file) => gpu_e2e::read_settings(dir.join(file))?,
-                None => json!({}),
-            };
-            requests.push((
-                case.kind.to_string(),
-                dir.join(case.request),
-                settings,
-                Some(case.intent),
-            ));
+            let loaded = cases::load(root, case)?;
+            requests.push(Input {
+                kind: case.kind.to_string(),
+                name: loaded.name(),
+                request: loaded.request,
+                payload: loaded.payload,
+                intent: Some(case.intent),
+            });
         }
         subjects.push(Subject {
             policy: policy.to_string(),
@@ -612,8 +612,17 @@ pub fn run(root: &Path, progress: &dyn Fn(String)) -> Result<Report> {
             requests: kw
                 .requests
                 .iter()
-                .map(|(kind, file)| (kind.clone(), dir.join(file), kw.settings.clone(), None))
-                .collect(),
+                .map(|(kind, file)| {
+                    let request = read_admission_request(dir.join(file))?;
+                    Ok(Input {
+                        kind: kind.clone(),
+                        name: cases::stem(file),
+                        payload: cases::validate_payload(&request, &kw.settings)?,
+                        request,
+                        intent: None,
+                    })
+                })
+                .collect::<Result<_>>()?,
         };
         let at = subjects
             .iter()
@@ -641,10 +650,14 @@ pub fn run(root: &Path, progress: &dyn Fn(String)) -> Result<Report> {
         let module = runtime
             .load(&bytes)
             .with_context(|| subject.module.display().to_string())?;
-        for (kind, file, settings, intent) in subject.requests {
-            let name = stem(&file.to_string_lossy());
-            let request = read_admission_request(&file)?;
-            let payload = serde_json::to_vec(&json!({"request": request, "settings": settings}))?;
+        for Input {
+            kind,
+            name,
+            request,
+            payload,
+            intent,
+        } in subject.requests
+        {
             let what = format!("{} {kind} {name}", subject.policy);
             // Our answers must repeat as JSON (audit annotations are a map whose key order changes
             // from call to call); Kubewarden's labels-policy also lists the missing labels in an
@@ -893,6 +906,7 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use wasm_encoder::{
         BlockType, CodeSection, ConstExpr, DataSection, EntityType, ExportKind, ExportSection,
         Function, FunctionSection, ImportSection, Instruction as I, MemorySection, MemoryType,

@@ -661,7 +661,7 @@ fn run(args: &[String]) -> Result<()> {
     let (load_start, builds_start) = (machine::load_average(), machine::other_builds());
     let date = machine::utc_now();
 
-    let mut policies = cases::policies(&root)?;
+    let mut policies = gpu_e2e::policy_names(&root)?;
     if let Some(only) = &opts.policies {
         policies.retain(|p| only.contains(p));
     }

@@ -25,28 +25,13 @@ pub struct PolicyDir {
 
 /// Every policy of the workspace rooted at `root`, sorted by name.
 pub fn workspace_policies(root: &Path) -> Result<Vec<PolicyDir>> {
-    let policies_dir = root.join("policies");
-    let mut out = Vec::new();
-    let entries = std::fs::read_dir(&policies_dir)
-        .with_context(|| format!("cannot list {}", policies_dir.display()))?;
-    for entry in entries {
-        let dir = entry?.path();
-        if !dir.join("Cargo.toml").is_file() {
-            continue;
-        }
-        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
-            continue;
-        };
-        out.push(PolicyDir {
-            name: name.to_string(),
-            dir: dir.clone(),
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    if out.is_empty() {
-        bail!("no policy crate under {}", policies_dir.display());
-    }
-    Ok(out)
+    Ok(gpu_e2e::policy_names(root)?
+        .into_iter()
+        .map(|name| PolicyDir {
+            dir: root.join("policies").join(&name),
+            name,
+        })
+        .collect())
 }
 
 impl PolicyDir {

@@ -1,8 +1,8 @@
 //! Where the built policy modules are.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
 /// Environment variable overriding the directory of built `.wasm` modules.
 pub const WASM_DIR_ENV: &str = "GPU_ADMISSION_WASM_DIR";
@@ -38,4 +38,21 @@ pub fn module_path(crate_name: &str) -> Result<PathBuf> {
         );
     }
     Ok(path)
+}
+
+/// The policies of the workspace rooted at `root`: the directories of `policies/` that hold
+/// a `Cargo.toml`, sorted by name. None is an error.
+pub fn policy_names(root: &Path) -> Result<Vec<String>> {
+    let dir = root.join("policies");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .filter_map(|e| e.file_name().to_str().map(str::to_string))
+        .collect();
+    names.sort();
+    if names.is_empty() {
+        bail!("no policy crate under {}", dir.display());
+    }
+    Ok(names)
 }

@@ -39,15 +39,7 @@ pub fn policies_dir() -> PathBuf {
 
 /// The policies (directories of `policies/` with a Cargo.toml), sorted.
 pub fn policies() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(policies_dir())
-        .expect("cannot list policies/")
-        .filter_map(|e| e.ok())
-        .filter(|e| e.path().join("Cargo.toml").is_file())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert!(!names.is_empty(), "no policies under policies/");
-    names
+    gpu_e2e::policy_names(&workspace_root()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// Parses `policies/<policy>/test_data/cases.txt`; a malformed line is an error naming it.
