@@ -90,7 +90,10 @@ where
     if let Some((request, settings)) = cache.request_with_kept(payload) {
         return decide(&request, &settings);
     }
-    if let Ok(p) = serde_json::from_slice::<RawPayload>(payload)
+    // As text, checked as UTF-8 once (see `request_with_kept`): an instance's first request,
+    // and in policy-server (a fresh instance per request) every request, is read here.
+    if let Ok(text) = std::str::from_utf8(payload)
+        && let Ok(p) = serde_json::from_str::<RawPayload>(text)
         && let Some(settings) = cache.read(p.settings.get())
     {
         return decide(&p.request, &settings);
@@ -659,6 +662,7 @@ mod tests {
             br#"{"request": {"namespace": "ml"}}"#,
             br#"{"request": {}, "settings": {"limit": 2}, "settings": {"limit": 3}}"#,
             br#"{"request": {}, "settings": {"limit": 2"#,
+            b"{\"request\": {\"namespace\": \"m\xff\"}, \"settings\": {\"limit\": 2}}",
             b"{not json",
             deep_settings.as_bytes(),
             deep_request.as_bytes(),
