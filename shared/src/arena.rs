@@ -32,7 +32,11 @@ pub const CHUNK_BYTES: usize = 256 * 1024;
 /// their allocations outlived a request.
 const SLOTS: usize = 8;
 
-const CHUNK_ALIGN: usize = 16;
+/// A chunk as the system allocator is asked for it.
+const CHUNK_LAYOUT: Layout = match Layout::from_size_align(CHUNK_BYTES, 16) {
+    Ok(layout) => layout,
+    Err(_) => panic!("the chunk layout is valid"),
+};
 
 #[derive(Clone, Copy)]
 struct Chunk {
@@ -134,7 +138,7 @@ impl RequestArena {
     }
 
     /// Runs `f` with its allocations served by the system allocator, inside a scope: for
-    /// data kept for the life of the instance (the settings a policy caches).
+    /// what must outlive the scope without holding its chunk (the answer handed to the host).
     pub fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
         let bumping = std::mem::replace(&mut self.state().bumping, false);
         let result = f();
@@ -160,10 +164,8 @@ impl RequestArena {
             Some(i) => s.chunks[i].next = s.chunks[i].base,
             None => {
                 if let Some(i) = s.chunks.iter().position(|c| c.base == 0) {
-                    let layout = Layout::from_size_align(CHUNK_BYTES, CHUNK_ALIGN)
-                        .expect("a valid chunk layout");
                     // SAFETY: the layout has a non-zero size.
-                    let base = unsafe { System.alloc(layout) } as usize;
+                    let base = unsafe { System.alloc(CHUNK_LAYOUT) } as usize;
                     if base != 0 {
                         s.chunks[i] = Chunk {
                             base,
@@ -272,11 +274,9 @@ unsafe impl GlobalAlloc for RequestArena {
         } else if chunk.live == 0 {
             let base = chunk.base;
             *chunk = Chunk::EMPTY;
-            let layout =
-                Layout::from_size_align(CHUNK_BYTES, CHUNK_ALIGN).expect("a valid chunk layout");
             // SAFETY: the chunk was allocated by the system allocator with this layout,
             // and nothing allocated from it is live.
-            unsafe { System.dealloc(base as *mut u8, layout) };
+            unsafe { System.dealloc(base as *mut u8, CHUNK_LAYOUT) };
         }
     }
 

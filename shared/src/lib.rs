@@ -17,11 +17,10 @@
 //! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait.
 //! - [`labels`], [`routing`], [`vram`], [`capacity`], [`autoscaler`]: the rules of the five
 //!   policies.
-//! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers, and `arena`,
-//!   its allocator for what one request allocates.
+//! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers; [`arena`]:
+//!   the policy modules' allocator for what one request allocates.
 
 pub mod admission;
-#[cfg(feature = "kubewarden")]
 pub mod arena;
 pub mod autoscaler;
 pub mod capacity;
