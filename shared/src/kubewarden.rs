@@ -9,6 +9,7 @@
 
 use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
 use crate::arena::RequestArena;
+use crate::bytes;
 use crate::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use crate::limits;
 use kubewarden_policy_sdk::response::ValidationResponse;
@@ -157,7 +158,7 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         let last = self.last.borrow();
         let (kept, settings) = last.as_ref()?;
         let rest = payload.strip_prefix(HEAD)?.strip_suffix(b"}")?;
-        let rest = rest.strip_suffix(kept.as_bytes())?;
+        let rest = bytes::strip_suffix(rest, kept.as_bytes())?;
         let request = rest.strip_suffix(SETTINGS)?;
         let mut only = Vec::with_capacity(HEAD.len() + request.len() + 1);
         only.extend_from_slice(HEAD);
@@ -174,7 +175,7 @@ impl<S: DeserializeOwned> SettingsCache<S> {
     /// reads the whole payload, for the error message).
     fn read(&self, text: &str) -> Option<Rc<S>> {
         if let Some((kept, settings)) = &*self.last.borrow()
-            && **kept == *text
+            && bytes::equal(kept.as_bytes(), text.as_bytes())
         {
             return Some(Rc::clone(settings));
         }

@@ -18,11 +18,13 @@
 //! - [`labels`], [`routing`], [`vram`], [`capacity`], [`autoscaler`]: the rules of the five
 //!   policies.
 //! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers; [`arena`]:
-//!   the policy modules' allocator for what one request allocates.
+//!   the policy modules' allocator for what one request allocates; [`bytes`]: comparing
+//!   long byte strings there.
 
 pub mod admission;
 pub mod arena;
 pub mod autoscaler;
+pub mod bytes;
 pub mod capacity;
 pub mod clock;
 pub mod cluster;
