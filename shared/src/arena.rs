@@ -65,11 +65,18 @@ impl Chunk {
 }
 
 struct State {
+    /// Every chunk the arena holds. The current one's `next` and `live` are kept in `hot`
+    /// while its scope is open, and written back when it closes.
     chunks: [Chunk; SLOTS],
-    /// The chunk of the open scope.
+    /// The slot of the open scope's chunk.
     current: Option<usize>,
-    /// Whether allocations go to the current chunk (false inside [`RequestArena::outside`]).
-    bumping: bool,
+    /// The open scope's chunk (`Chunk::EMPTY` without one): what every allocation and
+    /// free of a request reads first, without looking up a slot.
+    hot: Chunk,
+    /// Where bumping stops: the current chunk's end while the scope bumps, 0 outside a
+    /// scope and inside [`RequestArena::outside`], so the bound check alone sends those
+    /// allocations to the system allocator.
+    limit: usize,
     /// Open scopes (a scope inside a scope belongs to the outer one).
     depth: usize,
     /// Allocations served from chunks and by the system allocator inside scopes, for
@@ -111,7 +118,8 @@ impl RequestArena {
             state: UnsafeCell::new(State {
                 chunks: [Chunk::EMPTY; SLOTS],
                 current: None,
-                bumping: false,
+                hot: Chunk::EMPTY,
+                limit: 0,
                 depth: 0,
                 stats: Stats {
                     bumped: 0,
@@ -140,9 +148,9 @@ impl RequestArena {
     /// Runs `f` with its allocations served by the system allocator, inside a scope: for
     /// what must outlive the scope without holding its chunk (the answer handed to the host).
     pub fn outside<R>(&self, f: impl FnOnce() -> R) -> R {
-        let bumping = std::mem::replace(&mut self.state().bumping, false);
+        let limit = std::mem::replace(&mut self.state().limit, 0);
         let result = f();
-        self.state().bumping = bumping;
+        self.state().limit = limit;
         result
     }
 
@@ -157,7 +165,6 @@ impl RequestArena {
         if s.depth > 1 {
             return;
         }
-        s.bumping = true;
         // A chunk whose allocations were all freed, else a new one in an empty slot.
         s.current = s.chunks.iter().position(|c| c.base != 0 && c.live == 0);
         match s.current {
@@ -177,6 +184,10 @@ impl RequestArena {
                 }
             }
         }
+        if let Some(i) = s.current {
+            s.hot = s.chunks[i];
+            s.limit = s.hot.end();
+        }
     }
 
     fn close(&self) {
@@ -185,42 +196,63 @@ impl RequestArena {
         if s.depth > 0 {
             return;
         }
-        s.bumping = false;
-        if let Some(i) = s.current.take()
-            && s.chunks[i].live > 0
-        {
-            s.stats.set_aside = s.stats.set_aside.wrapping_add(1);
+        s.limit = 0;
+        let hot = std::mem::replace(&mut s.hot, Chunk::EMPTY);
+        if let Some(i) = s.current.take() {
+            s.chunks[i] = hot;
+            if hot.live > 0 {
+                s.stats.set_aside = s.stats.set_aside.wrapping_add(1);
+            }
         }
     }
 
-    /// Bumps `layout` from the current chunk; None without a scope or without room.
+    /// Bumps `layout` from the current chunk; None without a scope, inside
+    /// [`RequestArena::outside`], or without room.
+    #[inline(always)]
     fn bump(&self, layout: Layout) -> Option<*mut u8> {
         let s = self.state();
-        if !s.bumping {
-            return None;
-        }
-        let i = s.current?;
-        let chunk = &mut s.chunks[i];
         // A layout's alignment is a power of two: rounding up is a mask, not a division.
         let mask = layout.align() - 1;
-        let start = chunk.next.checked_add(mask)? & !mask;
-        let end = start.checked_add(layout.size())?;
-        if end > chunk.end() {
-            s.stats.overflowed = s.stats.overflowed.wrapping_add(1);
+        let start = s.hot.next.wrapping_add(mask) & !mask;
+        let end = start.wrapping_add(layout.size());
+        // `limit` is 0 when nothing may be bumped, and a layout's size is never 0, so
+        // `end` is then over it. Either addition wrapping around is caught by the order.
+        if start < s.hot.next || end < start || end > s.limit {
+            if s.limit != 0 {
+                s.stats.overflowed = s.stats.overflowed.wrapping_add(1);
+            }
             return None;
         }
-        chunk.next = end;
-        chunk.live += 1;
+        s.hot.next = end;
+        s.hot.live += 1;
         s.stats.bumped = s.stats.bumped.wrapping_add(1);
         Some(start as *mut u8)
     }
 
+    /// The slot of the chunk `ptr` was bumped from, if any.
     fn slot_of(&self, ptr: usize) -> Option<usize> {
         let s = self.state();
-        match s.current {
-            Some(i) if s.chunks[i].holds(ptr) => Some(i),
-            _ => s.chunks.iter().position(|c| c.holds(ptr)),
+        if s.hot.holds(ptr) {
+            return s.current;
         }
+        s.chunks.iter().position(|c| c.holds(ptr))
+    }
+
+    /// Frees `ptr` of a chunk other than the current one; false when no chunk holds it.
+    fn free_set_aside(&self, ptr: usize) -> bool {
+        let s = self.state();
+        let Some(chunk) = s.chunks.iter_mut().find(|c| c.holds(ptr)) else {
+            return false;
+        };
+        chunk.live -= 1;
+        if chunk.live == 0 {
+            let base = chunk.base;
+            *chunk = Chunk::EMPTY;
+            // SAFETY: the chunk was allocated by the system allocator with this layout,
+            // and nothing allocated from it is live.
+            unsafe { System.dealloc(base as *mut u8, CHUNK_LAYOUT) };
+        }
+        true
     }
 }
 
@@ -258,45 +290,43 @@ unsafe impl GlobalAlloc for RequestArena {
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let Some(i) = self.slot_of(ptr as usize) else {
-            // SAFETY: not a chunk's, so the system allocator's, with this layout.
-            return unsafe { System.dealloc(ptr, layout) };
-        };
         let s = self.state();
-        let chunk = &mut s.chunks[i];
-        chunk.live -= 1;
-        if s.current == Some(i) {
+        let at = ptr as usize;
+        if s.hot.holds(at) {
+            s.hot.live -= 1;
             // The newest allocation gives its bytes back (a temporary buffer, a string
             // built and dropped).
-            if ptr as usize + layout.size() == chunk.next {
-                chunk.next = ptr as usize;
+            if at + layout.size() == s.hot.next {
+                s.hot.next = at;
             }
-        } else if chunk.live == 0 {
-            let base = chunk.base;
-            *chunk = Chunk::EMPTY;
-            // SAFETY: the chunk was allocated by the system allocator with this layout,
-            // and nothing allocated from it is live.
-            unsafe { System.dealloc(base as *mut u8, CHUNK_LAYOUT) };
+        } else if !self.free_set_aside(at) {
+            // SAFETY: not a chunk's, so the system allocator's, with this layout.
+            unsafe { System.dealloc(ptr, layout) };
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some(i) = self.slot_of(ptr as usize) else {
-            // SAFETY: the system allocator's pointer, with its layout.
-            return unsafe { System.realloc(ptr, layout, new_size) };
-        };
         let s = self.state();
-        let chunk = &mut s.chunks[i];
-        // The newest allocation of the current chunk grows or shrinks in place.
-        if s.current == Some(i) && ptr as usize + layout.size() == chunk.next {
-            if let Some(end) = (ptr as usize).checked_add(new_size)
-                && end <= chunk.end()
-            {
-                chunk.next = end;
+        let at = ptr as usize;
+        if s.hot.holds(at) {
+            // The newest allocation of the current chunk grows or shrinks in place.
+            if at + layout.size() == s.hot.next {
+                if let Some(end) = at.checked_add(new_size)
+                    && end <= s.hot.end()
+                {
+                    s.hot.next = end;
+                    return ptr;
+                }
+            } else if new_size <= layout.size() {
                 return ptr;
             }
-        } else if new_size <= layout.size() {
-            return ptr;
+        } else if s.chunks.iter().any(|c| c.holds(at)) {
+            if new_size <= layout.size() {
+                return ptr;
+            }
+        } else {
+            // SAFETY: the system allocator's pointer, with its layout.
+            return unsafe { System.realloc(ptr, layout, new_size) };
         }
         // SAFETY: the caller's layout, with the new size (valid by realloc's contract).
         let new_layout = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
