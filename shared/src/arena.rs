@@ -229,15 +229,6 @@ impl RequestArena {
         Some(start as *mut u8)
     }
 
-    /// The slot of the chunk `ptr` was bumped from, if any.
-    fn slot_of(&self, ptr: usize) -> Option<usize> {
-        let s = self.state();
-        if s.hot.holds(ptr) {
-            return s.current;
-        }
-        s.chunks.iter().position(|c| c.holds(ptr))
-    }
-
     /// Frees `ptr` of a chunk other than the current one; false when no chunk holds it.
     fn free_set_aside(&self, ptr: usize) -> bool {
         let s = self.state();

@@ -5,7 +5,8 @@ fn layout(size: usize, align: usize) -> Layout {
 }
 
 fn in_chunk(arena: &RequestArena, ptr: *mut u8) -> bool {
-    arena.slot_of(ptr as usize).is_some()
+    let s = arena.state();
+    s.hot.holds(ptr as usize) || s.chunks.iter().any(|c| c.holds(ptr as usize))
 }
 
 fn chunks_in_use(arena: &RequestArena) -> usize {
