@@ -680,7 +680,7 @@ def verdicts_text(run, expected):
     return text
 
 
-def markdown(info, capacity_rows, static_rows, kept=None):
+def markdown(info, capacity_rows, static_rows, kept=None, kept_gate=None):
     out = [BEGIN, "", "## Real host: policy-server 1.36 over HTTP, fakeapi cluster", "",
            f"Not the harness figures above: the policies in Kubewarden's own policy-server ({info['policy_server']}, "
            f"plain HTTP on 127.0.0.1, default workers and 2 s evaluation deadline), fakeapi "
@@ -692,7 +692,7 @@ def markdown(info, capacity_rows, static_rows, kept=None):
            "(0.1 ms resolution); every hey run is followed by a pass at the same "
            "concurrency whose answers are each checked against the expected verdict.", ""]
     if capacity_rows:
-        out += ["### Capacity gate over a synthetic pool", "",
+        out += [CAPACITY_HEADING, "",
                 f"Pool `{POOL}` of N one-GPU pods (realistic Pods: labels, ownerReferences, annotations, containers, "
                 f"nodeName, status) in {TEAMS} namespaces on N/4 nodes of 8 GPUs, and its {TEAMS + 1} ResourceQuotas "
                 f"(one per namespace and one in the request's, scoped to the pool's PriorityClasses, `status.used` "
@@ -731,6 +731,11 @@ def markdown(info, capacity_rows, static_rows, kept=None):
         snapshots = sorted({(r["pods"], r["snapshot_mib"], r["fakeapi_s"]) for r in capacity_rows})
         out += ["", "Snapshots: " + "; ".join(f"{p:,} pods {mib:.1f} MiB (fakeapi up in {t:.0f} s)"
                                               for p, mib, t in snapshots) + ".", ""]
+    if kept_gate and not capacity_rows:
+        text, date = kept_gate
+        heading, _, rest = text.partition("\n")
+        out += [heading, "", f"(Not re-measured by the last run, which measured only the static policies: from the "
+                             f"run of {date}.)", "", rest.strip("\n"), ""]
     if kept and not static_rows:
         text, date = kept
         heading, _, rest = text.partition("\n")
@@ -804,17 +809,34 @@ def summary(rows):
 
 
 STATIC_HEADING = "### Static policies"
+CAPACITY_HEADING = "### Capacity gate over a synthetic pool"
 
 
 def kept_static(document):
     """The static policies' subsection of the section in `document`, with the date of the run that
     wrote it, for a run that measures only the capacity gate (--capacity-only); None without one."""
+    return kept_subsection(document, STATIC_HEADING, None)
+
+
+def kept_capacity(document):
+    """The capacity gate's subsection, likewise, for a run that measures only the static policies
+    (--skip-capacity)."""
+    return kept_subsection(document, CAPACITY_HEADING, STATIC_HEADING)
+
+
+def kept_subsection(document, heading, next_heading):
+    """The subsection of the section in `document` from `heading` to `next_heading` (or the
+    section's end), without a note that it was kept before, and the date of the run that measured
+    it; None without one."""
     if BEGIN not in document or END not in document:
         return None
     old = document[document.index(BEGIN):document.index(END)]
-    if STATIC_HEADING not in old:
+    if heading not in old:
         return None
-    static = old[old.index(STATIC_HEADING):].rstrip("\n") + "\n"
+    static = old[old.index(heading):]
+    if next_heading and next_heading in static:
+        static = static[:static.index(next_heading)]
+    static = static.rstrip("\n") + "\n"
     # Kept once already: the note names the run that measured them.
     note = re.search(r"\n\(Not re-measured [^\n]*from the run of ([^\n]+?)\.\)\n", static)
     if note:
@@ -844,7 +866,8 @@ def main(argv=None):
     ap.add_argument("--capacity-only", action="store_true",
                     help="only the capacity gate (as --skip-static); the section keeps the static policies' last figures")
     ap.add_argument("--skip-static", action="store_true")
-    ap.add_argument("--skip-capacity", action="store_true")
+    ap.add_argument("--skip-capacity", action="store_true",
+                    help="only the static policies; the section keeps the capacity gate's last figures")
     args = ap.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in args.modes if m not in MODES]
@@ -881,7 +904,8 @@ def main(argv=None):
     out = Path(args.out)
     document = out.read_text() if out.exists() else ""
     kept = kept_static(document) if args.skip_static and not args.skip_capacity else None
-    section = markdown(info, capacity_rows, static_rows, kept)
+    kept_gate = kept_capacity(document) if args.skip_capacity and not args.skip_static else None
+    section = markdown(info, capacity_rows, static_rows, kept, kept_gate)
     if args.print:
         print(section)
         return 0
