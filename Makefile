@@ -187,7 +187,8 @@ policy-server-e2e: annotate
 ## bench: how fast and how small, writes BENCHMARKS.md. First the project's harness (gpu-bench: the built
 ## modules in wapc + wasmtime, kept and fresh instances, the rules natively, the capacity gate over
 ## synthetic pools of 100 to 50,000 GPU pods, module sizes, the release-profile experiment), the guest's work
-## per request in wasm instructions (gpu-bench guest-work: wasmi's fuel, deterministic), then the real
+## per request in wasm instructions (gpu-bench guest-work: wasmi's fuel, deterministic) and in x86 instructions
+## under wasmtime (bench/x86_count.py: callgrind, deterministic, ranks modules as kwctl does), then the real
 ## host when kwctl and policy-server are found (on PATH or unpacked from ../shared/kubewarden): `kwctl bench`
 ## of every policy in 5 interleaved rounds (bench/kubewarden/kwctl_bench.py --rounds 5: one run on a 2-core VM
 ## moves by 20-60%, so ours and Kubewarden's are compared over rounds run in the same minutes) and the policies through policy-server over HTTP with
@@ -211,6 +212,10 @@ bench: annotate
 	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
 	target/bench-harness/gpu-bench teams --out BENCHMARKS.md
 	target/bench-harness/gpu-bench guest-work --out BENCHMARKS.md
+	@command -v valgrind >/dev/null || { echo "=== bench: installing valgrind (bench/x86_count.py)"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind >/dev/null; }
+	python3 bench/x86_count.py --out BENCHMARKS.md
 	@if kwdir=$$(scripts/kubewarden-tools.sh); then \
 	  export PATH="$$kwdir:$$PATH"; \
 	  python3 bench/kubewarden/kwctl_bench.py --rounds 5 --out BENCHMARKS.md; \

@@ -8,6 +8,8 @@
 //! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
 //! gpu-bench teams [--quick] [--out FILE]    (namespace quotas and a team budget of 50 namespaces)
 //! gpu-bench guest-work [--out FILE | --print] (wasm instructions per validate, wasmi fuel)
+//! gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS (validate on one kept wasmtime instance,
+//!                                                  for callgrind: bench/x86_count.py)
 //! ```
 //!
 //! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
@@ -600,6 +602,37 @@ fn native_loop(args: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// `gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS`: `validate` of the module (any waPC
+/// policy, annotated or not) on the AdmissionRequest in REQUEST with the settings in SETTINGS
+/// (JSON or YAML; `-` for `{}`), once and then CALLS times on the same wasmtime instance, as
+/// `kwctl bench` does. The answer goes to stderr. The CALLS calls are all in [`calls_on`], so
+/// callgrind can count them alone (`--toggle-collect`): see `bench/x86_count.py`.
+fn wasm_loop(args: &[String]) -> Result<()> {
+    let [module, request, settings, calls] = args else {
+        bail!("usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS");
+    };
+    let calls: u64 = calls.parse().context("CALLS: a number of calls")?;
+    let request = gpu_e2e::read_admission_request(request)?;
+    let settings = match settings.as_str() {
+        "-" => serde_json::json!({}),
+        path => gpu_e2e::read_settings(path)?,
+    };
+    let payload = cases::validate_payload(&request, &settings)?;
+    let instance = Policy::load(module)?.instantiate()?;
+    let first = instance.call("validate", &payload, None)?;
+    eprintln!("{}", String::from_utf8_lossy(&first));
+    calls_on(&instance, &payload, calls)
+}
+
+/// `calls` calls of `validate` on `instance`, each of which must succeed.
+#[inline(never)]
+fn calls_on(instance: &gpu_e2e::Instance, payload: &[u8], calls: u64) -> Result<()> {
+    for _ in 0..calls {
+        std::hint::black_box(instance.call("validate", payload, None)?);
+    }
+    Ok(())
+}
+
 /// `gpu-bench pool-loop PODS SECONDS [masked|distinct|unmasked|naive]`: one capacity decision over
 /// a synthetic pool, natively, in a loop (for `perf record`).
 fn pool_loop(args: &[String]) -> Result<()> {
@@ -650,6 +683,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("pool-loop") => return pool_loop(&args[1..]),
         Some("teams") => return teams(&args[1..]),
         Some("guest-work") => return guest_work(&args[1..]),
+        Some("wasm-loop") => return wasm_loop(&args[1..]),
         _ => {}
     }
     let opts = parse_args(args)?;

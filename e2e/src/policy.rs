@@ -48,6 +48,11 @@ fn engine() -> Result<&'static wasmtime::Engine> {
         .get_or_init(|| {
             let mut config = wasmtime::Config::new();
             config.epoch_interruption(true);
+            // For profilers (bench/x86_count.py --functions): wasmtime writes the compiled wasm
+            // functions' addresses and names to /tmp/perf-<pid>.map.
+            if std::env::var_os("GPU_E2E_PERFMAP").is_some() {
+                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
             let engine = wasmtime::Engine::new(&config).map_err(|e| format!("{e:?}"))?;
             let ticker = engine.clone();
             std::thread::Builder::new()

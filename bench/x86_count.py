@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""x86 instructions per `validate` of each static policy and of Kubewarden's comparison policies,
+counted by callgrind on the code wasmtime compiles the modules to (host included).
+
+A deterministic count that ranks modules the way `kwctl bench` does, where wasmi's fuel (gpu-bench
+guest-work) does not: Cranelift gives every small wasm function a prologue, a stack check and an
+epoch check, which an interpreter's instruction count hardly sees. Each case runs
+`gpu-bench wasm-loop` (one kept wasmtime instance, as kwctl bench) under
+`valgrind --tool=callgrind`, counting only the loop of CALLS calls (`--toggle-collect`).
+
+    bench/x86_count.py [--calls N] [--functions] [--out BENCHMARKS.md]
+
+With --out, the table replaces the file's section between `<!-- x86-count:begin -->` and
+`<!-- x86-count:end -->` (appended when it has none); without it, it is printed.
+
+Needs valgrind (Debian: valgrind) and gpu-bench built with the bench-harness profile
+(`cargo build --locked --profile bench-harness -p gpu-bench`: the host is counted too, so it must
+be optimized). Kubewarden's modules come from the environment as for the other benchmarks
+(KUBEWARDEN_LABELS_POLICY, KUBEWARDEN_MUTATING_POLICY; bench/kubewarden/kubewarden_policies.json);
+a missing one is left out, and said so. --functions adds, per case, the wasm functions that
+executed the most instructions (gpu-e2e asks wasmtime for a perf map when GPU_E2E_PERFMAP is set;
+a module built without `strip = true` gives them their Rust names).
+"""
+import argparse
+import collections
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "target" / "bench-harness" / "gpu-bench"
+SHARED = json.loads((ROOT / "bench" / "kubewarden" / "kubewarden_policies.json").read_text())
+LOOP = "gpu_bench::calls_on"
+BEGIN, END = "<!-- x86-count:begin -->", "<!-- x86-count:end -->"
+
+# (policy, kind, request, settings): the GPU Pod and Deployment of each static policy, as in
+# bench/src/cases.rs and the kwctl and policy-server sections.
+OURS = [
+    ("gpu-labels-policy", "Pod", "test_data/pod_gpu_labelled.json", None),
+    ("gpu-labels-policy", "Deployment", "test_data/deployment_labelled.json", None),
+    ("gpu-pool-routing-policy", "Pod", "test_data/pod_batch.json", "test_data/settings.yml"),
+    ("gpu-pool-routing-policy", "Deployment", "test_data/deployment_interactive.json", "test_data/settings.yml"),
+    ("gpu-vram-fit-policy", "Pod", "test_data/pod_mig_3g_40gb_llama_8b.json", "test_data/settings.yml"),
+    ("gpu-vram-fit-policy", "Deployment", "test_data/deployment_llama_8b_on_l4.json", "test_data/settings.yml"),
+]
+
+
+def count(module, request, settings, calls, functions):
+    """Instructions per call, and the costliest functions (name, instructions) when asked."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        env = dict(os.environ, GPU_E2E_PERFMAP="1") if functions else os.environ
+        proc = subprocess.Popen(
+            ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={LOOP}",
+             f"--callgrind-out-file={out}", str(BENCH), "wasm-loop", str(module), str(request),
+             str(settings), str(calls)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        _, stderr = proc.communicate()
+        perf_map = Path(f"/tmp/perf-{proc.pid}.map")
+        try:
+            if proc.returncode != 0:
+                raise SystemExit(f"x86_count: {module} on {request}: gpu-bench failed:\n{stderr[-2000:]}")
+            total = re.search(r"Collected : (\d+)", stderr)
+            if not total:
+                raise SystemExit(f"x86_count: no callgrind total for {module}:\n{stderr[-2000:]}")
+            top = top_functions(out, perf_map) if functions else []
+        finally:
+            perf_map.unlink(missing_ok=True)
+        return int(total.group(1)) / calls, top
+
+
+def top_functions(out, perf_map):
+    """The functions with the most instructions, wasm ones named by wasmtime's perf map."""
+    ranges = []
+    if perf_map.exists():
+        for line in perf_map.read_text().splitlines():
+            start, size, name = line.split(" ", 2)
+            ranges.append((int(start, 16), int(size, 16), name))
+    annotate = subprocess.run(["callgrind_annotate", "--threshold=100", str(out)],
+                              capture_output=True, text=True).stdout
+    costs = collections.Counter()
+    for line in annotate.splitlines():
+        m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+(.*)", line)
+        if not m or "PROGRAM TOTALS" in m.group(2):
+            continue
+        n, what = int(m.group(1).replace(",", "")), m.group(2)
+        jit = re.match(r"\?\?\?:0x([0-9a-f]+)", what)
+        if jit:
+            addr = int(jit.group(1), 16)
+            name = next((r[2] for r in ranges if r[0] <= addr < r[0] + r[1]), "(wasm, unnamed)")
+        else:
+            if re.search(r"\(\d[\d,]*x\)", what):
+                continue  # a caller's inclusive line, not a function's own cost
+            name = "host: " + re.sub(r"\s*\[.*", "", what.split(":", 1)[-1])
+        costs[name] += n
+    return costs.most_common(8)
+
+
+def cases(settings_dir):
+    """(policy, kind, request name, module, request file, settings file or "-") of every case, and
+    the Kubewarden policies left out for want of their module."""
+    found, missing = [], []
+    for policy, kind, request, settings in OURS:
+        folder = ROOT / "policies" / policy
+        found.append((policy, kind, request, folder / "policy.wasm", folder / request,
+                      folder / settings if settings else "-"))
+    for entry in ("labels", "mutating"):
+        spec = SHARED[entry]
+        module = os.environ.get(spec["env"])
+        if not module:
+            missing.append(f"{spec['policy']} (set {spec['env']}; bench/kubewarden/build-kubewarden-policies.sh)")
+            continue
+        settings = Path(settings_dir) / f"{spec['policy']}-settings.json"
+        settings.write_text(json.dumps(spec["settings"]))
+        ours = {request for policy, _, request, _ in OURS if policy == spec["beside"]}
+        for kind, request in spec["requests"]:
+            if request in ours:
+                found.append((f"kubewarden/{spec['policy']}", kind, request, Path(module),
+                              ROOT / "policies" / spec["beside"] / request, settings))
+    return found, missing
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--calls", type=int, default=1000, help="calls counted per case (default 1000)")
+    ap.add_argument("--functions", action="store_true", help="also list each case's costliest functions")
+    ap.add_argument("--out", help="Markdown file whose x86-count section to replace (default: print)")
+    args = ap.parse_args()
+    for tool in ("valgrind", "callgrind_annotate"):
+        if not shutil.which(tool):
+            print(f"x86_count: SKIPPED: {tool} not found (Debian: apt-get install valgrind)")
+            return 0
+    if not BENCH.exists():
+        print(f"x86_count: {BENCH} not found: cargo build --locked --profile bench-harness -p gpu-bench",
+              file=sys.stderr)
+        return 1
+    settings_dir = tempfile.mkdtemp(prefix="x86-count-")
+    found, missing = cases(settings_dir)
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
+                          capture_output=True, text=True).stdout.strip() or "?"
+    lines = [BEGIN, "## x86 instructions per validate (callgrind on wasmtime)", "",
+             f"Written by `bench/x86_count.py` at `{head}`; rerun it, do not edit by hand. Each module runs in "
+             f"`gpu-bench wasm-loop` (wasmtime 48 through gpu-e2e, one kept instance, as `kwctl bench`), under "
+             f"callgrind, which counts the x86 instructions of {args.calls:,} `validate` calls: the code wasmtime "
+             "compiled the module to, its builtins and the host's side of each call. Deterministic, like the "
+             "guest-work count, but it ranks modules as kwctl does: see \"Which count to trust\" in the section "
+             "read by hand. Ours are `policies/<name>/policy.wasm`; Kubewarden's as for the other sections.", "",
+             "| policy | kind | request | x86 instructions per call |", "|---|---|---|---:|"]
+    tops = []
+    for policy, kind, request, module, request_path, settings in found:
+        per_call, top = count(module, request_path, settings, args.calls, args.functions)
+        lines.append(f"| {policy} | {kind} | `{Path(request).stem}` | {per_call:,.0f} |")
+        print(lines[-1], file=sys.stderr, flush=True)
+        tops.append((policy, request, top))
+    for policy, request, top in tops if args.functions else []:
+        lines += ["", f"{policy} on `{Path(request).stem}`, the costliest functions (instructions per call):", ""]
+        lines += [f"- {n / args.calls:,.0f}: `{name[:140]}`" for name, n in top]
+    lines += [""] + [f"Not counted: {m}." for m in missing] + ([""] if missing else []) + [END]
+    shutil.rmtree(settings_dir, ignore_errors=True)
+    section = "\n".join(lines) + "\n"
+    if not args.out:
+        print(section)
+        return 0
+    out = Path(args.out)
+    document = out.read_text() if out.exists() else ""
+    if BEGIN in document and END in document:
+        start, end = document.index(BEGIN), document.index(END) + len(END)
+        document = document[:start] + section.rstrip("\n") + document[end:]
+    else:
+        document = document.rstrip("\n") + "\n\n" + section
+    out.write_text(document)
+    print(f"=== wrote the x86-count section into {out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
