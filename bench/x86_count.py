@@ -32,22 +32,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, str(Path(__file__).resolve().parent / "kubewarden"))
+from policy_server_bench import STATIC_CASES  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "target" / "bench-harness" / "gpu-bench"
 SHARED = json.loads((ROOT / "bench" / "kubewarden" / "kubewarden_policies.json").read_text())
 LOOP = "gpu_bench::calls_on"
 BEGIN, END = "<!-- x86-count:begin -->", "<!-- x86-count:end -->"
 
-# (policy, kind, request, settings): the GPU Pod and Deployment of each static policy, as in
-# bench/src/cases.rs and the kwctl and policy-server sections.
-OURS = [
-    ("gpu-labels-policy", "Pod", "test_data/pod_gpu_labelled.json", None),
-    ("gpu-labels-policy", "Deployment", "test_data/deployment_labelled.json", None),
-    ("gpu-pool-routing-policy", "Pod", "test_data/pod_batch.json", "test_data/settings.yml"),
-    ("gpu-pool-routing-policy", "Deployment", "test_data/deployment_interactive.json", "test_data/settings.yml"),
-    ("gpu-vram-fit-policy", "Pod", "test_data/pod_mig_3g_40gb_llama_8b.json", "test_data/settings.yml"),
-    ("gpu-vram-fit-policy", "Deployment", "test_data/deployment_llama_8b_on_l4.json", "test_data/settings.yml"),
-]
+# (policy, kind, request, settings): the GPU Pod and Deployment of each static policy, the
+# requests the policy-server section measures.
+OURS = [(policy, kind, request, settings) for _, policy, kind, request, settings, _ in STATIC_CASES]
 
 
 def count(module, request, settings, calls, functions):
