@@ -35,30 +35,42 @@ pub const MIG_PREFIX: &str = "nvidia.com/mig-";
 /// (exact, or a prefix ending in `*`), minus the sizing resources of fractional-GPU
 /// schedulers (HAMi's `nvidia.com/gpumem` is MiB, not GPUs, even under `nvidia.com/*`);
 /// and which fractional-GPU pods count as GPU pods.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct GpuResources {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuResources<'s> {
     /// `extraGpuResources`: exact names, or prefixes ending in `*` ([`crate::settings::wildcard`]).
-    extra: Vec<String>,
-    fractional: FractionalSettings,
+    extra: &'s [String],
+    fractional: &'s FractionalSettings,
 }
 
-impl GpuResources {
-    /// Built-in names plus `extra` (each exact or ending in `*`).
-    pub fn new<S: AsRef<str>>(extra: &[S]) -> GpuResources {
+impl Default for GpuResources<'_> {
+    /// The built-in names, with the default fractional-GPU schedulers.
+    fn default() -> Self {
+        static DEFAULT_FRACTIONAL: std::sync::OnceLock<FractionalSettings> =
+            std::sync::OnceLock::new();
         GpuResources {
-            extra: extra.iter().map(|n| n.as_ref().to_string()).collect(),
+            extra: &[],
+            fractional: DEFAULT_FRACTIONAL.get_or_init(FractionalSettings::default),
+        }
+    }
+}
+
+impl<'s> GpuResources<'s> {
+    /// Built-in names plus `extra` (each exact or ending in `*`). A view of the settings:
+    /// building one copies nothing, so the policies build it on every request.
+    pub fn new(extra: &'s [String]) -> GpuResources<'s> {
+        GpuResources {
+            extra,
             ..GpuResources::default()
         }
     }
 
     /// The same names, with these fractional-GPU schedulers recognized.
-    pub fn with_fractional(mut self, fractional: &FractionalSettings) -> GpuResources {
-        self.fractional = fractional.clone();
-        self
+    pub fn with_fractional(self, fractional: &'s FractionalSettings) -> GpuResources<'s> {
+        GpuResources { fractional, ..self }
     }
 
-    pub fn fractional(&self) -> &FractionalSettings {
-        &self.fractional
+    pub fn fractional(&self) -> &'s FractionalSettings {
+        self.fractional
     }
 
     /// True when `name` is a GPU resource.
@@ -294,7 +306,7 @@ pub fn spec_gpus(
         }
     }
     add_into(&mut pod.effective, &pod.claims);
-    match crate::fractional::share(meta, spec, &names.fractional) {
+    match crate::fractional::share(meta, spec, names.fractional) {
         Ok(Some(share)) => {
             if share.scheduler == Scheduler::Kai {
                 let held = pod.effective.entry(KAI_DEVICE_RESOURCE.into()).or_insert(0);
@@ -543,7 +555,7 @@ mod tests {
     }
 
     fn gpus(v: Value) -> PodGpus {
-        pod_gpus(&spec(v), &GpuResources::new::<&str>(&[]))
+        pod_gpus(&spec(v), &GpuResources::default())
     }
 
     fn limits(name: &str, resource: &str, n: &str) -> Value {
@@ -580,7 +592,8 @@ mod tests {
 
     #[test]
     fn extra_names_from_settings_exact_and_prefix() {
-        let names = GpuResources::new(&["example.com/tpu", "amd.com/cpx_*"]);
+        let extra = ["example.com/tpu".to_string(), "amd.com/cpx_*".to_string()];
+        let names = GpuResources::new(&extra);
         assert!(names.is_gpu("example.com/tpu"));
         assert!(names.is_gpu("amd.com/cpx_nps4"));
         assert!(!names.is_gpu("example.com/tpu2"));
@@ -793,7 +806,8 @@ mod tests {
     /// and the share says how much of a device that is.
     #[test]
     fn hami_memory_is_never_counted_as_gpus() {
-        let names = GpuResources::new(&["nvidia.com/*"]);
+        let extra = ["nvidia.com/*".to_string()];
+        let names = GpuResources::new(&extra);
         let pod = spec(
             json!({"containers": [{"name": "vllm", "resources": {"limits": {
             "nvidia.com/gpu": "1", "nvidia.com/gpumem": "3000",

@@ -224,7 +224,7 @@ mod tests {
                 panic!("unexpected call {request:?}")
             }
         }
-        let names = GpuResources::new::<String>(&[]);
+        let names = GpuResources::default();
         assert_eq!(
             read(&NoCall, &declared, &names).unwrap().gpus,
             counts(&[("nvidia.com/gpu", 128)])

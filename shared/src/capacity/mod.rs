@@ -307,7 +307,7 @@ fn namespace_checks(
 struct PoolJob<'a> {
     cluster: &'a dyn Cluster,
     settings: &'a Settings,
-    names: &'a GpuResources,
+    names: &'a GpuResources<'a>,
     namespace: &'a str,
     demand: &'a crate::gpu::GpuCounts,
     shapes: &'a [demand::PodShape],

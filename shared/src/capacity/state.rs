@@ -1335,7 +1335,7 @@ mod lean {
     }
 
     /// `limits` / `requests` (and a Node's `allocatable`): GPU entries only.
-    pub(super) struct GpuList<'n>(pub(super) &'n GpuResources);
+    pub(super) struct GpuList<'n>(pub(super) &'n GpuResources<'n>);
 
     impl Members for GpuList<'_> {
         type Value = ResourceList;
@@ -1356,7 +1356,7 @@ mod lean {
     }
 
     /// `resources`: its `limits` and `requests`.
-    pub(super) struct ResourcesOf<'n>(pub(super) &'n GpuResources);
+    pub(super) struct ResourcesOf<'n>(pub(super) &'n GpuResources<'n>);
 
     impl Members for ResourcesOf<'_> {
         type Value = Resources;
@@ -1378,7 +1378,7 @@ mod lean {
     }
 
     /// A container: its `resources` and `restartPolicy`.
-    struct ContainerOf<'n>(&'n GpuResources);
+    struct ContainerOf<'n>(&'n GpuResources<'n>);
 
     impl Members for ContainerOf<'_> {
         type Value = Container;
@@ -1400,7 +1400,7 @@ mod lean {
     }
 
     /// `containers`, `initContainers`, `ephemeralContainers` (`null` is none).
-    pub(super) struct Containers<'n>(pub(super) &'n GpuResources);
+    pub(super) struct Containers<'n>(pub(super) &'n GpuResources<'n>);
 
     impl<'de> DeserializeSeed<'de> for Containers<'_> {
         type Value = Vec<Container>;

@@ -394,7 +394,8 @@ fn kai_fractional_pods_are_charged_their_share_rounded_up() {
 
 #[test]
 fn hami_sizing_resources_are_never_gpus() {
-    let names = crate::gpu::GpuResources::new(&["nvidia.com/*"]);
+    let extra = ["nvidia.com/*".to_string()];
+    let names = crate::gpu::GpuResources::new(&extra);
     let spec: crate::podspec::PodSpec = serde_json::from_value(json!({"containers": [{"name": "c",
         "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 30}}}]}))
     .unwrap();

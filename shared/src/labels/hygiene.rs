@@ -166,7 +166,8 @@ mod tests {
 
     fn run(spec: Value, settings: &Settings) -> Vec<Problem> {
         let spec: PodSpec = serde_json::from_value(spec).unwrap();
-        let gpus = pod_gpus(&spec, &GpuResources::new(&["example.com/tpu"]));
+        let extra = ["example.com/tpu".to_string()];
+        let gpus = pod_gpus(&spec, &GpuResources::new(&extra));
         check(&spec, &gpus, settings)
     }
 

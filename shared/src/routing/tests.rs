@@ -662,7 +662,7 @@ fn plan_is_data() {
     let p = plan(
         &settings(),
         &w,
-        &GpuResources::new::<&str>(&[]),
+        &GpuResources::default(),
         &ClaimBook::default(),
         "team-a",
         When {

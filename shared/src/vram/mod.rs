@@ -321,7 +321,7 @@ fn plan_unit(
         unit.members
             .iter()
             .map(|m| {
-                let pod = spec_gpus(&m.spec, &m.template.meta, &config.gpu_resources, claims);
+                let pod = spec_gpus(&m.spec, &m.template.meta, &settings.gpu_resources(), claims);
                 let memory = if pod.effective.is_empty() {
                     Ok(Vec::new())
                 } else {

@@ -6,7 +6,7 @@ use super::catalog::products::GpuCatalog;
 use super::catalog::registry::RegistryRef;
 use super::image::ImageLabelSettings;
 use super::numbers::NumText;
-use crate::gpu::{GpuResources, MIG_PREFIX, MigProfile};
+use crate::gpu::{MIG_PREFIX, MigProfile};
 use crate::settings::{
     FieldError, ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
@@ -115,7 +115,6 @@ policy_settings! {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub catalog: GpuCatalog,
-    pub gpu_resources: GpuResources,
     pub usable_percent: u64,
     pub max_gpus_per_pod: u64,
     /// Label value -> cap in MiB, with the label key.
@@ -329,7 +328,6 @@ impl Settings {
 
         let targets = self.targets(&catalog);
         Ok(Config {
-            gpu_resources: self.gpu_resources(),
             catalog,
             usable_percent,
             max_gpus_per_pod,

@@ -17,7 +17,7 @@ fn pool() -> Pool {
     }
 }
 
-fn names() -> GpuResources {
+fn names() -> GpuResources<'static> {
     GpuResources::default()
 }
 
@@ -398,7 +398,8 @@ fn pod_quantities_as_numbers_and_escaped_keys() {
 
 #[test]
 fn extra_gpu_resources_are_counted_in_pods_and_nodes() {
-    let names = GpuResources::new(&["habana.ai/gaudi"]);
+    let extra = ["habana.ai/gaudi".to_string()];
+    let names = GpuResources::new(&extra);
     let pods = r#"{"items": [{"spec": {"containers": [{"resources": {"limits": {"habana.ai/gaudi": "4"}}}]}}]}"#;
     let nodes = r#"{"items": [{"status": {"allocatable": {"habana.ai/gaudi": "8"}}}]}"#;
     assert_eq!(
