@@ -7,7 +7,8 @@ code is kept in this repository. Each is measured only when its environment vari
 module:
 
   KUBEWARDEN_LABELS_POLICY=<dir>/labels-policy.wasm      labels-policy 0.1.10, beside our labels
-                                                         policy on its GPU Pod and Deployment
+                                                         policy on its GPU Pod and Deployment, and
+                                                         beside routing and VRAM fit on theirs
   KUBEWARDEN_MUTATING_POLICY=<dir>/capabilities-psp.wasm capabilities-psp 1.0.13, beside our
                                                          routing policy on the Pod and Deployment
                                                          it patches
@@ -39,6 +40,11 @@ LABELS_POLICY_SETTINGS = SHARED["labels"]["settings"]
 # Our labels policy's GPU Pods and Deployments, labelled and not (bench/src/cases.rs): (kind, file
 # relative to policies/gpu-labels-policy).
 LABELS_POLICY_REQUESTS = tuple(tuple(r) for r in SHARED["labels"]["requests"])
+# The GPU Pod and Deployment of our other static policies, which labels-policy also runs on so
+# that each of ours is compared with it on its own requests: {policy: ((kind, file relative to
+# policies/<policy>), ...)}.
+LABELS_POLICY_ALSO_BESIDE = {policy: tuple(tuple(r) for r in requests)
+                             for policy, requests in SHARED["labels"]["also_beside"].items()}
 
 MUTATING_POLICY_ENV = SHARED["mutating"]["env"]
 # Every capability dropped from every container (what the Pod Security Standards' restricted

@@ -64,7 +64,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
-    LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV,
+    LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV,
     MUTATING_POLICY_REQUESTS, MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -132,12 +132,13 @@ def read_bench_cases(path=CASES_RS):
     return cases
 
 
-def labels_policy_cases(module):
-    """Kubewarden's labels-policy on our labels policy's Pod and Deployment requests."""
-    cwd = REPO / "policies" / "gpu-labels-policy"
+def labels_policy_cases(module, policy="gpu-labels-policy", requests=LABELS_POLICY_REQUESTS):
+    """Kubewarden's labels-policy on `policy`'s `requests` (by default our labels policy's Pod
+    and Deployment requests)."""
+    cwd = REPO / "policies" / policy
     return [Case(f"kubewarden/{Path(module).stem}", kind, request, None,
                  json.dumps(LABELS_POLICY_SETTINGS, separators=(",", ":")), None, "", cwd)
-            for kind, request in LABELS_POLICY_REQUESTS]
+            for kind, request in requests]
 
 
 def mutating_policy_cases(module):
@@ -552,9 +553,15 @@ def main(argv=None):
         kubewarden_modules[extra[0].policy] = labels_module.resolve()
         cases = beside(cases, "gpu-labels-policy", extra)
         pairs.append(("gpu-labels-policy", extra[0].policy))
+        # The same policy on each other static policy's own requests, beside it.
+        for policy, requests in LABELS_POLICY_ALSO_BESIDE.items():
+            if any(c.policy == policy for c in cases):
+                cases = beside(cases, policy, labels_policy_cases(labels_module, policy, requests))
+                pairs.append((policy, extra[0].policy))
         labels_note = (
             f"`kubewarden/{Path(labels_module).stem}` is Kubewarden's own labels policy "
-            f"(`{labels_module}`) on the labels policy's Pod and Deployment requests, with settings "
+            f"(`{labels_module}`) on the labels policy's Pod and Deployment requests, and on routing's "
+            "and VRAM fit's GPU Pod and Deployment beside theirs, with settings "
             f"asking for the labels ours requires by default: `{json.dumps(LABELS_POLICY_SETTINGS)}`. "
             "It checks label names on the object's own `metadata.labels` (not a Deployment's pod "
             "template, not the values), so its verdicts can differ from ours.")

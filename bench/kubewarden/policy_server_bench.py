@@ -19,9 +19,10 @@ cache and its per-request instances).
    modes) at concurrency 1 and 4, and a pass at the same concurrency that checks every verdict
    and the capacity annotation (numbers and where they come from) against the snapshot.
 2. The static policies (labels, routing, vram fit) on the GPU Pod and GPU Deployment requests
-   gpu-bench measures (bench/src/cases.rs), at concurrency 1 and 8, in one policy-server; with
+   gpu-bench measures (bench/src/cases.rs), at concurrency 1 and 8, in one policy-server, in
+   --rounds interleaved rounds (default 3; each row's figures the median round); with
    KUBEWARDEN_LABELS_POLICY naming a module file (Kubewarden's own labels policy), that
-   policy too, on the labels policy's two requests, with settings asking for the same labels
+   policy too, right after each of our requests on the same request, with settings asking for the same labels
    (criteria containsAllOf workload-type, team: it reads the object's own labels, ours the
    pod templates'); with KUBEWARDEN_MUTATING_POLICY naming a module file (Kubewarden's
    capabilities-psp), that policy on routing's two requests (settings: required_drop_capabilities
@@ -40,7 +41,7 @@ with apt-get when missing.
 
 usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [--sizes 1000,10000]
                                                [--modes pods,quotas,nodes-quotas,pods-declared]
-                                               [--seconds S] [--max-requests N]
+                                               [--seconds S] [--max-requests N] [--rounds R]
                                                [--capacity-only | --skip-static | --skip-capacity]
 """
 
@@ -52,6 +53,7 @@ import os
 import platform
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -567,7 +569,6 @@ def peak_rss_mib(pid):
 
 
 # Whose test_data/ the Kubewarden policies' requests come from.
-KUBEWARDEN_SOURCES = {"kubewarden-labels": LABELS, "kubewarden-mutating": ROUTING}
 
 
 def version_of(module):
@@ -577,12 +578,17 @@ def version_of(module):
 
 
 def beside(cases, policy, extra):
-    """`cases` (tuples whose second item is the policy) with `extra` after the last of `policy`."""
-    at = max((i + 1 for i, c in enumerate(cases) if c[1] == policy), default=len(cases))
+    """`cases` (tuples whose second item is the policy, last the policy they are beside) with
+    `extra` after the last of `policy` or beside it."""
+    at = max((i + 1 for i, c in enumerate(cases) if policy in (c[1], c[-1])), default=len(cases))
     return cases[:at] + extra + cases[at:]
 
 
 def static_run(args, log):
+    """Every static case, with Kubewarden's labels-policy on the same request right after it and
+    capabilities-psp after routing's; hey at c=1 and c=8, the whole list over `args.rounds`
+    interleaved rounds (this VM's speed drifts between minutes: each round measures every case
+    within a minute of the others). Rows keep every round's figures."""
     entries, cases = {}, []
     with hosts.Host("policy-server-bench") as host:
         for policy_id, policy, kind, req, settings, expected in STATIC_CASES:
@@ -591,7 +597,7 @@ def static_run(args, log):
                 entries[policy_id] = hosts.PolicyEntry(
                     f"file://{module}", settings=policy_file(policy, settings) if settings else {},
                     allowed_to_mutate=(policy == ROUTING))
-            cases.append((policy_id, policy, kind, req, expected))
+            cases.append((policy_id, policy, kind, policy_file(policy, req), expected, None))
         try:
             kw_labels = module_from_env(os.environ, LABELS_POLICY_ENV)
             kw_mutating = module_from_env(os.environ, MUTATING_POLICY_ENV)
@@ -600,24 +606,25 @@ def static_run(args, log):
         if kw_labels:
             path = kw_labels.resolve()
             entries["kubewarden-labels"] = hosts.PolicyEntry(f"file://{path}", settings=KW_LABELS_SETTINGS)
-            # Beside the labels policy's rows.
-            cases = beside(cases, LABELS, [("kubewarden-labels", f"Kubewarden labels-policy {version_of(path)}",
-                                            kind, req, None) for _, _, kind, req, _ in cases[:2]])
+            # Right after each of our cases, on its request: its verdict is recorded, not checked.
+            cases = [c for case in cases for c in
+                     (case, ("kubewarden-labels", f"Kubewarden labels-policy {version_of(path)}", case[2], case[3],
+                             None, case[1]))]
         if kw_mutating:
             path = kw_mutating.resolve()
             entries["kubewarden-mutating"] = hosts.PolicyEntry(f"file://{path}", settings=MUTATING_POLICY_SETTINGS,
                                                                allowed_to_mutate=True)
             # Beside routing's rows, on its requests, meant to come back patched.
             cases = beside(cases, ROUTING, [("kubewarden-mutating", f"Kubewarden capabilities-psp {version_of(path)}",
-                                             kind, req, "patched") for kind, req in MUTATING_POLICY_REQUESTS])
+                                             kind, policy_file(ROUTING, req), "patched", ROUTING)
+                                            for kind, req in MUTATING_POLICY_REQUESTS])
         # No host calls are made; policy-server still wants a cluster to connect to.
         api = host.start_fakeapi([])
         server = host.start_policy_server(entries, api)
         log(f"  policy-server ready in {server.startup_seconds:.1f} s with {', '.join(entries)}")
         rows = []
-        for policy_id, policy, kind, req, expected in cases:
-            source = KUBEWARDEN_SOURCES.get(policy_id, policy)
-            review = hosts.admission_review(hosts.read_json(policy_file(source, req)))
+        for i, (policy_id, policy, kind, req, expected, beside_of) in enumerate(cases):
+            review = hosts.admission_review(hosts.read_json(req))
             first = server.validate(policy_id, review)
             want = expected or verdict_of(first)
 
@@ -626,20 +633,35 @@ def static_run(args, log):
                 return None if got == want else f"{got}: {(response.get('status') or {}).get('message', '')[:200]}"
 
             if check(first):
-                raise BenchError(f"{policy_id} {req}: expected {want}, got {check(first)}")
+                raise BenchError(f"{policy_id} {req.name}: expected {want}, got {check(first)}")
             per_request, _ = time_requests(server, policy_id, review, 20)
-            body = host.root / f"{policy_id}-{kind}.json"
+            body = host.root / f"case-{i}.json"
             body.write_text(json.dumps(review))
             for c in (1, 8):
-                n = sized(per_request, c, args.seconds / 2, args.max_requests)
-                h = run_hey(f"{server.url}/validate/{policy_id}", body, n, c)
-                counts, problems = checked_pass(server, policy_id, review, c, 4 * c, check)
                 rows.append({"policy": policy, "id": policy_id, "module": entries[policy_id].module[len("file://"):],
-                             "kind": kind, "request": req, "c": c, "n": n, **h, "verdict": want,
-                             "verdicts": counts, "problems": problems,
-                             "message": (first.get("status") or {}).get("message", "")})
-                log(f"  {policy_id} {kind} c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 "
-                    f"{h['p99'] * 1000:.1f} ms, {h['rps']:.0f} req/s, HTTP {h['codes']}, checked {counts}")
+                             "kind": kind, "request": str(req), "beside": beside_of, "c": c, "body": body,
+                             "n": sized(per_request, c, args.seconds / 2, args.max_requests), "check": check,
+                             "verdict": want, "runs": [], "message": (first.get("status") or {}).get("message", "")})
+        for round_ in range(1, args.rounds + 1):
+            for row in rows:
+                h = run_hey(f"{server.url}/validate/{row['id']}", row["body"], row["n"], row["c"])
+                row["runs"].append(h)
+                if round_ == 1:
+                    row["verdicts"], row["problems"] = checked_pass(server, row["id"], hosts.admission_review(
+                        hosts.read_json(Path(row["request"]))), row["c"], 4 * row["c"], row["check"])
+                log(f"  round {round_}: {row['id']} {row['kind']} {Path(row['request']).name} c={row['c']}: "
+                    f"{row['n']} requests, p50 {h['p50'] * 1000:.1f} ms, {h['rps']:.0f} req/s, HTTP {h['codes']}")
+        for row in rows:
+            row["codes"] = {}
+            for h in row["runs"]:
+                for code, k in h["codes"].items():
+                    row["codes"][code] = row["codes"].get(code, 0) + k
+            row["rps"] = statistics.median(h["rps"] for h in row["runs"])
+            row["p50"] = statistics.median(h["p50"] for h in row["runs"])
+            row["p99"] = statistics.median(h["p99"] for h in row["runs"])
+            row["errors"] = "; ".join(h["errors"] for h in row["runs"] if h["errors"])
+            row["n"] *= len(row["runs"])
+            del row["check"], row["body"]
     return rows
 
 
@@ -743,25 +765,36 @@ def markdown(info, capacity_rows, static_rows, kept=None, kept_gate=None):
                              f"of {date}.)", "", rest.strip("\n"), ""]
     if static_rows:
         mutating = next((r for r in static_rows if r["id"] == "kubewarden-mutating"), None)
+        rounds = len(static_rows[0]["runs"])
         out += [STATIC_HEADING, "",
                 "The GPU Pod and GPU Deployment of each static policy in `bench/src/cases.rs`, all policies in one "
-                "policy-server (modules from `file://`)."
-                + (" Kubewarden's labels policy ran on the labels policy's requests with settings "
-                   f"`{json.dumps(KW_LABELS_SETTINGS)}`." if any(r["id"] == "kubewarden-labels" for r in static_rows)
+                f"policy-server (modules from `file://`), in {rounds} interleaved rounds: each round runs hey on every "
+                "row in turn, so a row and the rows beside it are measured within a minute of each other. A row's "
+                "p50, p99 and req/s are the medians of its rounds; the rounds' req/s follow."
+                + (" Kubewarden's labels policy ran right after each of our rows, on the same request, with settings "
+                   f"`{json.dumps(KW_LABELS_SETTINGS)}` (its verdict recorded, not checked); *vs labels-policy* is "
+                   "ours over it, median req/s against median req/s."
+                   if any(r["id"] == "kubewarden-labels" for r in static_rows)
                    else f" `{LABELS_POLICY_ENV}` was not set: Kubewarden's own labels policy was not measured.")
                 + (" " + mutating_policy_note(mutating["policy"], mutating["module"]) if mutating
                    else f" `{MUTATING_POLICY_ENV}` was not set: no Kubewarden mutating policy was measured."), "",
-                "| policy | request | c | requests | p50 | p99 | req/s | verdicts |",
-                "|---|---|---:|---:|---:|---:|---:|---|"]
+                "| policy | request | c | requests | p50 | p99 | req/s | req/s per round | vs labels-policy | verdicts |",
+                "|---|---|---:|---:|---:|---:|---:|---|---:|---|"]
+        labels_policy = {(r["beside"], r["request"], r["c"]): r["rps"] for r in static_rows
+                         if r["id"] == "kubewarden-labels"}
         for r in static_rows:
+            theirs = labels_policy.get((r["policy"], r["request"], r["c"])) if r["beside"] is None else None
+            versus = f"{r['rps'] / theirs:.2f}x" if theirs else ""
+            per_round = " / ".join(f"{h['rps']:.0f}" for h in r["runs"])
             out.append(f"| {r['policy']} | {r['kind']} `{Path(r['request']).name}` | {r['c']} | {r['n']} | "
-                       f"{ms(r['p50'])} | {ms(r['p99'])} | {r['rps']:.0f} | {verdicts_text(r, r['verdict'])} |")
+                       f"{ms(r['p50'])} | {ms(r['p99'])} | {r['rps']:.0f} | {per_round} | {versus} | "
+                       f"{verdicts_text(r, r['verdict'])} |")
         out.append("")
-        denials = {(r["policy"], r["request"]): r["message"] for r in static_rows
+        denials = {(r["policy"], Path(r["request"]).name): r["message"] for r in static_rows
                    if r["id"] == "kubewarden-labels" and r["verdict"] == "denied"}
         for (policy, req), message in denials.items():
-            out += [f"{policy} denies `{Path(req).name}`: \"{message}\" (it reads the Deployment's own labels; "
-                    "gpu-labels-policy reads its pod template's).", ""]
+            out += [f"{policy} denies `{req}`: \"{message}\" (it reads the object's own labels; gpu-labels-policy "
+                    "reads the pod templates').", ""]
     out.append(END)
     return "\n".join(out) + "\n"
 
@@ -866,6 +899,8 @@ def main(argv=None):
     ap.add_argument("--capacity-only", action="store_true",
                     help="only the capacity gate (as --skip-static); the section keeps the static policies' last figures")
     ap.add_argument("--skip-static", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds over the static cases (each row: the median round)")
     ap.add_argument("--skip-capacity", action="store_true",
                     help="only the static policies; the section keeps the capacity gate's last figures")
     args = ap.parse_args(argv)
