@@ -18,7 +18,7 @@ use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -91,8 +91,14 @@ where
     if let Some((request, settings)) = cache.request_with_kept(payload) {
         return decide(&request, &settings);
     }
-    // As text, checked as UTF-8 once (see `request_with_kept`): an instance's first request,
-    // and in policy-server (a fresh instance per request) every request, is read here.
+    // An instance's first request, and in policy-server (a fresh instance per request) every
+    // request, is read in one pass, settings included: keeping the settings' text would take
+    // a second pass over them, for a next request a fresh instance never gets. A kept
+    // instance keeps them from its second request on.
+    if cache.first_request() {
+        return read_and_decide(payload, decide);
+    }
+    // As text, checked as UTF-8 once (see `request_with_kept`).
     if let Ok(text) = std::str::from_utf8(payload)
         && let Ok(p) = serde_json::from_str::<RawPayload>(text)
         && let Some(settings) = cache.read(p.settings.get())
@@ -128,13 +134,21 @@ struct SettingsOnly<S> {
 /// [`evaluate_cached`]). A module keeps one per instance, in a `thread_local`.
 pub struct SettingsCache<S> {
     last: RefCell<Option<(Box<str>, Rc<S>)>>,
+    /// Whether the instance has been asked before (see [`evaluate_cached`]).
+    asked: Cell<bool>,
 }
 
 impl<S> SettingsCache<S> {
     pub const fn new() -> Self {
         SettingsCache {
             last: RefCell::new(None),
+            asked: Cell::new(false),
         }
+    }
+
+    /// True the first time it is called, false after.
+    fn first_request(&self) -> bool {
+        !self.asked.replace(true)
     }
 }
 
@@ -181,34 +195,43 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         }
         // Read inside `{"settings":...}`, one level down as in the payload: serde_json counts
         // its recursion limit from the root, so settings too deep to read in the payload are
-        // too deep here (no separate scan of their depth). From bytes, as `validate_settings`
-        // reads them: one copy of the settings' reader in the module.
-        let mut wrapped = Vec::with_capacity(text.len() + 13);
-        wrapped.extend_from_slice(b"{\"settings\":");
-        wrapped.extend_from_slice(text.as_bytes());
-        wrapped.push(b'}');
-        let settings = serde_json::from_slice::<SettingsOnly<S>>(&wrapped).ok()?;
+        // too deep here (no separate scan of their depth). As text, as every reader of the
+        // settings reads them: one copy of the settings' reader in the module.
+        let mut wrapped = String::with_capacity(text.len() + 13);
+        wrapped.push_str("{\"settings\":");
+        wrapped.push_str(text);
+        wrapped.push('}');
+        let settings = serde_json::from_str::<SettingsOnly<S>>(&wrapped).ok()?;
         let settings = Rc::new(settings.settings);
         *self.last.borrow_mut() = Some((text.into(), Rc::clone(&settings)));
         Some(settings)
     }
 }
 
-/// Reads the whole payload (request and typed settings) and decides; a payload that
-/// cannot be read is denied with code 400 and serde's message, with the field's path.
+/// Reads the whole payload (request and typed settings) in one pass and decides; a payload
+/// that cannot be read is denied with code 400 and serde's message, with the field's path.
 fn read_and_decide<S, F>(payload: &[u8], decide: F) -> Verdict
 where
     S: DeserializeOwned,
     F: FnOnce(&AdmissionRequest, &S) -> Verdict,
 {
-    match serde_json::from_slice::<Payload<S>>(payload) {
+    let read = utf8_text(payload).and_then(|text| {
+        serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
+    });
+    match read {
         Ok(p) => decide(&p.request, &p.settings),
-        Err(e) => Verdict::reject(format!(
-            "the admission request could not be read: {}",
-            read_error::<Payload<S>>(payload, &e)
-        ))
-        .with_code(400),
+        Err(e) => {
+            Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
+        }
     }
+}
+
+/// `bytes` as text, or where they stop being UTF-8. JSON is read as text (serde_json's
+/// reader of bytes would check each string again, and be a second copy of every reader in
+/// the module).
+fn utf8_text(bytes: &[u8]) -> Result<&str, String> {
+    std::str::from_utf8(bytes)
+        .map_err(|e| format!("not UTF-8 text: invalid byte at offset {}", e.valid_up_to()))
 }
 
 /// serde_json's error `e` about `payload`, with the path of the field it is about
@@ -216,11 +239,11 @@ where
 /// and column. The path comes from reading the payload again with serde_path_to_error,
 /// on this error path only, so a readable payload is parsed once. Nesting beyond
 /// serde_json's recursion limit is said in words, without the path (`[0][0][0]...`).
-fn read_error<T: DeserializeOwned>(payload: &[u8], e: &serde_json::Error) -> String {
+fn read_error<T: DeserializeOwned>(payload: &str, e: &serde_json::Error) -> String {
     if e.to_string().starts_with("recursion limit exceeded") {
         return limits::too_deep_text(e.line(), e.column());
     }
-    let mut deserializer = serde_json::Deserializer::from_slice(payload);
+    let mut deserializer = serde_json::Deserializer::from_str(payload);
     let Err(located) = serde_path_to_error::deserialize::<_, T>(&mut deserializer) else {
         return e.to_string();
     };
@@ -258,7 +281,8 @@ where
             if payload.trim_ascii_start().starts_with(b"[") {
                 return Err("must be a map of settings, not a list".to_string());
             }
-            serde_json::from_slice::<S>(payload).map_err(|e| read_error::<S>(payload, &e))
+            let text = utf8_text(payload)?;
+            serde_json::from_str::<S>(text).map_err(|e| read_error::<S>(text, &e))
         })
         .map_err(|e| format!("settings: {e}"))
         .and_then(|settings| settings.validate().map_err(|e| e.to_string()));
@@ -501,6 +525,29 @@ mod tests {
     }
 
     #[test]
+    fn bytes_that_are_not_utf8_say_where() {
+        let out = validate_settings::<S>(b"{\"limit\": 2, \"x\": \"\xff\"}").unwrap();
+        let v: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["valid"], false);
+        assert_eq!(
+            v["message"],
+            "settings: not UTF-8 text: invalid byte at offset 19"
+        );
+        let payload = b"{\"request\": {\"namespace\": \"m\xff\"}, \"settings\": {\"limit\": 2}}";
+        let cache = SettingsCache::new();
+        for _ in 0..2 {
+            let v = evaluate_cached(payload, &cache, |_, _: &S| Verdict::accept());
+            assert_eq!(v.code, Some(400));
+            assert_eq!(
+                v.message.as_deref(),
+                Some(
+                    "the admission request could not be read: not UTF-8 text: invalid byte at offset 28"
+                )
+            );
+        }
+    }
+
+    #[test]
     fn payloads_over_the_limits_are_413_before_parsing() {
         let mut big = br#"{"request": {}, "settings": {}}"#.to_vec();
         big.resize(limits::MAX_REQUEST_BYTES + 1, b' ');
@@ -560,7 +607,7 @@ mod tests {
         let deep = "[".repeat(10_000);
         let e = serde_json::from_str::<Value>(&deep).unwrap_err();
         assert!(
-            read_error::<Value>(deep.as_bytes(), &e).starts_with(
+            read_error::<Value>(&deep, &e).starts_with(
                 "its JSON is nested more than 127 levels deep (at line 1, column 128)"
             )
         );
@@ -602,13 +649,25 @@ mod tests {
                 .unwrap(),
             "a 3"
         );
+        assert_eq!(reads() - start, 1);
         assert_eq!(
             limit_of(&with("b", r#"{"limit": 3}"#), &cache)
                 .message
                 .unwrap(),
             "b 3"
         );
-        assert_eq!(reads() - start, 1, "the same settings text is read once");
+        assert_eq!(
+            reads() - start,
+            2,
+            "the first request is read in one pass, its settings not kept"
+        );
+        assert_eq!(
+            limit_of(&with("b2", r#"{"limit": 3}"#), &cache)
+                .message
+                .unwrap(),
+            "b2 3"
+        );
+        assert_eq!(reads() - start, 2, "kept settings are not read again");
         assert_eq!(
             limit_of(&with("c", r#"{"limit":4}"#), &cache)
                 .message
@@ -621,7 +680,7 @@ mod tests {
                 .unwrap(),
             "d 3"
         );
-        assert_eq!(reads() - start, 3, "other settings text is read again");
+        assert_eq!(reads() - start, 4, "other settings text is read again");
         // Settings the fast path cannot read are read with the payload, for the message.
         let bad = limit_of(&with("e", r#"{"limit": "x"}"#), &cache);
         assert_eq!(bad.code, Some(400));
@@ -730,13 +789,16 @@ mod tests {
             |r: &AdmissionRequest, s: &S| Verdict::reject(format!("{} {}", r.namespace, s.limit));
         for payload in &payloads {
             let cache = SettingsCache::new();
-            // The settings text of the payload, kept as a host's earlier request leaves it.
-            let first = evaluate_cached(
-                br#"{"request":{"namespace":"a"},"settings":{"limit":2}}"#,
-                &cache,
-                decide,
-            );
-            assert_eq!(first.message.as_deref(), Some("a 2"));
+            // The settings text of the payload, kept as a host's earlier requests leave it
+            // (the first is read in one pass; the second keeps its settings).
+            for _ in 0..2 {
+                let earlier = evaluate_cached(
+                    br#"{"request":{"namespace":"a"},"settings":{"limit":2}}"#,
+                    &cache,
+                    decide,
+                );
+                assert_eq!(earlier.message.as_deref(), Some("a 2"));
+            }
             assert_eq!(
                 evaluate_cached(payload.as_bytes(), &cache, decide),
                 evaluate(payload.as_bytes(), decide),
@@ -748,6 +810,11 @@ mod tests {
         let cache = SettingsCache::<S>::new();
         let kept = |p: &str| cache.request_with_kept(p.as_bytes()).is_some();
         assert!(!kept(&payloads[0]), "nothing is kept yet");
+        evaluate_cached(payloads[0].as_bytes(), &cache, decide);
+        assert!(
+            !kept(&payloads[0]),
+            "an instance's first request keeps nothing"
+        );
         evaluate_cached(payloads[0].as_bytes(), &cache, decide);
         assert!(kept(&payloads[0]));
         assert!(kept(&nested(120)));
