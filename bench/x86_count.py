@@ -5,10 +5,11 @@ counted by callgrind on the code wasmtime compiles the modules to (host included
 A deterministic count that ranks modules the way `kwctl bench` does, where wasmi's fuel (gpu-bench
 guest-work) does not: Cranelift gives every small wasm function a prologue, a stack check and an
 epoch check, which an interpreter's instruction count hardly sees. Each case runs
-`gpu-bench wasm-loop` (one kept wasmtime instance, as kwctl bench) under
-`valgrind --tool=callgrind`, counting only the loop of CALLS calls (`--toggle-collect`).
+`gpu-bench wasm-loop` under `valgrind --tool=callgrind`, counting only its two loops
+(`--toggle-collect`): CALLS calls on one kept wasmtime instance (as kwctl bench), then FRESH
+calls each on a fresh instance (as policy-server, instantiation included).
 
-    bench/x86_count.py [--calls N] [--functions] [--out BENCHMARKS.md]
+    bench/x86_count.py [--calls N] [--fresh-calls FRESH] [--functions] [--out BENCHMARKS.md]
 
 With --out, the table replaces the file's section between `<!-- x86-count:begin -->` and
 `<!-- x86-count:end -->` (appended when it has none); without it, it is printed.
@@ -40,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "target" / "bench-harness" / "gpu-bench"
 SHARED = json.loads((ROOT / "bench" / "kubewarden" / "kubewarden_policies.json").read_text())
 LOOP = "gpu_bench::calls_on"
+FRESH_LOOP = "gpu_bench::fresh_calls_on"
 BEGIN, END = "<!-- x86-count:begin -->", "<!-- x86-count:end -->"
 
 # (policy, kind, request, settings): the GPU Pod and Deployment of each static policy, the
@@ -47,28 +49,44 @@ BEGIN, END = "<!-- x86-count:begin -->", "<!-- x86-count:end -->"
 OURS = [(policy, kind, request, settings) for _, policy, kind, request, settings, _ in STATIC_CASES]
 
 
-def count(module, request, settings, calls, functions):
-    """Instructions per call, and the costliest functions (name, instructions) when asked."""
+def count(module, request, settings, calls, fresh_calls, functions):
+    """Instructions per call on the kept instance, per call on a fresh instance (None when
+    fresh_calls is 0), and the costliest functions of the kept calls (name, instructions) when
+    asked (the fresh calls are then not made, so that the functions are the kept calls')."""
+    fresh_calls = 0 if functions else fresh_calls
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "callgrind.out"
         env = dict(os.environ, GPU_E2E_PERFMAP="1") if functions else os.environ
         proc = subprocess.Popen(
             ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={LOOP}",
-             f"--callgrind-out-file={out}", str(BENCH), "wasm-loop", str(module), str(request),
-             str(settings), str(calls)],
+             f"--toggle-collect={FRESH_LOOP}", f"--callgrind-out-file={out}", str(BENCH), "wasm-loop",
+             str(module), str(request), str(settings), str(calls), str(fresh_calls)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         _, stderr = proc.communicate()
         perf_map = Path(f"/tmp/perf-{proc.pid}.map")
         try:
             if proc.returncode != 0:
                 raise SystemExit(f"x86_count: {module} on {request}: gpu-bench failed:\n{stderr[-2000:]}")
-            total = re.search(r"Collected : (\d+)", stderr)
-            if not total:
-                raise SystemExit(f"x86_count: no callgrind total for {module}:\n{stderr[-2000:]}")
+            loops = loop_totals(out)
+            if LOOP not in loops or (fresh_calls and FRESH_LOOP not in loops):
+                raise SystemExit(f"x86_count: no callgrind count of {LOOP} for {module}:\n{stderr[-2000:]}")
             top = top_functions(out, perf_map) if functions else []
         finally:
             perf_map.unlink(missing_ok=True)
-        return int(total.group(1)) / calls, top
+        fresh = loops[FRESH_LOOP] / fresh_calls if fresh_calls else None
+        return loops[LOOP] / calls, fresh, top
+
+
+def loop_totals(out):
+    """{loop function: its inclusive instructions} from a callgrind output."""
+    annotate = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(out)],
+                              capture_output=True, text=True).stdout
+    totals = {}
+    for line in annotate.splitlines():
+        m = re.match(r"\s*([\d,]+) \([ \d.]+%\)\s+\?\?\?:(\S+)", line)
+        if m and m.group(2) in (LOOP, FRESH_LOOP):
+            totals.setdefault(m.group(2), int(m.group(1).replace(",", "")))
+    return totals
 
 
 def top_functions(out, perf_map):
@@ -125,7 +143,10 @@ def cases(settings_dir):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--calls", type=int, default=1000, help="calls counted per case (default 1000)")
-    ap.add_argument("--functions", action="store_true", help="also list each case's costliest functions")
+    ap.add_argument("--fresh-calls", type=int, default=200,
+                    help="calls counted per case on a fresh instance each (default 200; 0: none)")
+    ap.add_argument("--functions", action="store_true",
+                    help="also list each case's costliest functions (kept calls only: no fresh calls)")
     ap.add_argument("--out", help="Markdown file whose x86-count section to replace (default: print)")
     args = ap.parse_args()
     for tool in ("valgrind", "callgrind_annotate"):
@@ -138,20 +159,25 @@ def main():
         return 1
     settings_dir = tempfile.mkdtemp(prefix="x86-count-")
     found, missing = cases(settings_dir)
+    fresh_calls = 0 if args.functions else args.fresh_calls
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short=12", "HEAD"],
                           capture_output=True, text=True).stdout.strip() or "?"
     lines = [BEGIN, "## x86 instructions per validate (callgrind on wasmtime)", "",
              f"Written by `bench/x86_count.py` at `{head}`; rerun it, do not edit by hand. Each module runs in "
-             f"`gpu-bench wasm-loop` (wasmtime 48 through gpu-e2e, one kept instance, as `kwctl bench`), under "
-             f"callgrind, which counts the x86 instructions of {args.calls:,} `validate` calls: the code wasmtime "
+             f"`gpu-bench wasm-loop` (wasmtime 48 through gpu-e2e) under callgrind, which counts the x86 "
+             f"instructions of {args.calls:,} `validate` calls on one kept instance, as `kwctl bench` makes them, "
+             f"then of {fresh_calls:,} calls each on a fresh instance, as policy-server makes them (instantiating "
+             "the module included: wasmtime's share of that is the same for every module): the code wasmtime "
              "compiled the module to, its builtins and the host's side of each call. Deterministic, like the "
              "guest-work count, but it ranks modules as kwctl does: see \"Which count to trust\" in the section "
              "read by hand. Ours are `policies/<name>/policy.wasm`; Kubewarden's as for the other sections.", "",
-             "| policy | kind | request | x86 instructions per call |", "|---|---|---|---:|"]
+             "| policy | kind | request | x86 instructions per call, kept instance | per call, fresh instance |",
+             "|---|---|---|---:|---:|"]
     tops = []
     for policy, kind, request, module, request_path, settings in found:
-        per_call, top = count(module, request_path, settings, args.calls, args.functions)
-        lines.append(f"| {policy} | {kind} | `{Path(request).stem}` | {per_call:,.0f} |")
+        per_call, fresh, top = count(module, request_path, settings, args.calls, args.fresh_calls, args.functions)
+        fresh_text = f"{fresh:,.0f}" if fresh is not None else "-"
+        lines.append(f"| {policy} | {kind} | `{Path(request).stem}` | {per_call:,.0f} | {fresh_text} |")
         print(lines[-1], file=sys.stderr, flush=True)
         tops.append((policy, request, top))
     for policy, request, top in tops if args.functions else []:

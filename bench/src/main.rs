@@ -8,7 +8,7 @@
 //! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
 //! gpu-bench teams [--quick] [--out FILE]    (namespace quotas and a team budget of 50 namespaces)
 //! gpu-bench guest-work [--out FILE | --print] (wasm instructions per validate, wasmi fuel)
-//! gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS (validate on one kept wasmtime instance,
+//! gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS] (validate on one kept wasmtime instance,
 //!                                                  for callgrind: bench/x86_count.py)
 //! ```
 //!
@@ -602,26 +602,51 @@ fn native_loop(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS`: `validate` of the module (any waPC
-/// policy, annotated or not) on the AdmissionRequest in REQUEST with the settings in SETTINGS
-/// (JSON or YAML; `-` for `{}`), once and then CALLS times on the same wasmtime instance, as
-/// `kwctl bench` does. The answer goes to stderr. The CALLS calls are all in [`calls_on`], so
-/// callgrind can count them alone (`--toggle-collect`): see `bench/x86_count.py`.
+/// `gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS]`: `validate` of the module
+/// (any waPC policy, annotated or not) on the AdmissionRequest in REQUEST with the settings in
+/// SETTINGS (JSON or YAML; `-` for `{}`), once and then CALLS times on the same wasmtime
+/// instance, as `kwctl bench` does; then FRESH_CALLS times (default 0) each on a fresh instance,
+/// as policy-server does (instantiation included). The answer goes to stderr. The two loops are
+/// [`calls_on`] and [`fresh_calls_on`], so callgrind can count each alone (`--toggle-collect`,
+/// `--dump-after`): see `bench/x86_count.py`.
 fn wasm_loop(args: &[String]) -> Result<()> {
-    let [module, request, settings, calls] = args else {
-        bail!("usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS");
+    let (module, request, settings, calls, fresh_calls) = match args {
+        [m, r, s, c] => (m, r, s, c, "0"),
+        [m, r, s, c, f] => (m, r, s, c, f.as_str()),
+        _ => bail!("usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS]"),
     };
     let calls: u64 = calls.parse().context("CALLS: a number of calls")?;
+    let fresh_calls: u64 = fresh_calls
+        .parse()
+        .context("FRESH_CALLS: a number of calls")?;
     let request = gpu_e2e::read_admission_request(request)?;
     let settings = match settings.as_str() {
         "-" => serde_json::json!({}),
         path => gpu_e2e::read_settings(path)?,
     };
     let payload = cases::validate_payload(&request, &settings)?;
-    let instance = Policy::load(module)?.instantiate()?;
+    let policy = Policy::load(module)?;
+    let instance = policy.instantiate()?;
     let first = instance.call("validate", &payload, None)?;
     eprintln!("{}", String::from_utf8_lossy(&first));
-    calls_on(&instance, &payload, calls)
+    calls_on(&instance, &payload, calls)?;
+    if fresh_calls > 0 {
+        // The same verdict (Kubewarden's policies may list things in another order).
+        let accepted = |answer: &[u8]| {
+            serde_json::from_slice::<serde_json::Value>(answer)
+                .ok()
+                .and_then(|v| v["accepted"].as_bool())
+        };
+        let fresh = policy.call("validate", &payload)?;
+        if accepted(&fresh) != accepted(&first) {
+            bail!(
+                "a fresh instance answered {} where the kept one answered {}",
+                String::from_utf8_lossy(&fresh),
+                String::from_utf8_lossy(&first)
+            );
+        }
+    }
+    fresh_calls_on(&policy, &payload, fresh_calls)
 }
 
 /// `calls` calls of `validate` on `instance`, each of which must succeed.
@@ -629,6 +654,15 @@ fn wasm_loop(args: &[String]) -> Result<()> {
 fn calls_on(instance: &gpu_e2e::Instance, payload: &[u8], calls: u64) -> Result<()> {
     for _ in 0..calls {
         std::hint::black_box(instance.call("validate", payload, None)?);
+    }
+    Ok(())
+}
+
+/// `calls` calls of `validate`, each on a fresh instance of `policy`, each of which must succeed.
+#[inline(never)]
+fn fresh_calls_on(policy: &Policy, payload: &[u8], calls: u64) -> Result<()> {
+    for _ in 0..calls {
+        std::hint::black_box(policy.call("validate", payload)?);
     }
     Ok(())
 }
