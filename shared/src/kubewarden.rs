@@ -56,9 +56,10 @@ where
 /// [`validate_cached`] with what the request allocates served by `arena` (the module's
 /// global allocator): the request, the decision and the answer are allocated in one
 /// scope, and the answer handed to the host is a copy made outside it, so a request
-/// leaves nothing behind in the arena. Settings read into `cache` are bumped too: in
-/// policy-server every request runs on a fresh instance and reads them again, and on a
-/// kept instance they set their chunk aside for as long as they are kept.
+/// leaves nothing behind in the arena. Settings read into `cache` (a kept instance's, from
+/// its second request on) are bumped too, and set their chunk aside for as long as they are
+/// kept; in policy-server every request runs on a fresh instance and reads its settings with
+/// the request.
 pub fn validate_in_arena<S, F>(
     arena: &RequestArena,
     payload: &[u8],
