@@ -64,8 +64,8 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
-    LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV,
-    MUTATING_POLICY_REQUESTS, MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
+    LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS,
+    MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS, MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = Path(__file__).resolve().parents[2]
 # CI puts a copy of shared/ beside the clone; GPU_ADMISSION_SHARED overrides it.

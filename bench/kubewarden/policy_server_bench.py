@@ -22,9 +22,9 @@ cache and its per-request instances).
    gpu-bench measures (bench/src/cases.rs), at concurrency 1 and 8, in one policy-server, in
    --rounds interleaved rounds (default 3; each row's figures the median round); with
    KUBEWARDEN_LABELS_POLICY naming a module file (Kubewarden's own labels policy), that
-   policy too, right after each of our requests on the same request, with settings asking for the same labels
-   (criteria containsAllOf workload-type, team: it reads the object's own labels, ours the
-   pod templates'); with KUBEWARDEN_MUTATING_POLICY naming a module file (Kubewarden's
+   policy too, right after each of ours on the same request, with settings asking for the
+   same labels (criteria containsAllOf workload-type, team: it reads the object's own labels,
+   ours the pod templates'); with KUBEWARDEN_MUTATING_POLICY naming a module file (Kubewarden's
    capabilities-psp), that policy on routing's two requests (settings: required_drop_capabilities
    ALL; every answer checked to carry a patch), its rows beside routing's. Both modules are built
    from kubewarden/policies at commit 6a01a242a770dbb168767a986ad0bc57cb3b61fb by
@@ -568,9 +568,6 @@ def peak_rss_mib(pid):
     return int(found.group(1)) / 1024 if found else None
 
 
-# Whose test_data/ the Kubewarden policies' requests come from.
-
-
 def version_of(module):
     """io.kubewarden.policy.version from the module's embedded metadata, "?" without one."""
     metadata = hosts.embedded_metadata(module) or {}
@@ -906,6 +903,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in args.modes if m not in MODES]
+    if args.rounds < 1:
+        ap.error("--rounds: at least 1")
     if unknown or not args.modes:
         ap.error(f"--modes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}")
     if args.capacity_only:
