@@ -45,28 +45,26 @@ pub struct GpuResources<'s> {
 impl Default for GpuResources<'_> {
     /// The built-in names, with the default fractional-GPU schedulers.
     fn default() -> Self {
-        static DEFAULT_FRACTIONAL: std::sync::OnceLock<FractionalSettings> =
-            std::sync::OnceLock::new();
-        GpuResources {
-            extra: &[],
-            fractional: DEFAULT_FRACTIONAL.get_or_init(FractionalSettings::default),
-        }
+        GpuResources::new(&[])
     }
 }
 
 impl<'s> GpuResources<'s> {
-    /// Built-in names plus `extra` (each exact or ending in `*`). A view of the settings:
-    /// building one copies nothing, so the policies build it on every request.
-    pub fn new(extra: &'s [String]) -> GpuResources<'s> {
-        GpuResources {
-            extra,
-            ..GpuResources::default()
-        }
+    /// What a policy's settings count as GPUs: the built-in names plus `extra` (each exact
+    /// or ending in `*`), with the `fractional` schedulers. A view of the settings: building
+    /// one copies nothing, so the policies build it on every request.
+    pub fn of(extra: &'s [String], fractional: &'s FractionalSettings) -> GpuResources<'s> {
+        GpuResources { extra, fractional }
     }
 
-    /// The same names, with these fractional-GPU schedulers recognized.
-    pub fn with_fractional(self, fractional: &'s FractionalSettings) -> GpuResources<'s> {
-        GpuResources { fractional, ..self }
+    /// Built-in names plus `extra`, with the default fractional-GPU schedulers.
+    pub fn new(extra: &'s [String]) -> GpuResources<'s> {
+        static DEFAULT_FRACTIONAL: std::sync::OnceLock<FractionalSettings> =
+            std::sync::OnceLock::new();
+        GpuResources::of(
+            extra,
+            DEFAULT_FRACTIONAL.get_or_init(FractionalSettings::default),
+        )
     }
 
     pub fn fractional(&self) -> &'s FractionalSettings {
@@ -837,6 +835,6 @@ mod tests {
         // With HAMi recognition off, the wildcard is taken at its word (the settings' choice).
         let mut off = FractionalSettings::default();
         off.hami.enabled = false;
-        assert!(names.with_fractional(&off).is_gpu("nvidia.com/gpumem"));
+        assert!(GpuResources::of(&extra, &off).is_gpu("nvidia.com/gpumem"));
     }
 }

@@ -80,8 +80,7 @@ macro_rules! policy_settings {
         impl $name {
             /// What counts as a GPU under these settings.
             pub fn gpu_resources(&self) -> $crate::gpu::GpuResources<'_> {
-                $crate::gpu::GpuResources::new(&self.extra_gpu_resources)
-                    .with_fractional(&self.fractional_gpus)
+                $crate::gpu::GpuResources::of(&self.extra_gpu_resources, &self.fractional_gpus)
             }
 
             /// Checks the fields every policy shares (`exceptions` aside: their rule names
