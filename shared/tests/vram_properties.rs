@@ -386,8 +386,9 @@ proptest! {
 /// pod: the need sits right at the available memory, where rounding could break
 /// monotonicity. `None` when even one token does not fit.
 fn at_the_limit(case: &Case, n: u64) -> Option<Case> {
-    let mut settings = case.settings();
-    let mut fits = |ctx: u64| {
+    // Settings are checked once and kept by the policy, so each context length gets its own.
+    let fits = |ctx: u64| {
+        let mut settings = case.settings();
         if let Some(spec) = settings.models.get_mut("m") {
             spec.context_length = Some(NumText::from(ctx));
         }

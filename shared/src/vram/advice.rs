@@ -108,7 +108,7 @@ pub fn advise(
     let current_product = whole.and_then(|s| s.product.clone());
     let mut alternatives: Vec<(u64, bool, &Target)> = Vec::new();
     if nvidia {
-        for t in &config.targets {
+        for t in config.targets() {
             if t.mib <= current_mib || Some(&t.product) == current_product.as_ref() {
                 continue;
             }
@@ -143,7 +143,7 @@ pub fn advise(
     if options.is_empty() && mig_option.is_none() {
         let mut s = format!(
             "{} fits it with up to {max} GPUs per pod{}: serve it on more pods (LeaderWorkerSet, KServe multi-node), lower its contextLength or concurrency",
-            if config.targets.iter().any(|t| t.pool.is_some()) {
+            if config.targets().iter().any(|t| t.pool.is_some()) {
                 "No pool's GPU"
             } else {
                 "No GPU the policy knows"
@@ -167,7 +167,7 @@ pub fn advise(
         sentences.push(s);
         return sentences.join(" ");
     }
-    let selector = if config.targets.iter().any(|t| t.pool.is_some()) {
+    let selector = if config.targets().iter().any(|t| t.pool.is_some()) {
         format!("pod label {pool_label_key}")
     } else {
         format!("nodeSelector {product_label_key}")

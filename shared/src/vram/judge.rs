@@ -726,7 +726,7 @@ impl Judge<'_> {
         if best.is_none() && first.resource == "nvidia.com/gpu" {
             for t in self
                 .config
-                .targets
+                .targets()
                 .iter()
                 .filter(|t| t.mib < first.device.mib)
             {

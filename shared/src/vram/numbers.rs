@@ -18,16 +18,34 @@ pub struct NumText(pub String);
 
 impl<'de> Deserialize<'de> for NumText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Raw {
-            Number(serde_json::Number),
-            Text(String),
+        struct Text;
+        impl serde::de::Visitor<'_> for Text {
+            type Value = NumText;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            // The text serde_json gives a number (`80`, `70.6`, `1e+21`), which errors quote.
+            fn visit_u64<E>(self, v: u64) -> Result<NumText, E> {
+                Ok(NumText(itoa::Buffer::new().format(v).to_string()))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<NumText, E> {
+                Ok(NumText(itoa::Buffer::new().format(v).to_string()))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<NumText, E> {
+                Ok(NumText(if v.is_finite() {
+                    zmij::Buffer::new().format_finite(v).to_string()
+                } else {
+                    v.to_string()
+                }))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<NumText, E> {
+                Ok(NumText(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<NumText, E> {
+                Ok(NumText(v))
+            }
         }
-        Ok(NumText(match Raw::deserialize(deserializer)? {
-            Raw::Number(n) => n.to_string(),
-            Raw::Text(s) => s,
-        }))
+        deserializer.deserialize_any(Text)
     }
 }
 
@@ -209,6 +227,27 @@ mod tests {
         let i: NumText = serde_json::from_value(json!(80)).unwrap();
         assert_eq!(i.whole("layers", 1, 1000).unwrap(), 80);
         assert!(serde_json::from_value::<NumText>(json!(true)).is_err());
+    }
+
+    #[rstest]
+    #[case::float("70.6", "70.6")]
+    #[case::exponent("1e21", "1e+21")]
+    #[case::negative("-3", "-3")]
+    #[case::whole("80", "80")]
+    #[case::text("\" 8 \"", " 8 ")]
+    fn numbers_keep_the_text_json_gives_them(#[case] json: &str, #[case] text: &str) {
+        assert_eq!(serde_json::from_str::<NumText>(json).unwrap().0, text);
+    }
+
+    #[rstest]
+    #[case::null("null")]
+    #[case::list("[1]")]
+    #[case::object("{}")]
+    fn other_values_are_not_numbers(#[case] json: &str) {
+        let e = serde_json::from_str::<NumText>(json)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expected a number or a string"), "{e}");
     }
 
     #[rstest]

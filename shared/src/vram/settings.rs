@@ -1,7 +1,7 @@
 //! The policy's settings and their checks. [`Settings::check`] turns them into the
 //! [`Config`] the rule runs on; `validate_settings` and `validate` use the same checks.
 
-use super::catalog::model::ModelSpec;
+use super::catalog::model::{Model, ModelSpec};
 use super::catalog::products::GpuCatalog;
 use super::catalog::registry::RegistryRef;
 use super::image::ImageLabelSettings;
@@ -114,6 +114,8 @@ policy_settings! {
 /// Settings, checked and ready to use.
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The `models` entries, checked, by id.
+    pub models: BTreeMap<String, Model>,
     pub catalog: GpuCatalog,
     pub usable_percent: u64,
     pub max_gpus_per_pod: u64,
@@ -121,8 +123,18 @@ pub struct Config {
     pub caps: Option<(String, BTreeMap<String, u64>)>,
     /// Caps on the GPU memory asked for.
     pub requested_caps: Option<RequestedCapsConfig>,
-    /// Targets suggestions may name: (pool, if any; product; MiB per GPU).
-    pub targets: Vec<Target>,
+    /// Where suggestions' targets come from; [`Config::targets`] lists them.
+    target_source: TargetSource,
+    targets: std::cell::OnceCell<Vec<Target>>,
+}
+
+/// What suggestions may name, as settings give it: the pools with their products, else
+/// `suggestProducts`, else the catalog's whole-GPU products.
+#[derive(Debug, Clone)]
+enum TargetSource {
+    Pools(Vec<(String, String)>),
+    Products(Vec<String>),
+    Catalog,
 }
 
 /// Something a suggestion can point at.
@@ -158,26 +170,26 @@ impl Settings {
         }
         validate_label_key("productLabelKey", &self.product_label_key)?;
 
-        let mut names: BTreeMap<String, String> = BTreeMap::new();
+        // Id or alias, lowercased -> the id it belongs to.
+        let mut names: BTreeMap<String, &String> = BTreeMap::new();
+        let mut models = BTreeMap::new();
         for (id, spec) in &self.models {
-            let field = format!("models[{id}]");
             if id.trim().is_empty() {
                 return Err(FieldError::new("models", "a model id must not be empty"));
             }
-            spec.resolve(&field)?;
+            models.insert(id.clone(), spec.resolve_at(|| format!("models[{id}]"))?);
             for (i, name) in std::iter::once(id).chain(&spec.aliases).enumerate() {
-                let at = if i == 0 {
-                    field.clone()
-                } else {
-                    format!("{field}.aliases[{}]", i - 1)
-                };
-                if let Some(other) = names.insert(name.to_ascii_lowercase(), field.clone())
-                    && other != field
+                if let Some(other) = names.insert(name.to_ascii_lowercase(), id)
+                    && other != id
                 {
+                    let at = match i {
+                        0 => format!("models[{id}]"),
+                        _ => format!("models[{id}].aliases[{}]", i - 1),
+                    };
                     return Err(FieldError::new(
                         at,
                         format!(
-                            "'{name}' is also the id or an alias of {other} (ids and aliases are matched ignoring case)"
+                            "'{name}' is also the id or an alias of models[{other}] (ids and aliases are matched ignoring case)"
                         ),
                     ));
                 }
@@ -326,14 +338,27 @@ impl Settings {
         self.validate_shared()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
 
-        let targets = self.targets(&catalog);
+        let target_source = if !self.pool_products.is_empty() {
+            TargetSource::Pools(
+                self.pool_products
+                    .iter()
+                    .map(|(pool, p)| (pool.clone(), p.clone()))
+                    .collect(),
+            )
+        } else if !self.suggest_products.is_empty() {
+            TargetSource::Products(self.suggest_products.clone())
+        } else {
+            TargetSource::Catalog
+        };
         Ok(Config {
+            models,
             catalog,
             usable_percent,
             max_gpus_per_pod,
             caps,
             requested_caps,
-            targets,
+            target_source,
+            targets: std::cell::OnceCell::new(),
         })
     }
 
@@ -343,49 +368,55 @@ impl Settings {
             .as_ref()
             .filter(|r| !(r.name.is_empty() && r.namespace.is_empty()))
     }
+}
 
-    /// Pools (with their products) when pools are configured; else `suggestProducts`;
-    /// else every whole-GPU product of the catalog.
-    fn targets(&self, catalog: &GpuCatalog) -> Vec<Target> {
-        let mib = |p: &str| catalog.product(p).map(|d| d.mib).unwrap_or(0);
-        let mut targets: Vec<Target> = if !self.pool_products.is_empty() {
-            self.pool_products
-                .iter()
-                .filter(|(_, p)| catalog.product(p).is_some_and(|d| !d.shared))
-                .map(|(pool, p)| Target {
-                    pool: Some(pool.clone()),
-                    product: p.clone(),
-                    mib: mib(p),
-                })
-                .collect()
-        } else if !self.suggest_products.is_empty() {
-            let unique: BTreeSet<&String> = self.suggest_products.iter().collect();
-            unique
-                .into_iter()
-                .map(|p| Target {
-                    pool: None,
-                    product: p.clone(),
-                    mib: mib(p),
-                })
-                .collect()
-        } else {
-            catalog
-                .suggestable()
-                .into_iter()
-                .map(|(product, mib)| Target {
-                    pool: None,
-                    product,
-                    mib,
-                })
-                .collect()
-        };
-        targets.sort_by(|a, b| {
-            a.mib
-                .cmp(&b.mib)
-                .then_with(|| a.product.cmp(&b.product))
-                .then_with(|| a.pool.cmp(&b.pool))
-        });
-        targets
+impl Config {
+    /// Targets suggestions may name, smallest memory first: the pools (with their
+    /// products) when pools are configured; else `suggestProducts`; else every whole-GPU
+    /// product of the catalog. Built the first time a suggestion needs them.
+    pub fn targets(&self) -> &[Target] {
+        self.targets.get_or_init(|| {
+            let catalog = &self.catalog;
+            let mib = |p: &str| catalog.product(p).map(|d| d.mib).unwrap_or(0);
+            let mut targets: Vec<Target> = match &self.target_source {
+                TargetSource::Pools(pools) => pools
+                    .iter()
+                    .filter(|(_, p)| catalog.product(p).is_some_and(|d| !d.shared))
+                    .map(|(pool, p)| Target {
+                        pool: Some(pool.clone()),
+                        product: p.clone(),
+                        mib: mib(p),
+                    })
+                    .collect(),
+                TargetSource::Products(products) => {
+                    let unique: BTreeSet<&String> = products.iter().collect();
+                    unique
+                        .into_iter()
+                        .map(|p| Target {
+                            pool: None,
+                            product: p.clone(),
+                            mib: mib(p),
+                        })
+                        .collect()
+                }
+                TargetSource::Catalog => catalog
+                    .suggestable()
+                    .into_iter()
+                    .map(|(product, mib)| Target {
+                        pool: None,
+                        product,
+                        mib,
+                    })
+                    .collect(),
+            };
+            targets.sort_by(|a, b| {
+                a.mib
+                    .cmp(&b.mib)
+                    .then_with(|| a.product.cmp(&b.product))
+                    .then_with(|| a.pool.cmp(&b.pool))
+            });
+            targets
+        })
     }
 }
 
@@ -485,11 +516,11 @@ mod tests {
         assert_eq!(s.image_labels.model_key, "io.gpu-admission.model");
         assert_eq!(s.image_labels.vram_gib_key, "io.gpu-admission.vram-gib");
         assert!(
-            c.targets
+            c.targets()
                 .iter()
                 .any(|t| t.product == "NVIDIA-H100-80GB-HBM3")
         );
-        assert!(c.targets.iter().all(|t| t.pool.is_none()));
+        assert!(c.targets().iter().all(|t| t.pool.is_none()));
     }
 
     #[test]
@@ -538,7 +569,7 @@ mod tests {
             })
         );
         let pools: Vec<(&str, u64)> = c
-            .targets
+            .targets()
             .iter()
             .map(|t| (t.pool.as_deref().unwrap(), t.mib))
             .collect();
@@ -569,7 +600,7 @@ mod tests {
         )
         .check()
         .unwrap();
-        let names: Vec<&str> = c.targets.iter().map(|t| t.product.as_str()).collect();
+        let names: Vec<&str> = c.targets().iter().map(|t| t.product.as_str()).collect();
         assert_eq!(names, vec!["NVIDIA-L4", "NVIDIA-H100-80GB-HBM3"]);
     }
 

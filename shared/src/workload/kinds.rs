@@ -127,7 +127,7 @@ impl CustomKind {
                 ),
             ));
         }
-        if self.templates.is_empty() && presets::find(&self.group, &self.kind).is_none() {
+        if self.templates.is_empty() && !presets::exists(&self.group, &self.kind) {
             return Err(FieldError::new(
                 format!("{field}.templates"),
                 format!(

@@ -138,17 +138,24 @@ pub fn pytorch_job() -> CustomKind {
 /// The ready-made description of `group`/`kind`, if there is one. Builds only that
 /// one: workload readers call this for every admitted custom resource.
 pub fn find(group: &str, kind: &str) -> Option<CustomKind> {
-    let make = match (group, kind) {
+    maker(group, kind).map(|make| make())
+}
+
+/// True when `group`/`kind` has a ready-made description (none is built).
+pub fn exists(group: &str, kind: &str) -> bool {
+    maker(group, kind).is_some()
+}
+
+fn maker(group: &str, kind: &str) -> Option<fn() -> CustomKind> {
+    Some(match (group, kind) {
         ("serving.kserve.io", "InferenceService") => kserve_inference_service,
         ("leaderworkerset.x-k8s.io", "LeaderWorkerSet") => leader_worker_set,
         ("ray.io", "RayCluster") => ray_cluster,
         ("kubeflow.org", "PyTorchJob") => pytorch_job,
         _ => return None,
-    };
-    Some(make())
+    })
 }
 
-/// All of the above.
 /// [`find`], made once and shared by every request.
 pub(super) fn shared(group: &str, kind: &str) -> Option<&'static CustomKind> {
     static ALL: std::sync::OnceLock<Vec<CustomKind>> = std::sync::OnceLock::new();
@@ -157,6 +164,7 @@ pub(super) fn shared(group: &str, kind: &str) -> Option<&'static CustomKind> {
         .find(|k| k.group == group && k.kind == kind)
 }
 
+/// All of the above.
 pub fn all() -> Vec<CustomKind> {
     vec![
         kserve_inference_service(),

@@ -362,6 +362,7 @@ fn every_preset_is_found_by_its_group_and_kind() {
     for k in presets::all() {
         assert_eq!(presets::find(&k.group, &k.kind).as_ref(), Some(&k));
         assert_eq!(presets::shared(&k.group, &k.kind), Some(&k));
+        assert!(presets::exists(&k.group, &k.kind));
         let named = CustomKind {
             templates: Vec::new(),
             ..k.clone()
@@ -372,6 +373,7 @@ fn every_preset_is_found_by_its_group_and_kind() {
     assert_eq!(presets::find("apps", "Deployment"), None);
     assert_eq!(presets::shared("ray.io", "RayJob"), None);
     assert_eq!(presets::shared("apps", "Deployment"), None);
+    assert!(!presets::exists("ray.io", "RayJob"));
 }
 
 #[test]

@@ -163,6 +163,12 @@ pub struct KvCache {
 }
 
 impl ModelSpec {
+    /// [`ModelSpec::resolve`] with the field's name built only for an error.
+    pub fn resolve_at(&self, field: impl FnOnce() -> String) -> Result<Model, FieldError> {
+        self.resolve("")
+            .map_err(|e| FieldError::new(format!("{}{}", field(), e.path), e.reason))
+    }
+
     /// Checks the entry; errors start with `field` (`models[meta-llama/Llama-3.1-8B]`).
     pub fn resolve(&self, field: &str) -> Result<Model, FieldError> {
         let attention_heads = self

@@ -77,6 +77,8 @@ pub struct FoundModel {
 /// when a model has to be looked up.
 pub struct Registry<'a> {
     settings: &'a BTreeMap<String, ModelSpec>,
+    /// The settings' entries already checked ([`Registry::with_checked`]).
+    checked: Option<&'a BTreeMap<String, Model>>,
     configmap: Option<&'a RegistryRef>,
     cluster: &'a dyn Cluster,
     loaded: OnceCell<Result<Loaded, String>>,
@@ -90,10 +92,20 @@ impl<'a> Registry<'a> {
     ) -> Self {
         Registry {
             settings,
+            checked: None,
             configmap,
             cluster,
             loaded: OnceCell::new(),
         }
+    }
+
+    /// The same registry, given the settings' entries as [`Settings::check`] resolved them
+    /// (by id), so that a lookup does not check its entry again.
+    ///
+    /// [`Settings::check`]: crate::vram::settings::Settings::check
+    pub fn with_checked(mut self, checked: &'a BTreeMap<String, Model>) -> Self {
+        self.checked = Some(checked);
+        self
     }
 
     /// The model for `reference`: `Ok(None)` when no entry matches; `Err` when the
@@ -141,9 +153,12 @@ impl<'a> Registry<'a> {
         match hit {
             Hit::Settings(id, spec) => Ok(FoundModel {
                 id: id.to_string(),
-                model: spec
-                    .resolve(&format!("models[{id}]"))
-                    .map_err(|e| e.to_string())?,
+                model: match self.checked.and_then(|c| c.get(id)) {
+                    Some(model) => model.clone(),
+                    None => spec
+                        .resolve(&format!("models[{id}]"))
+                        .map_err(|e| e.to_string())?,
+                },
                 source: "settings".into(),
             }),
             Hit::ConfigMap(id, value) => {
