@@ -12,14 +12,12 @@ use crate::arena::RequestArena;
 use crate::bytes;
 use crate::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use crate::limits;
-use kubewarden_policy_sdk::response::ValidationResponse;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 
 /// The `validate` entry point: runs `decide` on the request and the settings.
@@ -297,16 +295,28 @@ where
 /// Serializes a verdict as Kubewarden's `ValidationResponse`, its message cut to
 /// [`limits::MAX_MESSAGE_BYTES`].
 pub fn respond(v: Verdict) -> CallResult {
-    let response = ValidationResponse {
+    let message = v.message.map(limits::cap_message);
+    let response = Response {
         accepted: v.allowed,
-        message: v.message.map(limits::cap_message),
+        message: message.as_deref(),
         code: v.code,
-        mutated_object: v.mutated_object,
-        audit_annotations: (!v.audit_annotations.is_empty())
-            .then(|| v.audit_annotations.into_iter().collect::<HashMap<_, _>>()),
-        warnings: (!v.warnings.is_empty()).then_some(v.warnings),
+        mutated_object: v.mutated_object.as_ref(),
+        audit_annotations: (!v.audit_annotations.is_empty()).then_some(&v.audit_annotations),
+        warnings: (!v.warnings.is_empty()).then_some(v.warnings.as_slice()),
     };
     Ok(serde_json::to_vec(&response)?)
+}
+
+/// Kubewarden's `ValidationResponse` (the SDK's field names, unset fields as `null`),
+/// serialized from the verdict's own fields without copying them into the SDK's type.
+#[derive(serde::Serialize)]
+struct Response<'a> {
+    accepted: bool,
+    message: Option<&'a str>,
+    code: Option<u16>,
+    mutated_object: Option<&'a serde_json::Value>,
+    audit_annotations: Option<&'a std::collections::BTreeMap<String, String>>,
+    warnings: Option<&'a [String]>,
 }
 
 pub use crate::policy::{
@@ -461,6 +471,33 @@ mod tests {
                 Ok(())
             }
         }
+    }
+
+    #[test]
+    fn the_answer_is_kubewardens_validation_response() {
+        use kubewarden_policy_sdk::response::ValidationResponse;
+        let verdict = Verdict::reject("no")
+            .with_code(403)
+            .with_audit("b", "2")
+            .with_audit("a", "1")
+            .with_warning("careful");
+        let bytes = respond(verdict).unwrap();
+        let sdk: ValidationResponse = serde_json::from_slice(&bytes).unwrap();
+        assert!(!sdk.accepted);
+        assert_eq!(sdk.message.as_deref(), Some("no"));
+        assert_eq!(sdk.code, Some(403));
+        assert!(sdk.mutated_object.is_none());
+        let audits = sdk.audit_annotations.unwrap();
+        assert_eq!((audits["a"].as_str(), audits["b"].as_str()), ("1", "2"));
+        assert_eq!(sdk.warnings, Some(vec!["careful".to_string()]));
+
+        let bytes = respond(Verdict::mutate(json!({"kind": "Pod"}))).unwrap();
+        let answer: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(
+            answer,
+            json!({"accepted": true, "message": null, "code": null,
+                   "mutated_object": {"kind": "Pod"}, "audit_annotations": null, "warnings": null})
+        );
     }
 
     fn settings(payload: Value) -> Value {

@@ -19,6 +19,7 @@ use crate::workload::presets::KSERVE_MODEL_CONTAINERS;
 use crate::workload::{CustomKind, PodTemplate, Workload, value_at};
 use serde::Deserialize;
 use serde_json::Value;
+use std::borrow::Cow;
 
 const KSERVE_GROUP: &str = "serving.kserve.io";
 const LWS_GROUP: &str = "leaderworkerset.x-k8s.io";
@@ -44,8 +45,9 @@ pub struct Member<'w> {
     pub role: &'static str,
     /// Pods of this template in one unit.
     pub pods: u64,
-    /// The pod spec, with KServe's model container added for an InferenceService predictor.
-    pub spec: PodSpec,
+    /// The template's pod spec; a copy with KServe's model container added for an
+    /// InferenceService predictor.
+    pub spec: Cow<'w, PodSpec>,
     /// The model URI the template loads (KServe `storageUri`), with where it was found.
     pub storage_uri: Option<(String, String)>,
 }
@@ -218,7 +220,7 @@ fn member<'w>(
     object: &Value,
     kserve: Option<&[String]>,
 ) -> Result<Member<'w>, String> {
-    let mut spec = template.spec.clone();
+    let mut spec = Cow::Borrowed(&template.spec);
     let mut storage_uri = None;
     if let Some(read_by_workload) = kserve {
         let template_spec = value_at(object, &template.spec_pointer);
@@ -236,7 +238,7 @@ fn member<'w>(
                 if container.name.is_empty() {
                     container.name = (*field).to_string();
                 }
-                spec.containers.push(container);
+                spec.to_mut().containers.push(container);
             }
             if storage_uri.is_none()
                 && let Some(uri) = value.get("storageUri").and_then(Value::as_str)

@@ -2,7 +2,9 @@
 //! metadata and pod count, within the input limits.
 
 use super::kinds::{CustomKind, OneOrMany, TemplateLocation, builtin};
-use super::pointer::{array_index, dot_to_pointer, pointer_to_location, value_at};
+use super::pointer::{
+    array_index, dot_to_pointer, pointer_to_location, push_dot_pointer, value_at,
+};
 use super::{MAX_CONTAINERS, MAX_RESOURCES, MAX_TEMPLATES, WorkloadError};
 use crate::podspec::{Container, ObjectMeta, PodSpec};
 use serde_json::{Map, Value};
@@ -148,7 +150,12 @@ pub(super) fn read_template(
     let resolve = |p: &str| match p.strip_prefix("$.") {
         Some(abs) => dot_to_pointer(abs),
         None if p.is_empty() => element.to_string(),
-        None => format!("{element}{}", dot_to_pointer(p)),
+        None => {
+            let mut pointer = String::with_capacity(element.len() + p.len() + 1);
+            pointer.push_str(element);
+            push_dot_pointer(&mut pointer, p);
+            pointer
+        }
     };
     // The first candidate present (not null), with its value: each value is looked up once.
     let first_present = |paths: &OneOrMany| -> Option<(String, &Value)> {

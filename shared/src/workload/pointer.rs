@@ -100,11 +100,16 @@ pub fn object_at_mut<'a>(root: &'a mut Value, pointer: &str) -> Option<&'a mut M
 /// `spec.template` -> `/spec/template`.
 pub fn dot_to_pointer(path: &str) -> String {
     let mut out = String::with_capacity(path.len() + 1);
+    push_dot_pointer(&mut out, path);
+    out
+}
+
+/// Appends [`dot_to_pointer`] of `path` to `out`.
+pub fn push_dot_pointer(out: &mut String, path: &str) {
     for segment in path.split('.') {
         out.push('/');
-        push_escaped(&mut out, segment);
+        push_escaped(out, segment);
     }
-    out
 }
 
 /// Appends `s` to `out` as a pointer token (`~` as `~0`, `/` as `~1`).
