@@ -462,8 +462,13 @@ class PolicyServer:
         return http("GET", f"http://127.0.0.1:{self.readiness_port}/readiness", timeout=2)[0] == 200
 
     def validate_raw(self, policy_id, review, timeout=30.0):
-        """(HTTP status, body bytes) of POST /validate/<policy_id>."""
-        return http("POST", f"{self.url}/validate/{policy_id}", review, timeout=timeout)
+        """(HTTP status, body bytes) of POST /validate/<policy_id>; no answer in `timeout`
+        seconds is a HostError with the end of policy-server's log."""
+        try:
+            return http("POST", f"{self.url}/validate/{policy_id}", review, timeout=timeout)
+        except TimeoutError as e:
+            raise HostError(f"POST /validate/{policy_id}: no answer in {timeout} s; policy-server's log ends:\n"
+                            f"{self.process.log_tail(60)}") from e
 
     def validate(self, policy_id, review, timeout=30.0):
         """The AdmissionResponse policy-server returns for `review` (an AdmissionReview)."""
