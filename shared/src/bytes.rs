@@ -6,8 +6,8 @@
 //! kept: measured with callgrind on the x86 code wasmtime compiles the modules to, that
 //! comparison alone was 6% of VRAM fit's `validate` on a Deployment and 9% of routing's on a
 //! Pod (BENCHMARKS.md, "What the figures say"). [`equal`] reads eight bytes per step.
-//! Short strings (map keys, field names) gain little, so the rest of the code compares as
-//! usual.
+//! The modules also replace `memcmp` itself ([`memcmp`]), which every other comparison of
+//! slices and strings calls: map keys looked up and inserted while reading a request.
 
 /// Whether `a` and `b` hold the same bytes.
 pub fn equal(a: &[u8], b: &[u8]) -> bool {
@@ -34,9 +34,77 @@ pub fn strip_suffix<'a>(text: &'a [u8], suffix: &[u8]) -> Option<&'a [u8]> {
     equal(end, suffix).then_some(rest)
 }
 
+/// `memcmp` for the policy modules, replacing wasi-libc's (musl's one byte per step).
+///
+/// Rust compares slices and strings through `memcmp`, so every map key the rules look up and
+/// every `BTreeMap` insertion while reading a request calls it. This one compares eight bytes
+/// per step, then finds the first differing byte of the differing word.
+///
+/// # Safety
+/// As C's `memcmp`: `a` and `b` point to at least `n` readable bytes.
+/// Built on every target so that the tests compare it with the slices' own ordering; only the
+/// policy modules export it under C's name.
+#[cfg_attr(all(target_arch = "wasm32", feature = "kubewarden"), unsafe(no_mangle))]
+pub unsafe extern "C" fn memcmp(a: *const u8, b: *const u8, n: usize) -> i32 {
+    let mut i = 0;
+    while i + 8 <= n {
+        // SAFETY: i + 8 <= n bytes are readable from both.
+        let (x, y) = unsafe {
+            (
+                a.add(i).cast::<u64>().read_unaligned(),
+                b.add(i).cast::<u64>().read_unaligned(),
+            )
+        };
+        if x != y {
+            // Little-endian: the lowest set bit of the difference is in the first differing byte.
+            let at = ((x ^ y).trailing_zeros() / 8) as usize;
+            // SAFETY: at < 8.
+            let (p, q) = unsafe { (*a.add(i + at), *b.add(i + at)) };
+            return i32::from(p) - i32::from(q);
+        }
+        i += 8;
+    }
+    while i < n {
+        // SAFETY: i < n.
+        let (p, q) = unsafe { (*a.add(i), *b.add(i)) };
+        if p != q {
+            return i32::from(p) - i32::from(q);
+        }
+        i += 1;
+    }
+    0
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{equal, strip_suffix};
+    use super::{equal, memcmp, strip_suffix};
+
+    #[test]
+    fn memcmp_orders_as_slices_do() {
+        let base: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37)).collect();
+        for n in 0..40 {
+            let a = &base[..n];
+            // SAFETY: both hold n bytes.
+            let same = unsafe { memcmp(a.as_ptr(), a.to_vec().as_ptr(), n) };
+            assert_eq!(same, 0, "{n} bytes");
+            for at in 0..n {
+                for flip in [0x01, 0x80, 0xff] {
+                    let mut b = a.to_vec();
+                    b[at] ^= flip;
+                    // SAFETY: both hold n bytes.
+                    let got = unsafe { memcmp(a.as_ptr(), b.as_ptr(), n) };
+                    assert_eq!(got.cmp(&0), a.cmp(&b[..]), "{n} bytes, {flip:#x} at {at}");
+                    // SAFETY: both hold n bytes, one byte further on.
+                    let shifted = unsafe { memcmp(base[1..].as_ptr(), b.as_ptr(), n) };
+                    assert_eq!(
+                        shifted.cmp(&0),
+                        base[1..=n].cmp(&b[..]),
+                        "{n} bytes at offset 1"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn equal_as_slices_are_for_every_length_and_difference() {
