@@ -78,7 +78,7 @@ where
             .expect("one cache per settings type")
     });
     validate_cached(payload, &cache, |r, s: &P::Settings| {
-        P::evaluate(r, s, cluster)
+        P::evaluate_owned(r, s, cluster)
     })
     .map_err(|e| e.to_string())
 }
@@ -88,7 +88,7 @@ pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) ->
     let cluster = ReplayCluster::new(session);
     let answer = if policy == NAIVE_CAPACITY {
         glue(payload, |r, s: &gpu_rules::capacity::Settings| {
-            naive_capacity_gate::evaluate(r, s, &cluster)
+            naive_capacity_gate::evaluate(&r, s, &cluster)
         })
         .map_err(|e| e.to_string())
     } else {

@@ -499,7 +499,9 @@ fn decide_with<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> (Verdict, Vec<C
         answers,
         calls: RefCell::new(Vec::new()),
     };
-    let verdict = kubewarden::evaluate(payload, |r, s: &P::Settings| P::evaluate(r, s, &cluster));
+    let verdict = kubewarden::evaluate(payload, |r, s: &P::Settings| {
+        P::evaluate_owned(r, s, &cluster)
+    });
     (verdict, cluster.calls.into_inner())
 }
 

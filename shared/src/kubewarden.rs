@@ -20,11 +20,13 @@ use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// The `validate` entry point: runs `decide` on the request and the settings.
+/// The `validate` entry point: runs `decide` on the request and the settings. `decide` is
+/// handed the request: a policy that changes the object moves it into its answer instead of
+/// copying it.
 pub fn validate<S, F>(payload: &[u8], decide: F) -> CallResult
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     respond(evaluate(payload, decide))
 }
@@ -33,7 +35,7 @@ where
 pub fn evaluate<S, F>(payload: &[u8], decide: F) -> Verdict
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
@@ -46,7 +48,7 @@ where
 pub fn validate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> CallResult
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     respond(evaluate_cached(payload, cache, decide))
 }
@@ -66,7 +68,7 @@ pub fn validate_in_arena<S, F>(
 ) -> CallResult
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     arena.scope(|| {
         let answer = respond(evaluate_cached(payload, cache, decide))?;
@@ -82,13 +84,13 @@ where
 pub fn evaluate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> Verdict
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
     if let Some((request, settings)) = cache.request_with_kept(payload) {
-        return decide(&request, &settings);
+        return decide(request, &settings);
     }
     // An instance's first request, and in policy-server (a fresh instance per request) every
     // request, is read in one pass, settings included: keeping the settings' text would take
@@ -102,7 +104,7 @@ where
         && let Ok(p) = serde_json::from_str::<RawPayload>(text)
         && let Some(settings) = cache.read(p.settings.get())
     {
-        return decide(&p.request, &settings);
+        return decide(p.request, &settings);
     }
     read_and_decide(payload, decide)
 }
@@ -212,13 +214,13 @@ impl<S: DeserializeOwned> SettingsCache<S> {
 fn read_and_decide<S, F>(payload: &[u8], decide: F) -> Verdict
 where
     S: DeserializeOwned,
-    F: FnOnce(&AdmissionRequest, &S) -> Verdict,
+    F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
     let read = utf8_text(payload).and_then(|text| {
         serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
     });
     match read {
-        Ok(p) => decide(&p.request, &p.settings),
+        Ok(p) => decide(p.request, &p.settings),
         Err(e) => {
             Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
         }
@@ -377,7 +379,7 @@ macro_rules! kubewarden_policy {
                         payload,
                         cache,
                         |request, settings: &<$policy as Policy>::Settings| {
-                            <$policy>::evaluate(
+                            <$policy>::evaluate_owned(
                                 request,
                                 settings,
                                 &$crate::kubewarden::HostCluster::<
@@ -767,7 +769,7 @@ mod tests {
             &big,
             many.as_bytes(),
         ] {
-            let decide = |r: &AdmissionRequest, s: &S| {
+            let decide = |r: AdmissionRequest, s: &S| {
                 Verdict::reject(format!("{} {}", r.namespace, s.limit))
             };
             let cache = SettingsCache::new();
@@ -788,7 +790,7 @@ mod tests {
                 "[".repeat(depth),
                 "]".repeat(depth)
             );
-            let decide = |_: &AdmissionRequest, _: &Value| Verdict::accept();
+            let decide = |_: AdmissionRequest, _: &Value| Verdict::accept();
             let cached = evaluate_cached(payload.as_bytes(), &SettingsCache::new(), decide);
             assert_eq!(
                 cached,
@@ -824,7 +826,7 @@ mod tests {
         .into();
         payloads.extend([120, 124, 125, 126, 127].map(nested));
         let decide =
-            |r: &AdmissionRequest, s: &S| Verdict::reject(format!("{} {}", r.namespace, s.limit));
+            |r: AdmissionRequest, s: &S| Verdict::reject(format!("{} {}", r.namespace, s.limit));
         for payload in &payloads {
             let cache = SettingsCache::new();
             // The settings text of the payload, kept as a host's earlier requests leave it

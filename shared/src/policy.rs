@@ -58,25 +58,43 @@ pub trait Policy {
         clock: &dyn Clock,
     ) -> Verdict;
 
-    /// Decides one admission request at the time `clock` tells: the opening every policy
-    /// shares (requests it does not judge, exempt namespaces), then [`Policy::decide`].
+    /// The opening every policy shares: the verdict on a request it does not judge or from
+    /// a namespace it exempts; `None` for a request [`Policy::decide`] decides.
+    fn opening(request: &AdmissionRequest, settings: &Self::Settings) -> Option<Verdict> {
+        if !Self::judges(request) {
+            return Some(Verdict::accept());
+        }
+        let namespace = request_namespace(request);
+        if Self::exempt_namespaces(settings).contains(namespace) {
+            return Some(Verdict::accept().with_audit(
+                AUDIT_EXEMPT,
+                format!("namespace {namespace} is in exemptNamespaces: not checked"),
+            ));
+        }
+        None
+    }
+
+    /// Decides one admission request at the time `clock` tells: [`Policy::opening`], then
+    /// [`Policy::decide`].
     fn evaluate_at(
         request: &AdmissionRequest,
         settings: &Self::Settings,
         cluster: &dyn Cluster,
         clock: &dyn Clock,
     ) -> Verdict {
-        if !Self::judges(request) {
-            return Verdict::accept();
-        }
-        let namespace = request_namespace(request);
-        if Self::exempt_namespaces(settings).contains(namespace) {
-            return Verdict::accept().with_audit(
-                AUDIT_EXEMPT,
-                format!("namespace {namespace} is in exemptNamespaces: not checked"),
-            );
-        }
-        Self::decide(request, settings, cluster, clock)
+        Self::opening(request, settings)
+            .unwrap_or_else(|| Self::decide(request, settings, cluster, clock))
+    }
+
+    /// [`Policy::evaluate`] of a request the caller hands over (the waPC glue): the same
+    /// verdict. A policy that changes objects moves the request's object into its answer
+    /// instead of copying it.
+    fn evaluate_owned(
+        request: AdmissionRequest,
+        settings: &Self::Settings,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        Self::evaluate(&request, settings, cluster)
     }
 
     /// [`Policy::evaluate_at`] at the host's time.
@@ -161,10 +179,38 @@ pub struct Autoscaler;
 
 /// `impl Policy` for a policy whose rules are the module `$rules` (`decide`, `Settings`).
 /// `excused by RULE_NAMES`: the denials of its one rule are excused by its `exceptions`;
-/// `judges f`: the requests it judges, when not every CREATE and UPDATE.
+/// `judges f`: the requests it judges, when not every CREATE and UPDATE; `changes objects
+/// by prepare`: its decision up to the changed object (`Ok` a change to write, see
+/// [`crate::routing::prepare`]), so that [`Policy::evaluate_owned`] changes the request's
+/// own object.
 macro_rules! policy {
     ($policy:ty, $name:literal, $host_calls:expr, $rules:ident
-        $(, excused by $rule_names:path)? $(, judges $judges:path)?) => {
+        $(, excused by $rule_names:path)? $(, judges $judges:path)?
+        $(, changes objects by $prepare:path)?) => {
+        impl $policy {
+            /// `verdict` with the denials the policy's exceptions excuse.
+            #[allow(unused_variables)]
+            fn excused(
+                verdict: Verdict,
+                r: &AdmissionRequest,
+                s: &<Self as Policy>::Settings,
+                clock: &dyn Clock,
+            ) -> Verdict {
+                $(
+                    let verdict = crate::exceptions::excuse(
+                        verdict,
+                        s,
+                        &$rule_names,
+                        $rule_names[0],
+                        r,
+                        &s.custom_kinds,
+                        clock,
+                    );
+                )?
+                verdict
+            }
+        }
+
         impl Policy for $policy {
             const NAME: &'static str = $name;
             const HOST_CALLS: u8 = $host_calls;
@@ -189,19 +235,31 @@ macro_rules! policy {
                     cluster: c,
                     clock,
                 });
-                $(
-                    let verdict = crate::exceptions::excuse(
-                        verdict,
-                        s,
-                        &$rule_names,
-                        $rule_names[0],
-                        r,
-                        &s.custom_kinds,
-                        clock,
-                    );
-                )?
-                verdict
+                Self::excused(verdict, r, s, clock)
             }
+            $(
+                fn evaluate_owned(
+                    mut r: AdmissionRequest,
+                    s: &Self::Settings,
+                    c: &dyn Cluster,
+                ) -> Verdict {
+                    let clock = &SystemClock;
+                    if let Some(verdict) = Self::opening(&r, s) {
+                        return verdict;
+                    }
+                    let admission = Admission {
+                        request: &r,
+                        settings: s,
+                        cluster: c,
+                        clock,
+                    };
+                    match $prepare(admission) {
+                        // Allowed, or denied with a code: nothing for exceptions to excuse.
+                        Ok(change) => change.apply(&mut r),
+                        Err(verdict) => Self::excused(verdict, &r, s, clock),
+                    }
+                }
+            )?
         }
     };
 }
@@ -213,7 +271,8 @@ policy!(
     GET_RESOURCE,
     routing,
     excused by crate::routing::settings::RULE_NAMES,
-    judges crate::routing::judges
+    judges crate::routing::judges,
+    changes objects by crate::routing::prepare
 );
 policy!(
     VramFit,

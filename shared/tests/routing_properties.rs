@@ -8,9 +8,15 @@
 use gpu_rules::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use gpu_rules::routing::Settings;
 
-/// The rules without a cluster: these requests name no DRA claim.
+/// The rules without a cluster: these requests name no DRA claim. The request handed over
+/// as the waPC glue hands it (the object changed in place) gets the same verdict.
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    gpu_rules::routing::evaluate(request, settings, &gpu_rules::cluster::NoCluster)
+    use gpu_rules::policy::{Policy, Routing};
+    let cluster = gpu_rules::cluster::NoCluster;
+    let verdict = gpu_rules::routing::evaluate(request, settings, &cluster);
+    let owned = Routing::evaluate_owned(request.clone(), settings, &cluster);
+    assert_eq!(owned, verdict, "handed over and borrowed");
+    verdict
 }
 use gpu_rules::workload::presets;
 use proptest::prelude::*;

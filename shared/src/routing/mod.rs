@@ -366,8 +366,80 @@ pub fn judges(request: &AdmissionRequest) -> bool {
 
 /// The rules for a request routing judges, outside its exempt namespaces, at the time
 /// `clock` tells (lending windows). `cluster` answers the `get_resource` calls that read
-/// the workload's DRA claims (none without claims).
+/// the workload's DRA claims (none without claims). The changed object is a copy of the
+/// request's: [`Change::apply`] changes a request handed over in place.
 pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+    let request = a.request;
+    match prepare(a) {
+        Ok(change) => {
+            let mut object = request.object.clone();
+            match change.write(&mut object) {
+                Ok(()) => change.verdict(object),
+                Err(e) => crate::policy::unreadable(request, e),
+            }
+        }
+        Err(verdict) => verdict,
+    }
+}
+
+/// What routing writes into the object it changes, decided from the request but holding
+/// none of it, so that the object can then be moved into the verdict.
+pub struct Change {
+    workload: Workload,
+    /// Its changes ([`Plan::changes`]), by index in `workload.templates`.
+    plan: Plan,
+    /// The team label of each template that gets one.
+    teams: Vec<(usize, team::Judged)>,
+    warnings: Vec<String>,
+    lent_audit: Option<String>,
+}
+
+impl Change {
+    /// Writes the change into `object`, through the pointers its templates were read from;
+    /// `Err`: the part of `object` that cannot take it.
+    pub fn write(&self, object: &mut Value) -> Result<(), String> {
+        for (i, routing) in self.plan.changes() {
+            if let Some(template) = self.workload.templates.get(i) {
+                change::apply(object, template, routing)?;
+            }
+        }
+        for (i, judged) in &self.teams {
+            let (Some(template), Some(value)) =
+                (self.workload.templates.get(*i), judged.label.write())
+            else {
+                continue;
+            };
+            change::write_label(object, template, team::TEAM_POD_LABEL_KEY, value)?;
+        }
+        Ok(())
+    }
+
+    /// The verdict: `object` (the request's, written) with the warnings and audit.
+    pub fn verdict(self, object: Value) -> Verdict {
+        with_lent(
+            with_warnings(Verdict::mutate(object), self.warnings),
+            self.lent_audit,
+        )
+    }
+
+    /// The verdict on `request`, its object changed in place and moved into the verdict
+    /// (the request's object is then null). An object that cannot take the change is put
+    /// back, partly written, and the verdict is [`crate::policy::unreadable`]'s.
+    pub fn apply(self, request: &mut AdmissionRequest) -> Verdict {
+        let mut object = std::mem::take(&mut request.object);
+        match self.write(&mut object) {
+            Ok(()) => self.verdict(object),
+            Err(e) => {
+                request.object = object;
+                crate::policy::unreadable(request, e)
+            }
+        }
+    }
+}
+
+/// [`decide`] up to the change: `Ok` when the verdict is the request's object changed,
+/// `Err` with the verdict otherwise.
+pub fn prepare(a: crate::policy::Admission<'_, Settings>) -> Result<Change, Verdict> {
     let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     let namespace = namespace_of(request);
     let object = &request.object;
@@ -377,11 +449,11 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             .at("/metadata/deletionTimestamp")
             .is_some_and(|v| !v.is_null())
     {
-        return Verdict::accept();
+        return Err(Verdict::accept());
     }
     let workload = match Workload::from_object(object, &settings.custom_kinds) {
         Ok(w) => w,
-        Err(e) => return crate::policy::unreadable(request, e),
+        Err(e) => return Err(crate::policy::unreadable(request, e)),
     };
     let names = settings.gpu_resources();
     let claims = dra::resolve(&workload, &namespace, &settings.dra, cluster);
@@ -410,10 +482,10 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
     {
         // The update does not touch what routing reads, and the template cannot change
         // any more: let metadata updates (finalizers, annotations) through.
-        return Verdict::accept().with_warning(format!(
+        return Err(Verdict::accept().with_warning(format!(
             "{kind} is not routed as its pool requires ({}); it was admitted before, and its pod template cannot change after creation, so this update is let through unchanged",
             summary(&plan)
-        ));
+        )));
     }
 
     let mut denials = plan.denials();
@@ -423,13 +495,13 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             denials.truncate(MAX_REPORTED);
             denials.push(format!("and {more} more"));
         }
-        return Verdict::reject(denials.join("; "));
+        return Err(Verdict::reject(denials.join("; ")));
     }
 
     let teams = match namespace_team(request, settings, &workload, &plan, &namespace, cluster) {
         Ok(Some(team)) => team_labels(request, settings, &workload, &plan, &team),
         Ok(None) => Vec::new(),
-        Err(message) => return Verdict::reject(message),
+        Err(message) => return Err(Verdict::reject(message)),
     };
     let mut forged: Vec<String> = teams
         .iter()
@@ -442,7 +514,7 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             forged.truncate(MAX_REPORTED);
             forged.push(format!("and {more} more"));
         }
-        return Verdict::reject(forged.join("; "));
+        return Err(Verdict::reject(forged.join("; ")));
     }
 
     let mut warnings = Vec::new();
@@ -497,21 +569,24 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
         }
     }
 
-    let changes: Vec<(usize, &Routing)> = plan.changes().collect();
-    if changes.is_empty() && teams.is_empty() {
-        return with_lent(with_warnings(Verdict::accept(), warnings), lent_audit);
+    let changes = plan.changes().count();
+    if changes == 0 && teams.is_empty() {
+        return Err(with_lent(
+            with_warnings(Verdict::accept(), warnings),
+            lent_audit,
+        ));
     }
     if request.is_update()
         && workload.is_pod()
-        && let Some((routing, field)) = changes
-            .iter()
+        && let Some((routing, field)) = plan
+            .changes()
             .find_map(|(_, r)| r.changes_spec().map(|f| (r, f)))
     {
-        return Verdict::reject(format!(
+        return Err(Verdict::reject(format!(
             "spec.{field}: this running Pod would have to join pool {} ({}), but a Pod's scheduling fields cannot change after creation; delete the Pod and create it again",
             routing.pool,
             summary(&plan)
-        ));
+        )));
     }
     if !workload.is_pod()
         && let Some(owner) = controller_of(object)
@@ -524,32 +599,16 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             "{kind} is controlled by {owner}, whose pod template is not routed ({}); the policy does not change objects another controller manages, and routes their Pods when they are created. Route {owner} itself: update it (e.g. kubectl rollout restart), or list its kind in customKinds",
             summary(&plan)
         ));
-        return with_warnings(Verdict::accept(), warnings);
+        return Err(with_warnings(Verdict::accept(), warnings));
     }
 
-    let mut mutated = object.clone();
-    for (i, routing) in changes {
-        let Some(template) = workload.templates.get(i) else {
-            continue;
-        };
-        if let Err(e) = change::apply(&mut mutated, template, routing) {
-            return crate::policy::unreadable(request, e);
-        }
-    }
-    for (i, judged) in &teams {
-        let (Some(template), Some(value)) = (workload.templates.get(*i), judged.label.write())
-        else {
-            continue;
-        };
-        if let Err(e) = change::write_label(&mut mutated, template, team::TEAM_POD_LABEL_KEY, value)
-        {
-            return crate::policy::unreadable(request, e);
-        }
-    }
-    with_lent(
-        with_warnings(Verdict::mutate(mutated), warnings),
+    Ok(Change {
+        workload,
+        plan,
+        teams,
+        warnings,
         lent_audit,
-    )
+    })
 }
 
 /// The team of the workload's namespace, read when the policy stamps team labels and the

@@ -5,9 +5,15 @@ use crate::admission::ValidateSettings;
 use rstest::rstest;
 use serde_json::json;
 
-/// The rules without a cluster: these requests name no DRA claim.
+/// The rules without a cluster: these requests name no DRA claim. Every request is also
+/// handed over as the waPC glue hands it ([`Policy::evaluate_owned`], the object changed in
+/// place), which must give the same verdict.
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    super::evaluate(request, settings, &crate::cluster::NoCluster)
+    use crate::policy::{Policy, Routing as Policy_};
+    let verdict = super::evaluate(request, settings, &crate::cluster::NoCluster);
+    let owned = Policy_::evaluate_owned(request.clone(), settings, &crate::cluster::NoCluster);
+    assert_eq!(owned, verdict, "handed over and borrowed");
+    verdict
 }
 
 /// Three pools: batch, interactive (with required affinity on the GPU product), and
@@ -771,4 +777,33 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
     let v = super::evaluate(&req, &settings(), &nic);
     assert!(v.allowed);
     assert_eq!(v.mutated_object, None);
+}
+
+#[test]
+fn an_object_that_cannot_take_the_change_is_denied_and_kept() {
+    let object = deployment(json!({"workload-type": "batch"}), pod_spec());
+    let mut req = request("CREATE", "team-a", object, Value::Null);
+    let admission = crate::policy::Admission {
+        request: &req,
+        settings: &settings(),
+        cluster: &crate::cluster::NoCluster,
+        clock: &crate::clock::SystemClock,
+    };
+    let Ok(change) = prepare(admission) else {
+        panic!("the Deployment is routed");
+    };
+    // The object changed after the decision: its nodeSelector is no longer a map.
+    req.object["spec"]["template"]["spec"]["nodeSelector"] = json!(1);
+    let v = change.apply(&mut req);
+    assert!(!v.allowed);
+    assert_eq!(v.code, Some(400));
+    assert_eq!(v.mutated_object, None);
+    let message = v.message.unwrap();
+    assert!(
+        message.starts_with("Deployment team-a/llm cannot be read")
+            && message.contains("spec.template.spec.nodeSelector: is not an object"),
+        "{message}"
+    );
+    // The request has its object back (partly written) for the message.
+    assert_eq!(req.object["spec"]["template"]["spec"]["nodeSelector"], 1);
 }
