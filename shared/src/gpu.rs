@@ -97,7 +97,11 @@ pub struct MigProfile {
 impl MigProfile {
     /// Parses `nvidia.com/mig-3g.40gb` (optionally followed by `.shared` under time-slicing).
     pub fn from_resource_name(name: &str) -> Option<MigProfile> {
-        let profile = name.strip_prefix(MIG_PREFIX)?;
+        MigProfile::from_profile(name.strip_prefix(MIG_PREFIX)?)
+    }
+
+    /// [`MigProfile::from_resource_name`] of a resource name without its prefix (`3g.40gb`).
+    pub fn from_profile(profile: &str) -> Option<MigProfile> {
         let profile = profile.strip_suffix(".shared").unwrap_or(profile);
         let (slices, memory) = profile.split_once("g.")?;
         let memory = memory.strip_suffix("gb")?;

@@ -545,18 +545,22 @@ impl Judge<'_> {
         let estimate = model.estimate(tp);
         let need = estimate.total_mib;
         let clause = applied.clause();
-        let mut breakdown = resolved
-            .need_from
-            .clone()
-            .unwrap_or_else(|| estimate.breakdown());
-        if let Some(c) = &clause {
-            breakdown.push_str(&format!("; {c}"));
-        }
-        let needs_text = format!(
-            "model {} needs {} GPU memory ({breakdown})",
-            found.id,
-            estimate.total_text()
-        );
+        // What the model needs and why, for a denial only: an accepted request's answer
+        // does not say it.
+        let needs_text = || {
+            let mut breakdown = resolved
+                .need_from
+                .clone()
+                .unwrap_or_else(|| estimate.breakdown());
+            if let Some(c) = &clause {
+                breakdown.push_str(&format!("; {c}"));
+            }
+            format!(
+                "model {} needs {} GPU memory ({breakdown})",
+                found.id,
+                estimate.total_text()
+            )
+        };
 
         if let Some((key, caps)) = &self.config.caps
             && let Some((value, cap)) = plan
@@ -567,7 +571,8 @@ impl Judge<'_> {
             && need > cap
         {
             return Outcome::reject(format!(
-                "{needs_text}, more than the {} allowed for {key}={value} workloads: serve a smaller or quantized model, lower its contextLength or concurrency, or use another {key}",
+                "{}, more than the {} allowed for {key}={value} workloads: serve a smaller or quantized model, lower its contextLength or concurrency, or use another {key}",
+                needs_text(),
                 gib(cap, Round::Down)
             ));
         }
@@ -638,7 +643,7 @@ impl Judge<'_> {
                 &self.settings.pool_label_key,
             );
             return Outcome {
-                result: Judged::Reject(format!("{needs_text}; {asks}. {advice}")),
+                result: Judged::Reject(format!("{}; {asks}. {advice}", needs_text())),
                 warnings,
             };
         }

@@ -351,12 +351,13 @@ impl ServerArgs {
                 container: who.to_string(),
             }
         }
-        let shown = if text.is_empty() {
-            "nothing".to_string()
-        } else {
-            format!("'{text}'")
+        let bad = |what: &str| {
+            if text.is_empty() {
+                format!("{who}: {flag} is nothing, not {what}")
+            } else {
+                format!("{who}: {flag} is '{text}', not {what}")
+            }
         };
-        let bad = |what: &str| format!("{who}: {flag} is {shown}, not {what}");
         match key {
             Key::Model => {
                 if text.is_empty() {

@@ -172,16 +172,19 @@ impl GpuCatalog {
     /// MiB of one MIG device of `profile` (`3g.40gb`): settings, then an observed figure,
     /// then the nominal GB x 1024 from the name. `None` when it is not a profile name.
     pub fn mig_profile(&self, profile: &str) -> Option<u64> {
-        let parsed = MigProfile::from_resource_name(&format!("{MIG_PREFIX}{profile}"))?;
-        let key = format!("{}g.{}gb", parsed.slices, parsed.memory_gb);
-        self.mig_profiles
-            .get(profile)
-            .or_else(|| self.mig_profiles.get(&key))
-            .copied()
+        let parsed = MigProfile::from_profile(profile)?;
+        // The name as given, then as NVIDIA writes it (`03g.40gb` is `3g.40gb`).
+        let set = |name: &str| self.mig_profiles.get(name).copied();
+        set(profile)
+            .or_else(|| {
+                (!self.mig_profiles.is_empty())
+                    .then(|| set(&format!("{}g.{}gb", parsed.slices, parsed.memory_gb)))
+                    .flatten()
+            })
             .or_else(|| {
                 OBSERVED_MIG_PROFILES
                     .iter()
-                    .find(|(p, _)| *p == key)
+                    .find(|(p, _)| MigProfile::from_profile(p) == Some(parsed))
                     .map(|(_, mib)| *mib)
             })
             .or(Some(u64::from(parsed.memory_gb) * 1024))
@@ -325,5 +328,40 @@ mod tests {
         for p in STANDARD_MIG_PROFILES {
             assert!(GpuCatalog::default().mig_profile(p).is_some(), "{p}");
         }
+    }
+
+    #[test]
+    fn mig_profile_memory_from_settings_observed_or_nominal() {
+        let builtin = GpuCatalog::default();
+        assert_eq!(builtin.mig_profile("7g.40gb"), Some(40192), "observed");
+        assert_eq!(
+            builtin.mig_profile("07g.040gb"),
+            Some(40192),
+            "observed, as NVIDIA writes it"
+        );
+        assert_eq!(builtin.mig_profile("3g.40gb"), Some(40 * 1024), "nominal");
+        assert_eq!(builtin.mig_profile("3g.40gb.shared"), Some(40 * 1024));
+        for not_a_profile in ["", "3g", "g.40gb", "3g.40", "x3g.40gb", "12345g.1gb"] {
+            assert_eq!(builtin.mig_profile(not_a_profile), None, "{not_a_profile}");
+        }
+        let set = GpuCatalog::new(
+            BTreeMap::new(),
+            BTreeMap::from([
+                ("3g.40gb".to_string(), 39_000),
+                ("7g.40gb".to_string(), 40_000),
+            ]),
+        );
+        assert_eq!(set.mig_profile("3g.40gb"), Some(39_000));
+        assert_eq!(
+            set.mig_profile("03g.40gb"),
+            Some(39_000),
+            "its name as NVIDIA writes it"
+        );
+        assert_eq!(
+            set.mig_profile("7g.40gb"),
+            Some(40_000),
+            "settings before observed"
+        );
+        assert_eq!(set.mig_profile("1g.10gb"), Some(10 * 1024));
     }
 }
