@@ -397,7 +397,7 @@ pub struct Change {
 impl Change {
     /// Writes the change into `object`, through the pointers its templates were read from;
     /// `Err`: the part of `object` that cannot take it.
-    pub fn write(&self, object: &mut Value) -> Result<(), String> {
+    fn write(&self, object: &mut Value) -> Result<(), String> {
         for (i, routing) in self.plan.changes() {
             if let Some(template) = self.workload.templates.get(i) {
                 change::apply(object, template, routing)?;
@@ -415,7 +415,7 @@ impl Change {
     }
 
     /// The verdict: `object` (the request's, written) with the warnings and audit.
-    pub fn verdict(self, object: Value) -> Verdict {
+    fn verdict(self, object: Value) -> Verdict {
         with_lent(
             with_warnings(Verdict::mutate(object), self.warnings),
             self.lent_audit,

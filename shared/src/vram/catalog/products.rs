@@ -175,12 +175,12 @@ impl GpuCatalog {
         let parsed = MigProfile::from_profile(profile)?;
         // The name as given, then as NVIDIA writes it (`03g.40gb` is `3g.40gb`).
         let set = |name: &str| self.mig_profiles.get(name).copied();
+        let canonical = || match self.mig_profiles.is_empty() {
+            true => None,
+            false => set(&format!("{}g.{}gb", parsed.slices, parsed.memory_gb)),
+        };
         set(profile)
-            .or_else(|| {
-                (!self.mig_profiles.is_empty())
-                    .then(|| set(&format!("{}g.{}gb", parsed.slices, parsed.memory_gb)))
-                    .flatten()
-            })
+            .or_else(canonical)
             .or_else(|| {
                 OBSERVED_MIG_PROFILES
                     .iter()
