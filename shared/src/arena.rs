@@ -22,7 +22,39 @@
 //! guests), where [`RequestArena`] is `Sync` so it can be the `#[global_allocator]`.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
+
+thread_local! {
+    /// Inside [`leaving_released`]: [`release`] leaves values in memory.
+    static LEAVING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f`, in which [`release`] leaves what it is given in memory instead of freeing it,
+/// when `leave` is true: for the first request of a policy instance. A host that runs every
+/// request on a fresh instance (policy-server) discards the instance's memory with it, so
+/// freeing a request, its settings and its answer piece by piece (a tree of maps and
+/// strings) is work no one gains from. An instance that is kept (kwctl) frees from its second
+/// request on; what its first request left holds one chunk set aside for the instance's life.
+pub fn leaving_released<R>(leave: bool, f: impl FnOnce() -> R) -> R {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LEAVING.set(self.0);
+        }
+    }
+    let _reset = Reset(LEAVING.replace(leave));
+    f()
+}
+
+/// Drops `value`, or leaves it in memory inside [`leaving_released`] (never dropped: for
+/// values whose drop only frees memory).
+pub fn release<T>(value: T) {
+    if LEAVING.get() {
+        std::mem::forget(value);
+    } else {
+        drop(value);
+    }
+}
 
 /// Bytes in one chunk. A GPU Pod or Deployment request allocates a few KiB; what does not
 /// fit is served by the system allocator.

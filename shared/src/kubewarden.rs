@@ -70,9 +70,14 @@ where
     S: DeserializeOwned,
     F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
+    // An instance's first request is, in policy-server, its only one (see
+    // `arena::leaving_released`).
+    let first = !cache.asked.get();
     arena.scope(|| {
-        let answer = respond(evaluate_cached(payload, cache, decide))?;
-        Ok(arena.outside(|| answer.to_vec()))
+        crate::arena::leaving_released(first, || {
+            let answer = respond(evaluate_cached(payload, cache, decide))?;
+            Ok(arena.outside(|| answer.to_vec()))
+        })
     })
 }
 
@@ -220,7 +225,11 @@ where
         serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
     });
     match read {
-        Ok(p) => decide(p.request, &p.settings),
+        Ok(p) => {
+            let verdict = decide(p.request, &p.settings);
+            crate::arena::release(p.settings);
+            verdict
+        }
         Err(e) => {
             Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
         }
@@ -296,8 +305,8 @@ where
 
 /// Serializes a verdict as Kubewarden's `ValidationResponse`, its message cut to
 /// [`limits::MAX_MESSAGE_BYTES`].
-pub fn respond(v: Verdict) -> CallResult {
-    let message = v.message.map(limits::cap_message);
+pub fn respond(mut v: Verdict) -> CallResult {
+    let message = v.message.take().map(limits::cap_message);
     let response = Response {
         accepted: v.allowed,
         message: message.as_deref(),
@@ -306,7 +315,9 @@ pub fn respond(v: Verdict) -> CallResult {
         audit_annotations: (!v.audit_annotations.is_empty()).then_some(&v.audit_annotations),
         warnings: (!v.warnings.is_empty()).then_some(v.warnings.as_slice()),
     };
-    Ok(serde_json::to_vec(&response)?)
+    let answer = serde_json::to_vec(&response);
+    crate::arena::release((v, message));
+    Ok(answer?)
 }
 
 /// Kubewarden's `ValidationResponse` (the SDK's field names, unset fields as `null`),

@@ -94,7 +94,9 @@ pub trait Policy {
         settings: &Self::Settings,
         cluster: &dyn Cluster,
     ) -> Verdict {
-        Self::evaluate(&request, settings, cluster)
+        let verdict = Self::evaluate(&request, settings, cluster);
+        crate::arena::release(request);
+        verdict
     }
 
     /// [`Policy::evaluate_at`] at the host's time.
@@ -244,20 +246,23 @@ macro_rules! policy {
                     c: &dyn Cluster,
                 ) -> Verdict {
                     let clock = &SystemClock;
-                    if let Some(verdict) = Self::opening(&r, s) {
-                        return verdict;
-                    }
-                    let admission = Admission {
-                        request: &r,
-                        settings: s,
-                        cluster: c,
-                        clock,
+                    let verdict = if let Some(verdict) = Self::opening(&r, s) {
+                        verdict
+                    } else {
+                        let admission = Admission {
+                            request: &r,
+                            settings: s,
+                            cluster: c,
+                            clock,
+                        };
+                        match $prepare(admission) {
+                            // Allowed, or denied with a code: nothing for exceptions to excuse.
+                            Ok(change) => change.apply(&mut r),
+                            Err(verdict) => Self::excused(verdict, &r, s, clock),
+                        }
                     };
-                    match $prepare(admission) {
-                        // Allowed, or denied with a code: nothing for exceptions to excuse.
-                        Ok(change) => change.apply(&mut r),
-                        Err(verdict) => Self::excused(verdict, &r, s, clock),
-                    }
+                    crate::arena::release(r);
+                    verdict
                 }
             )?
         }

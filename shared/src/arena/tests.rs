@@ -1,4 +1,6 @@
 use super::*;
+use std::cell::Cell;
+use std::rc::Rc;
 
 fn layout(size: usize, align: usize) -> Layout {
     Layout::from_size_align(size, align).unwrap()
@@ -241,4 +243,33 @@ fn contents_survive_any_order_of_operations() {
         "the test kept allocations across scopes"
     );
     assert!(arena.stats().bumped > 5000);
+}
+
+/// Counts its drops.
+struct Counted(Rc<Cell<usize>>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.set(self.0.get() + 1);
+    }
+}
+
+#[test]
+fn released_values_are_dropped_except_while_leaving() {
+    let drops = Rc::new(Cell::new(0));
+    release(Counted(Rc::clone(&drops)));
+    assert_eq!(drops.get(), 1, "outside leaving_released: dropped");
+    leaving_released(true, || release(Counted(Rc::clone(&drops))));
+    assert_eq!(drops.get(), 1, "leaving: left in memory");
+    leaving_released(false, || release(Counted(Rc::clone(&drops))));
+    assert_eq!(drops.get(), 2, "not leaving: dropped");
+    // Nested, and reset when the outer call ends (also by a panic).
+    leaving_released(true, || {
+        leaving_released(false, || release(Counted(Rc::clone(&drops)))); // dropped
+        release(Counted(Rc::clone(&drops))); // left
+    });
+    assert_eq!(drops.get(), 3);
+    let _ = std::panic::catch_unwind(|| leaving_released(true, || panic!("in a request")));
+    release(Counted(Rc::clone(&drops)));
+    assert_eq!(drops.get(), 4, "the flag is reset after a panic");
 }
