@@ -70,7 +70,10 @@ pub fn validate_resource_names(field: &str, names: &[String]) -> Result<(), Fiel
 /// group and kind are an error (which one would apply?).
 pub fn validate_custom_kinds(field: &str, kinds: &[CustomKind]) -> Result<(), FieldError> {
     for (i, k) in kinds.iter().enumerate() {
-        k.validate(&format!("{field}[{i}]"))?;
+        // Checked under an empty path, whose errors then get the entry's path: a policy
+        // instance checks its settings on its first request, and most entries are fine.
+        k.validate("")
+            .map_err(|e| FieldError::new(format!("{field}[{i}]{}", e.path), e.reason))?;
         if kinds[..i]
             .iter()
             .any(|o| o.group == k.group && o.kind == k.kind)
@@ -288,5 +291,32 @@ mod tests {
         let err = validate_custom_kinds("customKinds", &[k.clone(), k]).unwrap_err();
         assert_eq!(err.path, "customKinds[1]", "{err}");
         validate_custom_kinds("customKinds", &crate::workload::presets::all()).unwrap();
+    }
+
+    #[test]
+    fn custom_kind_errors_carry_the_entry_path() {
+        let read = |v: serde_json::Value| -> crate::workload::CustomKind {
+            serde_json::from_value(v).unwrap()
+        };
+        let ray = crate::workload::presets::ray_cluster();
+        let cases = [
+            (
+                read(serde_json::json!({"group": "apps", "kind": "Deployment"})),
+                "customKinds[1]",
+            ),
+            (
+                read(serde_json::json!({"group": "x.io", "kind": ""})),
+                "customKinds[1].kind",
+            ),
+            (
+                read(serde_json::json!({"group": "x.io", "kind": "X",
+                    "templates": [{"path": "spec", "podSpec": "template.spec", "metadata": "template.metadata"}]})),
+                "customKinds[1].templates[0].path",
+            ),
+        ];
+        for (kind, path) in cases {
+            let err = validate_custom_kinds("customKinds", &[ray.clone(), kind]).unwrap_err();
+            assert_eq!(err.path, path, "{err}");
+        }
     }
 }
