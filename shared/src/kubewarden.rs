@@ -72,7 +72,7 @@ where
 {
     // An instance's first request is, in policy-server, its only one (see
     // `arena::leaving_released`).
-    let first = !cache.asked.get();
+    let first = !cache.asked_before();
     arena.scope(|| {
         crate::arena::leaving_released(first, || {
             let answer = respond(evaluate_cached(payload, cache, decide))?;
@@ -155,6 +155,11 @@ impl<S> SettingsCache<S> {
     /// True the first time it is called, false after.
     fn first_request(&self) -> bool {
         !self.asked.replace(true)
+    }
+
+    /// Whether [`SettingsCache::first_request`] was called, without calling it.
+    fn asked_before(&self) -> bool {
+        self.asked.get()
     }
 }
 
