@@ -258,27 +258,10 @@ fn read_error<T: DeserializeOwned>(payload: &str, e: &serde_json::Error) -> Stri
     if e.to_string().starts_with("recursion limit exceeded") {
         return limits::too_deep_text(e.line(), e.column());
     }
-    let mut deserializer = serde_json::Deserializer::from_str(payload);
-    let Err(located) = serde_path_to_error::deserialize::<_, T>(&mut deserializer) else {
-        return e.to_string();
-    };
-    let inner = located.inner().to_string();
-    let mut segments: Vec<_> = located.path().iter().collect();
-    // "unknown field `x`" names the field itself: the path is where it was found.
-    if inner.starts_with("unknown field") {
-        segments.pop();
-    }
-    let mut path = String::new();
-    for segment in segments {
-        if !path.is_empty() && !matches!(segment, serde_path_to_error::Segment::Seq { .. }) {
-            path.push('.');
-        }
-        path.push_str(&segment.to_string());
-    }
-    if path.is_empty() {
-        inner
-    } else {
-        format!("{path}: {inner}")
+    match crate::settings::located::<T>(payload) {
+        None => e.to_string(),
+        Some((path, inner)) if path.is_empty() => inner.to_string(),
+        Some((path, inner)) => format!("{}: {inner}", path.trim_start_matches('.')),
     }
 }
 

@@ -10,7 +10,6 @@
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::vram::catalog::{Model, ModelSpec};
-use gpu_rules::vram::numbers::NumText;
 use gpu_rules::vram::{Settings, evaluate};
 use gpu_rules::workload::presets;
 use proptest::prelude::*;
@@ -387,17 +386,14 @@ proptest! {
 /// monotonicity. `None` when even one token does not fit.
 fn at_the_limit(case: &Case, n: u64) -> Option<Case> {
     // Settings are checked once and kept by the policy, so each context length gets its own.
-    let fits = |ctx: u64| {
-        let mut settings = case.settings();
-        if let Some(spec) = settings.models.get_mut("m") {
-            spec.context_length = Some(NumText::from(ctx));
-        }
-        case.evaluate(&settings, n).allowed
-    };
     let with_context = |ctx: u64| {
         let mut c = case.clone();
         c.model["contextLength"] = json!(ctx);
         c
+    };
+    let fits = |ctx: u64| {
+        let c = with_context(ctx);
+        c.evaluate(&c.settings(), n).allowed
     };
     if !fits(1) {
         return None;

@@ -110,8 +110,7 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
         );
     }
 
-    let registry =
-        Registry::new(&settings.models, settings.registry(), cluster).with_checked(&config.models);
+    let registry = Registry::new(&settings.models, settings.registry(), cluster);
     let images = Images::new(&settings.image_labels, cluster);
     let judge = Judge {
         settings,

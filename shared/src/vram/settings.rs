@@ -1,7 +1,7 @@
 //! The policy's settings and their checks. [`Settings::check`] turns them into the
 //! [`Config`] the rule runs on; `validate_settings` and `validate` use the same checks.
 
-use super::catalog::model::{Model, ModelSpec};
+use super::catalog::model::ModelEntry;
 use super::catalog::products::GpuCatalog;
 use super::catalog::registry::RegistryRef;
 use super::image::ImageLabelSettings;
@@ -67,8 +67,9 @@ policy_settings! {
         pub model_label_key: String = DEFAULT_MODEL_KEY.into(),
         /// Pod-template annotation naming the model, for ids with `/` (`""` turns it off).
         pub model_annotation_key: String = DEFAULT_MODEL_KEY.into(),
-        /// The model registry: id -> `{vramGiB}` or a description.
-        pub models: BTreeMap<String, ModelSpec> = BTreeMap::new(),
+        /// The model registry: id -> `{vramGiB}` or a description, each read when a
+        /// request names it.
+        pub models: BTreeMap<String, ModelEntry> = BTreeMap::new(),
         /// A ConfigMap holding more registry entries (read with `get_resource`).
         pub model_registry: Option<RegistryRef> = None,
         /// GPU products (GFD names) -> MiB per GPU, added to or overriding the catalog.
@@ -105,17 +106,15 @@ policy_settings! {
         /// Read the model and its memory from labels of the server image's config.
         pub image_labels: ImageLabelSettings = ImageLabelSettings::default(),
         @shared + exceptions;
-        /// What [`Settings::check`] gave, the first time [`Settings::checked`] was asked.
+        /// What [`Settings::config`] gave, the first time [`Settings::checked`] was asked.
         #[serde(skip)]
         checked: std::cell::OnceCell<Result<Config, FieldError>> = std::cell::OnceCell::new(),
     }
 }
 
-/// Settings, checked and ready to use.
+/// Settings, checked and ready to use (the `models` entries apart: see [`ModelEntry`]).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// The `models` entries, checked, by id.
-    pub models: BTreeMap<String, Model>,
     pub catalog: GpuCatalog,
     pub usable_percent: u64,
     pub max_gpus_per_pod: u64,
@@ -149,36 +148,31 @@ const MAX_DEVICE_MIB: u64 = 16 * 1024 * 1024; // 16 TiB per GPU: catches unit mi
 const MAX_CAP_GIB: u64 = 1_000_000;
 
 impl Settings {
-    /// [`Settings::check`], done once: the policy keeps its settings between requests
+    /// [`Settings::config`], done once: the policy keeps its settings between requests
     /// (the waPC glue's settings cache), so `validate` checks them once per instance. The
     /// settings must not be changed after this is first asked (their fields are public for
     /// building them in tests: build, then evaluate).
     pub fn checked(&self) -> &Result<Config, FieldError> {
-        self.checked.get_or_init(|| self.check())
+        self.checked.get_or_init(|| self.config())
     }
 
-    /// Checks everything; errors start with the field path.
+    /// Checks everything (`validate_settings`); errors start with the field path.
     pub fn check(&self) -> Result<Config, FieldError> {
-        for (field, key) in [
-            ("modelLabelKey", &self.model_label_key),
-            ("modelAnnotationKey", &self.model_annotation_key),
-            ("poolLabelKey", &self.pool_label_key),
-        ] {
-            if !key.is_empty() {
-                validate_label_key(field, key)?;
-            }
-        }
-        validate_label_key("productLabelKey", &self.product_label_key)?;
+        self.check_models()?;
+        self.config()
+    }
 
+    /// Every `models` entry read and checked, and no two sharing an id or alias (ignoring
+    /// case).
+    fn check_models(&self) -> Result<(), FieldError> {
         // Id or alias, lowercased -> the id it belongs to.
         let mut names: BTreeMap<String, &String> = BTreeMap::new();
-        let mut models = BTreeMap::new();
-        for (id, spec) in &self.models {
+        for (id, entry) in &self.models {
             if id.trim().is_empty() {
                 return Err(FieldError::new("models", "a model id must not be empty"));
             }
-            models.insert(id.clone(), spec.resolve_at(|| format!("models[{id}]"))?);
-            for (i, name) in std::iter::once(id).chain(&spec.aliases).enumerate() {
+            entry.model(id).as_ref().map_err(Clone::clone)?;
+            for (i, name) in std::iter::once(id).chain(entry.aliases()).enumerate() {
                 if let Some(other) = names.insert(name.to_ascii_lowercase(), id)
                     && other != id
                 {
@@ -195,6 +189,22 @@ impl Settings {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// Checks everything but the `models` entries, which a request reads and checks when
+    /// it names one ([`ModelEntry::model`]).
+    fn config(&self) -> Result<Config, FieldError> {
+        for (field, key) in [
+            ("modelLabelKey", &self.model_label_key),
+            ("modelAnnotationKey", &self.model_annotation_key),
+            ("poolLabelKey", &self.pool_label_key),
+        ] {
+            if !key.is_empty() {
+                validate_label_key(field, key)?;
+            }
+        }
+        validate_label_key("productLabelKey", &self.product_label_key)?;
         if let Some(r) = self.registry() {
             check_registry(r)?;
         }
@@ -351,7 +361,6 @@ impl Settings {
             TargetSource::Catalog
         };
         Ok(Config {
-            models,
             catalog,
             usable_percent,
             max_gpus_per_pod,
@@ -626,6 +635,10 @@ mod tests {
     #[case::model_entry(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf17"}}}), "models[m].dtype: 'bf17' is not a dtype")]
     #[case::zero_layers(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16", "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}), "models[m].layers: must be a whole number from 1 to 10000, got '0'")]
     #[case::negative_vram(json!({"models": {"m": {"vramGiB": -1}}}), "models[m].vramGiB: must be a number")]
+    #[case::model_unknown_field(json!({"models": {"m": {"vram": 7}}}), "models[m]: unknown field `vram`, expected one of `vramGiB`,")]
+    #[case::model_wrong_type(json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16", "layers": [32]}}}), "models[m].layers: invalid type: sequence, expected a number")]
+    #[case::model_not_a_map(json!({"models": {"m": 7}}), "models[m]: invalid type: integer `7`, expected struct ModelSpec")]
+    #[case::alias_type(json!({"models": {"m": {"vramGiB": 1, "aliases": [1]}}}), "models[m].aliases[0]: invalid type: integer `1`, expected a string")]
     #[case::empty_id(json!({"models": {"": {"vramGiB": 1}}}), "models: a model id must not be empty")]
     #[case::alias_clash(json!({"models": {"a": {"vramGiB": 1}, "b": {"vramGiB": 1, "aliases": ["A"]}}}), "models[b].aliases[0]: 'A' is also the id or an alias of models[a]")]
     #[case::registry_namespace(json!({"modelRegistry": {"namespace": "Gpu", "name": "m"}}), "modelRegistry.namespace: 'Gpu' is not a namespace name")]

@@ -174,6 +174,39 @@ fn a_fitting_model_is_accepted_with_the_numbers() {
     );
 }
 
+#[test]
+fn a_models_entry_is_read_and_checked_when_a_request_names_it() {
+    let settings = settings_with(json!({"models": {
+        "llama-3.1-8b": {"vramGiB": 18},
+        "broken": {"parametersBillions": 7, "dtype": "bf17"},
+        "typo": {"vram": 7, "aliases": ["misspelt"]}
+    }}));
+    assert!(
+        settings.check().is_err(),
+        "validate_settings checks every entry"
+    );
+    let on_l4 = |model: &str| labelled(model, pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
+    let v = run(&settings, on_l4("llama-3.1-8b"));
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "18432");
+    let v = run(&settings, on_l4("broken"));
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().starts_with(
+            "gpu-vram-fit-policy has invalid settings: models[broken].dtype: 'bf17' is not a dtype"
+        ),
+        "{v:?}"
+    );
+    let v = run(&settings, on_l4("misspelt"));
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().starts_with(
+            "gpu-vram-fit-policy has invalid settings: models[typo]: unknown field `vram`"
+        ),
+        "{v:?}"
+    );
+}
+
 // Unit tests against hand-computed figures (see catalog::model for the arithmetic):
 // need (MiB) vs GPUs x MiB x 90%.
 #[rstest]

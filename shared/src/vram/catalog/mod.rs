@@ -11,6 +11,6 @@ pub mod products;
 pub mod registry;
 pub mod yaml;
 
-pub use model::{Dtype, Estimate, Model, ModelSpec};
+pub use model::{Dtype, Estimate, Model, ModelEntry, ModelSpec};
 pub use products::{DeviceMemory, GpuCatalog};
 pub use registry::{FoundModel, Registry, RegistryRef};

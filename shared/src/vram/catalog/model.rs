@@ -14,7 +14,9 @@
 
 use super::super::numbers::{MIB, NumText, Round, Thousandths, bytes_to_mib_ceil, div_ceil, gib};
 use crate::settings::FieldError;
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
+use serde_json::value::RawValue;
+use std::cell::OnceCell;
 use std::fmt;
 
 /// How weights or the KV cache are stored.
@@ -106,6 +108,68 @@ pub struct ModelSpec {
     pub attention_heads: Option<NumText>,
     /// Other names the model is found under (label values cannot hold `/`).
     pub aliases: Vec<String>,
+}
+
+/// A `models` entry of the settings, kept as its JSON text: its aliases are read when a
+/// lookup first compares them, the whole entry is read and checked when a request names
+/// it ([`ModelEntry::model`]). policy-server answers each request on a fresh instance,
+/// which reads the settings again: reading every entry into a [`ModelSpec`] and checking
+/// it cost about 17k x86 instructions an entry, for entries the request does not name.
+/// `validate_settings` still reads and checks them all.
+#[derive(Debug, Clone)]
+pub struct ModelEntry {
+    text: Box<RawValue>,
+    aliases: OnceCell<Vec<String>>,
+    model: OnceCell<Result<Model, FieldError>>,
+}
+
+/// An entry's aliases, read without the rest of it.
+#[derive(Deserialize)]
+struct Aliases {
+    #[serde(default)]
+    aliases: Vec<String>,
+}
+
+impl<'de> Deserialize<'de> for ModelEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(ModelEntry {
+            text: Box::<RawValue>::deserialize(deserializer)?,
+            aliases: OnceCell::new(),
+            model: OnceCell::new(),
+        })
+    }
+}
+
+impl ModelEntry {
+    /// Other names the model is found under, as the entry gives them (none when they
+    /// cannot be read: [`ModelEntry::model`] says why).
+    pub fn aliases(&self) -> &[String] {
+        self.aliases.get_or_init(|| {
+            serde_json::from_str::<Aliases>(self.text.get())
+                .map(|a| a.aliases)
+                .unwrap_or_default()
+        })
+    }
+
+    /// Whether `name` is one of the aliases (`exact`, or ignoring ASCII case).
+    pub fn has_alias(&self, name: &str, exact: bool) -> bool {
+        self.aliases().iter().any(|a| {
+            if exact {
+                a == name
+            } else {
+                a.eq_ignore_ascii_case(name)
+            }
+        })
+    }
+
+    /// The entry read and checked, the first time it is asked (an instance keeps the
+    /// answer); errors start with `models[<id>]`.
+    pub fn model(&self, id: &str) -> &Result<Model, FieldError> {
+        self.model.get_or_init(|| {
+            let field = || format!("models[{id}]");
+            FieldError::read_json::<ModelSpec>(field, self.text.get())?.resolve_at(field)
+        })
+    }
 }
 
 /// The default `overheadPercent`.
@@ -670,6 +734,35 @@ mod tests {
     #[test]
     fn unknown_fields_are_refused() {
         assert!(serde_json::from_value::<ModelSpec>(json!({"vramGb": 4})).is_err());
+    }
+
+    #[test]
+    fn an_entry_answers_for_its_aliases_however_its_text_spells_them() {
+        let entry = |text: &str| serde_json::from_str::<ModelEntry>(text).unwrap();
+        let plain = entry(r#"{"vramGiB": 4, "aliases": ["Llama-3.1-8b", "l8"]}"#);
+        assert!(plain.has_alias("Llama-3.1-8b", true));
+        assert!(!plain.has_alias("llama-3.1-8B", true));
+        assert!(plain.has_alias("llama-3.1-8B", false));
+        assert!(
+            !plain.has_alias("llama-3.1", false),
+            "a part of an alias is not one"
+        );
+        assert!(
+            !plain.has_alias("vramGiB", false),
+            "a field name is not an alias"
+        );
+        // `\u0038` is `8`.
+        let escaped = entry(r#"{"vramGiB": 4, "aliases": ["llama-3.1-\u0038b"]}"#);
+        assert!(escaped.has_alias("llama-3.1-8b", true));
+        let unreadable = entry(r#"{"vramGiB": 4, "aliases": "llama"}"#);
+        assert!(!unreadable.has_alias("llama", false));
+        assert!(unreadable.model("m").is_err());
+        assert_eq!(
+            plain.model("m").as_ref().unwrap().need,
+            Need::Explicit {
+                gib_thousandths: 4000
+            }
+        );
     }
 
     #[test]

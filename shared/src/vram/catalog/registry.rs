@@ -7,7 +7,7 @@
 //! the settings; then the same ignoring ASCII case. Only the matching entry is checked,
 //! so one broken ConfigMap entry denies the workloads of that model, not every workload.
 
-use super::model::{Model, ModelSpec};
+use super::model::{Model, ModelEntry, ModelSpec};
 use super::yaml;
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use serde::Deserialize;
@@ -59,7 +59,7 @@ type Loaded = (String, Map<String, Value>);
 
 /// A registry entry that matched, before it is checked.
 enum Hit<'a> {
-    Settings(&'a str, &'a ModelSpec),
+    Settings(&'a str, &'a ModelEntry),
     ConfigMap(&'a str, &'a Value),
 }
 
@@ -76,9 +76,7 @@ pub struct FoundModel {
 /// The registry for one admission request; the ConfigMap is read at most once, and only
 /// when a model has to be looked up.
 pub struct Registry<'a> {
-    settings: &'a BTreeMap<String, ModelSpec>,
-    /// The settings' entries already checked ([`Registry::with_checked`]).
-    checked: Option<&'a BTreeMap<String, Model>>,
+    settings: &'a BTreeMap<String, ModelEntry>,
     configmap: Option<&'a RegistryRef>,
     cluster: &'a dyn Cluster,
     loaded: OnceCell<Result<Loaded, String>>,
@@ -86,26 +84,16 @@ pub struct Registry<'a> {
 
 impl<'a> Registry<'a> {
     pub fn new(
-        settings: &'a BTreeMap<String, ModelSpec>,
+        settings: &'a BTreeMap<String, ModelEntry>,
         configmap: Option<&'a RegistryRef>,
         cluster: &'a dyn Cluster,
     ) -> Self {
         Registry {
             settings,
-            checked: None,
             configmap,
             cluster,
             loaded: OnceCell::new(),
         }
-    }
-
-    /// The same registry, given the settings' entries as [`Settings::check`] resolved them
-    /// (by id), so that a lookup does not check its entry again.
-    ///
-    /// [`Settings::check`]: crate::vram::settings::Settings::check
-    pub fn with_checked(mut self, checked: &'a BTreeMap<String, Model>) -> Self {
-        self.checked = Some(checked);
-        self
     }
 
     /// The model for `reference`: `Ok(None)` when no entry matches; `Err` when the
@@ -134,7 +122,7 @@ impl<'a> Registry<'a> {
                     .or_else(|| {
                         self.settings
                             .iter()
-                            .find(|(k, s)| same(k) || s.aliases.iter().any(|a| same(a)))
+                            .find(|(k, e)| same(k) || e.has_alias(&candidate, exact))
                             .map(|(k, s)| Hit::Settings(k, s))
                     });
                 if let Some(hit) = hit {
@@ -151,14 +139,12 @@ impl<'a> Registry<'a> {
         configmap: Option<&(&RegistryRef, &Loaded)>,
     ) -> Result<FoundModel, String> {
         match hit {
-            Hit::Settings(id, spec) => Ok(FoundModel {
+            Hit::Settings(id, entry) => Ok(FoundModel {
                 id: id.to_string(),
-                model: match self.checked.and_then(|c| c.get(id)) {
-                    Some(model) => model.clone(),
-                    None => spec
-                        .resolve(&format!("models[{id}]"))
-                        .map_err(|e| e.to_string())?,
-                },
+                model: entry
+                    .model(id)
+                    .clone()
+                    .map_err(|e| format!("gpu-vram-fit-policy has invalid settings: {e}"))?,
                 source: "settings".into(),
             }),
             Hit::ConfigMap(id, value) => {
@@ -297,7 +283,7 @@ mod tests {
                   "metadata": {"name": "gpu-models", "namespace": "gpu-system"}, "data": data}))
     }
 
-    fn settings_models() -> BTreeMap<String, ModelSpec> {
+    fn settings_models() -> BTreeMap<String, ModelEntry> {
         serde_json::from_value(json!({
             "meta-llama/Llama-3.1-8B-Instruct": {"vramGiB": 20, "aliases": ["llama-3.1-8b"]},
             "mistralai/Mistral-7B-v0.1": {"vramGiB": 16}
