@@ -19,9 +19,7 @@ impl FieldError {
             reason: reason.into(),
         }
     }
-}
 
-impl FieldError {
     /// `T` read from `text`, the JSON of the settings field at `path`: an error names the
     /// field inside it (`models[m].layers: invalid type: ...`) without serde_json's line
     /// and column, which would count from the start of `text` rather than of the settings.
