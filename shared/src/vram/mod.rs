@@ -73,7 +73,7 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
     let config = match settings.checked() {
         Ok(c) => c,
         Err(e) => {
-            return Verdict::reject(format!("gpu-vram-fit-policy has invalid settings: {e}"));
+            return Verdict::reject(settings::invalid_settings(e));
         }
     };
     let workload =

@@ -1,5 +1,6 @@
-//! The policy's settings and their checks. [`Settings::check`] turns them into the
-//! [`Config`] the rule runs on; `validate_settings` and `validate` use the same checks.
+//! The policy's settings and their checks. [`Settings::check`] checks everything
+//! (`validate_settings`); [`Settings::checked`] gives the [`Config`] the rule runs on, from
+//! the same checks but the `models` entries', which a request makes on the entry it names.
 
 use super::catalog::model::ModelEntry;
 use super::catalog::products::GpuCatalog;
@@ -146,6 +147,12 @@ pub struct Target {
 
 const MAX_DEVICE_MIB: u64 = 16 * 1024 * 1024; // 16 TiB per GPU: catches unit mistakes
 const MAX_CAP_GIB: u64 = 1_000_000;
+
+/// The denial for settings found invalid while judging a request (`validate_settings`
+/// refuses them first, so only settings that never went through it get here).
+pub fn invalid_settings(e: &FieldError) -> String {
+    format!("gpu-vram-fit-policy has invalid settings: {e}")
+}
 
 impl Settings {
     /// [`Settings::config`], done once: the policy keeps its settings between requests

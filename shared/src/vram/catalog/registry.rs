@@ -10,6 +10,7 @@
 use super::model::{Model, ModelEntry, ModelSpec};
 use super::yaml;
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use crate::vram::settings::invalid_settings;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
@@ -141,10 +142,7 @@ impl<'a> Registry<'a> {
         match hit {
             Hit::Settings(id, entry) => Ok(FoundModel {
                 id: id.to_string(),
-                model: entry
-                    .model(id)
-                    .clone()
-                    .map_err(|e| format!("gpu-vram-fit-policy has invalid settings: {e}"))?,
+                model: entry.model(id).as_ref().map_err(invalid_settings)?.clone(),
                 source: "settings".into(),
             }),
             Hit::ConfigMap(id, value) => {
