@@ -16,6 +16,10 @@ kubewarden_policies.py):
                                        come back patched by `kwctl run`
 Their rows go beside those of the policy they are compared with.
 
+The host's floor (bench/host-floor, see host_floor.py: accepts without reading anything) runs on
+each static policy's GPU Pod and Deployment with that policy's settings, beside its rows: no
+module can answer those requests with those settings faster in kwctl.
+
 Each module is annotated with `kwctl annotate` (metadata.yml, README.md) into a temporary
 directory, each request is run once with `kwctl run` (its verdict goes in the table, and it fills
 the wasmtime cache), then measured with `kwctl bench`, whose run time is bounded by
@@ -62,6 +66,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+import host_floor  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
     LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS,
@@ -147,6 +152,25 @@ def mutating_policy_cases(module):
     return [Case(f"kubewarden/{Path(module).stem}", kind, request, None,
                  json.dumps(MUTATING_POLICY_SETTINGS, separators=(",", ":")), None, "patch", cwd)
             for kind, request in MUTATING_POLICY_REQUESTS]
+
+
+def floor_cases(cases):
+    """The host floor (host_floor.py) on each static policy's GPU Pod and Deployment, with the
+    settings that policy's case on the same request uses, each beside the policy's own rows."""
+    requests = {"gpu-labels-policy": [next(r for r in LABELS_POLICY_REQUESTS if r[0] == kind)
+                                      for kind in ("Pod", "Deployment")],
+                **LABELS_POLICY_ALSO_BESIDE}
+    for policy, wanted in requests.items():
+        ours = {c.request: c for c in cases if c.policy == policy and not c.session}
+        extra = [Case(floor_name(policy), kind, request, ours[request].settings,
+                      ours[request].settings_json, None, "accept", REPO / "policies" / policy)
+                 for kind, request in wanted if request in ours]
+        cases = beside(cases, policy, extra)
+    return cases
+
+
+def floor_name(policy):
+    return f"{host_floor.NAME} ({policy}'s settings)"
 
 
 def beside(cases, policy, extra):
@@ -351,6 +375,29 @@ def comparisons(rows, pairs):
     return lines
 
 
+def floor_lines(rows, labels_policy):
+    """Per floor row: the floor, ours and (when measured) labels-policy on the same request, min
+    and median of medians."""
+    lines = []
+    by = {(r["case"].policy, r["case"].cwd, r["case"].request): over_rounds(r["runs"]) for r in rows}
+    for row in rows:
+        c = row["case"]
+        policy = c.cwd.name
+        if c.policy != floor_name(policy):
+            continue
+        floor, ours = by[(c.policy, c.cwd, c.request)], by.get((policy, c.cwd, c.request))
+        theirs = by.get((labels_policy, c.cwd, c.request)) if labels_policy else None
+        parts = [f"floor {fmt_ns(floor['min'])} / {fmt_ns(floor['median_of_medians'])}"]
+        if ours:
+            parts.append(f"{policy} {fmt_ns(ours['min'])} / {fmt_ns(ours['median_of_medians'])}")
+        if theirs:
+            parts.append(f"labels-policy {fmt_ns(theirs['min'])} / {fmt_ns(theirs['median_of_medians'])} "
+                         f"(floor/labels-policy = {floor['min'] / theirs['min']:.2f} / "
+                         f"{floor['median_of_medians'] / theirs['median_of_medians']:.2f})")
+        lines.append(f"- `{c.name()}` with {policy}'s settings: " + "; ".join(parts))
+    return lines
+
+
 def markdown(rows, info):
     rounds = info["rounds"]
     if rounds == 1:
@@ -446,7 +493,16 @@ def markdown(rows, info):
                 "",
                 *compared,
             ]
-    lines += ["", info["labels_note"], "", info["mutating_note"], "", END]
+    floors = floor_lines(rows, info["labels_policy"])
+    if floors:
+        lines += [
+            "",
+            "The host's floor on each request (min / median"
+            + (" of medians" if rounds > 1 else "") + "), beside the policy whose settings it ran with:",
+            "",
+            *floors,
+        ]
+    lines += ["", info["labels_note"], "", info["mutating_note"], "", host_floor.note("kwctl bench"), "", END]
     return "\n".join(lines) + "\n"
 
 
@@ -581,6 +637,8 @@ def main(argv=None):
         mutating_note = (f"No Kubewarden mutating policy was measured in this run ({MUTATING_POLICY_ENV} "
                          "was not set to its module).")
 
+    cases = floor_cases(cases)
+
     flags = (f"--warm-up-time {opts.warm_up_time} --measurement-time {opts.measurement_time} "
              f"--num-samples {opts.num_samples}")
     started, load_start = time.monotonic(), load()
@@ -593,7 +651,12 @@ def main(argv=None):
         kwctl = Kwctl(exe, tmp)
         version = kwctl.version()
         modules = {}
+        floor = None
         for policy in sorted({c.policy for c in cases}):
+            if policy.startswith(host_floor.NAME):
+                floor = floor or host_floor.module(kwctl.run, tmp / "host-floor.wasm")
+                modules[policy] = floor
+                continue
             if policy in kubewarden_modules:
                 modules[policy] = kubewarden_modules[policy]
                 continue
@@ -634,6 +697,7 @@ def main(argv=None):
         "samples": opts.num_samples,
         "rounds": opts.rounds,
         "pairs": pairs,
+        "labels_policy": f"kubewarden/{Path(labels_module).stem}" if labels_module else None,
         "command": " ".join([f"{LABELS_POLICY_ENV}={labels_module}"] * bool(labels_module)
                             + [f"{MUTATING_POLICY_ENV}={mutating_module}"] * bool(mutating_module)
                             + ["bench/kubewarden/kwctl_bench.py", *argv]),

@@ -29,7 +29,9 @@ cache and its per-request instances).
    ALL; every answer checked to carry a patch), its rows beside routing's. Both modules are built
    from kubewarden/policies at commit 6a01a242a770dbb168767a986ad0bc57cb3b61fb by
    `bench/kubewarden/build-kubewarden-policies.sh <checkout> [/work/kw-policies]` (see
-   kubewarden_policies.py).
+   kubewarden_policies.py). The host's floor (bench/host-floor, see host_floor.py: accepts
+   without reading anything) runs right after each of our rows with that policy's settings: no
+   module answers those requests with those settings faster in this policy-server.
 
 The section replaces the one between <!-- policy-server:begin --> and <!-- policy-server:end -->
 in BENCHMARKS.md (appended when absent). Bounded: each hey run is sized from a few timed
@@ -64,6 +66,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden"))
+import host_floor  # noqa: E402
 import hosts  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
@@ -607,6 +610,16 @@ def static_run(args, log):
             cases = [c for case in cases for c in
                      (case, ("kubewarden-labels", f"Kubewarden labels-policy {version_of(path)}", case[2], case[3],
                              None, case[1]))]
+        # The host's floor right after each of our cases, with that policy's settings.
+        floor = host_floor.module(lambda argv: subprocess.run(["kwctl", *argv], check=True, capture_output=True),
+                                  host.root / "host-floor.wasm")
+        for policy_id, policy, _, _, settings, _ in STATIC_CASES:
+            entries.setdefault(f"floor-{policy_id}", hosts.PolicyEntry(
+                f"file://{floor}", settings=policy_file(policy, settings) if settings else {}))
+        cases = [c for case in cases for c in
+                 ((case, (f"floor-{case[0]}", f"{host_floor.NAME} ({case[1]}'s settings)", case[2], case[3],
+                          "accepted", case[1]))
+                  if not case[0].startswith("kubewarden") else (case,))]
         if kw_mutating:
             path = kw_mutating.resolve()
             entries["kubewarden-mutating"] = hosts.PolicyEntry(f"file://{path}", settings=MUTATING_POLICY_SETTINGS,
@@ -780,13 +793,14 @@ def markdown(info, capacity_rows, static_rows, kept=None, kept_gate=None):
         labels_policy = {(r["beside"], r["request"], r["c"]): r["rps"] for r in static_rows
                          if r["id"] == "kubewarden-labels"}
         for r in static_rows:
-            theirs = labels_policy.get((r["policy"], r["request"], r["c"])) if r["beside"] is None else None
+            ours_or_floor = r["policy"] if r["beside"] is None else (r["beside"] if r["id"].startswith("floor-") else None)
+            theirs = labels_policy.get((ours_or_floor, r["request"], r["c"]))
             versus = f"{r['rps'] / theirs:.2f}x" if theirs else ""
             per_round = " / ".join(f"{h['rps']:.0f}" for h in r["runs"])
             out.append(f"| {r['policy']} | {r['kind']} `{Path(r['request']).name}` | {r['c']} | {r['n']} | "
                        f"{ms(r['p50'])} | {ms(r['p99'])} | {r['rps']:.0f} | {per_round} | {versus} | "
                        f"{verdicts_text(r, r['verdict'])} |")
-        out.append("")
+        out += ["", host_floor.note("policy-server"), ""]
         denials = {(r["policy"], Path(r["request"]).name): r["message"] for r in static_rows
                    if r["id"] == "kubewarden-labels" and r["verdict"] == "denied"}
         for (policy, req), message in denials.items():
