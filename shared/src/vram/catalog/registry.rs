@@ -120,18 +120,34 @@ impl<'a> Registry<'a> {
                             .find(|(k, v)| same(k) || value_aliases(v).any(same))
                             .map(|(k, v)| Hit::ConfigMap(k, v))
                     })
-                    .or_else(|| {
-                        self.settings
-                            .iter()
-                            .find(|(k, e)| same(k) || e.has_alias(&candidate, exact))
-                            .map(|(k, s)| Hit::Settings(k, s))
-                    });
+                    .or_else(|| self.in_settings(&candidate, exact));
                 if let Some(hit) = hit {
                     return self.check(hit, configmap.as_ref()).map(Some);
                 }
             }
         }
         Ok(None)
+    }
+
+    /// The settings entry whose id or alias is `name` (`exact`, or ignoring ASCII case).
+    /// Ids are compared first: an entry's aliases are read from its text only when no id
+    /// matches. `validate_settings` rejects two entries sharing a name in any case, so at
+    /// most one entry matches and the order cannot change which.
+    fn in_settings(&self, name: &str, exact: bool) -> Option<Hit<'_>> {
+        let by_id = if exact {
+            self.settings.get_key_value(name)
+        } else {
+            self.settings
+                .iter()
+                .find(|(id, _)| id.eq_ignore_ascii_case(name))
+        };
+        by_id
+            .or_else(|| {
+                self.settings
+                    .iter()
+                    .find(|(_, entry)| entry.has_alias(name, exact))
+            })
+            .map(|(id, entry)| Hit::Settings(id, entry))
     }
 
     fn check(
