@@ -35,6 +35,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kubewarden"))
+import host_floor  # noqa: E402
 from policy_server_bench import STATIC_CASES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -121,9 +122,12 @@ def cases(settings_dir):
     """(policy, kind, request name, module, request file, settings file or "-") of every case, and
     the Kubewarden policies left out for want of their module."""
     found, missing = [], []
+    floor = host_floor.build()
     for policy, kind, request, settings in OURS:
         folder = ROOT / "policies" / policy
         found.append((policy, kind, request, folder / "policy.wasm", folder / request,
+                      folder / settings if settings else "-"))
+        found.append((f"{host_floor.NAME} ({policy}'s settings)", kind, request, floor, folder / request,
                       folder / settings if settings else "-"))
     for entry in ("labels", "mutating"):
         spec = SHARED[entry]
@@ -173,7 +177,10 @@ def main():
              + ": the code wasmtime "
              "compiled the module to, its builtins and the host's side of each call. Deterministic, like the "
              "guest-work count, but it ranks modules as kwctl does: see \"Which count to trust\" in the section "
-             "read by hand. Ours are `policies/<name>/policy.wasm`; Kubewarden's as for the other sections.", "",
+             "read by hand. Ours are `policies/<name>/policy.wasm`; Kubewarden's as for the other sections. "
+             f"*{host_floor.NAME}* is `bench/host-floor`, which accepts without reading the request or the settings, "
+             "on the request and with the settings of the row above it: what the host and instantiation cost "
+             "before any policy code runs.", "",
              "| policy | kind | request | x86 instructions per call, kept instance | per call, fresh instance |",
              "|---|---|---|---:|---:|"]
     tops = []

@@ -21,12 +21,18 @@ BUILT = REPO / "target" / "wasm32-wasip1" / "release" / "host_floor_policy.wasm"
 NAME = "host floor"
 
 
-def module(run_kwctl, out):
-    """The floor module built (cargo: a no-op when up to date) and annotated into `out` (kwctl
-    annotate through `run_kwctl(args)`). Returns `out`."""
+def build():
+    """The floor module, built first (cargo: a no-op when up to date)."""
     cargo = shutil.which("cargo") or "cargo"
     subprocess.run([cargo, "build", "--locked", "--release", "--target", "wasm32-wasip1", "-p", PACKAGE],
                    cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return BUILT
+
+
+def module(run_kwctl, out):
+    """The floor module built and annotated into `out` (kwctl annotate through
+    `run_kwctl(args)`). Returns `out`."""
+    build()
     run_kwctl(["annotate", "-m", str(CRATE / "metadata.yml"), "-o", str(out), str(BUILT)])
     return out
 
