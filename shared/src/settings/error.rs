@@ -1,7 +1,9 @@
-//! The one error type behind every settings message, and where in a JSON text serde
-//! failed.
+//! The one error type behind every settings message, and where in a JSON text or value
+//! serde failed.
 
-use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use serde::de::{DeserializeOwned, Deserializer};
+use serde_json::Value;
 use std::fmt;
 
 /// A settings value found wrong: where (`pools[1].nodeSelector`, the path of the field as
@@ -28,11 +30,19 @@ impl FieldError {
         text: &str,
     ) -> Result<T, FieldError> {
         serde_json::from_str(text).map_err(|e| {
-            let (inner, reason) = match located::<T>(text) {
-                Some((inner, e)) => (inner, e),
-                None => (String::new(), e),
-            };
+            let (inner, reason) = located::<T>(text).unwrap_or((String::new(), e));
             FieldError::new(format!("{}{inner}", path()), without_position(&reason))
+        })
+    }
+
+    /// [`FieldError::read_json`] of a value already read (a registry ConfigMap's entry).
+    pub fn read_value<T: DeserializeOwned>(
+        path: impl FnOnce() -> String,
+        value: &Value,
+    ) -> Result<T, FieldError> {
+        T::deserialize(value).map_err(|e| {
+            let (inner, reason) = located_in::<_, T>(value).unwrap_or((String::new(), e));
+            FieldError::new(format!("{}{inner}", path()), reason.to_string())
         })
     }
 }
@@ -43,8 +53,14 @@ impl FieldError {
 /// error. The path is where an unknown field was found, not the field itself (serde's
 /// message names it). `None` when the second reading does not fail.
 pub(crate) fn located<T: DeserializeOwned>(text: &str) -> Option<(String, serde_json::Error)> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let Err(e) = serde_path_to_error::deserialize::<_, T>(&mut deserializer) else {
+    located_in::<_, T>(&mut serde_json::Deserializer::from_str(text))
+}
+
+/// [`located`] for any deserializer.
+fn located_in<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Option<(String, D::Error)> {
+    let Err(e) = serde_path_to_error::deserialize::<_, T>(deserializer) else {
         return None;
     };
     let unknown_field = e.inner().to_string().starts_with("unknown field");

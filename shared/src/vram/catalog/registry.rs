@@ -10,6 +10,7 @@
 use super::model::{Model, ModelEntry, ModelSpec};
 use super::yaml;
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use crate::settings::FieldError;
 use crate::vram::settings::invalid_settings;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -170,11 +171,12 @@ impl<'a> Registry<'a> {
                         r.what()
                     )
                 };
-                let spec =
-                    ModelSpec::deserialize(value).map_err(|e| invalid(format!("{field}: {e}")))?;
+                let model = FieldError::read_value::<ModelSpec>(|| field.clone(), value)
+                    .and_then(|spec| spec.resolve(&field))
+                    .map_err(|e| invalid(e.to_string()))?;
                 Ok(FoundModel {
                     id: id.to_string(),
-                    model: spec.resolve(&field).map_err(|e| invalid(e.to_string()))?,
+                    model,
                     source: r.what(),
                 })
             }
@@ -412,6 +414,8 @@ mod tests {
         "the model registry ConfigMap gpu-system/gpu-models has an invalid entry: models.yaml[m].dtype: 'q3' is not a dtype; use one of fp32, bf16, fp16, fp8, int8, int4; fix the entry")]
     #[case::unknown_field(configmap(json!({"models.yaml": "m: {vram: 7}\n"})),
         "the model registry ConfigMap gpu-system/gpu-models has an invalid entry: models.yaml[m]: unknown field `vram`, expected one of `vramGiB`, `parametersBillions`, `dtype`, `layers`, `kvHeads`, `headDim`, `contextLength`, `concurrency`, `kvCacheDtype`, `overheadPercent`, `attentionHeads`, `aliases`; fix the entry")]
+    #[case::wrong_type_inside(configmap(json!({"models.yaml": "m: {parametersBillions: 7, layers: [32]}\n"})),
+        "the model registry ConfigMap gpu-system/gpu-models has an invalid entry: models.yaml[m].layers: invalid type: sequence, expected a number or a string; fix the entry")]
     fn registry_problems_are_clear_denials(
         #[case] answer: Result<Value, String>,
         #[case] message: &str,
