@@ -127,7 +127,7 @@ def cases(settings_dir):
         folder = ROOT / "policies" / policy
         found.append((policy, kind, request, folder / "policy.wasm", folder / request,
                       folder / settings if settings else "-"))
-        found.append((f"{host_floor.NAME} ({policy}'s settings)", kind, request, floor, folder / request,
+        found.append((host_floor.row_name(policy), kind, request, floor, folder / request,
                       folder / settings if settings else "-"))
     for entry in ("labels", "mutating"):
         spec = SHARED[entry]

@@ -21,6 +21,11 @@ BUILT = REPO / "target" / "wasm32-wasip1" / "release" / "host_floor_policy.wasm"
 NAME = "host floor"
 
 
+def row_name(policy):
+    """What a floor row is called beside `policy`'s rows, in every section."""
+    return f"{NAME} ({policy}'s settings)"
+
+
 def build():
     """The floor module, built first (cargo: a no-op when up to date)."""
     cargo = shutil.which("cargo") or "cargo"

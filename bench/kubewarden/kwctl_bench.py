@@ -162,15 +162,11 @@ def floor_cases(cases):
                 **LABELS_POLICY_ALSO_BESIDE}
     for policy, wanted in requests.items():
         ours = {c.request: c for c in cases if c.policy == policy and not c.session}
-        extra = [Case(floor_name(policy), kind, request, ours[request].settings,
+        extra = [Case(host_floor.row_name(policy), kind, request, ours[request].settings,
                       ours[request].settings_json, None, "accept", REPO / "policies" / policy)
                  for kind, request in wanted if request in ours]
         cases = beside(cases, policy, extra)
     return cases
-
-
-def floor_name(policy):
-    return f"{host_floor.NAME} ({policy}'s settings)"
 
 
 def beside(cases, policy, extra):
@@ -383,7 +379,7 @@ def floor_lines(rows, labels_policy):
     for row in rows:
         c = row["case"]
         policy = c.cwd.name
-        if c.policy != floor_name(policy):
+        if c.policy != host_floor.row_name(policy):
             continue
         floor, ours = by[(c.policy, c.cwd, c.request)], by.get((policy, c.cwd, c.request))
         theirs = by.get((labels_policy, c.cwd, c.request)) if labels_policy else None

@@ -617,7 +617,7 @@ def static_run(args, log):
             entries.setdefault(f"floor-{policy_id}", hosts.PolicyEntry(
                 f"file://{floor}", settings=policy_file(policy, settings) if settings else {}))
         cases = [c for case in cases for c in
-                 ((case, (f"floor-{case[0]}", f"{host_floor.NAME} ({case[1]}'s settings)", case[2], case[3],
+                 ((case, (f"floor-{case[0]}", host_floor.row_name(case[1]), case[2], case[3],
                           "accepted", case[1]))
                   if not case[0].startswith("kubewarden") else (case,))]
         if kw_mutating:
