@@ -9,6 +9,7 @@ when the floor is already slower than Kubewarden's labels-policy (which runs wit
 settings), no module can meet "at or below labels-policy" there.
 """
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -17,6 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 CRATE = REPO / "bench" / "host-floor"
 PACKAGE = "host-floor-policy"
 BUILT = REPO / "target" / "wasm32-wasip1" / "release" / "host_floor_policy.wasm"
+# Where the variants with work per call are built (host_cost.py): never over the floor itself.
+VARIANTS = REPO / "target" / "host-floor-variants"
 # The label its rows carry in both sections.
 NAME = "host floor"
 
@@ -26,19 +29,27 @@ def row_name(policy):
     return f"{NAME} ({policy}'s settings)"
 
 
-def build():
-    """The floor module, built first (cargo: a no-op when up to date)."""
+def build(work=0, pages=0):
+    """The floor module, built first (cargo: a no-op when up to date). With `work` or `pages`, the
+    floor doing that much per call (bench/host-floor's HOST_FLOOR_WORK and HOST_FLOOR_PAGES), built
+    in its own target directory and copied out under a name that says what it does."""
     cargo = shutil.which("cargo") or "cargo"
-    subprocess.run([cargo, "build", "--locked", "--release", "--target", "wasm32-wasip1", "-p", PACKAGE],
-                   cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    return BUILT
+    argv = [cargo, "build", "--locked", "--release", "--target", "wasm32-wasip1", "-p", PACKAGE]
+    if not (work or pages):
+        subprocess.run(argv, cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        return BUILT
+    env = dict(os.environ, CARGO_TARGET_DIR=str(VARIANTS), HOST_FLOOR_WORK=str(work), HOST_FLOOR_PAGES=str(pages))
+    subprocess.run(argv, cwd=REPO, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    out = VARIANTS / f"host_floor_work{work}_pages{pages}.wasm"
+    shutil.copyfile(VARIANTS / "wasm32-wasip1" / "release" / BUILT.name, out)
+    return out
 
 
-def module(run_kwctl, out):
-    """The floor module built and annotated into `out` (kwctl annotate through
-    `run_kwctl(args)`). Returns `out`."""
-    build()
-    run_kwctl(["annotate", "-m", str(CRATE / "metadata.yml"), "-o", str(out), str(BUILT)])
+def module(run_kwctl, out, work=0, pages=0):
+    """The floor module (with `work` and `pages`: see build) built and annotated into `out` (kwctl
+    annotate through `run_kwctl(args)`). Returns `out`."""
+    built = build(work, pages)
+    run_kwctl(["annotate", "-m", str(CRATE / "metadata.yml"), "-o", str(out), str(built)])
     return out
 
 
