@@ -3,24 +3,24 @@
 
 The host's floor (bench/host-floor) is built three ways: as it is (no work), with WORK steps of
 computation per call, and writing PAGES fresh pages per call (HOST_FLOOR_WORK, HOST_FLOOR_PAGES).
-All three run in one policy-server with VRAM fit's settings and on VRAM fit's GPU Pod, beside VRAM
-fit itself and Kubewarden's labels-policy (KUBEWARDEN_LABELS_POLICY), in interleaved rounds of hey
-at concurrency 1. The x86-count harness (bench/x86_count.py) counts each module's instructions per
+All three run in one policy-server with one static policy's settings and on its request (VRAM fit's
+GPU Pod, or the case --case names), beside that policy and Kubewarden's labels-policy
+(KUBEWARDEN_LABELS_POLICY), in interleaved rounds of hey at concurrency 1. The x86-count harness (bench/x86_count.py) counts each module's instructions per
 call on a fresh instance, as policy-server runs it, and the harness's page faults per fresh call are
 read from the kernel. From the two measurements:
 
 - microseconds per 1,000 guest instructions of the work variant (registers only: the least an
   instruction costs) and per page fault of the pages variant, each from its time and count above
   the floor's;
-- the same price for VRAM fit and labels-policy, whose instructions also read and write memory a
+- the same price for the policy and labels-policy, whose instructions also read and write memory a
   fresh instance has not touched;
-- VRAM fit's time above labels-policy's, in VRAM fit's instructions.
+- the policy's time above labels-policy's, in the policy's instructions.
 
 So a saving counted by the harness (`make bench`'s x86-count section) can be read as time in
 policy-server on this machine, and a target such as "labels-policy's requests/s" as a number of
 instructions to remove.
 
-    bench/kubewarden/host_cost.py [--rounds N] [--requests N] [--out BENCHMARKS.md]
+    bench/kubewarden/host_cost.py [--case vram:Pod] [--rounds N] [--requests N] [--out BENCHMARKS.md]
 
 With --out, the section between `<!-- host-cost:begin -->` and `<!-- host-cost:end -->` is replaced
 (appended when absent); without it, it is printed. Needs what policy_server_bench.py and
@@ -57,22 +57,28 @@ PAGES = 32
 # Fresh calls whose page faults are read (the harness process's own allocations settle after a few
 # hundred).
 FAULT_CALLS = 2000
-POLICY_ID, KIND = "vram", "Pod"
+# The case measured by default: VRAM fit's GPU Pod (--case names another of policy_server_bench's
+# static cases).
+DEFAULT_CASE = "vram:Pod"
 
 
 class CostError(Exception):
     """A step failed; the message says which and why."""
 
 
-def case():
-    """VRAM fit's GPU Pod: (policy, request file, settings file)."""
-    for policy_id, policy, kind, request, settings, _ in STATIC_CASES:
-        if policy_id == POLICY_ID and kind == KIND:
-            return policy, policy_file(policy, request), policy_file(policy, settings)
-    raise CostError(f"no {POLICY_ID} {KIND} case in policy_server_bench.STATIC_CASES")
+def case(name):
+    """The static case `name` (`<policy id>:<kind>`, e.g. vram:Pod): (policy, request file,
+    settings file or {} for none, expected verdict)."""
+    known = []
+    for policy_id, policy, kind, request, settings, expected in STATIC_CASES:
+        known.append(f"{policy_id}:{kind}")
+        if known[-1] == name:
+            settings = policy_file(policy, settings) if settings else {}
+            return policy, policy_file(policy, request), settings, expected
+    raise CostError(f"--case {name}: not one of {', '.join(known)}")
 
 
-def modules(root, policy, settings, labels_policy):
+def modules(root, policy, settings, expected, labels_policy):
     """[(row name, annotated module, settings (file or dict), expected verdict or None)]."""
     def kwctl(argv):
         subprocess.run(["kwctl", *argv], check=True, capture_output=True)
@@ -83,7 +89,7 @@ def modules(root, policy, settings, labels_policy):
          settings, "accepted"),
         (f"host floor + {PAGES} pages written", host_floor.module(kwctl, root / "pages.wasm", pages=PAGES),
          settings, "accepted"),
-        (policy, annotated(policy), settings, "accepted"),
+        (policy, annotated(policy), settings, expected),
     ]
     if labels_policy:
         rows.append(("Kubewarden labels-policy", labels_policy, LABELS_POLICY_SETTINGS, None))
@@ -114,8 +120,9 @@ def count_fresh(module, request, settings, calls):
 def time_in_policy_server(rows, request, rounds, requests, log):
     """{row name: [microseconds per request, one per round]} at concurrency 1, and each row's
     verdict."""
-    entries = {f"m{i}": hosts.PolicyEntry(f"file://{module}", settings=settings)
-               for i, (_, module, settings, _) in enumerate(rows)}
+    entries = {f"m{i}": hosts.PolicyEntry(f"file://{module}", settings=settings,
+                                          allowed_to_mutate=expected == "patched")
+               for i, (_, module, settings, expected) in enumerate(rows)}
     times = {name: [] for name, *_ in rows}
     verdicts = {}
     with hosts.Host("host-cost") as host:
@@ -207,6 +214,8 @@ def main(argv=None):
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
     ap.add_argument("--requests", type=int, default=2000, help="requests per row and round (default 2000)")
     ap.add_argument("--fresh-calls", type=int, default=50, help="fresh calls the harness counts (default 50)")
+    ap.add_argument("--case", default=DEFAULT_CASE,
+                    help=f"the static case measured, <policy id>:<kind> (default {DEFAULT_CASE})")
     ap.add_argument("--out", help="Markdown file whose host-cost section to replace (default: print)")
     args = ap.parse_args(argv)
     missing = [t for t in ("kwctl", "policy-server", "hey", "valgrind") if not shutil.which(t)]
@@ -215,10 +224,10 @@ def main(argv=None):
         return 0
     try:
         labels_policy = module_from_env(os.environ, LABELS_POLICY_ENV)
-        policy, request, settings = case()
+        policy, request, settings, expected = case(args.case)
         with tempfile.TemporaryDirectory(prefix="host-cost-") as tmp:
             load_before = os.getloadavg()
-            rows = modules(Path(tmp), policy, settings, labels_policy)
+            rows = modules(Path(tmp), policy, settings, expected, labels_policy)
             counts = {}
             for name, module, row_settings, _ in rows:
                 counts[name] = count_fresh(module, request, row_settings, args.fresh_calls)
