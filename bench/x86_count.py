@@ -36,6 +36,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kubewarden"))
 import host_floor  # noqa: E402
+import marked_section  # noqa: E402
 from policy_server_bench import STATIC_CASES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,12 +202,10 @@ def main():
         return 0
     out = Path(args.out)
     document = out.read_text() if out.exists() else ""
-    if BEGIN in document and END in document:
-        start, end = document.index(BEGIN), document.index(END) + len(END)
-        document = document[:start] + section.rstrip("\n") + document[end:]
-    else:
-        document = document.rstrip("\n") + "\n\n" + section
-    out.write_text(document)
+    try:
+        out.write_text(marked_section.replace(document, BEGIN, END, section))
+    except ValueError as e:
+        raise SystemExit(f"x86_count: {out}: {e}") from None
     print(f"=== wrote the x86-count section into {out}", file=sys.stderr)
     return 0
 

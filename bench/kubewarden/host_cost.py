@@ -45,6 +45,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent.parent / "e2e" / "kubewarden"))
 import host_floor  # noqa: E402
+import marked_section  # noqa: E402
 import hosts  # noqa: E402
 import x86_count  # noqa: E402
 from kubewarden_policies import LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, module_from_env  # noqa: E402
@@ -200,15 +201,6 @@ def section(rows, counts, times, verdicts, info):
     return "\n".join(out) + "\n"
 
 
-def replace_section(document, text):
-    start, end = document.find(BEGIN), document.find(END)
-    if start >= 0 and end > start:
-        return document[:start] + text.rstrip("\n") + document[end + len(END):]
-    if start >= 0 or end >= 0:
-        raise CostError(f"only one of {BEGIN} and {END} is present; fix the file by hand")
-    return document.rstrip("\n") + "\n\n" + text
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
@@ -244,7 +236,11 @@ def main(argv=None):
     text = section(rows, counts, times, verdicts, info)
     if args.out:
         path = Path(args.out)
-        path.write_text(replace_section(path.read_text() if path.exists() else "", text))
+        try:
+            path.write_text(marked_section.replace(path.read_text() if path.exists() else "", BEGIN, END, text))
+        except ValueError as e:
+            print(f"host_cost: FAILED: {path}: {e}", file=sys.stderr)
+            return 1
         print(f"host_cost: wrote {path}")
     else:
         print(text)

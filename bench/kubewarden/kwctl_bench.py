@@ -67,6 +67,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import host_floor  # noqa: E402
+import marked_section  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
     LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS,
@@ -502,17 +503,6 @@ def markdown(rows, info):
     return "\n".join(lines) + "\n"
 
 
-def replace_section(document, section):
-    """`document` with the marked section replaced by `section`, or `section` appended."""
-    start, end = document.find(BEGIN), document.find(END)
-    if start >= 0 and end > start:
-        return document[:start] + section.rstrip("\n") + document[end + len(END):]
-    if start >= 0 or end >= 0:
-        raise BenchError(f"only one of {BEGIN} and {END} is present; fix the file by hand")
-    sep = "" if not document or document.endswith("\n\n") else ("\n" if document.endswith("\n") else "\n\n")
-    return document + sep + section
-
-
 # ------------------------------------------------------------------------------------------------
 # Main
 # ------------------------------------------------------------------------------------------------
@@ -706,7 +696,10 @@ def main(argv=None):
         return 0
     out = Path(opts.out)
     document = out.read_text() if out.exists() else ""
-    out.write_text(replace_section(document, section))
+    try:
+        out.write_text(marked_section.replace(document, BEGIN, END, section))
+    except ValueError as e:
+        raise BenchError(f"{out}: {e}") from None
     rounds = f" ({opts.rounds} rounds)" if opts.rounds > 1 else ""
     print(f"kwctl_bench: {len(rows)} requests measured{rounds} in {elapsed:.0f} s; wrote {out}",
           file=sys.stderr)

@@ -67,6 +67,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden"))
 import host_floor  # noqa: E402
+import marked_section  # noqa: E402
 import hosts  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
@@ -889,15 +890,6 @@ def kept_subsection(document, heading, next_heading):
     return static, found.group(1) if found else "an earlier run"
 
 
-def replace_section(document, section):
-    if BEGIN in document and END in document:
-        start = document.index(BEGIN)
-        end = document.index(END, start) + len(END)
-        tail = document[end:]
-        return document[:start] + section.rstrip("\n") + (tail if tail.startswith("\n") else "\n" + tail)
-    return document.rstrip("\n") + "\n\n" + section
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="file to write the section into")
@@ -957,8 +949,13 @@ def main(argv=None):
     if args.print:
         print(section)
         return 0
+    try:
+        document = marked_section.replace(document, BEGIN, END, section)
+    except ValueError as e:
+        print(f"policy-server-bench: {out}: {e}", file=sys.stderr)
+        return 1
     tmp = Path(tempfile.mkstemp(dir=out.parent, prefix=".bench-")[1])
-    tmp.write_text(replace_section(document, section))
+    tmp.write_text(document)
     os.replace(tmp, out)
     log(f"=== wrote the section into {out} ({elapsed:.0f} s)")
     return 0

@@ -1,0 +1,16 @@
+"""The benchmark scripts' sections of BENCHMARKS.md: each script owns the text between its own
+`<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and rewrites only that (the Rust harness,
+gpu-bench, keeps every marked section it does not write)."""
+
+
+def replace(document, begin, end, section):
+    """`document` with the text from `begin` to `end`, both markers included, replaced by
+    `section` (which carries its own markers); `section` appended after a blank line when the
+    document has neither marker. ValueError when it has only one of them, or `end` first."""
+    start, stop = document.find(begin), document.find(end)
+    if start >= 0 and stop > start:
+        return document[:start] + section.rstrip("\n") + document[stop + len(end):]
+    if start >= 0 or stop >= 0:
+        raise ValueError(f"only one of {begin} and {end} is present, or they are out of order; "
+                         "fix the file by hand")
+    return (document.rstrip("\n") + "\n\n" if document.strip() else "") + section
