@@ -5,9 +5,10 @@ The host's floor (bench/host-floor) is built three ways: as it is (no work), wit
 computation per call, and writing PAGES fresh pages per call (HOST_FLOOR_WORK, HOST_FLOOR_PAGES).
 All three run in one policy-server with one static policy's settings and on its request (VRAM fit's
 GPU Pod, or the case --case names), beside that policy and Kubewarden's labels-policy
-(KUBEWARDEN_LABELS_POLICY), in interleaved rounds of hey at concurrency 1. The x86-count harness (bench/x86_count.py) counts each module's instructions per
-call on a fresh instance, as policy-server runs it, and the harness's page faults per fresh call are
-read from the kernel. From the two measurements:
+(KUBEWARDEN_LABELS_POLICY), in interleaved rounds of hey at concurrency 1. The x86-count harness
+(bench/x86_count.py) counts each module's instructions per call on a fresh instance, as
+policy-server runs it, and the harness's page faults per fresh call are read from the kernel. From
+the two measurements:
 
 - microseconds per 1,000 guest instructions of the work variant (registers only: the least an
   instruction costs) and per page fault of the pages variant, each from its time and count above
@@ -49,7 +50,8 @@ import marked_section  # noqa: E402
 import hosts  # noqa: E402
 import x86_count  # noqa: E402
 from kubewarden_policies import LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, module_from_env  # noqa: E402
-from policy_server_bench import STATIC_CASES, annotated, machine, policy_file, run_hey, verdict_of  # noqa: E402
+from policy_server_bench import (  # noqa: E402
+    STATIC_CASES, annotated, machine, policy_file, run_hey, tool_version, verdict_of)
 
 BEGIN, END = "<!-- host-cost:begin -->", "<!-- host-cost:end -->"
 # About as many instructions as VRAM fit's own work on its Pod (~290k x86 per call).
@@ -158,13 +160,16 @@ def section(rows, counts, times, verdicts, info):
     x86 = {name: c[0] for name, c in counts.items()}
     faults = {name: c[1] for name, c in counts.items()}
     per_k = above(work) / ((x86[work] - x86[floor]) / 1000)
-    per_page = above(pages) / (faults[pages] - faults[floor])
+    # The pages variant writes PAGES more pages than the floor; a count that does not show them
+    # (another harness, another kernel) leaves the price unknown rather than divided by zero.
+    page_faults = faults[pages] - faults[floor]
+    per_page = above(pages) / page_faults if page_faults >= PAGES / 2 else None
     out = [BEGIN, "", "## Real host: what guest work costs in policy-server", "",
            f"Written by `bench/kubewarden/host_cost.py` on {info['when']}; {info['machine']}; load average "
            f"{' '.join(f'{x:.2f}' for x in info['load'][0])} before, {' '.join(f'{x:.2f}' for x in info['load'][1])} "
            f"after; {info['rounds']} interleaved rounds of {info['requests']} requests each at concurrency 1 (hey, "
-           f"keep-alive), in one policy-server 1.36 with {info['policy']}'s settings, on its GPU Pod "
-           f"`{info['request']}`. *x86* and *page faults* are per call on a fresh instance in the harness "
+           f"keep-alive), in one {info['policy_server']} with {info['policy']}'s settings, on its GPU "
+           f"{info['kind']} `{info['request']}`. *x86* and *page faults* are per call on a fresh instance in the harness "
            "(callgrind's count, instantiation and the host's side included; the faults the harness process "
            "takes). *us per request* is policy-server's, wall time over requests at concurrency 1 (hey's and "
            "the HTTP stack's share is in every row and cancels in the differences): the median of the rounds, "
@@ -181,16 +186,21 @@ def section(rows, counts, times, verdicts, info):
                    f"{' / '.join(f'{x:.0f}' for x in times[name])} | {verdicts[name]} |")
     out += ["", f"- The floor's work variant: **{per_k:.2f} us per 1,000 x86 instructions** above the floor. A chain of "
             "multiply-adds in registers, it is the least an instruction costs here.",
-            f"- The pages variant: **{per_page:.1f} us per page fault** above the floor."]
+            f"- The pages variant: **{per_page:.1f} us per page fault** above the floor." if per_page is not None
+            else f"- The pages variant: {page_faults:+.1f} page faults above the floor, not the {PAGES} it writes: "
+                 "no price per page fault from this run."]
     price = {}
     for name, *_ in rows[3:]:
         d_x86, d_faults = (x86[name] - x86[floor]) / 1000, faults[name] - faults[floor]
         price[name] = above(name) / d_x86
-        out.append(f"- {name}: {above(name):+.0f} us above the floor for {d_x86:,.1f}k instructions and "
-                   f"{d_faults:+.1f} page faults: **{price[name]:.2f} us per 1,000 instructions**, faults included "
-                   f"({per_page * d_faults:.0f} us of it at the pages variant's price). The instructions and faults "
-                   f"alone, at the variants' prices, come to {per_k * d_x86 + per_page * d_faults:.0f} us; the rest is "
-                   "what neither variant exercises (caches, branches, memory read for the first time).")
+        text = (f"- {name}: {above(name):+.0f} us above the floor for {d_x86:,.1f}k instructions and "
+                f"{d_faults:+.1f} page faults: **{price[name]:.2f} us per 1,000 instructions**, faults included.")
+        if per_page is not None:
+            text += (f" {per_page * d_faults:.0f} us of it is the faults at the pages variant's price. The "
+                     f"instructions and faults alone, at the variants' prices, come to "
+                     f"{per_k * d_x86 + per_page * d_faults:.0f} us; the rest is what neither variant exercises "
+                     "(caches, branches, memory read for the first time).")
+        out.append(text)
     if len(rows) > 4:
         ours, theirs = rows[3][0], rows[4][0]
         gap = above(ours, theirs)
@@ -232,7 +242,9 @@ def main(argv=None):
         return 1
     info = {"when": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "machine": machine(), "rounds": args.rounds, "requests": args.requests, "policy": policy,
-            "request": request.name, "load": (load_before, os.getloadavg())}
+            "kind": args.case.split(":", 1)[1], "request": request.name,
+            "policy_server": tool_version(["policy-server", "--version"]),
+            "load": (load_before, os.getloadavg())}
     text = section(rows, counts, times, verdicts, info)
     if args.out:
         path = Path(args.out)
