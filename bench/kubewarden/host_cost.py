@@ -211,11 +211,22 @@ def section(rows, counts, times, verdicts, info):
     return "\n".join(out) + "\n"
 
 
+def positive(text):
+    """An argparse type: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a whole number of at least 1")
+    return n
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds (default 7)")
-    ap.add_argument("--requests", type=int, default=2000, help="requests per row and round (default 2000)")
-    ap.add_argument("--fresh-calls", type=int, default=50, help="fresh calls the harness counts (default 50)")
+    ap.add_argument("--rounds", type=positive, default=7, help="interleaved rounds (default 7)")
+    ap.add_argument("--requests", type=positive, default=2000, help="requests per row and round (default 2000)")
+    ap.add_argument("--fresh-calls", type=positive, default=50, help="fresh calls the harness counts (default 50)")
     ap.add_argument("--case", default=DEFAULT_CASE,
                     help=f"the static case measured, <policy id>:<kind> (default {DEFAULT_CASE})")
     ap.add_argument("--out", help="Markdown file whose host-cost section to replace (default: print)")
