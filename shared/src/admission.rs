@@ -87,7 +87,9 @@ impl AdmissionRequest {
 #[derive(Debug, Clone, Deserialize)]
 pub struct Payload<S> {
     pub request: AdmissionRequest,
-    pub settings: S,
+    /// Boxed: a policy's settings are large, and the payload lives in the frames of the
+    /// functions that read it.
+    pub settings: Box<S>,
 }
 
 /// The outcome of a rule: allow (possibly with a changed object) or deny, with the

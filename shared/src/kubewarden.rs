@@ -133,7 +133,7 @@ struct RequestOnly {
 /// Settings text wrapped as `{"settings":<text>}` (see [`SettingsCache::read`]).
 #[derive(Deserialize)]
 struct SettingsOnly<S> {
-    settings: S,
+    settings: Box<S>,
 }
 
 /// The settings one policy instance read last, with their JSON text (see
@@ -213,7 +213,7 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         wrapped.push_str(text);
         wrapped.push('}');
         let settings = serde_json::from_str::<SettingsOnly<S>>(&wrapped).ok()?;
-        let settings = Rc::new(settings.settings);
+        let settings = Rc::from(settings.settings);
         *self.last.borrow_mut() = Some((text.into(), Rc::clone(&settings)));
         Some(settings)
     }
