@@ -159,6 +159,12 @@ impl WorkloadRules {
         *self == WorkloadRules::default()
     }
 
+    /// [`WorkloadRules::is_default`] of boxed rules (serde's `skip_serializing_if`).
+    #[allow(clippy::borrowed_box)]
+    pub fn is_boxed_default(rules: &Box<WorkloadRules>) -> bool {
+        rules.is_default()
+    }
+
     /// True when no rule is configured.
     pub fn is_empty(&self) -> bool {
         self.readiness_probe.is_none()

@@ -181,8 +181,9 @@ policy_settings! {
         pub allow_daemon_sets_on_gpu_nodes: bool = true,
         @shared + exceptions;
         /// Serving and training hygiene by workload type; every rule off unless configured.
-        #[serde(skip_serializing_if = "WorkloadRules::is_default")]
-        pub workload_rules: WorkloadRules = WorkloadRules::default(),
+        /// Boxed: the rules are half the size of the settings, which are read on the stack.
+        #[serde(skip_serializing_if = "WorkloadRules::is_boxed_default")]
+        pub workload_rules: Box<WorkloadRules> = Box::default(),
         /// How pods may reach GPUs other than by requesting them: device-runtime variables,
         /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
         /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
