@@ -104,12 +104,8 @@ where
     if cache.first_request() {
         return read_and_decide(payload, decide);
     }
-    // As text, checked as UTF-8 once (see `request_with_kept`).
-    if let Ok(text) = std::str::from_utf8(payload)
-        && let Ok(p) = serde_json::from_str::<RawPayload>(text)
-        && let Some(settings) = cache.read(p.settings.get())
-    {
-        return decide(p.request, &settings);
+    if let Some((request, settings)) = cache.request_with_read(payload) {
+        return decide(request, &settings);
     }
     read_and_decide(payload, decide)
 }
@@ -177,6 +173,7 @@ impl<S: DeserializeOwned> SettingsCache<S> {
     /// the payload. None for anything else (other settings, other spacing or members, a
     /// request that cannot be read): the caller then reads the payload as a whole, with
     /// the same verdicts and messages.
+    #[inline(never)]
     fn request_with_kept(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<S>)> {
         const HEAD: &[u8] = b"{\"request\":";
         const SETTINGS: &[u8] = b",\"settings\":";
@@ -193,6 +190,17 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         // string on its own (12% of a labels Pod's guest work; +25 KB per module).
         let only = serde_json::from_str::<RequestOnly>(std::str::from_utf8(&only).ok()?).ok()?;
         Some((only.request, Rc::clone(settings)))
+    }
+
+    /// The request of `payload` and its settings, read or kept (see [`SettingsCache::read`]);
+    /// None when either cannot be read on its own. Not inlined (see [`read_payload`]).
+    #[inline(never)]
+    fn request_with_read(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<S>)> {
+        // As text, checked as UTF-8 once (see `request_with_kept`).
+        let text = std::str::from_utf8(payload).ok()?;
+        let p = serde_json::from_str::<RawPayload>(text).ok()?;
+        let settings = self.read(p.settings.get())?;
+        Some((p.request, settings))
     }
 
     /// The settings `text` reads as: the kept ones when `text` is the kept text, else
@@ -226,10 +234,7 @@ where
     S: DeserializeOwned,
     F: FnOnce(AdmissionRequest, &S) -> Verdict,
 {
-    let read = utf8_text(payload).and_then(|text| {
-        serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
-    });
-    match read {
+    match read_payload::<S>(payload) {
         Ok(p) => {
             let verdict = decide(p.request, &p.settings);
             crate::arena::release(p.settings);
@@ -239,6 +244,17 @@ where
             Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
         }
     }
+}
+
+/// The payload read whole, or serde's message. Not inlined, like the other readers of the
+/// payload: reading takes a large stack frame (the reader's temporaries), popped before the
+/// policy decides. Policy-server runs each request on a fresh instance, whose every stack
+/// page costs a page fault the first time it is touched.
+#[inline(never)]
+fn read_payload<S: DeserializeOwned>(payload: &[u8]) -> Result<Payload<S>, String> {
+    utf8_text(payload).and_then(|text| {
+        serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
+    })
 }
 
 /// `bytes` as text, or where they stop being UTF-8. JSON is read as text (serde_json's
@@ -292,7 +308,9 @@ where
 }
 
 /// Serializes a verdict as Kubewarden's `ValidationResponse`, its message cut to
-/// [`limits::MAX_MESSAGE_BYTES`].
+/// [`limits::MAX_MESSAGE_BYTES`]. Not inlined: the serializer's frame is its own, not part
+/// of the frame the policy decides under (see [`read_payload`]).
+#[inline(never)]
 pub fn respond(mut v: Verdict) -> CallResult {
     let message = v.message.take().map(limits::cap_message);
     let response = Response {
