@@ -7,6 +7,8 @@
 //! [`crate::limits`] is rejected before it is parsed (code 413). Messages about a field
 //! name it (`settings.pools[0].name: invalid type...`).
 
+mod answer;
+
 use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
 use crate::arena::RequestArena;
 use crate::bytes;
@@ -307,35 +309,23 @@ where
     Ok(serde_json::to_vec(&response)?)
 }
 
-/// Serializes a verdict as Kubewarden's `ValidationResponse`, its message cut to
-/// [`limits::MAX_MESSAGE_BYTES`]. Not inlined: the serializer's frame is its own, not part
-/// of the frame the policy decides under (see [`read_payload`]).
+/// Writes a verdict as Kubewarden's `ValidationResponse` ([`answer`]), its message cut to
+/// [`limits::MAX_MESSAGE_BYTES`]. Not inlined: the writer's frame is its own, not part of
+/// the frame the policy decides under (see [`read_payload`]).
 #[inline(never)]
 pub fn respond(mut v: Verdict) -> CallResult {
     let message = v.message.take().map(limits::cap_message);
-    let response = Response {
+    let answer = answer::Answer {
         accepted: v.allowed,
         message: message.as_deref(),
         code: v.code,
         mutated_object: v.mutated_object.as_ref(),
         audit_annotations: (!v.audit_annotations.is_empty()).then_some(&v.audit_annotations),
         warnings: (!v.warnings.is_empty()).then_some(v.warnings.as_slice()),
-    };
-    let answer = serde_json::to_vec(&response);
+    }
+    .to_json();
     crate::arena::release((v, message));
-    Ok(answer?)
-}
-
-/// Kubewarden's `ValidationResponse` (the SDK's field names, unset fields as `null`),
-/// serialized from the verdict's own fields without copying them into the SDK's type.
-#[derive(serde::Serialize)]
-struct Response<'a> {
-    accepted: bool,
-    message: Option<&'a str>,
-    code: Option<u16>,
-    mutated_object: Option<&'a serde_json::Value>,
-    audit_annotations: Option<&'a std::collections::BTreeMap<String, String>>,
-    warnings: Option<&'a [String]>,
+    Ok(answer)
 }
 
 pub use crate::policy::{
