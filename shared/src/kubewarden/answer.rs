@@ -27,52 +27,37 @@ impl Answer<'_> {
         out.extend_from_slice(b"{\"accepted\":");
         out.extend_from_slice(if self.accepted { b"true" } else { b"false" });
         out.extend_from_slice(b",\"message\":");
-        match self.message {
-            Some(m) => write_str(&mut out, m),
-            None => out.extend_from_slice(b"null"),
-        }
+        or_null(&mut out, self.message, write_str);
         out.extend_from_slice(b",\"code\":");
-        match self.code {
-            Some(c) => out.extend_from_slice(itoa::Buffer::new().format(c).as_bytes()),
-            None => out.extend_from_slice(b"null"),
-        }
+        or_null(&mut out, self.code, |out, code| {
+            out.extend_from_slice(itoa::Buffer::new().format(code).as_bytes());
+        });
         out.extend_from_slice(b",\"mutated_object\":");
-        match self.mutated_object {
-            Some(v) => write_value(&mut out, v),
-            None => out.extend_from_slice(b"null"),
-        }
+        or_null(&mut out, self.mutated_object, write_value);
         out.extend_from_slice(b",\"audit_annotations\":");
-        match self.audit_annotations {
-            Some(map) => {
-                out.push(b'{');
-                for (i, (key, value)) in map.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_str(&mut out, key);
-                    out.push(b':');
-                    write_str(&mut out, value);
-                }
-                out.push(b'}');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
+        or_null(&mut out, self.audit_annotations, |out, map| {
+            write_joined(out, b'{', map, b'}', |out, (key, value)| {
+                write_str(out, key);
+                out.push(b':');
+                write_str(out, value);
+            });
+        });
         out.extend_from_slice(b",\"warnings\":");
-        match self.warnings {
-            Some(list) => {
-                out.push(b'[');
-                for (i, w) in list.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    write_str(&mut out, w);
-                }
-                out.push(b']');
-            }
-            None => out.extend_from_slice(b"null"),
-        }
+        or_null(&mut out, self.warnings, |out, list| {
+            write_joined(out, b'[', list, b']', |out, warning| {
+                write_str(out, warning)
+            });
+        });
         out.push(b'}');
         out
+    }
+}
+
+/// `value` written by `write`, or `null` without one.
+fn or_null<T>(out: &mut Vec<u8>, value: Option<T>, write: impl FnOnce(&mut Vec<u8>, T)) {
+    match value {
+        Some(v) => write(out, v),
+        None => out.extend_from_slice(b"null"),
     }
 }
 
@@ -84,29 +69,31 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
         Value::Bool(false) => out.extend_from_slice(b"false"),
         Value::Number(n) => write_number(out, n),
         Value::String(s) => write_str(out, s),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_value(out, item);
-            }
-            out.push(b']');
-        }
-        Value::Object(map) => {
-            out.push(b'{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_str(out, key);
-                out.push(b':');
-                write_value(out, item);
-            }
-            out.push(b'}');
-        }
+        Value::Array(items) => write_joined(out, b'[', items, b']', write_value),
+        Value::Object(map) => write_joined(out, b'{', map, b'}', |out, (key, item)| {
+            write_str(out, key);
+            out.push(b':');
+            write_value(out, item);
+        }),
     }
+}
+
+/// `items` written by `write` between `open` and `close`, separated by commas.
+fn write_joined<I: IntoIterator>(
+    out: &mut Vec<u8>,
+    open: u8,
+    items: I,
+    close: u8,
+    mut write: impl FnMut(&mut Vec<u8>, I::Item),
+) {
+    out.push(open);
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(close);
 }
 
 /// A number as serde_json writes it: integers with itoa, floats (always finite in a
