@@ -309,9 +309,9 @@ where
     Ok(serde_json::to_vec(&response)?)
 }
 
-/// Writes a verdict as Kubewarden's `ValidationResponse` ([`answer`]), its message cut to
-/// [`limits::MAX_MESSAGE_BYTES`]. Not inlined: the writer's frame is its own, not part of
-/// the frame the policy decides under (see [`read_payload`]).
+/// Writes a verdict as Kubewarden's `ValidationResponse` (`kubewarden/answer.rs`), its
+/// message cut to [`limits::MAX_MESSAGE_BYTES`]. Not inlined: the writer's frame is its own,
+/// not part of the frame the policy decides under (see `read_payload`).
 #[inline(never)]
 pub fn respond(mut v: Verdict) -> CallResult {
     let message = v.message.take().map(limits::cap_message);
