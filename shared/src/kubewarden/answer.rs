@@ -10,7 +10,9 @@
 use serde_json::{Number, Value};
 use std::collections::BTreeMap;
 
-/// What a policy answers; `None` fields are written as `null`, as serde writes them.
+/// What a policy answers; `None` fields are written as `null`, as serde writes them. The
+/// tests compare [`Answer::to_json`] with what serde derives for the same struct.
+#[cfg_attr(test, derive(serde::Serialize))]
 pub struct Answer<'a> {
     pub accepted: bool,
     pub message: Option<&'a str>,

@@ -2,17 +2,6 @@ use super::*;
 use serde_json::json;
 use std::path::Path;
 
-/// The answer as serde derives it: the writer must match it byte for byte.
-#[derive(serde::Serialize)]
-struct Derived<'a> {
-    accepted: bool,
-    message: Option<&'a str>,
-    code: Option<u16>,
-    mutated_object: Option<&'a Value>,
-    audit_annotations: Option<&'a BTreeMap<String, String>>,
-    warnings: Option<&'a [String]>,
-}
-
 fn written(value: &Value) -> String {
     let mut out = Vec::new();
     write_value(&mut out, value);
@@ -142,17 +131,9 @@ fn answers_match_the_derived_serialization() {
                                 audit_annotations,
                                 warnings,
                             };
-                            let derived = Derived {
-                                accepted,
-                                message,
-                                code,
-                                mutated_object,
-                                audit_annotations,
-                                warnings,
-                            };
                             assert_eq!(
                                 String::from_utf8(answer.to_json()).expect("UTF-8"),
-                                serde_json::to_string(&derived).expect("serializes"),
+                                serde_json::to_string(&answer).expect("serializes"),
                             );
                         }
                     }
