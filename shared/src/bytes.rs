@@ -21,7 +21,7 @@ pub fn equal(a: &[u8], b: &[u8]) -> bool {
 }
 
 /// `bytes`, eight of them, as one number.
-fn word(bytes: &[u8]) -> u64 {
+pub(crate) fn word(bytes: &[u8]) -> u64 {
     let mut eight = [0; 8];
     eight.copy_from_slice(bytes);
     u64::from_ne_bytes(eight)
