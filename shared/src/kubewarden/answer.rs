@@ -158,7 +158,7 @@ fn escape(byte: u8) -> Option<&'static [u8]> {
 /// padded with spaces into one more word.
 fn any_escape(bytes: &[u8]) -> bool {
     let mut words = bytes.chunks_exact(8);
-    if (&mut words).any(|word| needs_escape(bytes::word(word))) {
+    if words.any(|word| needs_escape(bytes::word(word))) {
         return true;
     }
     let rest = words.remainder();
