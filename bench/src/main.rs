@@ -543,11 +543,11 @@ fn generate(args: &[String]) -> Result<()> {
     };
     let session = gpu_bench::synth::session(&[
         (
-            gpu_rules::capacity::state::node_query(pool),
+            gpu_rules::pools::nodes::node_query(pool),
             &data.nodes_masked,
         ),
         (
-            gpu_rules::capacity::state::pod_query(&settings.pool_label_key, pool),
+            gpu_rules::capacity::queries::pod_query(&settings.pool_label_key, pool),
             &data.pods_masked,
         ),
     ])?;

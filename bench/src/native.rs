@@ -118,7 +118,8 @@ mod tests {
     #[test]
     fn host_calls_without_a_session_fail_with_a_message() {
         let cluster = ReplayCluster::new(None);
-        let request = gpu_rules::capacity::state::parent_query("apps/v1", "Deployment", "x", "ml");
+        let request =
+            gpu_rules::capacity::queries::parent_query("apps/v1", "Deployment", "x", "ml");
         assert_eq!(cluster.call(&request), Err("no replay session".into()));
     }
 }

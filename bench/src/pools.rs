@@ -18,7 +18,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use gpu_e2e::{Policy, ReplaySession, read_admission_request, read_settings};
 use gpu_rules::capacity::Settings;
-use gpu_rules::capacity::state::{NODE_FIELD_MASKS, POD_FIELD_MASKS, node_query, pod_query};
+use gpu_rules::capacity::queries::{POD_FIELD_MASKS, pod_query};
+use gpu_rules::pools::nodes::{NODE_FIELD_MASKS, node_query};
 use serde_json::{Value, json};
 
 use crate::native;

@@ -436,8 +436,10 @@ pub fn session(exchanges: &[(ClusterRequest, &[u8])]) -> Result<ReplaySession> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpu_rules::capacity::state::{NODE_FIELD_MASKS, POD_FIELD_MASKS, parse_nodes, parse_pods};
+    use gpu_rules::capacity::pods::parse_pods;
+    use gpu_rules::capacity::queries::POD_FIELD_MASKS;
     use gpu_rules::gpu::GpuResources;
+    use gpu_rules::pools::nodes::{NODE_FIELD_MASKS, parse_nodes};
 
     #[test]
     fn masks_keep_metadata_and_the_masked_paths_only() {

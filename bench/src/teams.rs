@@ -18,12 +18,12 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use gpu_e2e::{Policy, read_admission_request, read_settings};
 use gpu_rules::capacity::Settings;
-use gpu_rules::capacity::state::{
-    POD_FIELD_MASKS, namespace_pod_query, namespace_quota_query, node_query, pod_query,
-    team_pod_query,
+use gpu_rules::capacity::queries::{
+    POD_FIELD_MASKS, namespace_pod_query, namespace_quota_query, pod_query, team_pod_query,
 };
 use gpu_rules::capacity::teams::namespace_query;
 use gpu_rules::cluster::ClusterRequest;
+use gpu_rules::pools::nodes::{NODE_FIELD_MASKS, node_query};
 use serde_json::{Value, json};
 
 use crate::native;
@@ -116,11 +116,7 @@ fn exchanges(
         .iter()
         .find(|p| p.name == POOL)
         .expect("settings.yml has pool a100");
-    let pool_data = synth::pool(
-        POOL_PODS,
-        POD_FIELD_MASKS,
-        gpu_rules::capacity::state::NODE_FIELD_MASKS,
-    );
+    let pool_data = synth::pool(POOL_PODS, POD_FIELD_MASKS, NODE_FIELD_MASKS);
     let mut out = vec![
         (node_query(pool), pool_data.nodes_masked),
         (

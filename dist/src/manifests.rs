@@ -309,6 +309,54 @@ pub fn group_members(doc: &Value) -> Result<Vec<GroupMember>> {
         .collect()
 }
 
+/// The policies whose settings give the same `pools` block its one meaning (the pool
+/// model of `gpu_rules::pools`): the capacity gate and the autoscaler policy.
+pub const POOL_MODEL_POLICIES: [&str; 2] = ["gpu-capacity-gate-policy", "gpu-autoscaler-policy"];
+
+/// The pools block of a policy's settings: `poolLabelKey` (its default when absent) and
+/// `pools`.
+pub fn pools_block(settings: &Value) -> Value {
+    let key = match &settings["poolLabelKey"] {
+        Value::Null => Value::from("gpu-admission/pool"),
+        k => k.clone(),
+    };
+    serde_json::json!({"poolLabelKey": key, "pools": settings["pools"]})
+}
+
+/// A group whose members include the capacity gate and the autoscaler policy must give
+/// both the same pools block (one meaning for both): each disagreement, naming the members.
+pub fn shared_pools_problems(doc: &Value) -> Vec<String> {
+    let members = match group_members(doc) {
+        Ok(m) => m,
+        Err(e) => return vec![format!("{e:#}")],
+    };
+    let of = |policy: &str| {
+        members
+            .iter()
+            .filter(|m| {
+                m.module.contains(&format!("/{policy}:"))
+                    || m.module.contains(&format!("/{policy}@"))
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    for gate in of(POOL_MODEL_POLICIES[0]) {
+        for autoscaler in of(POOL_MODEL_POLICIES[1]) {
+            let (a, b) = (
+                pools_block(&gate.settings),
+                pools_block(&autoscaler.settings),
+            );
+            if a != b {
+                out.push(format!(
+                    "spec.policies.{} and spec.policies.{} give different pools blocks ({a} and {b}); give both the same block (a YAML anchor: pools: &pools, then pools: *pools), so that a pool means the same thing to the capacity gate and the autoscaler policy",
+                    gate.name, autoscaler.name
+                ));
+            }
+        }
+    }
+    out
+}
+
 /// Identifiers called as functions (`name(`) in a group expression.
 pub fn expression_calls(expression: &str) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
@@ -1082,6 +1130,35 @@ pub fn prometheus_rule_problems(doc: &Value) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_gate_and_the_autoscaler_in_a_group_share_their_pools() {
+        let group = |gate_pools: Value, autoscaler_pools: Value| {
+            json!({"kind": "ClusterAdmissionPolicyGroup", "metadata": {"name": "g"}, "spec": {"policies": {
+                "capacity": {"module": "registry://ghcr.io/o/policies/gpu-capacity-gate-policy:v0.1.0",
+                             "settings": {"pools": gate_pools, "chargePods": "ownerless"}},
+                "autoscaler": {"module": "registry://ghcr.io/o/policies/gpu-autoscaler-policy:v0.1.0",
+                               "settings": {"poolLabelKey": "gpu-admission/pool", "pools": autoscaler_pools}},
+                "labels": {"module": "registry://ghcr.io/o/policies/gpu-labels-policy:v0.1.0"}}}})
+        };
+        let a = json!([{"name": "h100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "h100"}},
+                        "maxAllocatable": {"nvidia.com/gpu": 128}}]);
+        assert_eq!(
+            shared_pools_problems(&group(a.clone(), a.clone())),
+            Vec::<String>::new()
+        );
+        let mut b = a.clone();
+        b[0]["capacity"] = json!({"nvidia.com/gpu": 128});
+        b[0].as_object_mut().unwrap().remove("maxAllocatable");
+        let problems = shared_pools_problems(&group(a, b));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(
+                "spec.policies.capacity and spec.policies.autoscaler give different pools blocks"
+            ),
+            "{problems:?}"
+        );
+    }
 
     fn metadata(mutating: bool, resources: &str) -> Metadata {
         Metadata::from_yaml(&format!(

@@ -192,6 +192,16 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                                        "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
                                                        "resources": {"limits": {GPU: "2"},
                                                                      "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
+    # Scale from zero: the target of hpa_scale_from_zero.json, in pool h100-serving, which has
+    # no node yet (settings_scale_from_zero.yml gives it maxAllocatable 64).
+    objects.append({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "llm-serving", "namespace": "ml-serving", "labels": {"app": "llm-serving"}},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm-serving"}},
+                 "template": {"metadata": {"labels": {"app": "llm-serving", POOL: "h100-serving"}},
+                              "spec": {"containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
+                                                       "resources": {"limits": {GPU: "2"},
+                                                                     "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
     # The autoscaler policy's HPA of a workload without GPUs reads this one (its HPAs of
     # GPU workloads read llm-a100 above).
     objects.append({
@@ -340,6 +350,16 @@ class PolicyServerE2E(unittest.TestCase):
             # The pools of settings.yml with namespace ResourceQuotas checked (the default).
             "capacity-ns-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_namespace_quotas.yml"),
                                         context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            # One pools block for both (test_data/settings_scale_from_zero.yml): pool h100-serving
+            # scales from zero nodes up to maxAllocatable.
+            "capacity-scale-from-zero": entry(cls.modules[CAPACITY],
+                                              settings=test_data(CAPACITY, "settings_scale_from_zero.yml"),
+                                              context_aware_resources=aware[CAPACITY],
+                                              host_capabilities=["kubernetes/*"]),
+            "autoscaler-scale-from-zero": entry(cls.modules[AUTOSCALER],
+                                                settings=test_data(AUTOSCALER, "settings_scale_from_zero.yml"),
+                                                context_aware_resources=aware[AUTOSCALER],
+                                                host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -698,7 +718,8 @@ class PolicyServerE2E(unittest.TestCase):
                 "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 "
                 "nvidia.com/gpu, more than pool a100 can ever hold (56 nvidia.com/gpu allocatable on its 7 "
                 "schedulable nodes of 8). The largest maxReplicas that fits is 28: set maxReplicas to 28 or less. "
-                "If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity)."))
+                "If pool a100 autoscales, give its ceiling in the policy settings (pools[0].maxAllocatable, "
+                "karpenterNodePool or clusterAutoscaler)."))
         with self.subTest("scaledobject_cpu.json"):
             self.check("autoscaler", AUTOSCALER, "scaledobject_cpu.json", True, warns=[
                 "ScaledObject ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on "
@@ -717,6 +738,15 @@ class PolicyServerE2E(unittest.TestCase):
         with self.subTest("hpa_malformed.json"):
             self.check("autoscaler", AUTOSCALER, "hpa_malformed.json", False, code=400, says=[
                 "spec.maxReplicas: must be a non-negative integer, got \"eight\""])
+
+    def test_scale_from_zero(self):
+        # Pool h100-serving has no node; its ceiling (maxAllocatable) is 64 GPUs. Both policies,
+        # given the same pools block, accept 8 replicas of 2 GPUs.
+        self.check("capacity-scale-from-zero", CAPACITY, "deployment_serving_8x2.json", True, audit={
+            "capacity": "h100-serving: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), "
+                        "threshold 85%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)"})
+        self.check("autoscaler-scale-from-zero", AUTOSCALER, "hpa_scale_from_zero.json", True, audit={
+            "ceiling": "h100-serving: 64 nvidia.com/gpu (maxAllocatable), 32 fit"})
 
 
 if __name__ == "__main__":

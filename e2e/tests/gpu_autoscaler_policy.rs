@@ -41,18 +41,32 @@ const GET_AND_LIST: &[&str] = &["get_resource", "list_resources_all"];
 const GET: &[&str] = &["get_resource"];
 
 const CPU_ONLY: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
-const OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+const OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, give its ceiling in the policy settings (pools[0].maxAllocatable, karpenterNodePool or clusterAutoscaler).";
 const KEDA_CPU: &str = "ScaledObject ml-serving/llm-a100: it scales Deployment llm-a100 (2 nvidia.com/gpu per replica) on cpu triggers only, and CPU utilization does not follow GPU inference load. Add a trigger on requests per second, queue depth or a GPU metric (e.g. a prometheus trigger on vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL).";
 const NAMESPACE_MAX: &str = "HorizontalPodAutoscaler research-nlp/summarizer: maxReplicas 8 x 4 GPUs per replica = 32 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research-nlp (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less.";
 const SCALED_JOB: &str = "ScaledJob ml-training/finetune: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less.";
 const NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: its target Deployment ml-serving/llm-a100 was not found: create the target before its autoscaler, or correct spec.scaleTargetRef. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: not granted to this policy: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const NODES_NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: pool a100: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const UNKNOWN_KIND: &str = "HorizontalPodAutoscaler ml-serving/llm-canary: the GPUs of Rollout llm-canary (argoproj.io/v1alpha1) are not counted: Rollout is not a Deployment, StatefulSet, ReplicaSet or ReplicationController, nor a kind described in customKinds; describe it there to check this autoscaler";
 const MALFORMED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100 cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"eight\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)";
 
 const CASES: &[Case] = &[
+    // Scale from zero: a pool with maxAllocatable and no node yet (8 x 2 GPUs of 64).
+    Case {
+        request: "hpa_scale_from_zero.json",
+        settings: "settings_scale_from_zero.yml",
+        session: Some("session_scale_from_zero.yml"),
+        denied: None,
+        warning: None,
+        calls: GET_AND_LIST,
+        audit: Some((
+            "ceiling",
+            "h100-serving: 64 nvidia.com/gpu (maxAllocatable), 32 fit",
+        )),
+        in_readme: false,
+    },
     Case {
         request: "hpa_cpu_gpu_deployment.json",
         settings: S,
@@ -204,7 +218,7 @@ const CASES: &[Case] = &[
         session: Some("session_deployment_forbidden.yml"),
         denied: None,
         warning: Some(
-            "HorizontalPodAutoscaler ml-serving/llm-a100: GPU limits were not checked: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)",
+            "HorizontalPodAutoscaler ml-serving/llm-a100: GPU limits were not checked: cannot get apps/v1/Deployment ml-serving/llm-a100: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)",
         ),
         calls: GET,
         audit: None,
@@ -302,7 +316,7 @@ const CASES: &[Case] = &[
     },
 ];
 
-const DRA_OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+const DRA_OVER_POOL: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less. If pool a100 autoscales, give its ceiling in the policy settings (pools[0].maxAllocatable, karpenterNodePool or clusterAutoscaler).";
 const DRA_NOT_FOUND: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: the GPUs of Deployment llm-a100 cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Cannot find resource.k8s.io/v1/ResourceClaimTemplate named 'four-gpus' inside of namespace 'Some(\"ml-serving\")'); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account";
 
 fn readme() -> &'static str {

@@ -40,9 +40,9 @@ const S: &str = "settings.yml";
 
 const OVER: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
 const EMPTY: &str = "pool a100: no schedulable node offers nvidia.com/gpu for this workload's 8 (no node matches gpu-admission/pool=a100). Request a resource the pool offers, target another pool, or check the pool's nodeSelector in the policy settings and that its nodes are schedulable.";
-const NOT_GRANTED: &str = "pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const PODS_FORBIDDEN: &str = "pool a100: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const DEPLOYMENT_FORBIDDEN: &str = "scale of Deployment ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const NOT_GRANTED: &str = "pool a100: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const PODS_FORBIDDEN: &str = "pool a100: cannot list v1/Pod: forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on pods. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const DEPLOYMENT_FORBIDDEN: &str = "scale of Deployment ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const MIG_OVER: &str = "pool a100-mig: nvidia.com/mig-3g.40gb would be 15 of 16 allocatable (93.8%) with this workload's 5 (10 in use), above the 90% threshold (room for 4 more). Wait for capacity, lower replicas, or target another pool.";
 const MALFORMED: &str = "Deployment ml-serving/llm-a100 cannot be read, so it is denied: spec.replicas: must be a non-negative integer, got \"four\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)";
 
@@ -51,7 +51,7 @@ const Q: &str = "settings_quotas.yml";
 const QUOTAS_OVER: &str = "pool a100: nvidia.com/gpu would be 58 of capacity 64 declared in settings (90.6%) with this workload's 8 (50 in use from 6 ResourceQuotas), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
 const QUOTAS_NONE: &str = "pool a100: namespace ml-serving has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml-serving, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (unreadableCluster: deny).";
 const QUOTAS_UNSCOPED: &str = "pool a100: ResourceQuota ml-training/gpu-a100 is not scoped to the pool's priority classes (it has no scope, so it counts the pods of every pool in ml-training): set its spec.scopeSelector to {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}. The GPU capacity gate denies what it cannot count (unreadableCluster: deny).";
-const QUOTAS_FORBIDDEN: &str = "pool a100: cannot list v1/ResourceQuota: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const QUOTAS_FORBIDDEN: &str = "pool a100: cannot list v1/ResourceQuota: forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const QUOTAS_NO_CLASS: &str = "pool a100: its GPUs in use are counted by ResourceQuotas scoped to its priority classes (a100-high, a100-low), which would not count this workload's pods: spec.template.spec has no priorityClassName. Set priorityClassName to one of a100-high, a100-low (gpu-pool-routing-policy sets it on the pool's workloads).";
 
 // DRA: a Deployment of 3 replicas whose pods each get 4 gpu.nvidia.com devices from a
@@ -67,8 +67,8 @@ const DRA_ALLOCATION_ALL: &str = "the capacity gate cannot count the GPUs of thi
 // rollout surge, alternatives, and a threshold by schedule window.
 const STATIC_CEILING: &str = "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)";
 const KARPENTER_FOUND: &str = "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from NodePool gpu-a100 spec.limits, 0 allocatable now)";
-const KARPENTER_NOT_FOUND: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: it does not exist. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const KARPENTER_NOT_GRANTED: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const KARPENTER_NOT_FOUND: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: not found. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const KARPENTER_NOT_GRANTED: &str = "pool a100: cannot get karpenter.sh/v1/NodePool gpu-a100: not granted to this policy: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const SUSPENDED: &str = "Job ml-training/train-a100 is suspended (spec.suspend: true): not charged until the update that unsuspends it";
 const UNSUSPENDED: &str =
     "Job ml-training/train-a100 is unsuspended (spec.suspend: true -> false): charged in full";
@@ -99,12 +99,12 @@ const BELOW: &str =
     "a100: nvidia.com/gpu used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits";
 const NS_QUOTA_OVER: &str = "namespace ml-serving: ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
 const NS_QUOTA_PRIORITY: &str = "namespace ml-serving: ResourceQuota a100-high-gpus would hold 8 of its 4 requests.nvidia.com/gpu (0 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
-const NS_QUOTA_NOT_GRANTED: &str = "namespace ml-serving: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)";
+const NS_QUOTA_NOT_GRANTED: &str = "namespace ml-serving: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)";
 const NS_QUOTA_LIMITS_KEY: &str = "ResourceQuota ml-serving/gpu-limits: spec.hard limits.nvidia.com/gpu is not counted by Kubernetes (for an extended resource it counts only requests.nvidia.com/gpu), so it limits nothing and the capacity gate does not check it: rename it to requests.nvidia.com/gpu";
 const TEAM_OVER: &str = "team ml-a would hold 20 of its 16 nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
 const TEAM_POOL_OVER: &str = "team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (4 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
-const TEAM_CM_MISSING: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-const TEAM_CM_NOT_GRANTED: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const TEAM_CM_MISSING: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not found. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const TEAM_CM_NOT_GRANTED: &str = "team budget of namespace ml-serving: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not granted to this policy: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const TEAM_CM_MALFORMED: &str = "the team budgets ConfigMap gpu-system/gpu-team-budgets is malformed: budgets.json.ml-a.cpu: not a GPU resource the gate counts (nvidia.com/gpu, nvidia.com/gpu.shared, amd.com/gpu, gpu.intel.com/i915, gpu.intel.com/xe, nvidia.com/mig-*, or a name in extraGpuResources); fix the ConfigMap (settings.teamBudgetsConfigMap). The GPU capacity gate denies what it cannot check.";
 
 const CASES: &[Case] = &[
@@ -573,6 +573,19 @@ const CASES: &[Case] = &[
         denied: None,
         capacity: Some(STATIC_CEILING),
         audit: Some(("pool", "a100")),
+        in_readme: false,
+        warning: None,
+    },
+    // Scale from zero: the pools block gpu-autoscaler-policy's case of the same name has.
+    Case {
+        request: "deployment_serving_8x2.json",
+        settings: "settings_scale_from_zero.yml",
+        session: Some("session_scale_from_zero.yml"),
+        denied: None,
+        capacity: Some(
+            "h100-serving: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 85%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)",
+        ),
+        audit: Some(("pool", "h100-serving")),
         in_readme: false,
         warning: None,
     },
@@ -1281,7 +1294,7 @@ fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
     assert_eq!(
         response.message(),
         Some(
-            "pool a100: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+            "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
 }
@@ -1295,7 +1308,7 @@ fn unreadable_cluster_warn_accepts_with_a_warning() {
     );
     assert_eq!(
         eval.response.warnings,
-        Some(vec!["pool a100: GPU capacity was not checked: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources (accepted because unreadableCluster is warn)".to_string()])
+        Some(vec!["pool a100: GPU capacity was not checked: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources (accepted because unreadableCluster is warn)".to_string()])
     );
 }
 

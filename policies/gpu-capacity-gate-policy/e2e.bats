@@ -198,7 +198,7 @@ setup() {
 
 @test "Karpenter NodePool not found or not granted: fails closed" {
   run_replayed deployment_a100_4x2.json settings_karpenter.yml session_karpenter_not_found.yml
-  denied 'cannot get karpenter.sh/v1/NodePool gpu-a100: it does not exist'
+  denied 'cannot get karpenter.sh/v1/NodePool gpu-a100: not found'
   run_replayed deployment_a100_4x2.json settings_karpenter.yml session_karpenter_not_granted.yml
   denied 'add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy.s contextAwareResources'
 }
@@ -281,7 +281,7 @@ setup() {
   run_replayed deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap.yml
   matches 'budget in ConfigMap gpu-system/gpu-team-budgets'
   run_replayed deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_missing.yml
-  denied 'cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist'
+  denied 'cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not found'
   run_replayed deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_not_granted.yml
   matches 'add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy'
   run_replayed deployment_a100_4x2.json settings_team_budgets_configmap.yml session_team_configmap_malformed.yml

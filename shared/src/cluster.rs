@@ -6,9 +6,16 @@
 //! config ([`OciManifestConfig`]) is asked for with the image reference as a JSON string,
 //! as the SDK's `get_manifest_and_config` does. Rules take a
 //! `&dyn Cluster`; the wasm glue implements it with waPC host calls, tests with fakes.
+//! A call that fails is a [`HostFailure`], worded by the class of failure it shows.
 
 use serde::Serialize;
 use std::collections::BTreeSet;
+
+mod failure;
+
+pub use failure::{
+    FailureClass, HOST_ERROR_MAX, HostError, HostFailure, Unreachable, call, classify,
+};
 
 /// One context-aware host call.
 #[derive(Debug, Clone, PartialEq, Eq)]

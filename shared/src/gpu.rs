@@ -521,6 +521,19 @@ pub fn add_into(into: &mut GpuCounts, from: &GpuCounts) {
     }
 }
 
+/// `into[k] += from[k] * times` for every k, cloning a key only when `into` lacks it.
+pub fn add_scaled(into: &mut GpuCounts, from: &GpuCounts, times: u64) {
+    for (k, v) in from {
+        let n = v.saturating_mul(times);
+        match into.get_mut(k) {
+            Some(e) => *e = e.saturating_add(n),
+            None => {
+                into.insert(k.clone(), n);
+            }
+        }
+    }
+}
+
 /// `into[k] = max(into[k], from[k])` for every k.
 fn max_into(into: &mut GpuCounts, from: &GpuCounts) {
     for (k, v) in from {

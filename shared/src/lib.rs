@@ -14,7 +14,10 @@
 //! - [`selector`]: label selectors, matched and as query strings.
 //! - [`settings`]: settings fragments that several policies share, with validation.
 //! - [`admission`]: the admission request as the rules read it, and the [`admission::Verdict`].
-//! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait.
+//! - [`cluster`]: context-aware host calls as data, behind the [`cluster::Cluster`] trait,
+//!   and their failures worded by class; [`lists`]: reading list answers item by item.
+//! - [`pools`]: the pools of GPU nodes one `pools` block describes to the capacity gate
+//!   and the autoscaler policy, and reading what a pool offers.
 //! - [`labels`], [`routing`], [`vram`], [`capacity`], [`autoscaler`]: the rules of the five
 //!   policies.
 //! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers; [`arena`]:
@@ -36,8 +39,10 @@ pub mod gpu;
 pub mod kubewarden;
 pub mod labels;
 pub mod limits;
+pub mod lists;
 pub mod podspec;
 pub mod policy;
+pub mod pools;
 pub mod quantity;
 pub mod routing;
 pub mod schedule;

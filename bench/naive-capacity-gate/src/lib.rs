@@ -5,8 +5,8 @@
 //! **without field masks** and each answer is parsed **whole** into a `serde_json::Value`
 //! tree before the few fields that matter are read. gpu-capacity-gate-policy instead asks
 //! for masked lists and parses them with streaming, GPU-only readers
-//! (`gpu_rules::capacity::state`). `gpu-bench` runs both modules on the same synthetic
-//! pools; the difference is the price of the naive approach.
+//! (`gpu_rules::capacity::pods`, `gpu_rules::pools::nodes`). `gpu-bench` runs both modules
+//! on the same synthetic pools; the difference is the price of the naive approach.
 //!
 //! Only what the benchmark exercises is implemented: CREATE and UPDATE of workload objects
 //! (an UPDATE is charged in full). Scale subresources, exemptions and owner rules are not.
@@ -60,12 +60,15 @@ const UNSCHEDULABLE_TAINTS: &[&str] = &[
 
 /// The pool's Nodes, whole: the real gate's query without field masks.
 pub fn node_query(pool: &gpu_rules::capacity::Pool) -> ClusterRequest {
-    unmasked(gpu_rules::capacity::state::node_query(pool))
+    unmasked(gpu_rules::pools::nodes::node_query(pool))
 }
 
 /// The pool's Pods, whole: the real gate's query without field masks.
 pub fn pod_query(pool_label_key: &str, pool: &gpu_rules::capacity::Pool) -> ClusterRequest {
-    unmasked(gpu_rules::capacity::state::pod_query(pool_label_key, pool))
+    unmasked(gpu_rules::capacity::queries::pod_query(
+        pool_label_key,
+        pool,
+    ))
 }
 
 fn unmasked(request: ClusterRequest) -> ClusterRequest {

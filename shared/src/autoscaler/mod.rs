@@ -10,9 +10,12 @@
 //!
 //! - scaling on cpu or memory only is denied for an HPA (`resourceMetricsOnly`) and
 //!   warned about for KEDA (`resourceTriggersOnly`): they do not follow GPU inference load;
-//! - `max replicas x GPUs per replica` must fit under each targeted pool's ceiling
-//!   ([`ceiling`]: its declared `capacity`, or its Nodes' allocatable GPUs) and under the
-//!   namespace's maximum; the message says the largest value that fits.
+//! - `max replicas x GPUs per replica` must fit under what each targeted pool can ever
+//!   hold ([`ceiling`]: the larger of what it offers now, its declared `capacity` or its
+//!   Nodes' allocatable GPUs, and its ceiling, `maxAllocatable`, a Karpenter NodePool or
+//!   a cluster-autoscaler node group, as the capacity gate reads them from the same
+//!   `pools` block) and under the namespace's maximum; the message says the largest
+//!   value that fits.
 //!
 //! It fails closed: a target or pool that cannot be read denies, naming the permission
 //! to grant, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
@@ -26,8 +29,7 @@ pub use object::{Autoscaler, AutoscalerKind};
 pub use settings::{Action, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::capacity::state::{self, HostError, HostFailure};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, FailureClass, HOST_ERROR_MAX, HostError, HostFailure, call};
 use crate::gpu::scale;
 use object::{MaxFrom, Signal};
 use serde_json::Value;
@@ -49,9 +51,6 @@ pub mod audit {
     /// The host's error text (truncated) when the target or a pool could not be read.
     pub const HOST_ERROR: &str = "host-error";
 }
-
-/// Longest host error kept in the `host-error` audit annotation.
-pub const HOST_ERROR_MAX: usize = 512;
 
 crate::policy::entry_points!(crate::policy::Autoscaler);
 
@@ -127,7 +126,7 @@ fn read_target(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Ta
                 .with_audit(audit::NOT_CHECKED, note),
         );
     };
-    let bytes = match state::call(cluster, &query) {
+    let bytes = match call(cluster, &query) {
         Ok(bytes) => bytes,
         Err(failure) => return TargetRead::Failed(failure),
     };
@@ -218,7 +217,7 @@ fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict 
         let Some(pool) = settings.pools.get(*index) else {
             continue;
         };
-        let ceiling = match ceiling::read(cluster, pool, &names) {
+        let bound = match ceiling::read(cluster, pool, &names) {
             Ok(c) => c,
             Err(failure) => {
                 if !ceilings.is_empty() {
@@ -230,10 +229,10 @@ fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict 
                 return host_failure(a, settings, &context, &failure, out);
             }
         };
-        let Some((fits, resource)) = ceiling::fit(per_pool, &ceiling.gpus) else {
+        let Some((fits, resource)) = ceiling::fit(per_pool, &bound.gpus()) else {
             continue;
         };
-        ceilings.push(format!("{}: {}, {fits} fit", pool.name, ceiling.audit()));
+        ceilings.push(format!("{}: {}, {fits} fit", pool.name, bound.audit()));
         if a.max_replicas > fits {
             largest = largest.min(fits);
             violations.push(format!(
@@ -242,11 +241,11 @@ fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict 
                 describe(per_pool),
                 describe(&scale(per_pool, a.max_replicas)),
                 pool.name,
-                ceiling.describe(&resource)
+                bound.describe(&resource)
             ));
-            if matches!(ceiling.source, ceiling::CeilingSource::Nodes { .. }) {
+            if bound.from_nodes(&resource) {
                 hints.push(format!(
-                    "If pool {} autoscales, declare its ceiling in the policy settings (pools[{index}].capacity).",
+                    "If pool {} autoscales, give its ceiling in the policy settings (pools[{index}].maxAllocatable, karpenterNodePool or clusterAutoscaler).",
                     pool.name
                 ));
             }
@@ -412,7 +411,12 @@ fn host_failure(
     failure: &HostFailure,
     mut out: Outcome,
 ) -> Verdict {
-    let explanation = explain(failure);
+    // An empty context is the target's read; a pool's failures say so.
+    let explanation = if context.is_empty() {
+        explain_target(failure)
+    } else {
+        failure.explanation()
+    };
     if settings.on_unreadable_cluster() == Action::Warn {
         out.warnings.push(format!(
             "GPU limits were not checked: {context}{explanation} (accepted because unreadableCluster is warn)"
@@ -428,25 +432,18 @@ fn host_failure(
     out.verdict(&a.display())
 }
 
-/// The capacity gate's explanation (the grant to add), or, for a target that does not
-/// exist, what to do about that.
-fn explain(failure: &HostFailure) -> String {
-    if let (crate::cluster::ClusterRequest::Get(get), HostError::Call(raw)) =
-        (failure.request.as_ref(), &failure.error)
+/// The explanation every policy gives for the failure's class ([`HostFailure::explanation`]),
+/// or, for a target that does not exist, what to do about that.
+fn explain_target(failure: &HostFailure) -> String {
+    if let crate::cluster::ClusterRequest::Get(get) = failure.request.as_ref()
+        && failure.class() == FailureClass::NotFound
     {
-        let lower = raw.to_ascii_lowercase();
-        if !lower.contains("has not been granted access")
-            && (lower.contains("not found")
-                || lower.contains("notfound")
-                || lower.contains("cannot find"))
-        {
-            return format!(
-                "its target {} {}/{} was not found: create the target before its autoscaler, or correct spec.scaleTargetRef",
-                get.kind,
-                get.namespace.as_deref().unwrap_or(""),
-                get.name
-            );
-        }
+        return format!(
+            "its target {} {}/{} was not found: create the target before its autoscaler, or correct spec.scaleTargetRef",
+            get.kind,
+            get.namespace.as_deref().unwrap_or(""),
+            get.name
+        );
     }
     failure.explanation()
 }

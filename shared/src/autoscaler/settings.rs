@@ -1,21 +1,25 @@
 //! Settings of the autoscaler policy, and their validation.
 //!
-//! `poolLabelKey` and `pools` are the capacity gate's own (see [`crate::capacity::Settings`]),
-//! so the gate's pool list can be pasted here unchanged: a pool is found by the pool label
-//! on the target's pod template or by its node selector, and its ceiling is its declared
-//! `capacity`, or else the allocatable GPUs of its Nodes. The pools are checked as the gate
-//! checks them ([`crate::capacity::Settings::validate_pool`]); the gate's other pool fields
-//! (`thresholds`, `usage`, `priorityClasses`, ceilings, `alternatives`) are read and not used:
-//! an autoscaler's bound is what the pool can hold at all; the gate brakes at its threshold
-//! when the scale-up happens.
+//! `poolLabelKey` and `pools` are the pool set of [`crate::pools`], the capacity gate's
+//! too: one `pools` block means the same thing to both policies. A pool is found by the
+//! pool label on the target's pod template or by its node selector, and what it can ever
+//! hold is the larger of what it offers now (its declared `capacity`, or its Nodes'
+//! allocatable GPUs) and its ceiling (`maxAllocatable`, `karpenterNodePool`,
+//! `clusterAutoscaler`). The pools are checked as the gate checks them
+//! ([`crate::pools::PoolSet::check`]), but for what refers to the gate's own settings:
+//! `thresholds[].window` (the gate's `schedules`) and `priorityClasses` against `usage`
+//! (the gate's default) are checked for their form only. `thresholdPercent`, `thresholds`,
+//! `usage`, `priorityClasses` and `alternatives` are not used here: an autoscaler's bound
+//! is what the pool can hold at all; the gate brakes at its threshold when the scale-up
+//! happens.
 
+use crate::pools::{PoolChecks, PoolSet};
 use crate::settings::{
     FieldError, NamespaceList, UnreadableCluster, ValidateSettings, policy_settings,
-    validate_label_key,
 };
 use serde::{Deserialize, Serialize};
 
-pub use crate::capacity::Pool;
+pub use crate::pools::Pool;
 pub use crate::settings::{Action, DEFAULT_POOL_LABEL_KEY};
 
 policy_settings! {
@@ -54,16 +58,11 @@ pub struct NamespaceMax {
 }
 
 impl Settings {
-    /// The pools in the capacity gate's settings type, to reuse its pool targeting and
-    /// its checks of pools.
-    pub fn gate_settings(&self) -> crate::capacity::Settings {
-        crate::capacity::Settings {
-            pool_label_key: self.pool_label_key.clone(),
-            pools: self.pools.clone(),
-            extra_gpu_resources: self.extra_gpu_resources.clone(),
-            custom_kinds: self.custom_kinds.clone(),
-            fractional_gpus: self.fractional_gpus.clone(),
-            ..crate::capacity::Settings::default()
+    /// The pool label and the pools.
+    pub fn pool_set(&self) -> PoolSet<'_> {
+        PoolSet {
+            label_key: &self.pool_label_key,
+            pools: &self.pools,
         }
     }
 
@@ -90,12 +89,12 @@ impl Settings {
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {
-        validate_label_key("poolLabelKey", &self.pool_label_key)?;
         self.validate_shared()?;
-        let gate = self.gate_settings();
-        for (i, pool) in self.pools.iter().enumerate() {
-            gate.validate_pool(i, pool)?;
-        }
+        self.pool_set().check(&PoolChecks {
+            names: self.gpu_resources(),
+            default_usage: None,
+            schedules: None,
+        })?;
         for (i, m) in self.namespace_max_gpus.iter().enumerate() {
             let field = format!("namespaceMaxGpus[{i}]");
             if m.namespaces.0.is_empty() {
@@ -197,9 +196,45 @@ mod tests {
             ]))
         );
         assert_eq!(s.pools[0].declared_capacity(), None);
-        let gate = s.gate_settings();
-        assert_eq!(gate.pools.len(), 3);
-        assert_eq!(gate.pools[1].node_selector, s.pools[1].node_selector);
+    }
+
+    /// The capacity gate's settings, their pools pasted: every pool field is valid here, and
+    /// a pool the gate refuses is refused with the same message.
+    #[test]
+    fn a_pools_block_is_checked_as_the_gate_checks_it() {
+        let pools = json!([
+            {"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}},
+             "maxAllocatable": {"nvidia.com/gpu": 64}, "alternatives": ["batch"],
+             "thresholds": [{"window": "peak", "thresholdPercent": 80}]},
+            {"name": "h100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "h100"}},
+             "karpenterNodePool": "h100-spot"},
+            {"name": "batch", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "batch"}},
+             "clusterAutoscaler": {"maxNodes": 16, "gpusPerNode": {"nvidia.com/gpu": 8}}}
+        ]);
+        let gate = |pools: &Value| -> crate::capacity::Settings {
+            serde_json::from_value(
+                json!({"pools": pools, "schedules": {"peak": {"timeZone": "UTC",
+                "windows": [{"days": ["Mon"], "from": "08:00", "to": "20:00"}]}}}),
+            )
+            .unwrap()
+        };
+        let own = |pools: &Value| parse(json!({"pools": pools}));
+        gate(&pools).validate().unwrap();
+        own(&pools).validate().unwrap();
+        for (pointer, value) in [
+            ("/1/maxAllocatable", json!({"nvidia.com/gpu": 8})),
+            ("/0/capacity", json!({"nvidia.com/gpu": 8})),
+            ("/2/clusterAutoscaler/maxNodes", json!(0)),
+            ("/0/maxAllocatable", json!({"cpu": 64})),
+            ("/0/alternatives", json!(["spot"])),
+            ("/0/thresholds/0/thresholdPercent", json!(0)),
+            ("/1/karpenterNodePool", json!("H100 Spot")),
+        ] {
+            let wrong = with(pools.clone(), pointer, value);
+            let gate_error = gate(&wrong).validate().unwrap_err().to_string();
+            let own_error = own(&wrong).validate().unwrap_err().to_string();
+            assert_eq!(own_error, gate_error, "{pointer}");
+        }
     }
 
     #[test]

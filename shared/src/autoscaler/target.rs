@@ -5,12 +5,12 @@
 //! ([`crate::gpu::pod_gpus`]: app containers and sidecars against the largest init
 //! container, plus pod-level resources) times the pods it stands for, and the pools a
 //! template targets as the capacity gate finds them
-//! ([`crate::capacity::demand::target_pools`]: pool label, node selector, required node
+//! ([`crate::pools::PoolSet::targeted_by`]: pool label, node selector, required node
 //! affinity).
 
 use super::object::TargetRef;
 use super::settings::Settings;
-use crate::capacity::state::parent_query;
+use crate::capacity::queries::parent_query;
 use crate::cluster::{ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, add_into, scale, template_gpus};
 use crate::settings::CustomKind;
@@ -187,7 +187,7 @@ pub fn replica_gpus(
     let workload =
         Workload::from_object(object, &settings.custom_kinds).map_err(|e| e.to_string())?;
     let names = settings.gpu_resources();
-    let gate = settings.gate_settings();
+    let pools = settings.pool_set();
     let claims = crate::dra::resolve(&workload, namespace, &settings.dra, cluster);
     let mut gpus = ReplicaGpus::default();
     for t in &workload.templates {
@@ -216,12 +216,12 @@ pub fn replica_gpus(
             continue;
         }
         add_into(&mut gpus.total, &counts);
-        let pools = crate::capacity::demand::target_pools(&gate, &t.meta.labels, &t.spec);
-        if pools.is_empty() {
+        let targeted = pools.targeted_by(&t.meta.labels, &t.spec);
+        if targeted.is_empty() {
             gpus.no_pool
                 .push(format!("{} ({})", t.location, describe(&counts)));
         }
-        for i in pools {
+        for i in targeted {
             add_into(gpus.per_pool.entry(i).or_default(), &counts);
         }
     }
@@ -238,7 +238,7 @@ pub fn api_version_of(target: &TargetRef) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::state::TEMPLATE_FIELD_MASKS;
+    use crate::capacity::queries::TEMPLATE_FIELD_MASKS;
     use crate::workload::presets;
     use rstest::rstest;
     use serde_json::json;

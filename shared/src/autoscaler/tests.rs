@@ -1,8 +1,10 @@
 //! `evaluate` end to end, with a scripted cluster that checks every host call.
 
 use super::*;
-use crate::capacity::state::{node_query, parent_query};
+use crate::capacity::queries::parent_query;
 use crate::cluster::ClusterRequest;
+use crate::pools::nodes::node_query;
+use crate::settings::ValidateSettings;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -162,7 +164,7 @@ fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
     );
 }
 
-const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, declare its ceiling in the policy settings (pools[0].capacity).";
+const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool a100 can ever hold (64 nvidia.com/gpu allocatable on its 8 nodes). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less. If pool a100 autoscales, give its ceiling in the policy settings (pools[0].maxAllocatable, karpenterNodePool or clusterAutoscaler).";
 
 #[test]
 fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
@@ -424,7 +426,7 @@ fn unknown_target_kinds_are_accepted_with_a_warning_and_no_call() {
     );
 }
 
-const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
+const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 
 #[rstest]
 #[case::forbidden(
@@ -433,7 +435,7 @@ const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Depl
 )]
 #[case::not_granted(
     "Callback evaluation failure: Policy has not been granted access to Kubernetes apps/v1/Deployment resources. The violation has been reported.",
-    "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: not granted to this policy: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::not_found(
     "Callback evaluation failure: Cannot find apps/v1/Deployment named 'llm' inside of namespace 'Some(\"ml\")'",
@@ -462,7 +464,7 @@ fn unreadable_cluster_warn_accepts_with_a_warning(#[case] field: &str, #[case] v
     assert_eq!(
         v.warnings,
         vec![
-            "HorizontalPodAutoscaler ml/llm: GPU limits were not checked: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)"
+            "HorizontalPodAutoscaler ml/llm: GPU limits were not checked: cannot get apps/v1/Deployment ml/llm: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps) (accepted because unreadableCluster is warn)"
         ]
     );
 }
@@ -481,7 +483,7 @@ fn an_unreadable_pool_fails_closed_after_the_other_findings() {
     assert_eq!(
         v.message.as_deref().unwrap(),
         format!(
-            "{CPU_ONLY} pool a100: cannot list v1/Node: add {{apiVersion: v1, kind: Node}} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+            "{CPU_ONLY} pool a100: cannot list v1/Node: not granted to this policy: add {{apiVersion: v1, kind: Node}} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
 }
@@ -605,5 +607,54 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
             .contains("maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu"),
         "{:?}",
         v.message
+    );
+}
+
+/// The standard scale-from-zero serving setup: a pool with `maxAllocatable: 64` and no
+/// Node yet. An HPA of 8 replicas x 2 GPUs fits under the ceiling (as the capacity gate,
+/// given the same pool, accepts those 8 replicas); 40 x 2 does not, and the message names
+/// the ceiling. The same with a Karpenter NodePool and a cluster-autoscaler node group.
+#[rstest]
+#[case::max_allocatable(json!({"maxAllocatable": {"nvidia.com/gpu": 64}}), None, "64 nvidia.com/gpu (maxAllocatable)", "64 nvidia.com/gpu from maxAllocatable in settings")]
+#[case::karpenter(json!({"karpenterNodePool": "serving"}), Some(r#"{"spec": {"limits": {"nvidia.com/gpu": "64"}}}"#), "64 nvidia.com/gpu (NodePool serving)", "64 nvidia.com/gpu from NodePool serving spec.limits")]
+#[case::cluster_autoscaler(json!({"clusterAutoscaler": {"maxNodes": 8, "gpusPerNode": {"nvidia.com/gpu": 8}}}), None, "64 nvidia.com/gpu (clusterAutoscaler)", "64 nvidia.com/gpu from clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu")]
+fn scale_from_zero_fits_under_the_pools_ceiling(
+    #[case] ceiling: Value,
+    #[case] node_pool: Option<&str>,
+    #[case] audit: &str,
+    #[case] described: &str,
+) {
+    let mut pool = json!({"name": "serving", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "serving"}}});
+    for (k, v) in ceiling.as_object().unwrap() {
+        pool[k] = v.clone();
+    }
+    let s: Settings = serde_json::from_value(json!({"pools": [pool]})).unwrap();
+    s.validate().unwrap();
+    let calls = || {
+        let mut calls = vec![
+            (get_deployment(), Ok(deployment(Some("serving"), "2"))),
+            (node_query(&s.pools[0]), Ok(nodes(&[]))),
+        ];
+        if let Some(limits) = node_pool {
+            calls.push((
+                crate::pools::ceiling::node_pool_query("serving"),
+                Ok(limits.to_string()),
+            ));
+        }
+        calls
+    };
+    let v = run(&create(hpa(8, external())), &s, &Script::new(calls()));
+    assert!(v.allowed, "{:?}", v.message);
+    assert_eq!(
+        v.audit_annotations["ceiling"],
+        format!("serving: {audit}, 32 fit")
+    );
+    let v = run(&create(hpa(40, external())), &s, &Script::new(calls()));
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            format!("HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool serving can ever hold ({described}). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less.")
+                .as_str()
+        )
     );
 }

@@ -8,6 +8,8 @@
 use super::demand::PodShape;
 use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
+use crate::pools::Ceiling;
+use crate::pools::ceiling::most;
 use crate::settings::Action;
 use std::fmt;
 
@@ -52,46 +54,6 @@ impl NodeUse {
     pub fn free(&self, resource: &str) -> u64 {
         let get = |m: &GpuCounts| m.get(resource).copied().unwrap_or(0);
         get(&self.allocatable).saturating_sub(get(&self.used))
-    }
-}
-
-/// The most GPUs a pool can grow to, per resource name, and where that comes from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ceiling {
-    /// Resources without an entry have no ceiling (the pool is judged on what is allocatable).
-    pub gpus: GpuCounts,
-    pub source: CeilingSource,
-    /// The GPUs of one node the autoscaler adds, when the ceiling is by node count.
-    pub node_shape: Option<GpuCounts>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CeilingSource {
-    /// `maxAllocatable` in settings.
-    MaxAllocatable,
-    /// `spec.limits` of this Karpenter NodePool.
-    NodePool(String),
-    /// `clusterAutoscaler`: this many nodes of `gpusPerNode`.
-    ClusterAutoscaler { max_nodes: u64 },
-}
-
-impl Ceiling {
-    /// Where the ceiling of `resource` comes from, for messages: `maxAllocatable in
-    /// settings`, `NodePool a100 spec.limits`, `clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu`.
-    pub fn from_text(&self, resource: &str) -> String {
-        match &self.source {
-            CeilingSource::MaxAllocatable => "maxAllocatable in settings".into(),
-            CeilingSource::NodePool(name) => format!("NodePool {name} spec.limits"),
-            CeilingSource::ClusterAutoscaler { max_nodes } => {
-                let per_node = self
-                    .node_shape
-                    .as_ref()
-                    .and_then(|s| s.get(resource))
-                    .copied()
-                    .unwrap_or(0);
-                format!("clusterAutoscaler: {max_nodes} nodes x {per_node} {resource}")
-            }
-        }
     }
 }
 
@@ -332,7 +294,7 @@ pub fn decide_with(
                         },
                     ),
                     Some(&limit) => (
-                        now.max(limit),
+                        most(now, Some(c), resource),
                         if limit > now {
                             CapacitySource::Ceiling
                         } else {

@@ -7,13 +7,11 @@ use crate::dra::ClaimBook;
 use crate::fractional::{KAI_DEVICE_RESOURCE, Scheduler};
 use crate::gpu::{GpuCounts, GpuProblem, GpuResources, describe, scale, template_gpus};
 use crate::podspec::PodSpec;
-use crate::scheduling::required_label_values;
-use crate::selector::Operator;
 use crate::workload::At;
 use crate::workload::Workload;
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// GPUs per pool (index into `settings.pools`, so pools are visited in settings order).
 pub type PoolDemand = BTreeMap<usize, GpuCounts>;
@@ -102,73 +100,6 @@ impl Demand {
     }
 }
 
-/// The pools a pod template targets: the pool its pool label names, and every pool whose
-/// node selector its node constraints satisfy. A template can target several pools; it is
-/// then checked against each (pods could land in any of them).
-///
-/// Node constraints are the template's `nodeSelector` plus every required node affinity
-/// key restricted to exactly one value. A pool label naming no configured pool is
-/// ignored (the nodeSelector still decides), so a made-up pool name does not escape.
-pub fn target_pools(
-    settings: &Settings,
-    labels: &BTreeMap<String, String>,
-    spec: &PodSpec,
-) -> Vec<usize> {
-    let mut pools = Vec::new();
-    if let Some((i, _)) = labels
-        .get(&settings.pool_label_key)
-        .and_then(|name| settings.pool_named(name))
-    {
-        pools.push(i);
-    }
-    let mut node_labels = spec.node_selector.clone();
-    let keys: BTreeSet<&str> = settings
-        .pools
-        .iter()
-        .flat_map(|p| {
-            p.node_selector
-                .match_labels
-                .keys()
-                .map(String::as_str)
-                .chain(
-                    p.node_selector
-                        .match_expressions
-                        .iter()
-                        .map(|r| r.key.as_str()),
-                )
-        })
-        .collect();
-    for key in keys {
-        if node_labels.contains_key(key) {
-            continue;
-        }
-        if let Some(values) = required_label_values(spec, key)
-            && values.len() == 1
-            && let Some(value) = values.into_iter().next()
-        {
-            node_labels.insert(key.to_string(), value);
-        }
-    }
-    for (i, pool) in settings.pools.iter().enumerate() {
-        if !pools.contains(&i) && selects(&pool.node_selector, &node_labels) {
-            pools.push(i);
-        }
-    }
-    pools
-}
-
-/// True when a node with (at least) `labels` would match `selector`. Requirements that
-/// only exclude (`NotIn`, `DoesNotExist`) cannot be decided from a partial label set; a
-/// selector made only of them is not taken as targeted (nothing positively asks for it).
-fn selects(selector: &crate::selector::LabelSelector, labels: &BTreeMap<String, String>) -> bool {
-    let positive = !selector.match_labels.is_empty()
-        || selector
-            .match_expressions
-            .iter()
-            .any(|r| matches!(r.operator, Operator::In | Operator::Exists));
-    positive && selector.matches(labels)
-}
-
 /// GPUs per pool of every pod template of `workload` (pods x effective GPUs per pod; a
 /// fractional-GPU template is charged the devices its pods share together, rounded up:
 /// [`crate::fractional::Share::charge`]).
@@ -200,7 +131,7 @@ pub fn workload_demand(
         if let Some(share) = pod.share.as_ref().filter(|s| s.scheduler == Scheduler::Kai) {
             gpus.insert(KAI_DEVICE_RESOURCE.into(), share.charge(t.pods));
         }
-        let pools = target_pools(settings, &t.meta.labels, &t.spec);
+        let pools = settings.pool_set().targeted_by(&t.meta.labels, &t.spec);
         if gpus.values().any(|n| *n > 0) {
             demand.templates.push(TemplateDemand {
                 location: t.location.clone(),
@@ -594,7 +525,7 @@ pub fn scale_replicas(scale: &Value) -> Result<u64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capacity::settings::Pool;
+    use crate::pools::Pool;
     use crate::selector::LabelSelector;
     use rstest::rstest;
     use serde_json::json;
@@ -651,7 +582,10 @@ mod tests {
     #[case::nothing(json!({"team": "x"}), json!({}), vec![])]
     #[case::other_label_key(json!({"pool": "a100"}), json!({}), vec![])]
     fn pools_of_a_template(#[case] l: Value, #[case] s: Value, #[case] expected: Vec<usize>) {
-        assert_eq!(target_pools(&settings(), &labels(l), &spec(s)), expected);
+        assert_eq!(
+            settings().pool_set().targeted_by(&labels(l), &spec(s)),
+            expected
+        );
     }
 
     fn demand(object: Value) -> Demand {

@@ -1,19 +1,21 @@
 //! gpu-capacity-gate-policy: deny new GPU work when its pool is (nearly) full.
 //!
 //! For an admitted GPU workload the gate works out which pools its pod templates target
-//! ([`demand::target_pools`]) and how many GPUs of each resource name it adds to each
-//! ([`demand`]: pods x effective GPUs on CREATE, the increase on UPDATE and on `scale`
-//! subresource updates). For every pool it adds to, it reads the pool's state through
-//! context-aware host calls ([`state`]): allocatable GPUs from the pool's Nodes or from the
-//! capacity declared in settings, GPUs in use from the pool's Pods or from its
-//! ResourceQuotas (`usage: quotas`: one object per namespace instead of one per pod); then
-//! it checks `used + incoming` against the threshold in force (the pool's, or a schedule
-//! window's) times the larger of allocatable and the pool's ceiling (`maxAllocatable`, a
-//! Karpenter NodePool's `spec.limits`, or cluster-autoscaler's `maxNodes` x
-//! `gpusPerNode`), per resource name, and one pod of each template against each node of
-//! the pool (bigger than every node: denied; no node with room: fragmentation)
-//! ([`decision::decide_with`]). Node and Pod lists are read one item at a time, skipping
-//! metadata with a byte-level scanner ([`scan`]).
+//! ([`crate::pools::PoolSet::targeted_by`]) and how many GPUs of each resource name it adds
+//! to each ([`demand`]: pods x effective GPUs on CREATE, the increase on UPDATE and on
+//! `scale` subresource updates). For every pool it adds to, it reads the pool's state
+//! through context-aware host calls ([`state`]): what the pool offers as
+//! [`crate::pools`] reads it for every policy (allocatable GPUs from its Nodes or from the
+//! capacity declared in settings, and its ceiling: `maxAllocatable`, a Karpenter
+//! NodePool's `spec.limits`, or cluster-autoscaler's `maxNodes` x `gpusPerNode`), GPUs in
+//! use from the pool's Pods ([`pods`]) or from its ResourceQuotas ([`pool_quotas`],
+//! `usage: quotas`: one object per namespace instead of one per pod), with the queries of
+//! [`queries`]; then it checks `used + incoming` against the threshold in force (the
+//! pool's, or a schedule window's) times the larger of allocatable and the ceiling, per
+//! resource name, and one pod of each template against each node of the pool (bigger than
+//! every node: denied; no node with room: fragmentation) ([`decision::decide_with`]). Node
+//! and Pod lists are read one item at a time with serde_json, borrowing from the answer
+//! ([`crate::lists`]).
 //!
 //! Suspended workloads (`spec.suspend: true`) are charged when they are unsuspended;
 //! workloads handed to a queue (Kueue's `kueue.x-k8s.io/queue-name` label) are left to
@@ -25,22 +27,25 @@
 //! the pool's ResourceQuotas cannot count the request's pods with the quota to create or
 //! fix, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 
+pub mod check;
 pub mod decision;
 pub mod demand;
+pub mod pods;
+pub mod pool_quotas;
+pub mod queries;
 pub mod quotas;
-pub mod scan;
 pub mod settings;
 pub mod state;
 pub mod teams;
 
+pub use crate::pools::{Ceiling, CeilingSource};
 pub use decision::{
-    CapacitySource, Ceiling, CeilingSource, Decision, NodeUse, PoolSnapshot, ResourceCheck,
-    UsageSource, decide_with,
+    CapacitySource, Decision, NodeUse, PoolSnapshot, ResourceCheck, UsageSource, decide_with,
 };
 pub use settings::{ChargePods, Pool, Settings, Usage};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, HOST_ERROR_MAX, HostError, HostFailure, call};
 use crate::dra;
 use crate::gpu::GpuResources;
 use crate::policy::object_name;
@@ -48,7 +53,7 @@ use crate::workload::Workload;
 use decision::Inputs;
 use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes};
 use serde_json::Value;
-use state::{HostFailure, PoolError};
+use state::PoolError;
 
 /// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
 pub mod audit {
@@ -78,9 +83,6 @@ pub mod audit {
     /// The team's budget checked: how the team was found, per limit used, incoming, limit.
     pub const TEAM: &str = "team";
 }
-
-/// Longest host error kept in the `host-error` audit annotation.
-pub const HOST_ERROR_MAX: usize = 512;
 
 /// What a request charges, or why it is decided without looking at the cluster.
 enum Plan {
@@ -640,15 +642,15 @@ fn scale_plan(
     };
     let name = object_name(request);
     let context = format!("scale of {kind} {}/{name}", request.namespace);
-    let query = state::parent_query(api_version, kind, name, &request.namespace);
-    let parent = match state::call(cluster, &query) {
+    let query = queries::parent_query(api_version, kind, name, &request.namespace);
+    let parent = match call(cluster, &query) {
         Ok(bytes) => bytes,
         Err(failure) => return Plan::HostFailed { failure, context },
     };
     let unreadable = |e: String| Plan::HostFailed {
         failure: HostFailure {
             request: Box::new(query.clone()),
-            error: state::HostError::Unreadable(e),
+            error: HostError::Unreadable(e),
         },
         context: context.clone(),
     };

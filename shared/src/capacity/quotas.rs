@@ -3,7 +3,7 @@
 //! being created and failing pod by pod (`FailedCreate` events on its ReplicaSet).
 //!
 //! One `list_resources_by_namespace` of `v1/ResourceQuota` in the request's namespace
-//! ([`state::namespace_quota_query`]). Every quota is checked whose `spec.hard` has
+//! ([`super::queries::namespace_quota_query`]). Every quota is checked whose `spec.hard` has
 //! `requests.<gpu>` for a GPU resource the workload adds and whose scopes count the
 //! workload's pods: `used + incoming <= hard`, incoming being what the request adds to
 //! the pods that quota counts ([`Incoming::gpus`]: the whole object at CREATE, the
@@ -15,8 +15,9 @@
 //! a warning.
 
 use super::demand::{Incoming, ScopeFacts, TemplateDemand, pods_fitting};
-use super::state::{self, HostError, HostFailure, QUOTA_REQUESTS_PREFIX, Quota};
-use crate::cluster::Cluster;
+use super::pool_quotas::{Quota, not_counted_yet, parse_quotas};
+use super::queries::{QUOTA_REQUESTS_PREFIX, namespace_quota_query};
+use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 
 /// Whether a quota's scopes count a template's pods.
@@ -175,9 +176,9 @@ pub fn check(
     names: &GpuResources,
     incoming: &Incoming,
 ) -> Result<Outcome, HostFailure> {
-    let request = state::namespace_quota_query(namespace);
-    let bytes = state::call(cluster, &request)?;
-    let quotas = state::parse_quotas(&bytes, names).map_err(|e| HostFailure {
+    let request = namespace_quota_query(namespace);
+    let bytes = call(cluster, &request)?;
+    let quotas = parse_quotas(&bytes, names).map_err(|e| HostFailure {
         request: Box::new(request.clone()),
         error: HostError::Unreadable(e.to_string()),
     })?;
@@ -224,7 +225,7 @@ pub fn judge(quotas: &[Quota], namespace: &str, incoming: &Incoming) -> Outcome 
             let Some(used) = q.used.get(resource).copied() else {
                 outcome
                     .problems
-                    .push(state::not_counted_yet(namespace, &q.name, resource));
+                    .push(not_counted_yet(namespace, &q.name, resource));
                 continue;
             };
             outcome.checks.push(QuotaCheck {

@@ -1,18 +1,14 @@
-//! Settings of the capacity gate, and their validation.
+//! Settings of the capacity gate (checked in [`super::check`]). Its pools are the pool
+//! set of [`crate::pools`], the autoscaler policy's too.
 
-use crate::selector::LabelSelector;
-use crate::settings::{
-    Action, FieldError, UnreadableCluster, ValidateSettings, check_pool_ref, check_window_ref,
-    policy_settings, read_node_selector, validate_label_key, validate_label_value,
-    validate_object_name,
-};
-use serde::{Deserialize, Deserializer, Serialize};
+use crate::cluster::{ClusterRequest, GetResource};
+use crate::pools::PoolSet;
+use crate::settings::{Action, UnreadableCluster, policy_settings};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub use crate::pools::{DEFAULT_THRESHOLD_PERCENT, Pool, Usage};
 pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
-
-/// Percent of a pool's allocatable GPUs above which new work is denied.
-pub const DEFAULT_THRESHOLD_PERCENT: u32 = 90;
 
 /// The label Kueue reads to find a workload's LocalQueue.
 pub const DEFAULT_QUEUE_LABEL_KEY: &str = "kueue.x-k8s.io/queue-name";
@@ -78,7 +74,29 @@ policy_settings! {
         /// A ConfigMap holding more team budgets (read with `get_resource`); its entries
         /// replace the settings' for the same team.
         #[serde(skip_serializing_if = "Option::is_none")]
-        pub team_budgets_config_map: Option<super::teams::ConfigMapRef> = None,
+        pub team_budgets_config_map: Option<ConfigMapRef> = None,
+    }
+}
+
+/// Where the team budgets ConfigMap is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ConfigMapRef {
+    pub namespace: String,
+    pub name: String,
+    /// The data key holding the budgets (JSON); default `budgets.json`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+impl ConfigMapRef {
+    pub fn what(&self) -> String {
+        format!("ConfigMap {}/{}", self.namespace, self.name)
+    }
+
+    /// The host call that reads it.
+    pub fn request(&self) -> ClusterRequest {
+        ClusterRequest::Get(GetResource::config_map(&self.namespace, &self.name))
     }
 }
 
@@ -92,193 +110,6 @@ pub struct SuspendableKind {
     pub kind: String,
     /// Dot path of the field in the object (`spec.runPolicy.suspend`).
     pub path: String,
-}
-
-/// A pool's threshold inside a time window.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct WindowThreshold {
-    /// A name in `schedules`.
-    pub window: String,
-    /// Replaces the pool's `thresholdPercent` while the window holds "now" (1..=100).
-    pub threshold_percent: u32,
-}
-
-/// A pool's ceiling under cluster-autoscaler: node groups are not Kubernetes objects, so
-/// their size is given here.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct ClusterAutoscalerCeiling {
-    /// The most nodes the pool's node groups may have together (their `--nodes` maximum).
-    pub max_nodes: u64,
-    /// GPUs per resource name one node of the group has (the node shape).
-    pub gpus_per_node: BTreeMap<String, DeclaredGpus>,
-}
-
-/// One pool of GPU nodes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Pool {
-    /// The pool's name: the value of the pool label on its pods.
-    pub name: String,
-    /// How to find the pool's Nodes (and which templates target it by node selector).
-    /// Empty: the pool is targeted by its pool label only (then `capacity` is required).
-    /// A map of node labels reads as its `matchLabels`.
-    #[serde(deserialize_with = "read_node_selector")]
-    pub node_selector: LabelSelector,
-    /// GPUs per resource name the pool has, declared instead of measured from its Nodes
-    /// (the ceiling of an autoscaled pool). Values as written; [`Pool::declared_capacity`]
-    /// reads them once settings are valid.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<BTreeMap<String, DeclaredGpus>>,
-    /// Where the pool's GPUs in use come from; `None`: the gate's `usage`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// The PriorityClasses of the pool's pods, to which its ResourceQuotas are scoped
-    /// (`usage: quotas` only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub priority_classes: Vec<String>,
-    /// Deny when allocated + incoming GPUs would exceed this percent of allocatable (1..=100).
-    pub threshold_percent: u32,
-    /// Thresholds by time window: the first entry whose window holds "now" replaces
-    /// `thresholdPercent`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub thresholds: Vec<WindowThreshold>,
-    /// The most GPUs per resource name the pool can grow to (a static ceiling).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_allocatable: Option<BTreeMap<String, DeclaredGpus>>,
-    /// The Karpenter NodePool (karpenter.sh/v1) whose `spec.limits` is the pool's ceiling.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub karpenter_node_pool: Option<String>,
-    /// The pool's ceiling under cluster-autoscaler: `maxNodes` x `gpusPerNode`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cluster_autoscaler: Option<ClusterAutoscalerCeiling>,
-    /// Pools to suggest, in order, when this one denies a workload: the first with room is
-    /// named in the denial.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub alternatives: Vec<String>,
-}
-
-impl Default for Pool {
-    fn default() -> Self {
-        Pool {
-            name: String::new(),
-            node_selector: LabelSelector::default(),
-            capacity: None,
-            usage: None,
-            priority_classes: Vec::new(),
-            threshold_percent: DEFAULT_THRESHOLD_PERCENT,
-            thresholds: Vec::new(),
-            max_allocatable: None,
-            karpenter_node_pool: None,
-            cluster_autoscaler: None,
-            alternatives: Vec::new(),
-        }
-    }
-}
-
-/// Where a pool's GPUs in use come from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum Usage {
-    /// The effective GPU requests of the pool's Pods (listed by the pool label): exact, but
-    /// every decision reads every pod of the pool.
-    #[default]
-    Pods,
-    /// The sum of `status.used["requests.<gpu>"]` of the pool's ResourceQuotas (listed by
-    /// the pool label, one per namespace, scoped to the pool's PriorityClasses): one
-    /// object per namespace, whatever the number of pods.
-    Quotas,
-}
-
-impl Usage {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Usage::Pods => "pods",
-            Usage::Quotas => "quotas",
-        }
-    }
-}
-
-/// Counts of a map of declared GPUs; entries that are not whole numbers count as 0
-/// (settings validation refuses them).
-fn counts_of(declared: &BTreeMap<String, DeclaredGpus>) -> crate::gpu::GpuCounts {
-    declared
-        .iter()
-        .map(|(resource, n)| (resource.clone(), n.count().unwrap_or(0)))
-        .collect()
-}
-
-impl Pool {
-    /// The threshold at `now`, and the window that set it (`None`: `thresholdPercent`).
-    /// `schedules` are the gate's; a window that names no valid schedule never holds.
-    pub fn threshold_at(
-        &self,
-        schedules: &crate::schedule::Schedules,
-        now: crate::clock::UnixSeconds,
-    ) -> (u32, Option<&str>) {
-        self.thresholds
-            .iter()
-            .find(|t| {
-                schedules
-                    .get(&t.window)
-                    .and_then(|s| s.check("").ok())
-                    .is_some_and(|s| s.contains(now))
-            })
-            .map(|t| (t.threshold_percent, Some(t.window.as_str())))
-            .unwrap_or((self.threshold_percent, None))
-    }
-
-    /// True when the pool's ceiling is read from a Karpenter NodePool, declared, or given
-    /// by node count.
-    pub fn has_ceiling(&self) -> bool {
-        self.max_allocatable.is_some()
-            || self.node_pool().is_some()
-            || self.cluster_autoscaler.is_some()
-    }
-
-    /// The Karpenter NodePool's name (an empty name, as forms send, is none).
-    pub fn node_pool(&self) -> Option<&str> {
-        self.karpenter_node_pool
-            .as_deref()
-            .filter(|name| !name.is_empty())
-    }
-
-    /// The static ceiling (`maxAllocatable`) as counts.
-    pub fn static_ceiling(&self) -> Option<crate::gpu::GpuCounts> {
-        self.max_allocatable.as_ref().map(counts_of)
-    }
-
-    /// The cluster-autoscaler ceiling: (`maxNodes`, GPUs per node).
-    pub fn node_count_ceiling(&self) -> Option<(u64, crate::gpu::GpuCounts)> {
-        self.cluster_autoscaler
-            .as_ref()
-            .map(|c| (c.max_nodes, counts_of(&c.gpus_per_node)))
-    }
-
-    /// The declared capacity as counts (`None`: measured from the Nodes). Entries that are
-    /// not whole numbers count as 0 (settings validation refuses them).
-    pub fn declared_capacity(&self) -> Option<crate::gpu::GpuCounts> {
-        self.capacity.as_ref().map(counts_of)
-    }
-}
-
-/// A declared GPU count as written in settings: a number or a string (`512`, `"512"`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(transparent)]
-pub struct DeclaredGpus(pub String);
-
-impl<'de> Deserialize<'de> for DeclaredGpus {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        crate::podspec::QuantityText::deserialize(deserializer).map(|q| DeclaredGpus(q.0))
-    }
-}
-
-impl DeclaredGpus {
-    /// The count, when it is a whole, non-negative number.
-    pub fn count(&self) -> Result<u64, crate::quantity::QuantityError> {
-        crate::quantity::Quantity::parse_count(&self.0)
-    }
 }
 
 /// Which Pods are charged when they are created.
@@ -312,352 +143,28 @@ impl ChargePods {
 }
 
 impl Settings {
+    /// The pool label and the pools.
+    pub fn pool_set(&self) -> PoolSet<'_> {
+        PoolSet {
+            label_key: &self.pool_label_key,
+            pools: &self.pools,
+        }
+    }
+
     /// The pool named `name`, with its index.
     pub fn pool_named(&self, name: &str) -> Option<(usize, &Pool)> {
-        self.pools.iter().enumerate().find(|(_, p)| p.name == name)
+        self.pool_set().named(name)
     }
 
     /// Where `pool`'s GPUs in use come from.
     pub fn usage_of(&self, pool: &Pool) -> Usage {
         pool.usage.unwrap_or(self.usage)
     }
-}
 
-impl ValidateSettings for Settings {
-    fn validate(&self) -> Result<(), FieldError> {
-        validate_label_key("poolLabelKey", &self.pool_label_key)?;
-        if self.pools.is_empty() {
-            return Err(FieldError::new(
-                "pools",
-                "define at least one pool, e.g. {name: a100, nodeSelector: {matchLabels: {gpu-admission/pool: a100}}}; without pools the gate has nothing to measure",
-            ));
-        }
-        for (i, pool) in self.pools.iter().enumerate() {
-            let field = format!("pools[{i}]");
-            self.validate_pool(i, pool)?;
-            self.validate_ceiling(&field, pool)?;
-            self.validate_priority_classes(i, &field, pool)?;
-            self.validate_alternatives(i, &field, pool)?;
-        }
-        let warn_or_deny = [Action::Warn, Action::Deny];
-        self.fragmentation
-            .check_one_of("fragmentation", &warn_or_deny)?;
-        self.unreadable_namespace_quotas
-            .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
-        UnreadableCluster::of(self.unreadable_cluster, self.fail_open).check()?;
-        let schedules = crate::schedule::check_all(&self.schedules, "schedules")?;
-        let defined: Vec<&str> = self.schedules.keys().map(String::as_str).collect();
-        for (i, pool) in self.pools.iter().enumerate() {
-            for (k, t) in pool.thresholds.iter().enumerate() {
-                let field = format!("pools[{i}].thresholds[{k}]");
-                let valid = schedules.contains_key(&t.window);
-                check_window_ref(&format!("{field}.window"), &t.window, valid, &defined)?;
-                if !(1..=100).contains(&t.threshold_percent) {
-                    return Err(FieldError::new(
-                        format!("{field}.thresholdPercent"),
-                        format!("must be between 1 and 100 (got {})", t.threshold_percent),
-                    ));
-                }
-                if pool.thresholds[..k].iter().any(|o| o.window == t.window) {
-                    return Err(FieldError::new(
-                        format!("{field}.window"),
-                        format!(
-                            "'{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
-                            t.window
-                        ),
-                    ));
-                }
-            }
-        }
-        if !self.queue_label_key.is_empty() {
-            validate_label_key("queueLabelKey", &self.queue_label_key)?;
-        }
-        for (i, k) in self.suspendable_kinds.iter().enumerate() {
-            let field = format!("suspendableKinds[{i}]");
-            if k.group.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.group"),
-                    "must name the API group, e.g. kubeflow.org",
-                ));
-            }
-            if k.kind.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.kind"),
-                    "must not be empty",
-                ));
-            }
-            if k.path.is_empty() || k.path.split('.').any(|s| s.is_empty()) {
-                return Err(FieldError::new(
-                    format!("{field}.path"),
-                    format!("'{}' must be a dot path like spec.suspend", k.path),
-                ));
-            }
-            if BUILTIN_SUSPENDABLE
-                .iter()
-                .any(|(g, kind, _)| *g == k.group && *kind == k.kind)
-            {
-                return Err(FieldError::new(
-                    field,
-                    format!(
-                        "{}/{} is built in (its suspend field is known); remove it",
-                        k.group, k.kind
-                    ),
-                ));
-            }
-        }
-        self.validate_shared()?;
-        crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
-        for (i, class) in self.exempt_priority_classes.iter().enumerate() {
-            validate_object_name(
-                &format!("exemptPriorityClasses[{i}]"),
-                class,
-                "PriorityClass",
-            )?;
-        }
-        super::teams::validate_settings(self)
-    }
-}
-
-impl Settings {
     /// What to do when cluster state cannot be read (`unreadableCluster`, or its old
     /// spelling `failOpen`): `warn` or `deny`.
     pub fn on_unreadable_cluster(&self) -> Action {
         UnreadableCluster::of(self.unreadable_cluster, self.fail_open).action()
-    }
-
-    /// What every pool, of the gate or of the autoscaler policy, must be: named (a label
-    /// value, unique), with a node selector of its own or a declared `capacity`, a threshold
-    /// in 1..=100, and a `capacity` of whole GPUs the policies count.
-    pub(crate) fn validate_pool(&self, i: usize, pool: &Pool) -> Result<(), FieldError> {
-        let field = format!("pools[{i}]");
-        if pool.name.is_empty() {
-            return Err(FieldError::new(
-                format!("{field}.name"),
-                format!(
-                    "must not be empty; it is the value of the {} label on the pool's pods",
-                    self.pool_label_key
-                ),
-            ));
-        }
-        validate_label_value(&format!("{field}.name"), &pool.name)?;
-        if let Some((j, _)) = self.pool_named(&pool.name).filter(|(j, _)| *j != i) {
-            return Err(FieldError::new(
-                format!("{field}.name"),
-                format!(
-                    "'{}' is already the name of pools[{j}]; pool names must be unique",
-                    pool.name
-                ),
-            ));
-        }
-        let selector_field = format!("{field}.nodeSelector");
-        if pool.node_selector.is_empty() && pool.capacity.is_none() {
-            return Err(FieldError::new(
-                selector_field,
-                format!(
-                    "must select the pool's nodes (matchLabels or matchExpressions); an empty selector would count every node of the cluster. Or declare the pool's GPUs in {field}.capacity instead of measuring its nodes"
-                ),
-            ));
-        }
-        pool.node_selector.validate(&selector_field)?;
-        if let Some((j, _)) = self
-            .pools
-            .iter()
-            .enumerate()
-            .take(i)
-            .filter(|_| !pool.node_selector.is_empty())
-            .find(|(_, other)| other.node_selector == pool.node_selector)
-        {
-            return Err(FieldError::new(
-                selector_field,
-                format!("same as pools[{j}].nodeSelector; two pools cannot share their nodes"),
-            ));
-        }
-        if !(1..=100).contains(&pool.threshold_percent) {
-            return Err(FieldError::new(
-                format!("{field}.thresholdPercent"),
-                format!("must be between 1 and 100 (got {})", pool.threshold_percent),
-            ));
-        }
-        self.validate_capacity(&field, pool)
-    }
-
-    /// `capacity`: at least one entry, each a GPU resource the gate counts with a whole
-    /// number of GPUs.
-    fn validate_capacity(&self, field: &str, pool: &Pool) -> Result<(), FieldError> {
-        let Some(declared) = &pool.capacity else {
-            return Ok(());
-        };
-        self.validate_gpu_map(
-            &format!("{field}.capacity"),
-            declared,
-            "declare the pool's GPUs per resource, e.g. {nvidia.com/gpu: 512}, or remove capacity to measure them from the pool's nodes",
-        )
-    }
-
-    /// A map of GPUs per resource name (`{nvidia.com/gpu: 64}`): at least one entry, each a
-    /// GPU resource the gate counts with a whole number of GPUs.
-    pub(super) fn validate_gpu_map(
-        &self,
-        field: &str,
-        declared: &BTreeMap<String, DeclaredGpus>,
-        if_empty: &str,
-    ) -> Result<(), FieldError> {
-        if declared.is_empty() {
-            return Err(FieldError::new(field, if_empty));
-        }
-        let names = self.gpu_resources();
-        for (resource, value) in declared {
-            if !names.is_gpu(resource) {
-                return Err(FieldError::new(
-                    format!("{field}.{resource}"),
-                    format!(
-                        "not a GPU resource the gate counts ({}, nvidia.com/mig-*, or a name in extraGpuResources)",
-                        crate::gpu::BUILTIN_GPU_RESOURCES.join(", ")
-                    ),
-                ));
-            }
-            value.count().map_err(|e| {
-                FieldError::new(
-                    format!("{field}.{resource}"),
-                    format!("must be a whole number of GPUs ({e})"),
-                )
-            })?;
-        }
-        Ok(())
-    }
-
-    /// The pool's ceiling: one of `maxAllocatable`, `karpenterNodePool` and
-    /// `clusterAutoscaler`, on a pool whose allocatable GPUs are measured from its nodes.
-    fn validate_ceiling(&self, field: &str, pool: &Pool) -> Result<(), FieldError> {
-        let given: Vec<&str> = [
-            ("maxAllocatable", pool.max_allocatable.is_some()),
-            ("karpenterNodePool", pool.node_pool().is_some()),
-            ("clusterAutoscaler", pool.cluster_autoscaler.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(name, set)| set.then_some(name))
-        .collect();
-        let Some(first) = given.first() else {
-            return Ok(());
-        };
-        if let Some(second) = given.get(1) {
-            return Err(FieldError::new(
-                format!("{field}.{second}"),
-                format!(
-                    "the pool already has a ceiling in {field}.{first}; give one ceiling per pool"
-                ),
-            ));
-        }
-        if pool.capacity.is_some() {
-            return Err(FieldError::new(
-                format!("{field}.{first}"),
-                format!(
-                    "the pool declares its capacity in {field}.capacity, which is already what it is judged against; remove one of them (a ceiling is for pools whose GPUs are measured from their nodes)"
-                ),
-            ));
-        }
-        if let Some(max) = &pool.max_allocatable {
-            self.validate_gpu_map(
-                &format!("{field}.maxAllocatable"),
-                max,
-                "give the most GPUs per resource the pool can grow to, e.g. {nvidia.com/gpu: 64}",
-            )?;
-        }
-        if let Some(name) = pool.node_pool() {
-            validate_object_name(&format!("{field}.karpenterNodePool"), name, "NodePool")?;
-        }
-        if let Some(ca) = &pool.cluster_autoscaler {
-            if ca.max_nodes == 0 {
-                return Err(FieldError::new(
-                    format!("{field}.clusterAutoscaler.maxNodes"),
-                    "must be at least 1 (the most nodes the pool's node groups may have together)",
-                ));
-            }
-            self.validate_gpu_map(
-                &format!("{field}.clusterAutoscaler.gpusPerNode"),
-                &ca.gpus_per_node,
-                "give the GPUs one node of the pool has, e.g. {nvidia.com/gpu: 8}",
-            )?;
-        }
-        Ok(())
-    }
-
-    /// `alternatives`: other pools of the gate, each once.
-    fn validate_alternatives(&self, i: usize, field: &str, pool: &Pool) -> Result<(), FieldError> {
-        for (k, name) in pool.alternatives.iter().enumerate() {
-            let f = format!("{field}.alternatives[{k}]");
-            if *name == pool.name {
-                return Err(FieldError::new(f, "a pool cannot be its own alternative"));
-            }
-            let others: Vec<&str> = self
-                .pools
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, p)| p.name.as_str())
-                .collect();
-            check_pool_ref(&f, name, &others)?;
-            if pool.alternatives[..k].contains(name) {
-                return Err(FieldError::new(f, format!("'{name}' is listed twice")));
-            }
-        }
-        Ok(())
-    }
-
-    /// `priorityClasses`: required with `usage: quotas` (the scope of the pool's
-    /// ResourceQuotas), meaningless without it, and never shared by two pools (a quota
-    /// scoped to a shared class would count both pools' pods).
-    fn validate_priority_classes(
-        &self,
-        i: usize,
-        field: &str,
-        pool: &Pool,
-    ) -> Result<(), FieldError> {
-        let quotas = self.usage_of(pool) == Usage::Quotas;
-        if !quotas {
-            if !pool.priority_classes.is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.priorityClasses"),
-                    format!(
-                        "only used with usage: quotas (the pool's usage is pods); remove it or set {field}.usage: quotas"
-                    ),
-                ));
-            }
-            return Ok(());
-        }
-        if pool.priority_classes.is_empty() {
-            return Err(FieldError::new(
-                format!("{field}.priorityClasses"),
-                format!(
-                    "usage: quotas counts the pool's pods through ResourceQuotas scoped to the pool's PriorityClasses; list them (the classes gpu-pool-routing-policy gives the pool's workloads, e.g. [{}-high])",
-                    pool.name
-                ),
-            ));
-        }
-        for (k, class) in pool.priority_classes.iter().enumerate() {
-            validate_object_name(
-                &format!("{field}.priorityClasses[{k}]"),
-                class,
-                "PriorityClass",
-            )?;
-            if pool.priority_classes[..k].contains(class) {
-                return Err(FieldError::new(
-                    format!("{field}.priorityClasses[{k}]"),
-                    format!("'{class}' is listed twice"),
-                ));
-            }
-            if let Some((j, _)) = self.pools[..i].iter().enumerate().find(|(_, other)| {
-                self.usage_of(other) == Usage::Quotas && other.priority_classes.contains(class)
-            }) {
-                return Err(FieldError::new(
-                    format!("{field}.priorityClasses[{k}]"),
-                    format!(
-                        "'{class}' is also a class of pools[{j}]; a ResourceQuota scoped to it would count the pods of both pools"
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -669,6 +176,7 @@ crate::exceptions::impl_has_exceptions!(Settings);
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::settings::ValidateSettings;
     use rstest::rstest;
     use serde_json::{Value, json};
 

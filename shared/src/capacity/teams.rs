@@ -20,14 +20,17 @@
 //! resource the request adds to; a pool limit for what it adds to that pool.
 
 use super::demand::Incoming;
+use super::pods::{LabelledUse, parse_pods_by_label};
+use super::queries::{namespace_pod_query, team_pod_query};
 use super::quotas::room_sentence;
-use super::settings::{DeclaredGpus, Settings};
-use super::state::{self, HostError, HostFailure, LabelledUse};
-use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use super::settings::{ConfigMapRef, Settings};
+use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
+use crate::pools::DeclaredGpus;
+use crate::pools::set::check_gpu_map;
 use crate::settings::{FieldError, is_dns_label, is_dns_subdomain};
 use crate::workload::At;
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -158,28 +161,6 @@ impl PoolLimit {
     }
 }
 
-/// Where the team budgets ConfigMap is.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct ConfigMapRef {
-    pub namespace: String,
-    pub name: String,
-    /// The data key holding the budgets (JSON); default `budgets.json`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub key: Option<String>,
-}
-
-impl ConfigMapRef {
-    pub fn what(&self) -> String {
-        format!("ConfigMap {}/{}", self.namespace, self.name)
-    }
-
-    /// The host call that reads it.
-    pub fn request(&self) -> ClusterRequest {
-        ClusterRequest::Get(GetResource::config_map(&self.namespace, &self.name))
-    }
-}
-
 /// The request's Namespace (cluster-scoped), for its team label.
 pub fn namespace_query(namespace: &str) -> ClusterRequest {
     ClusterRequest::Get(GetResource {
@@ -276,7 +257,7 @@ pub fn validate_budgets(
             ));
         }
         if !budget.gpus.is_empty() {
-            settings.validate_gpu_map(&field, &budget.gpus, "")?;
+            check_gpu_map(&settings.gpu_resources(), &field, &budget.gpus, "")?;
         }
         for (pool, limit) in &budget.pools {
             let at = format!("{field}.pools.{pool}");
@@ -293,7 +274,8 @@ pub fn validate_budgets(
                         FieldError::new(at, format!("must be a whole number of GPUs ({e})"))
                     })?;
                 }
-                PoolLimit::PerResource(m) => settings.validate_gpu_map(
+                PoolLimit::PerResource(m) => check_gpu_map(
+                    &settings.gpu_resources(),
                     &at,
                     m,
                     "give the team's GPUs in the pool, e.g. 8 or {nvidia.com/gpu: 8}",
@@ -600,7 +582,7 @@ fn read_config_map(
     r: &ConfigMapRef,
 ) -> Result<Vec<(String, TeamBudget)>, TeamError> {
     let request = r.request();
-    let bytes = state::call(cluster, &request)?;
+    let bytes = call(cluster, &request)?;
     let malformed = |reason: String| {
         TeamError::Invalid(format!(
             "the team budgets {} is malformed: {reason}; fix the ConfigMap (settings.teamBudgetsConfigMap)",
@@ -677,7 +659,7 @@ fn find_team(
         return Ok(None);
     }
     let request = namespace_query(namespace);
-    let bytes = state::call(cluster, &request)?;
+    let bytes = call(cluster, &request)?;
     let object: Value = serde_json::from_slice(&bytes).map_err(|e| HostFailure {
         request: Box::new(request.clone()),
         error: HostError::Unreadable(e.to_string()),
@@ -704,20 +686,18 @@ fn read_use(
     found: &Found,
 ) -> Result<LabelledUse, HostFailure> {
     let read = |request: ClusterRequest| -> Result<LabelledUse, HostFailure> {
-        let bytes = state::call(cluster, &request)?;
-        state::parse_pods_by_label(&bytes, names, &settings.pool_label_key).map_err(|e| {
-            HostFailure {
-                request: Box::new(request.clone()),
-                error: HostError::Unreadable(e.to_string()),
-            }
+        let bytes = call(cluster, &request)?;
+        parse_pods_by_label(&bytes, names, &settings.pool_label_key).map_err(|e| HostFailure {
+            request: Box::new(request.clone()),
+            error: HostError::Unreadable(e.to_string()),
         })
     };
     match found.by {
-        Membership::Label(_) => read(state::team_pod_query(&found.team)),
+        Membership::Label(_) => read(team_pod_query(&found.team)),
         Membership::Listed => {
             let mut total = LabelledUse::default();
             for ns in &found.budget.namespaces {
-                total.add(&read(state::namespace_pod_query(ns))?);
+                total.add(&read(namespace_pod_query(ns))?);
             }
             Ok(total)
         }

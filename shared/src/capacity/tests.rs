@@ -5,9 +5,10 @@ mod namespace_quotas;
 mod quotas;
 mod teams;
 
-use super::state::{node_query, parent_query, pod_query};
+use super::queries::{parent_query, pod_query};
 use super::*;
 use crate::cluster::ClusterRequest;
+use crate::pools::nodes::node_query;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -450,7 +451,7 @@ fn host_error_fails_closed_with_what_to_grant() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "pool a100: cannot list v1/Node: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+            "pool a100: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
         )
     );
     assert_eq!(
@@ -475,7 +476,7 @@ fn host_error_with_unreadable_cluster_warn_accepts_with_a_warning() {
     assert_eq!(
         v.warnings,
         vec![
-            "pool a100: GPU capacity was not checked: cannot list v1/Pod: grant the policy-server's ServiceAccount list and watch on pods (accepted because unreadableCluster is warn)"
+            "pool a100: GPU capacity was not checked: cannot list v1/Pod: forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on pods (accepted because unreadableCluster is warn)"
         ]
     );
     assert_eq!(v.audit_annotations["host-error"].len(), HOST_ERROR_MAX + 3);
@@ -606,7 +607,7 @@ fn scale_with_bad_replicas_is_rejected() {
 }
 
 #[rstest]
-#[case::host_error(Err("deployments.apps \"llm\" is forbidden".to_string()), "scale of Deployment ml/llm: cannot get apps/v1/Deployment ml/llm: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate")]
+#[case::host_error(Err("deployments.apps \"llm\" is forbidden".to_string()), "scale of Deployment ml/llm: cannot get apps/v1/Deployment ml/llm: forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps). The GPU capacity gate")]
 #[case::not_an_object(Ok("[1]".to_string()), "scale of Deployment ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got [1])")]
 #[case::spec_not_an_object(Ok(r#"{"spec": 5}"#.to_string()), "scale of Deployment ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (spec is not an object)")]
 fn scale_parent_failures_fail_closed(#[case] answer: Result<String, String>, #[case] start: &str) {

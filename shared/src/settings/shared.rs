@@ -85,7 +85,7 @@ macro_rules! policy_settings {
 
             /// Checks the fields every policy shares (`exceptions` aside: their rule names
             /// are the policy's).
-            fn validate_shared(&self) -> Result<(), $crate::settings::FieldError> {
+            pub(crate) fn validate_shared(&self) -> Result<(), $crate::settings::FieldError> {
                 $crate::settings::validate_resource_names(
                     "extraGpuResources",
                     &self.extra_gpu_resources,

@@ -1,7 +1,7 @@
 //! Scope matching as Kubernetes decides it, and the room sentence.
 
 use super::*;
-use crate::capacity::state::ScopeRequirement;
+use crate::capacity::pool_quotas::ScopeRequirement;
 use rstest::rstest;
 
 fn facts(class: Option<&str>) -> ScopeFacts {

@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
-use crate::capacity::state::node_pool_query;
 use crate::clock::FixedClock;
+use crate::pools::ceiling::node_pool_query;
 
 const GPU: &str = "nvidia.com/gpu";
 
@@ -79,6 +79,20 @@ fn zero_node_pool_with_a_static_ceiling_accepts_what_fits_under_it() {
     assert_eq!(
         message(&v),
         "pool a100: nvidia.com/gpu would be 58 of 64 it can grow to (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more; ceiling 64 from maxAllocatable in settings, 16 allocatable now). Wait for capacity, lower replicas, or target another pool."
+    );
+}
+
+/// The scale-from-zero serving setup of the autoscaler policy's test of the same name: a
+/// pool with `maxAllocatable: 64` and no Node accepts 8 replicas of 2 GPUs.
+#[test]
+fn scale_from_zero_accepts_what_the_autoscaler_policy_accepts() {
+    let s = with_a100(json!({"maxAllocatable": {GPU: 64}}));
+    let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
+    let v = run(&create(deployment(8, Some("a100"), "2")), &s, &cluster);
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.audit_annotations["capacity"],
+        "a100: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)"
     );
 }
 
@@ -175,15 +189,15 @@ fn karpenter_node_pool_without_a_gpu_limit_is_judged_on_allocatable() {
 #[rstest]
 #[case::not_found(
     "Callback evaluation failure: Cannot find karpenter.sh/v1/NodePool named 'a100' inside of namespace 'None'",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: it does not exist. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: not found. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::not_granted(
     "Policy has not been granted access to Kubernetes karpenter.sh/v1/NodePool resources. The violation has been reported.",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: not granted to this policy: add {apiVersion: karpenter.sh/v1, kind: NodePool} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::forbidden(
     "nodepools.karpenter.sh \"a100\" is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot get resource \"nodepools\"",
-    "pool a100: cannot get karpenter.sh/v1/NodePool a100: grant the policy-server's ServiceAccount get on nodepools (apiGroup karpenter.sh). The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "pool a100: cannot get karpenter.sh/v1/NodePool a100: forbidden by RBAC: grant the policy-server's ServiceAccount get on nodepools (apiGroup karpenter.sh). The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 fn karpenter_node_pool_that_cannot_be_read_fails_closed(#[case] error: &str, #[case] denial: &str) {
     let cluster = karpenter_calls(nodes(&[]), Err(error.into()), None);

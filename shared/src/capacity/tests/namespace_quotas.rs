@@ -3,7 +3,7 @@
 //! count, unreadable quotas, and quota and pool denials reported together.
 
 use super::*;
-use crate::capacity::state::namespace_quota_query;
+use crate::capacity::queries::namespace_quota_query;
 
 const GPU: &str = "nvidia.com/gpu";
 
@@ -297,7 +297,7 @@ fn unreadable_quotas_with_warn_accept_naming_the_permission() {
     assert_eq!(
         v.warnings,
         vec![
-            "namespace ml: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)"
+            "namespace ml: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)"
         ]
     );
     assert_eq!(v.audit_annotations["host-error"], NOT_GRANTED);
@@ -328,7 +328,7 @@ fn unreadable_quotas_fail_closed_unless_unreadable_cluster_warn(
         message(&v).to_string()
     };
     assert!(
-        text.contains("cannot list v1/ResourceQuota: grant the policy-server's ServiceAccount list and watch on resourcequotas"),
+        text.contains("cannot list v1/ResourceQuota: forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on resourcequotas"),
         "{text}"
     );
 }

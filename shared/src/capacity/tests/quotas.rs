@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
-use crate::capacity::state::quota_query;
+use crate::capacity::queries::quota_query;
 
 /// Pool a100 counted from quotas with 64 declared GPUs; pool h100 counted from quotas and
 /// measured from its nodes; pool l4 counted from its pods with declared capacity.
@@ -331,11 +331,11 @@ fn a_template_whose_pods_the_quotas_would_not_count_is_denied_without_a_call(
 #[rstest]
 #[case::forbidden(
     Err(r#"resourcequotas is forbidden: User "system:serviceaccount:kubewarden:policy-server" cannot list resource "resourcequotas""#.to_string()),
-    "pool a100: cannot list v1/ResourceQuota: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check"
+    "pool a100: cannot list v1/ResourceQuota: forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on resourcequotas. The GPU capacity gate denies what it cannot check"
 )]
 #[case::not_granted(
     Err("Policy has not been granted access to Kubernetes v1/ResourceQuota resources. The violation has been reported.".to_string()),
-    "pool a100: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU"
+    "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU"
 )]
 #[case::fractional_used(
     Ok(with_quota(0, |q| { q["status"]["used"]["requests.nvidia.com/gpu"] = json!("1500m"); })),

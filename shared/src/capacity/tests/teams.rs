@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
-use crate::capacity::state::{namespace_pod_query, team_pod_query};
+use crate::capacity::queries::{namespace_pod_query, team_pod_query};
 use crate::capacity::teams::namespace_query;
 
 fn message(v: &Verdict) -> &str {
@@ -205,11 +205,11 @@ fn budgets_from_the_config_map_replace_the_settings() {
 #[rstest]
 #[case::missing(
     Err("Cannot find v1/ConfigMap named 'gpu-team-budgets' inside of namespace 'gpu-system'".to_string()),
-    "team budget of namespace ml: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "team budget of namespace ml: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not found. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::not_granted(
     Err("Policy has not been granted access to Kubernetes v1/ConfigMap resources. The violation has been reported.".to_string()),
-    "team budget of namespace ml: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
+    "team budget of namespace ml: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not granted to this policy: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
 )]
 #[case::no_key(
     config_map(json!({"other": "x"})),
@@ -265,7 +265,7 @@ fn a_missing_config_map_with_unreadable_cluster_warn_accepts_with_a_warning() {
     assert_eq!(
         v.warnings,
         vec![
-            "team budget of namespace ml: GPU capacity was not checked: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: it does not exist (accepted because unreadableCluster is warn)"
+            "team budget of namespace ml: GPU capacity was not checked: cannot get v1/ConfigMap gpu-system/gpu-team-budgets: not found (accepted because unreadableCluster is warn)"
         ]
     );
 }

@@ -1,4 +1,4 @@
-//! Reading list answers (`{"items": [{...}, ...]}`) one item at a time with serde_json,
+//! Reading Kubernetes list answers (`{"items": [{...}, ...]}`) one item at a time with serde_json,
 //! borrowing from the input: each item yields the raw values (`&RawValue`) found at a
 //! few member paths (`["spec", "nodeName"]`), and everything else is skipped by serde's
 //! `IgnoredAny`. No item, and no tree of the list, is ever held in memory.
@@ -15,6 +15,65 @@
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;
+
+pub mod lean;
+
+/// Why a list answer could not be read.
+#[derive(Debug)]
+pub enum ListError {
+    Json(serde_json::Error),
+    /// Well-formed, but a value is not what it must be.
+    Invalid(String),
+}
+
+impl From<serde_json::Error> for ListError {
+    fn from(e: serde_json::Error) -> Self {
+        ListError::Json(e)
+    }
+}
+
+impl fmt::Display for ListError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListError::Json(e) => write!(f, "{e}"),
+            ListError::Invalid(e) => f.write_str(e),
+        }
+    }
+}
+
+/// A raw value read by `seed` (the whole of it).
+pub fn read_raw<'de, S: DeserializeSeed<'de>>(
+    raw: &'de str,
+    seed: S,
+) -> Result<S::Value, serde_json::Error> {
+    let mut de = serde_json::Deserializer::from_str(raw);
+    let value = seed.deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
+}
+
+/// A field's raw value parsed as `T`; absent (or `null`) is `T::default()`.
+pub fn parse_or_default<T: serde::de::DeserializeOwned + Default>(
+    raw: Option<&str>,
+) -> Result<T, serde_json::Error> {
+    raw.map_or_else(|| Ok(T::default()), serde_json::from_str)
+}
+
+/// The text of a raw JSON string value without escapes (names of Kubernetes objects
+/// never have any), borrowed.
+pub fn raw_str(raw: &str) -> Option<&str> {
+    raw.strip_prefix('"')
+        .and_then(|r| r.strip_suffix('"'))
+        .filter(|inner| !inner.contains('\\'))
+}
+
+/// A raw JSON string value as a `String` ([`raw_str`], else decoded by serde_json).
+pub fn json_string(raw: &str) -> Result<String, ListError> {
+    match raw_str(raw) {
+        Some(text) => Ok(text.to_string()),
+        None => Ok(serde_json::from_str(raw)?),
+    }
+}
 
 /// Calls `on_item` once per element of the top-level `items` array (`items` absent or
 /// `null` is an empty list), with the raw value at each of `paths` (member names from
