@@ -19,6 +19,9 @@ fn pool() -> Pool {
     }
 }
 
+/// kwctl's text for a connection refused by the API server's port (`RUST_BACKTRACE=1`).
+const REFUSED: &str = "Callback evaluation failure: ServiceError: client error (Connect)\n\nCaused by:\n    0: client error (Connect)\n    1: tcp connect error\n    2: Connection refused (os error 111)\n\nStack backtrace:\n   0: <unknown>\n  17: start_thread\n             at ./nptl/pthread_create.c:442:8";
+
 fn failure(request: ClusterRequest, raw: &str) -> HostFailure {
     HostFailure {
         request: Box::new(request),
@@ -26,8 +29,8 @@ fn failure(request: ClusterRequest, raw: &str) -> HostFailure {
     }
 }
 
-/// Each class, from the texts kwctl and policy-server 1.36 give (`HOST_TEXTS` in the
-/// README of this module), and the API server's own.
+/// Each class, from the texts kwctl 1.36 gave against an API server stub (the module's
+/// table), and the API server's own.
 #[rstest]
 #[case::not_granted(
     "Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.",
@@ -42,7 +45,7 @@ fn failure(request: ClusterRequest, raw: &str) -> HostFailure {
     FailureClass::Forbidden
 )]
 #[case::forbidden_status(
-    "ApiError: nodes is forbidden: User \"x\" cannot list resource \"nodes\": Forbidden (ErrorResponse { status: \"Failure\", message: \"nodes is forbidden\", reason: \"Forbidden\", code: 403 })",
+    "Callback evaluation failure: ApiError: nodes is forbidden: User \"system:serviceaccount:kubewarden:policy-server\" cannot list resource \"nodes\" in API group \"\" at the cluster scope: Forbidden (Status { status: Some(Failure), code: 403, message: \"nodes is forbidden\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"Forbidden\", details: None })",
     FailureClass::Forbidden
 )]
 #[case::not_found(
@@ -53,16 +56,13 @@ fn failure(request: ClusterRequest, raw: &str) -> HostFailure {
     "ApiError: deployments.apps \"llm\" not found: NotFound (ErrorResponse { status: \"Failure\", message: \"deployments.apps \\\"llm\\\" not found\", reason: \"NotFound\", code: 404 })",
     FailureClass::NotFound
 )]
-#[case::refused(
-    "ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)",
-    FailureClass::Unreachable(Unreachable::ConnectionRefused)
-)]
+#[case::refused(REFUSED, FailureClass::Unreachable(Unreachable::ConnectionRefused))]
 #[case::dns(
-    "ServiceError: client error (Connect): dns error: failed to lookup address information: Name or service not known",
+    "Callback evaluation failure: ServiceError: client error (Connect)\n\nCaused by:\n    0: client error (Connect)\n    1: dns error\n    2: failed to lookup address information: Name or service not known",
     FailureClass::Unreachable(Unreachable::Dns)
 )]
 #[case::reset(
-    "HyperError: connection reset by peer (os error 104)",
+    "Callback evaluation failure: ServiceError: client error (SendRequest)\n\nCaused by:\n    0: client error (SendRequest)\n    1: connection error\n    2: Connection reset by peer (os error 104)",
     FailureClass::Unreachable(Unreachable::ConnectionReset)
 )]
 #[case::connect(
@@ -73,17 +73,29 @@ fn failure(request: ClusterRequest, raw: &str) -> HostFailure {
     "ServiceError: error trying to connect: operation timed out",
     FailureClass::TimedOut
 )]
+#[case::read_timeout(
+    "Callback evaluation failure: ServiceError: client error (SendRequest)\n\nCaused by:\n    0: client error (SendRequest)\n    1: connection error\n    2: timed out",
+    FailureClass::TimedOut
+)]
 #[case::deadline("deadline has elapsed", FailureClass::TimedOut)]
 #[case::server_error(
-    "ApiError: Internal error occurred: etcdserver: request timed out: InternalError (ErrorResponse { status: \"Failure\", message: \"Internal error occurred\", reason: \"InternalError\", code: 500 })",
+    "Callback evaluation failure: ApiError: Internal error occurred: etcdserver: leader changed: InternalError (Status { status: Some(Failure), code: 500, message: \"Internal error occurred: etcdserver: leader changed\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"InternalError\", details: None })\n\nCaused by:\n    Internal error occurred: etcdserver: leader changed: InternalError",
     FailureClass::ServerError(Some(500))
+)]
+#[case::etcd_timeout(
+    "ApiError: Internal error occurred: etcdserver: request timed out: InternalError (Status { code: 500 })",
+    FailureClass::ServerError(Some(500))
+)]
+#[case::bad_gateway(
+    "Callback evaluation failure: ApiError: <html><body>Bad Gateway</body></html>: Failed to parse error data (Status { status: Some(Failure), code: 502, message: \"<html><body>Bad Gateway</body></html>\", metadata: None, reason: \"Failed to parse error data\", details: None })",
+    FailureClass::ServerError(Some(502))
 )]
 #[case::unavailable(
     "ApiError: the server is currently unable to handle the request: ServiceUnavailable (ErrorResponse { status: \"Failure\", message: \"\", reason: \"ServiceUnavailable\", code: 503 })",
     FailureClass::ServerError(Some(503))
 )]
 #[case::throttled(
-    "ApiError: Too many requests, please try again later.: TooManyRequests (ErrorResponse { status: \"Failure\", message: \"Too many requests\", reason: \"TooManyRequests\", code: 429 })",
+    "Callback evaluation failure: ApiError: Too many requests, please try again later.: TooManyRequests (Status { status: Some(Failure), code: 429, message: \"Too many requests, please try again later.\", metadata: Some(ListMeta { continue_: None, remaining_item_count: None, resource_version: None, self_link: None }), reason: \"TooManyRequests\", details: None })",
     FailureClass::ServerError(Some(429))
 )]
 #[case::replay("the list of recorded responses is empty", FailureClass::Other)]
@@ -138,7 +150,7 @@ fn host_texts_are_classified(#[case] raw: &str, #[case] class: FailureClass) {
 )]
 #[case::refused(
     node_query(&pool()),
-    "ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)",
+    "ServiceError: client error (Connect) Caused by: 0: client error (Connect) 1: tcp connect error 2: Connection refused (os error 111)",
     "cannot list v1/Node: API server unreachable (connection refused): policy-server could not read the cluster; the next request retries"
 )]
 #[case::dns(
@@ -213,6 +225,14 @@ fn the_wapc_prefix_is_dropped() {
         )
     );
     assert_eq!(f.class(), FailureClass::NotGranted);
+}
+
+#[test]
+fn raw_errors_are_one_line_without_the_backtrace() {
+    assert_eq!(
+        failure(node_query(&pool()), REFUSED).raw(HOST_ERROR_MAX),
+        "Callback evaluation failure: ServiceError: client error (Connect) Caused by: 0: client error (Connect) 1: tcp connect error 2: Connection refused (os error 111)"
+    );
 }
 
 #[test]
