@@ -63,7 +63,7 @@ setup() {
 
 @test "target not readable (RBAC): fails closed naming the permission" {
   run_replayed hpa_external_gpu_deployment.json settings.yml session_deployment_forbidden.yml
-  denied "grant the policy-server's ServiceAccount get on deployments (apiGroup apps)"
+  denied "forbidden by RBAC: grant the policy-server's ServiceAccount get on deployments (apiGroup apps)"
 }
 
 @test "target not granted: fails closed naming the contextAwareResources entry" {

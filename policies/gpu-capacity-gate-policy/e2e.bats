@@ -36,7 +36,7 @@ setup() {
 
 @test "RBAC error on pods: fails closed naming the permission" {
   run_replayed deployment_a100_4x2.json settings.yml session_a100_pods_forbidden.yml
-  denied "grant the policy-server's ServiceAccount list and watch on pods"
+  denied "forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on pods"
 }
 
 @test "unreadableCluster: warn: accepted with a warning" {
@@ -145,7 +145,7 @@ setup() {
 
 @test "ResourceQuotas forbidden: fails closed naming the permission" {
   run_replayed deployment_a100_4x2_priority.json settings_quotas.yml session_quotas_forbidden.yml
-  denied "grant the policy-server's ServiceAccount list and watch on resourcequotas"
+  denied "forbidden by RBAC: grant the policy-server's ServiceAccount list and watch on resourcequotas"
 }
 
 @test "quota pool, template without the pool's PriorityClass: denied without host calls" {
@@ -265,7 +265,7 @@ setup() {
 
 @test "namespace ResourceQuotas not granted: accepted with a warning naming the grant" {
   run_replayed deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_not_granted.yml
-  allowed 'its ResourceQuotas were not checked: cannot list v1/ResourceQuota: add {apiVersion: v1, kind: ResourceQuota}'
+  allowed 'its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota}'
 }
 
 @test "team budget: over the team's GPUs across namespaces, over its pool limit" {
