@@ -4,6 +4,8 @@
 //! `use super::...`, a module's `use child::...`, and `crate::...` / `super::...` paths in
 //! code; not comments), has no cycle. A loop means two files that cannot be read, tested
 //! or changed one without the other.
+//! (Run natively: it reads the source tree.)
+#![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
