@@ -26,9 +26,10 @@ PUSH_FLAGS ?=
 # The harness (gpu-e2e) and the distribution tools (gpu-dist) are always built in one cargo
 # invocation: their shared dependencies (tokio, futures, ...) then resolve to one feature set and
 # wasmtime is compiled once; building either package alone compiles a second copy of wasmtime.
-E2E_PACKAGES := -p gpu-e2e -p gpu-dist
+# The manifest checker (gpu-admission, check/) is built with them for the same reason.
+E2E_PACKAGES := -p gpu-e2e -p gpu-dist -p gpu-admission
 
-.PHONY: all setup build build-test-modules run test fmt-check lint unit-test wasm-unit-test e2e \
+.PHONY: all setup build build-test-modules run check-examples test fmt-check lint unit-test wasm-unit-test e2e \
         dist-test examples-test annotate push artifacthub e2e-kwctl policy-server-e2e bench fuzz clean help
 
 all: build
@@ -77,6 +78,22 @@ run: build
 	echo "    --settings-path policies/gpu-labels-policy/test_data/settings_max_gpus.yml policies/gpu-labels-policy/annotated-policy.wasm"; \
 	echo "Then in a cluster, watch before you block: kubectl apply -f deploy/policy-server.yaml, then"; \
 	echo "  deploy/cluster-admission-policy-group.yaml (monitor mode; README: Installing with Kubewarden)."
+	@$(MAKE) --no-print-directory check-examples
+
+## check-examples: gpu-admission check (check/) on the example manifests (examples/manifests: a Helm-rendered
+## chart, a notebook, a fine-tuning Job, a 70B model on small GPUs...) against the example cluster snapshot,
+## with the default policy manifests (the group in deploy/ and routing's example). Denials are expected (exit 1).
+check-examples: build
+	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-admission
+	@echo
+	@echo "=== gpu-admission check: the example manifests before they reach a cluster (cargo install --path check)"
+	@echo "$$ gpu-admission check --snapshot examples/cluster-snapshot.yaml examples/manifests"
+	@status=0; target/debug/gpu-admission check --modules $(RELEASE_DIR) \
+	  --snapshot examples/cluster-snapshot.yaml examples/manifests || status=$$?; \
+	case $$status in \
+	  1) echo "(exit status 1: a denial, as these examples are meant to show; 0 = all admitted, 2 = bad input)";; \
+	  *) echo "gpu-admission check exited with $$status, expected 1 (the examples include denials)"; exit 1;; \
+	esac
 
 ## test: everything CI runs
 ## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
@@ -103,7 +120,7 @@ lint:
 	$(CARGO) clippy $(CARGO_FLAGS) --workspace --all-targets --all-features -- -D warnings
 
 unit-test:
-	$(CARGO) test $(CARGO_FLAGS) --workspace --exclude gpu-e2e --exclude gpu-dist
+	$(CARGO) test $(CARGO_FLAGS) --workspace --exclude gpu-e2e --exclude gpu-dist --exclude gpu-admission
 
 ## wasm-unit-test: the rules crate's own tests, compiled to wasm32-wasip1 and run under node:wasi
 wasm-unit-test:

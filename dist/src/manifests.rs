@@ -215,7 +215,8 @@ fn webhook_problems(spec: &Value) -> Vec<String> {
     out
 }
 
-fn context_aware_resources(value: &Value) -> Result<BTreeSet<ContextAwareResource>, String> {
+/// A `contextAwareResources` list (absent: none).
+pub fn context_aware_resources(value: &Value) -> Result<BTreeSet<ContextAwareResource>, String> {
     if value.is_null() {
         return Ok(BTreeSet::new());
     }

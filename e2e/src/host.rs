@@ -1,7 +1,7 @@
 //! The waPC host callback: the host capabilities a policy may call during one evaluation.
 
 use std::collections::BTreeSet;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
 
@@ -81,11 +81,69 @@ impl HostCall {
 /// carry no prefix.
 pub const CALLBACK_FAILURE: &str = "Callback evaluation failure: ";
 
+/// Answers the Kubernetes and OCI host calls of an evaluation from something other than a
+/// replay session: a cluster snapshot, a live cluster (see [`crate::Policy::evaluate_with`]).
+/// Calls outside the policy's `contextAwareResources` are refused before they reach it.
+pub trait HostResponder: Send + Sync {
+    /// The response body for `request`, or the error text given to the guest (after
+    /// policy-evaluator's [`CALLBACK_FAILURE`] prefix).
+    fn answer(&self, request: &CallbackRequest) -> Result<Vec<u8>, String>;
+}
+
+/// Where an evaluation's host calls are answered from.
+#[derive(Default)]
+pub(crate) enum Answers {
+    /// Nowhere: every call fails with "no replay session".
+    #[default]
+    None,
+    /// A kwctl session, consumed in order.
+    Replay(ReplaySession),
+    /// A [`HostResponder`].
+    Responder(Arc<dyn HostResponder>),
+}
+
+impl From<Option<ReplaySession>> for Answers {
+    fn from(replay: Option<ReplaySession>) -> Self {
+        replay.map_or(Self::None, Self::Replay)
+    }
+}
+
+impl std::fmt::Debug for Answers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Replay(s) => f.debug_tuple("Replay").field(s).finish(),
+            Self::Responder(_) => f.write_str("Responder"),
+        }
+    }
+}
+
+impl Answers {
+    fn answer(
+        &mut self,
+        request: &CallbackRequest,
+        target: (&str, &str, &str),
+    ) -> Result<Vec<u8>, String> {
+        let (binding, namespace, operation) = target;
+        match self {
+            Self::Replay(session) => session
+                .answer(request)
+                .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
+            Self::Responder(responder) => responder
+                .answer(request)
+                .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
+            Self::None => Err(format!(
+                "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
+            )),
+        }
+    }
+}
+
 /// State shared between the harness and the host callback of one evaluation.
 #[derive(Debug, Default)]
 pub(crate) struct HostContext {
     access: ContextAwareAccess,
-    replay: Mutex<Option<ReplaySession>>,
+    answers: Mutex<Answers>,
     calls: Mutex<Vec<HostCall>>,
 }
 
@@ -95,10 +153,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl HostContext {
-    pub(crate) fn new(access: ContextAwareAccess, replay: Option<ReplaySession>) -> Self {
+    pub(crate) fn new(access: ContextAwareAccess, answers: impl Into<Answers>) -> Self {
         Self {
             access,
-            replay: Mutex::new(replay),
+            answers: Mutex::new(answers.into()),
             calls: Mutex::new(Vec::new()),
         }
     }
@@ -106,16 +164,17 @@ impl HostContext {
     /// Starts another evaluation in a kept instance: its own replay session and
     /// an empty host-call log.
     pub(crate) fn start(&self, replay: Option<ReplaySession>) {
-        *lock(&self.replay) = replay;
+        *lock(&self.answers) = replay.into();
         lock(&self.calls).clear();
     }
 
-    /// The replay session as left by the evaluation, and every host call made.
+    /// The replay session as left by the evaluation (if it had one), and every host call made.
     pub(crate) fn finish(&self) -> (Option<ReplaySession>, Vec<HostCall>) {
-        (
-            lock(&self.replay).take(),
-            std::mem::take(&mut *lock(&self.calls)),
-        )
+        let replay = match std::mem::take(&mut *lock(&self.answers)) {
+            Answers::Replay(session) => Some(session),
+            _ => None,
+        };
+        (replay, std::mem::take(&mut *lock(&self.calls)))
     }
 
     /// Serves one waPC host call.
@@ -164,14 +223,7 @@ impl HostContext {
                         request.kind()
                     ));
                 }
-                match lock(&self.replay).as_mut() {
-                    Some(session) => session
-                        .answer(&request)
-                        .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
-                    None => Err(format!(
-                        "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
-                    )),
-                }
+                lock(&self.answers).answer(&request, (binding, namespace, operation))
             }
             // The image reference as a JSON string (the SDK's `get_manifest_and_config`);
             // policy-evaluator grants OCI calls without contextAwareResources.
@@ -183,14 +235,7 @@ impl HostContext {
                     )
                 })?;
                 let request = CallbackRequest::OciManifestAndConfig { image };
-                match lock(&self.replay).as_mut() {
-                    Some(session) => session
-                        .answer(&request)
-                        .map_err(|e| format!("{CALLBACK_FAILURE}{e}")),
-                    None => Err(format!(
-                        "no replay session: cannot serve host call {binding}/{namespace}/{operation}"
-                    )),
-                }
+                lock(&self.answers).answer(&request, (binding, namespace, operation))
             }
             _ => Err(format!(
                 "unsupported host call {binding}/{namespace}/{operation}"
@@ -291,7 +336,7 @@ mod tests {
 
     #[test]
     fn unknown_calls_and_missing_sessions_are_named() {
-        let ctx = HostContext::new(ContextAwareAccess::Unrestricted, None);
+        let ctx = HostContext::new(ContextAwareAccess::Unrestricted, Answers::None);
         assert_eq!(
             ctx.handle("kubewarden", "net", "v1/dns_lookup_host", b"\"x\"")
                 .unwrap_err(),

@@ -33,8 +33,10 @@
 #![warn(missing_docs)]
 
 pub mod annotate;
+pub mod cases;
 mod host;
 mod inputs;
+pub mod kwctl;
 pub mod metadata;
 mod modules;
 mod policy;
@@ -43,7 +45,7 @@ mod response;
 pub mod wasm_scanner;
 pub mod wasm_sections;
 
-pub use host::{CALLBACK_FAILURE, ContextAwareAccess, HostCall};
+pub use host::{CALLBACK_FAILURE, ContextAwareAccess, HostCall, HostResponder};
 pub use inputs::{
     admission_request_from_str, parse_json_or_yaml, read_admission_request, read_settings,
 };

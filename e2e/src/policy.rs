@@ -28,7 +28,7 @@ use wasmtime_provider::{
     EpochDeadlines, ResourceLimits, WasmtimeEngineProviderBuilder, WasmtimeEngineProviderPre,
 };
 
-use crate::host::{ContextAwareAccess, HostCall, HostContext};
+use crate::host::{Answers, ContextAwareAccess, HostCall, HostContext, HostResponder};
 use crate::replay::{Exchange, ReplaySession};
 use crate::response::{AdmissionResponse, SettingsValidation, ValidationResponse};
 use crate::wasm_sections::read_kubewarden_metadata;
@@ -251,7 +251,7 @@ impl Policy {
     pub fn memory_needed(&self, operation: &str, payload: &[u8], ceiling: usize) -> Result<usize> {
         let completes = |pages: usize| -> Result<bool> {
             let capped = self.clone().with_memory_limit(pages * WASM_PAGE_SIZE)?;
-            let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+            let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
             // A harness error here is the instantiation failing under the cap.
             Ok(matches!(
                 capped.call_with(operation, payload, ctx),
@@ -330,7 +330,7 @@ impl Policy {
     /// warm does. Guest state (heap, globals) carries over between its calls.
     pub fn instantiate(&self) -> Result<Instance> {
         let started = Instant::now();
-        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
         let host = self.host(Arc::clone(&ctx))?;
         Ok(Instance {
             path: self.path.clone(),
@@ -343,7 +343,7 @@ impl Policy {
     /// Calls a guest function with a raw payload in a fresh instance; a guest
     /// error (the policy's `Err`, or a trap) is returned as an error.
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
-        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
         self.call_with(operation, payload, ctx)?
             .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
     }
@@ -363,7 +363,7 @@ impl Policy {
     /// unreadable answer means invalid settings. `null` settings are sent as `{}`.
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
         let payload = serde_json::to_vec(settings_or_empty(settings))?;
-        let ctx = Arc::new(HostContext::new(self.access.clone(), None));
+        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
         Ok(match self.call_with("validate_settings", &payload, ctx)? {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| SettingsValidation {
                 valid: false,
@@ -395,8 +395,29 @@ impl Policy {
         settings: &Value,
         replay: Option<ReplaySession>,
     ) -> Result<Evaluation> {
+        self.evaluate_answered(request, settings, replay.into())
+    }
+
+    /// Like [`Policy::evaluate`], with host calls answered by `responder` (a cluster snapshot,
+    /// a live cluster) instead of a replay session; calls outside the policy's
+    /// [`ContextAwareAccess`] are refused before they reach it.
+    pub fn evaluate_with(
+        &self,
+        request: &Value,
+        settings: &Value,
+        responder: Arc<dyn HostResponder>,
+    ) -> Result<Evaluation> {
+        self.evaluate_answered(request, settings, Answers::Responder(responder))
+    }
+
+    fn evaluate_answered(
+        &self,
+        request: &Value,
+        settings: &Value,
+        answers: Answers,
+    ) -> Result<Evaluation> {
         let payload = validate_payload(request, settings)?;
-        let ctx = Arc::new(HostContext::new(self.access.clone(), replay));
+        let ctx = Arc::new(HostContext::new(self.access.clone(), answers));
         let outcome = self.call_with("validate", &payload, Arc::clone(&ctx))?;
         Ok(evaluation(request, outcome, &ctx))
     }

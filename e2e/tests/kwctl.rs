@@ -13,10 +13,11 @@
 //!   the same replay session.
 //!
 //! Needs `kwctl` on PATH (or `KWCTL=/path/to/kwctl`); without it the kwctl test prints
-//! one `SKIPPED:` line and passes. The case lists are checked either way. kwctl runs with
-//! the offline Sigstore trust root of the project's shared folder (`$REPO/../shared`, or
-//! `GPU_ADMISSION_SHARED`) and its caches in a temporary directory shared by the run, so
-//! each module is compiled once.
+//! one `SKIPPED:` line and passes. The case lists are checked either way. kwctl is run by
+//! [`gpu_e2e::kwctl`] (shared with the manifest checker's comparison): the offline Sigstore
+//! trust root of the project's shared folder (`$REPO/../shared`, or `GPU_ADMISSION_SHARED`)
+//! and its caches in a temporary directory shared by the run, so each module is compiled
+//! once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
@@ -32,6 +33,10 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use common::cases::{Case, parse_cases, policies, policies_dir, read_cases};
 use gpu_e2e::annotate::annotate_module;
+use gpu_e2e::kwctl::{
+    HOW_TO_GET_KWCTL, Kwctl, Outcome, TempDir, find_kwctl, first_of_each_policy_first, in_parallel,
+    kwctl_outcome, notice, response_fields, shorten, text,
+};
 use gpu_e2e::metadata::{ANNOTATION_KWCTL_VERSION, ANNOTATION_TITLE, ANNOTATION_VERSION};
 use gpu_e2e::{
     ContextAwareAccess, KUBEWARDEN_METADATA_SECTION, Policy, ReplaySession, module_path,
@@ -39,15 +44,6 @@ use gpu_e2e::{
     workspace_root,
 };
 use serde_json::{Value, json};
-
-/// What kwctl prints before the message when `validate_settings` rejects the settings.
-const INVALID_SETTINGS: &str = "Provided settings are not valid: ";
-
-/// How to get kwctl, for the SKIPPED line.
-const HOW_TO_GET_KWCTL: &str = "../shared/kubewarden/install.sh DIR, then add DIR to PATH";
-
-/// At most this many kwctl processes at once (the machines are small).
-const MAX_PARALLEL: usize = 2;
 
 // ---------------------------------------------------------------------------------------
 // The case lists
@@ -149,117 +145,6 @@ fn case_list_checks_catch_rot() {
 // kwctl
 // ---------------------------------------------------------------------------------------
 
-/// kwctl: `$KWCTL` if set (`none`: not used), else the first `kwctl` on PATH.
-fn find_kwctl() -> Option<PathBuf> {
-    match std::env::var_os("KWCTL") {
-        Some(v) if v == "none" => return None,
-        Some(v) if !v.is_empty() => {
-            let p = PathBuf::from(&v);
-            if p.components().count() > 1 {
-                return p.is_file().then_some(p);
-            }
-            return search_path(&v.to_string_lossy());
-        }
-        _ => {}
-    }
-    search_path("kwctl")
-}
-
-fn search_path(name: &str) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The project's shared folder: `$GPU_ADMISSION_SHARED`, or `../shared` beside the clone.
-fn shared_dir() -> PathBuf {
-    match std::env::var_os("GPU_ADMISSION_SHARED") {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => workspace_root().join("../shared"),
-    }
-}
-
-/// Writes a line the test harness does not capture (the SKIPPED notice must be seen).
-fn notice(line: &str) {
-    let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// A kwctl installation and the per-run state its processes share.
-struct Kwctl {
-    exe: PathBuf,
-    trust_config: PathBuf,
-    home: PathBuf,
-}
-
-impl Kwctl {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(&self.exe);
-        command
-            .arg("--no-color")
-            .args(args)
-            .env("XDG_CACHE_HOME", self.home.join("cache"))
-            .env("XDG_CONFIG_HOME", self.home.join("config"))
-            .env("XDG_DATA_HOME", self.home.join("data"))
-            .env_remove("KUBECONFIG")
-            // As deployed: with a backtrace enabled, policy-evaluator appends it to the host
-            // errors it gives the guest.
-            .env_remove("RUST_BACKTRACE")
-            .env_remove("RUST_LIB_BACKTRACE")
-            .stdin(Stdio::null());
-        command
-    }
-
-    fn output(&self, args: &[&str]) -> Result<Output> {
-        self.command(args)
-            .output()
-            .with_context(|| format!("cannot run {} {}", self.exe.display(), args.join(" ")))
-    }
-
-    /// `kwctl run` of one case on `module`; the policy directory is the working directory.
-    fn run_case(&self, module: &Path, case: &Case) -> Result<Output> {
-        let mut args = vec!["run", "--request-path", &case.request];
-        if let Some(settings) = &case.settings {
-            args.extend(["--settings-path", settings]);
-        }
-        if let Some(session) = &case.session {
-            args.extend([
-                "--allow-context-aware",
-                "--replay-host-capabilities-interactions",
-                session,
-            ]);
-        }
-        let trust = self.trust_config.to_string_lossy();
-        let module = module.to_string_lossy();
-        args.extend(["--sigstore-trust-config", &trust, &module]);
-        self.command(&args)
-            .current_dir(policies_dir().join(&case.policy))
-            .output()
-            .with_context(|| format!("cannot run kwctl for {}", case.label()))
-    }
-}
-
-/// A temporary directory removed when dropped.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(tag: &str) -> Self {
-        let dir = std::env::temp_dir().join(format!("gpu-e2e-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("cannot create a temporary directory");
-        Self(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).trim_end().to_string()
-}
-
 /// Lines of kwctl's stderr that are warnings (its log lines carry the level).
 fn warning_lines(stderr: &str) -> Vec<&str> {
     stderr
@@ -320,16 +205,6 @@ fn differences(kwctl: &Value, ours: &Value) -> Vec<String> {
         }
     }
     out
-}
-
-fn shorten(v: Option<&Value>) -> String {
-    let s = v.map_or("(absent)".to_string(), Value::to_string);
-    if s.len() > 2000 {
-        let head: String = s.chars().take(2000).collect();
-        format!("{head}... ({} bytes)", s.len())
-    } else {
-        s
-    }
 }
 
 /// Annotates `policy`'s release module with kwctl and with our code, and compares.
@@ -524,69 +399,6 @@ fn normalized(v: Option<&Value>, name: &str) -> Value {
 // kwctl run against the harness
 // ---------------------------------------------------------------------------------------
 
-/// What one evaluation gave, in the terms compared.
-#[derive(Debug, Clone, PartialEq)]
-enum Outcome {
-    /// The policy ran; the response's compared fields.
-    Response(BTreeMap<&'static str, Value>),
-    /// `validate_settings` rejected the settings with this message.
-    InvalidSettings(String),
-}
-
-/// The fields of an `AdmissionResponse` (as JSON) that must agree, the patch decoded.
-fn response_fields(response: &Value) -> Result<BTreeMap<&'static str, Value>> {
-    let patch = match response.get("patch") {
-        None | Some(Value::Null) => Value::Null,
-        Some(Value::String(b64)) => {
-            let bytes = STANDARD.decode(b64).context("patch is not base64")?;
-            serde_json::from_slice(&bytes).context("patch is not JSON")?
-        }
-        Some(other) => bail!("patch is not a string: {other}"),
-    };
-    let field = |v: Option<&Value>| v.cloned().unwrap_or(Value::Null);
-    Ok(BTreeMap::from([
-        ("uid", field(response.get("uid"))),
-        ("allowed", field(response.get("allowed"))),
-        ("status.code", field(response.pointer("/status/code"))),
-        ("status.message", field(response.pointer("/status/message"))),
-        ("patchType", field(response.get("patchType"))),
-        ("patch", patch),
-        ("warnings", field(response.get("warnings"))),
-        ("auditAnnotations", field(response.get("auditAnnotations"))),
-    ]))
-}
-
-/// What kwctl's process says: the response on stdout, or the settings rejection.
-fn kwctl_outcome(output: &Output) -> Result<Outcome> {
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    if !output.status.success() {
-        let all = format!("{stderr}\n{stdout}");
-        if let Some(at) = all.find(INVALID_SETTINGS) {
-            let message = all[at + INVALID_SETTINGS.len()..]
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            return Ok(Outcome::InvalidSettings(message));
-        }
-        bail!("kwctl run failed ({}): {stderr}{stdout}", output.status);
-    }
-    let response: Value = serde_json::from_str(&stdout)
-        .or_else(|_| {
-            stdout
-                .lines()
-                .rev()
-                .find(|l| l.trim_start().starts_with('{'))
-                .map_or_else(
-                    || serde_json::from_str::<Value>(""),
-                    serde_json::from_str::<Value>,
-                )
-        })
-        .with_context(|| format!("kwctl run printed no AdmissionResponse: {stdout}"))?;
-    Ok(Outcome::Response(response_fields(&response)?))
-}
-
 /// The harness on the same module, request, settings and session, with kwctl's grants:
 /// `--allow-context-aware` (with a session) gives the module's contextAwareResources,
 /// no flag gives nothing.
@@ -653,43 +465,6 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
-/// Runs `jobs` through `work` on at most [`MAX_PARALLEL`] threads, in order of `jobs`.
-fn in_parallel<T: Sync, R: Send>(jobs: &[T], work: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
-    let workers = std::thread::available_parallelism()
-        .map_or(1, usize::from)
-        .clamp(1, MAX_PARALLEL);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            scope.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    let Some(job) = jobs.get(i) else { break };
-                    let result = work(job);
-                    results.lock().unwrap()[i] = Some(result);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .unwrap()
-        .into_iter()
-        .map(|r| r.expect("every job ran"))
-        .collect()
-}
-
-/// The first case of each policy first: kwctl compiles a module into the shared wasmtime
-/// cache on its first run, so the others find it compiled.
-fn first_of_each_policy_first(cases: Vec<Case>) -> Vec<Case> {
-    let mut seen = BTreeSet::new();
-    let (first, rest): (Vec<Case>, Vec<Case>) = cases
-        .into_iter()
-        .partition(|c| seen.insert(c.policy.clone()));
-    first.into_iter().chain(rest).collect()
-}
-
 #[test]
 fn kwctl_agrees_with_the_harness_on_every_policy() {
     let Some(exe) = find_kwctl() else {
@@ -698,18 +473,8 @@ fn kwctl_agrees_with_the_harness_on_every_policy() {
         ));
         return;
     };
-    let trust_config = shared_dir().join("kubewarden/offline-sigstore-trust-config.json");
-    assert!(
-        trust_config.is_file(),
-        "{} not found: kwctl needs the offline Sigstore trust root of the project's shared folder (set GPU_ADMISSION_SHARED to it)",
-        trust_config.display()
-    );
     let temp = TempDir::new("kwctl");
-    let kwctl = Kwctl {
-        exe,
-        trust_config,
-        home: temp.0.clone(),
-    };
+    let kwctl = Kwctl::new(exe, temp.0.clone()).unwrap_or_else(|e| panic!("{e:#}"));
     let mut problems = Vec::new();
 
     // Annotate and inspect, policy by policy.

@@ -1,0 +1,384 @@
+//! `gpu-admission check` as a user runs it: the built binary on manifests, with the
+//! repository's default policy manifests (deploy/cluster-admission-policy-group.yaml and
+//! routing's example) on the release modules (`make build-test-modules`, as `make e2e`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn data(file: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(file)
+        .display()
+        .to_string()
+}
+
+fn example(file: &str) -> String {
+    root().join("examples").join(file).display().to_string()
+}
+
+/// Runs `gpu-admission check <args>` in the repository, with the release modules.
+fn check(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let modules = gpu_e2e::wasm_dir();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpu-admission"));
+    command
+        .arg("check")
+        .arg("--modules")
+        .arg(&modules)
+        .args(args)
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("cannot run gpu-admission");
+    let mut input = child.stdin.take().unwrap();
+    if let Some(bytes) = stdin {
+        input.write_all(bytes).unwrap();
+    }
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `--output json`'s results.
+fn results(o: &Output) -> Vec<Value> {
+    let report: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("no JSON report ({e}): {}{}", stdout(o), stderr(o)));
+    report["results"].as_array().unwrap().clone()
+}
+
+/// The rows about `object` (`Kind ns/name`) and `policy`.
+fn rows<'a>(results: &'a [Value], object: &str, policy: &str) -> Vec<&'a Value> {
+    results
+        .iter()
+        .filter(|r| r["object"] == object && r["policy"] == policy)
+        .collect()
+}
+
+fn verdict(results: &[Value], object: &str, policy: &str) -> String {
+    let found = rows(results, object, policy);
+    assert_eq!(found.len(), 1, "{object} / {policy}: {results:#?}");
+    found[0]["verdict"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn multi_document_file() {
+    let o = check(&[&data("multi.yaml"), "-o", "json"], None);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let r = results(&o);
+    let objects: Vec<&str> = r.iter().map(|r| r["object"].as_str().unwrap()).collect();
+    for object in [
+        "ConfigMap ml-research/settings",
+        "Pod ml-research/unlabelled-gpu-pod",
+        "Service ml-research/web",
+    ] {
+        assert!(
+            objects.contains(&object),
+            "{object} not checked: {objects:?}"
+        );
+    }
+    let pod = "Pod ml-research/unlabelled-gpu-pod";
+    assert_eq!(verdict(&r, pod, "gpu-admission/labels"), "denied");
+    let message = rows(&r, pod, "gpu-admission/labels")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("workload-type"), "{message}");
+    // Each object's rows name the line its document starts on.
+    let lines: Vec<&str> = r
+        .iter()
+        .filter(|x| x["object"] == pod)
+        .map(|x| x["file"].as_str().unwrap())
+        .collect();
+    assert!(
+        lines.iter().all(|f| f.ends_with("multi.yaml:11")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn a_kind_no_policy_judges_is_admitted_and_said_so() {
+    let o = check(&[&example("manifests/namespace-and-config.yaml")], None);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let table = stdout(&o);
+    assert!(
+        table.contains("no policy judges ConfigMap (v1 configmaps, CREATE): not in any policy's rules or selectors"),
+        "{table}"
+    );
+    assert!(table.contains("no policy judges Namespace"), "{table}");
+    assert!(table.contains("2 objects: 2 admitted, 0 denied"), "{table}");
+}
+
+#[test]
+fn helm_rendered_file() {
+    let o = check(
+        &[&example("manifests/llm-serving.helm.yaml"), "-o", "json"],
+        None,
+    );
+    let r = results(&o);
+    for object in [
+        "ServiceAccount ml-serving/chat-llm-serving",
+        "Service ml-serving/chat-llm-serving",
+        "Deployment ml-serving/chat-llm-serving",
+        "HorizontalPodAutoscaler ml-serving/chat-llm-serving",
+    ] {
+        assert!(
+            r.iter().any(|x| x["object"] == object),
+            "{object} not checked: {r:#?}"
+        );
+    }
+    let deployment = "Deployment ml-serving/chat-llm-serving";
+    for member in ["labels", "vram_fit"] {
+        assert_eq!(
+            verdict(&r, deployment, &format!("gpu-admission/{member}")),
+            "admitted",
+            "{r:#?}"
+        );
+    }
+    // Without a cluster, routing (the namespace's team label) is skipped, and says why.
+    let routing = rows(&r, deployment, "gpu-pool-routing");
+    assert_eq!(routing[0]["verdict"], "skipped", "{routing:#?}");
+    assert!(
+        routing[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("get v1/Namespace ml-serving"),
+        "{routing:#?}"
+    );
+}
+
+#[test]
+fn stdin_reads_like_a_file() {
+    let file = example("manifests/llm-serving.helm.yaml");
+    let text = std::fs::read(&file).unwrap();
+    let from_stdin = check(&["-", "-o", "json"], Some(&text));
+    let from_file = check(&[&file, "-o", "json"], None);
+    assert_eq!(from_stdin.status.code(), from_file.status.code());
+    let strip = |rows: Vec<Value>| -> Vec<Value> {
+        rows.into_iter()
+            .map(|mut r| {
+                let line = r["file"]
+                    .as_str()
+                    .unwrap()
+                    .rsplit(':')
+                    .next()
+                    .unwrap()
+                    .to_string();
+                r["file"] = Value::String(line);
+                r
+            })
+            .collect()
+    };
+    let (a, b) = (results(&from_stdin), results(&from_file));
+    assert!(
+        a.iter()
+            .all(|r| r["file"].as_str().unwrap().starts_with("<stdin>:"))
+    );
+    assert_eq!(strip(a), strip(b));
+}
+
+#[test]
+fn a_folder_is_read_recursively() {
+    let o = check(&[&example("manifests"), "-o", "json"], None);
+    let r = results(&o);
+    let files: std::collections::BTreeSet<String> = r
+        .iter()
+        .map(|x| {
+            let f = x["file"].as_str().unwrap();
+            let name = f.rsplit_once(':').unwrap().0;
+            Path::new(name)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let expected: std::collections::BTreeSet<String> = std::fs::read_dir(example("manifests"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(files, expected);
+    // A denial anywhere in the folder fails the run.
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        verdict(&r, "Pod ml-research/jupyter-alice", "gpu-admission/labels"),
+        "denied"
+    );
+    assert_eq!(
+        verdict(
+            &r,
+            "Deployment ml-serving/llama-70b",
+            "gpu-admission/vram_fit"
+        ),
+        "denied"
+    );
+}
+
+#[test]
+fn the_capacity_gate_reads_a_snapshot() {
+    let job = "Job ml-research/finetune-llama-8b";
+    let busy = check(
+        &[
+            &example("manifests/finetune-job.json"),
+            "--snapshot",
+            &example("cluster-snapshot.yaml"),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let r = results(&busy);
+    assert_eq!(
+        verdict(&r, job, "gpu-admission/capacity"),
+        "denied",
+        "{r:#?}"
+    );
+    let message = rows(&r, job, "gpu-admission/capacity")[0]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("a100-batch"), "{message}");
+    assert_eq!(busy.status.code(), Some(1));
+
+    let idle = check(
+        &[
+            &example("manifests/finetune-job.json"),
+            "--snapshot",
+            &data("snapshot-idle.yaml"),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let r = results(&idle);
+    assert_eq!(
+        verdict(&r, job, "gpu-admission/capacity"),
+        "admitted",
+        "{r:#?}"
+    );
+
+    let none = check(
+        &[&example("manifests/finetune-job.json"), "-o", "json"],
+        None,
+    );
+    let r = results(&none);
+    assert_eq!(
+        verdict(&r, job, "gpu-admission/capacity"),
+        "skipped",
+        "{r:#?}"
+    );
+}
+
+#[test]
+fn malformed_yaml_is_bad_input_with_file_and_line() {
+    let o = check(&[&data("malformed.yaml"), &example("manifests")], None);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("{}:11: invalid YAML", data("malformed.yaml"))),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "nothing is checked on bad input");
+
+    let o = check(&[&data("not-an-object.yaml")], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not-an-object.yaml:5: a Kubernetes object (a mapping with apiVersion and kind) was expected, found a list"),
+        "{}",
+        stderr(&o)
+    );
+    let o = check(&["no/such/file.yaml"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no/such/file.yaml: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn an_old_version_makes_an_update() {
+    let o = check(
+        &[
+            &example("manifests/notebook.yaml"),
+            "--old",
+            &data("old-notebook.yaml"),
+            "-o",
+            "json",
+        ],
+        None,
+    );
+    let r = results(&o);
+    assert!(r.iter().all(|x| x["operation"] == "UPDATE"), "{r:#?}");
+    let o = check(&[&example("manifests/notebook.yaml"), "-o", "json"], None);
+    assert!(results(&o).iter().all(|x| x["operation"] == "CREATE"));
+}
+
+#[test]
+fn junit_for_ci() {
+    let o = check(&[&data("multi.yaml"), "-o", "junit"], None);
+    assert_eq!(o.status.code(), Some(1));
+    let xml = stdout(&o);
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(xml.contains("<testsuite name=\""), "{xml}");
+    assert!(
+        xml.contains("name=\"Pod ml-research/unlabelled-gpu-pod (CREATE): gpu-admission/labels\">\n      <failure message=\""),
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<testsuite ").count(),
+        1,
+        "one suite per file: {xml}"
+    );
+}
+
+#[test]
+fn usage_errors_are_bad_input() {
+    let o = check(&[], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no PATH to check"), "{}", stderr(&o));
+    let o = check(&["x.yaml", "-o", "xml"], None);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("expected table, json or junit"));
+}
+
+#[test]
+fn invalid_settings_in_a_policy_manifest_are_bad_input() {
+    let dir = std::env::temp_dir().join(format!("gpu-admission-settings-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata: {name: labels}\nspec:\n  module: registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0\n  mutating: false\n  rules: [{apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n  settings: {maxGpusPerPod: -1}\n",
+    )
+    .unwrap();
+    let o = check(
+        &[
+            &data("multi.yaml"),
+            "--policies",
+            &policy.display().to_string(),
+        ],
+        None,
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("policy.yaml:1: spec.settings are not valid for registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0: "),
+        "{}",
+        stderr(&o)
+    );
+}
