@@ -198,13 +198,23 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, In
     Ok(out)
 }
 
-/// serde_yaml's message without its trailing " at line N column M" (the line is given
-/// before the message).
+/// serde_yaml's message without its positions (" at line N column M"): the line is given
+/// before the message.
 fn yaml_message(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(at) => message[..at].to_string(),
-        None => message.to_string(),
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(" at line ") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + " at line ".len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let after = &after[digits..];
+        rest = match after.strip_prefix(" column ") {
+            Some(col) => col.trim_start_matches(|c: char| c.is_ascii_digit()),
+            None => after,
+        };
     }
+    out.push_str(rest);
+    out
 }
 
 /// The 1-based line of byte `offset`.
@@ -317,5 +327,45 @@ fn kind_of_value(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_and_their_lines() {
+        let text = "# header\n---\n# Source: a\napiVersion: v1\nkind: A\n---\n---\n# empty\n---\napiVersion: v1\nkind: B\n";
+        let docs = parse_documents("f", text).unwrap();
+        let lines: Vec<usize> = docs.iter().map(|(l, _)| *l).collect();
+        assert_eq!(lines, [4, 10]);
+        assert_eq!(docs[1].1["kind"], "B");
+        let bare = parse_documents("f", "apiVersion: v1\nkind: A\n---\nkind: B\n").unwrap();
+        assert_eq!(bare.iter().map(|(l, _)| *l).collect::<Vec<_>>(), [1, 4]);
+        let json = parse_documents("f", "{\"kind\": \"A\"}\n\n{\"kind\": \"B\"}").unwrap();
+        assert_eq!(json.iter().map(|(l, _)| *l).collect::<Vec<_>>(), [1, 3]);
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = parse_documents("f.yaml", "a: 1\n---\nb:\n  c: 1\n d: 2\n").unwrap_err();
+        assert_eq!(e.line, Some(5), "{e}");
+        assert!(e.to_string().starts_with("f.yaml:5: invalid YAML: "), "{e}");
+        assert!(!e.message.contains("column"), "{e}");
+        let e = parse_documents("f.json", "{\"a\": 1,\n}").unwrap_err();
+        assert_eq!(e.line, Some(2), "{e}");
+    }
+
+    #[test]
+    fn lists_are_opened() {
+        let list = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Node, metadata: {name: a}}\n- {apiVersion: v1, kind: Node, metadata: {name: b}}\n";
+        let objects = parse_objects("s", list).unwrap();
+        assert_eq!(objects.len(), 2);
+        let bad = "apiVersion: v1\nkind: PodList\nitems:\n- {kind: Pod}\n";
+        assert_eq!(
+            parse_objects("s", bad).unwrap_err().to_string(),
+            "s:1: items[0]: the object has no apiVersion"
+        );
     }
 }

@@ -1,10 +1,12 @@
-//! `gpu-admission check` as a user runs it: the built binary on manifests, with the
-//! repository's default policy manifests (deploy/cluster-admission-policy-group.yaml and
-//! routing's example) on the release modules (`make build-test-modules`, as `make e2e`).
+//! `gpu-admission check` as a user runs it, with the repository's default policy manifests
+//! (deploy/cluster-admission-policy-group.yaml and routing's example) on the release modules
+//! (`make build-test-modules`, as `make e2e`). Most runs go through the command's own entry
+//! point in this process (each module is then compiled once for all the tests); the
+//! standard-input, exit-status and bad-input tests run the built binary.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 
 use serde_json::Value;
 
@@ -24,26 +26,60 @@ fn example(file: &str) -> String {
     root().join("examples").join(file).display().to_string()
 }
 
-/// Runs `gpu-admission check <args>` in the repository, with the release modules.
-fn check(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let modules = gpu_e2e::wasm_dir();
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gpu-admission"));
-    command
-        .arg("check")
-        .arg("--modules")
-        .arg(&modules)
-        .args(args)
-        .current_dir(root())
+/// What a run printed, and its exit status.
+struct Output {
+    status: Option<i32>,
+    stdout: Vec<u8>,
+    stderr: Vec<u8>,
+}
+
+fn args_with_defaults(args: &[&str]) -> Vec<String> {
+    let mut all = vec![
+        "check".to_string(),
+        "--root".into(),
+        root().display().to_string(),
+        "--modules".into(),
+        gpu_e2e::wasm_dir().display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| a.to_string()));
+    all
+}
+
+/// `gpu-admission check <args>` in this process, with the release modules.
+fn check(args: &[&str]) -> Output {
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let status = gpu_admission::cli::run(
+        &args_with_defaults(args),
+        &mut std::io::empty(),
+        &mut stdout,
+        &mut stderr,
+    );
+    Output {
+        status: Some(status),
+        stdout,
+        stderr,
+    }
+}
+
+/// The built binary, `stdin` on its standard input.
+fn binary(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpu-admission"))
+        .args(args_with_defaults(args))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("cannot run gpu-admission");
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot run gpu-admission");
     let mut input = child.stdin.take().unwrap();
-    if let Some(bytes) = stdin {
-        input.write_all(bytes).unwrap();
-    }
+    input.write_all(stdin).unwrap();
     drop(input);
-    child.wait_with_output().unwrap()
+    let out = child.wait_with_output().unwrap();
+    let status: ExitStatus = out.status;
+    Output {
+        status: status.code(),
+        stdout: out.stdout,
+        stderr: out.stderr,
+    }
 }
 
 fn stdout(o: &Output) -> String {
@@ -77,8 +113,8 @@ fn verdict(results: &[Value], object: &str, policy: &str) -> String {
 
 #[test]
 fn multi_document_file() {
-    let o = check(&[&data("multi.yaml"), "-o", "json"], None);
-    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let o = check(&[&data("multi.yaml"), "-o", "json"]);
+    assert_eq!(o.status, Some(1), "{}{}", stdout(&o), stderr(&o));
     let r = results(&o);
     let objects: Vec<&str> = r.iter().map(|r| r["object"].as_str().unwrap()).collect();
     for object in [
@@ -112,8 +148,8 @@ fn multi_document_file() {
 
 #[test]
 fn a_kind_no_policy_judges_is_admitted_and_said_so() {
-    let o = check(&[&example("manifests/namespace-and-config.yaml")], None);
-    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let o = check(&[&example("manifests/namespace-and-config.yaml")]);
+    assert_eq!(o.status, Some(0), "{}{}", stdout(&o), stderr(&o));
     let table = stdout(&o);
     assert!(
         table.contains("no policy judges ConfigMap (v1 configmaps, CREATE): not in any policy's rules or selectors"),
@@ -125,10 +161,7 @@ fn a_kind_no_policy_judges_is_admitted_and_said_so() {
 
 #[test]
 fn helm_rendered_file() {
-    let o = check(
-        &[&example("manifests/llm-serving.helm.yaml"), "-o", "json"],
-        None,
-    );
+    let o = check(&[&example("manifests/llm-serving.helm.yaml"), "-o", "json"]);
     let r = results(&o);
     for object in [
         "ServiceAccount ml-serving/chat-llm-serving",
@@ -165,9 +198,9 @@ fn helm_rendered_file() {
 fn stdin_reads_like_a_file() {
     let file = example("manifests/llm-serving.helm.yaml");
     let text = std::fs::read(&file).unwrap();
-    let from_stdin = check(&["-", "-o", "json"], Some(&text));
-    let from_file = check(&[&file, "-o", "json"], None);
-    assert_eq!(from_stdin.status.code(), from_file.status.code());
+    let from_stdin = binary(&["-", "-o", "json"], &text);
+    let from_file = check(&[&file, "-o", "json"]);
+    assert_eq!(from_stdin.status, from_file.status);
     let strip = |rows: Vec<Value>| -> Vec<Value> {
         rows.into_iter()
             .map(|mut r| {
@@ -193,7 +226,7 @@ fn stdin_reads_like_a_file() {
 
 #[test]
 fn a_folder_is_read_recursively() {
-    let o = check(&[&example("manifests"), "-o", "json"], None);
+    let o = check(&[&example("manifests"), "-o", "json"]);
     let r = results(&o);
     let files: std::collections::BTreeSet<String> = r
         .iter()
@@ -213,7 +246,7 @@ fn a_folder_is_read_recursively() {
         .collect();
     assert_eq!(files, expected);
     // A denial anywhere in the folder fails the run.
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status, Some(1));
     assert_eq!(
         verdict(&r, "Pod ml-research/jupyter-alice", "gpu-admission/labels"),
         "denied"
@@ -231,16 +264,13 @@ fn a_folder_is_read_recursively() {
 #[test]
 fn the_capacity_gate_reads_a_snapshot() {
     let job = "Job ml-research/finetune-llama-8b";
-    let busy = check(
-        &[
-            &example("manifests/finetune-job.json"),
-            "--snapshot",
-            &example("cluster-snapshot.yaml"),
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let busy = check(&[
+        &example("manifests/finetune-job.json"),
+        "--snapshot",
+        &example("cluster-snapshot.yaml"),
+        "-o",
+        "json",
+    ]);
     let r = results(&busy);
     assert_eq!(
         verdict(&r, job, "gpu-admission/capacity"),
@@ -252,18 +282,15 @@ fn the_capacity_gate_reads_a_snapshot() {
         .unwrap()
         .to_string();
     assert!(message.contains("a100-batch"), "{message}");
-    assert_eq!(busy.status.code(), Some(1));
+    assert_eq!(busy.status, Some(1));
 
-    let idle = check(
-        &[
-            &example("manifests/finetune-job.json"),
-            "--snapshot",
-            &data("snapshot-idle.yaml"),
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let idle = check(&[
+        &example("manifests/finetune-job.json"),
+        "--snapshot",
+        &data("snapshot-idle.yaml"),
+        "-o",
+        "json",
+    ]);
     let r = results(&idle);
     assert_eq!(
         verdict(&r, job, "gpu-admission/capacity"),
@@ -271,10 +298,7 @@ fn the_capacity_gate_reads_a_snapshot() {
         "{r:#?}"
     );
 
-    let none = check(
-        &[&example("manifests/finetune-job.json"), "-o", "json"],
-        None,
-    );
+    let none = check(&[&example("manifests/finetune-job.json"), "-o", "json"]);
     let r = results(&none);
     assert_eq!(
         verdict(&r, job, "gpu-admission/capacity"),
@@ -285,26 +309,36 @@ fn the_capacity_gate_reads_a_snapshot() {
 
 #[test]
 fn malformed_yaml_is_bad_input_with_file_and_line() {
-    let o = check(&[&data("malformed.yaml"), &example("manifests")], None);
-    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let o = binary(&[&data("malformed.yaml"), &example("manifests")], b"");
+    assert_eq!(o.status, Some(2), "{}", stdout(&o));
     let err = stderr(&o);
     assert!(
-        err.contains(&format!("{}:11: invalid YAML", data("malformed.yaml"))),
+        err.contains(&format!(
+            "error: {}:12: invalid YAML: did not find expected key, while parsing a block mapping",
+            data("malformed.yaml")
+        )),
         "{err}"
     );
     assert!(stdout(&o).is_empty(), "nothing is checked on bad input");
 
-    let o = check(&[&data("not-an-object.yaml")], None);
-    assert_eq!(o.status.code(), Some(2));
+    let o = binary(&[&data("not-an-object.yaml")], b"");
+    assert_eq!(o.status, Some(2));
     assert!(
         stderr(&o).contains("not-an-object.yaml:5: a Kubernetes object (a mapping with apiVersion and kind) was expected, found a list"),
         "{}",
         stderr(&o)
     );
-    let o = check(&["no/such/file.yaml"], None);
-    assert_eq!(o.status.code(), Some(2));
+    let o = binary(&["no/such/file.yaml"], b"");
+    assert_eq!(o.status, Some(2));
     assert!(
         stderr(&o).contains("no/such/file.yaml: cannot read"),
+        "{}",
+        stderr(&o)
+    );
+    let o = binary(&["-"], b"apiVersion: v1\nkind: [\n");
+    assert_eq!(o.status, Some(2));
+    assert!(
+        stderr(&o).contains("<stdin>:3: invalid YAML"),
         "{}",
         stderr(&o)
     );
@@ -312,26 +346,23 @@ fn malformed_yaml_is_bad_input_with_file_and_line() {
 
 #[test]
 fn an_old_version_makes_an_update() {
-    let o = check(
-        &[
-            &example("manifests/notebook.yaml"),
-            "--old",
-            &data("old-notebook.yaml"),
-            "-o",
-            "json",
-        ],
-        None,
-    );
+    let o = check(&[
+        &example("manifests/notebook.yaml"),
+        "--old",
+        &data("old-notebook.yaml"),
+        "-o",
+        "json",
+    ]);
     let r = results(&o);
     assert!(r.iter().all(|x| x["operation"] == "UPDATE"), "{r:#?}");
-    let o = check(&[&example("manifests/notebook.yaml"), "-o", "json"], None);
+    let o = check(&[&example("manifests/notebook.yaml"), "-o", "json"]);
     assert!(results(&o).iter().all(|x| x["operation"] == "CREATE"));
 }
 
 #[test]
 fn junit_for_ci() {
-    let o = check(&[&data("multi.yaml"), "-o", "junit"], None);
-    assert_eq!(o.status.code(), Some(1));
+    let o = check(&[&data("multi.yaml"), "-o", "junit"]);
+    assert_eq!(o.status, Some(1));
     let xml = stdout(&o);
     assert!(xml.starts_with("<?xml"), "{xml}");
     assert!(xml.contains("<testsuite name=\""), "{xml}");
@@ -348,11 +379,11 @@ fn junit_for_ci() {
 
 #[test]
 fn usage_errors_are_bad_input() {
-    let o = check(&[], None);
-    assert_eq!(o.status.code(), Some(2));
+    let o = binary(&[], b"");
+    assert_eq!(o.status, Some(2));
     assert!(stderr(&o).contains("no PATH to check"), "{}", stderr(&o));
-    let o = check(&["x.yaml", "-o", "xml"], None);
-    assert_eq!(o.status.code(), Some(2));
+    let o = binary(&["x.yaml", "-o", "xml"], b"");
+    assert_eq!(o.status, Some(2));
     assert!(stderr(&o).contains("expected table, json or junit"));
 }
 
@@ -366,16 +397,13 @@ fn invalid_settings_in_a_policy_manifest_are_bad_input() {
         "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata: {name: labels}\nspec:\n  module: registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0\n  mutating: false\n  rules: [{apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n  settings: {maxGpusPerPod: -1}\n",
     )
     .unwrap();
-    let o = check(
-        &[
-            &data("multi.yaml"),
-            "--policies",
-            &policy.display().to_string(),
-        ],
-        None,
-    );
+    let o = check(&[
+        &data("multi.yaml"),
+        "--policies",
+        &policy.display().to_string(),
+    ]);
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert_eq!(o.status, Some(2), "{}", stdout(&o));
     assert!(
         stderr(&o).contains("policy.yaml:1: spec.settings are not valid for registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0: "),
         "{}",
