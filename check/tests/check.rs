@@ -410,3 +410,120 @@ fn invalid_settings_in_a_policy_manifest_are_bad_input() {
         stderr(&o)
     );
 }
+
+/// fakeapi (the project's fake API server, `../shared/tools/fakeapi`) serving `snapshot`
+/// as JSON; stopped when dropped.
+struct FakeApi {
+    child: std::process::Child,
+    kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+impl FakeApi {
+    fn start(snapshot: &str) -> Option<Self> {
+        let script = root().join("../shared/tools/fakeapi/fakeapi.py");
+        if !script.is_file() {
+            return None;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("gpu-admission-fakeapi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // JSON: fakeapi reads it with Python's standard library alone.
+        let objects: Vec<Value> =
+            gpu_admission::input::read_manifests(&[snapshot.to_string()], &mut std::io::empty())
+                .unwrap()
+                .into_iter()
+                .map(|m| m.object)
+                .collect();
+        let json = dir.join("snapshot.json");
+        std::fs::write(
+            &json,
+            serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objects}).to_string(),
+        )
+        .unwrap();
+        let kubeconfig = dir.join("kubeconfig");
+        let mut child = Command::new("python3")
+            .arg(&script)
+            .arg("--snapshot")
+            .arg(&json)
+            .args(["--port", "0", "--kubeconfig-out"])
+            .arg(&kubeconfig)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("cannot start fakeapi");
+        // Ready when it logs that it listens (its socket is bound before); its log is then
+        // drained on a thread so that it never blocks on a full pipe.
+        let mut log = std::io::BufReader::new(child.stderr.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            let read = std::io::BufRead::read_line(&mut log, &mut line).unwrap();
+            if read == 0 {
+                let status = child.wait().unwrap();
+                panic!("fakeapi exited ({status}) before listening: {seen}");
+            }
+            seen.push_str(&line);
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        std::thread::spawn(move || std::io::copy(&mut log, &mut std::io::sink()));
+        Some(Self {
+            child,
+            kubeconfig,
+            dir,
+        })
+    }
+}
+
+impl Drop for FakeApi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[test]
+fn a_live_cluster_gives_the_snapshots_verdicts() {
+    let snapshot = example("cluster-snapshot.yaml");
+    let Some(fakeapi) = FakeApi::start(&snapshot) else {
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: ../shared/tools/fakeapi is not there, so --kubeconfig was not checked against an API server"
+        );
+        return;
+    };
+    let manifests = [
+        example("manifests/finetune-job.json"),
+        example("manifests/notebook.yaml"),
+        example("manifests/llama-70b.yaml"),
+    ];
+    let mut args: Vec<&str> = manifests.iter().map(String::as_str).collect();
+    args.extend(["-o", "json"]);
+    let kubeconfig = fakeapi.kubeconfig.display().to_string();
+    let live = check(&[&args[..], &["--kubeconfig", &kubeconfig]].concat());
+    let offline = check(&[&args[..], &["--snapshot", &snapshot]].concat());
+    assert_eq!(results(&live), results(&offline), "{}", stderr(&live));
+    assert_eq!(live.status, Some(1));
+    let r = results(&live);
+    assert_eq!(
+        verdict(
+            &r,
+            "Job ml-research/finetune-llama-8b",
+            "gpu-admission/capacity"
+        ),
+        "denied"
+    );
+    // Routing read the Namespace's team label from the API server and stamped it.
+    let routing = rows(&r, "Pod ml-research/jupyter-alice", "gpu-pool-routing");
+    assert!(
+        routing[0]["patch"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("add /metadata/labels/gpu-admission~1team")),
+        "{routing:#?}"
+    );
+}

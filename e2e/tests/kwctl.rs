@@ -20,17 +20,11 @@
 //! once.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 mod common;
 
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use common::cases::{Case, parse_cases, policies, policies_dir, read_cases};
 use gpu_e2e::annotate::annotate_module;
 use gpu_e2e::kwctl::{
@@ -41,7 +35,6 @@ use gpu_e2e::metadata::{ANNOTATION_KWCTL_VERSION, ANNOTATION_TITLE, ANNOTATION_V
 use gpu_e2e::{
     ContextAwareAccess, KUBEWARDEN_METADATA_SECTION, Policy, ReplaySession, module_path,
     read_admission_request, read_kubewarden_metadata, read_settings, wasm_custom_section,
-    workspace_root,
 };
 use serde_json::{Value, json};
 
