@@ -107,8 +107,9 @@ impl Snapshot {
 
     /// The cluster a kwctl session shows: the objects its successful gets and lists
     /// returned (apiVersion, kind and the listed namespace filled in where the payload
-    /// leaves them out). `None` when the session holds an answer a snapshot cannot give:
-    /// an error other than a missing object, or an image registry's answer.
+    /// leaves them out). `None` when no snapshot gives the session's answers: an error other
+    /// than a missing object, an image registry's answer, no exchange at all, or answers the
+    /// snapshot does not reproduce (lists no cluster gives together, errors in other words).
     pub fn from_session(session: &ReplaySession) -> Option<Self> {
         let mut objects: Vec<Value> = Vec::new();
         for exchange in session.remaining() {
@@ -166,11 +167,65 @@ impl Snapshot {
                 }
             }
         }
-        Some(Self::new(objects.into_iter().map(|object| Manifest {
+        let snapshot = Self::new(objects.into_iter().map(|object| Manifest {
             file: "session".into(),
             line: 1,
             object,
-        })))
+        }));
+        // A session asserts its calls; an empty one (no call expected) is no cluster state.
+        if session.is_empty() {
+            return None;
+        }
+        session
+            .remaining()
+            .all(|e| snapshot.reproduces(&e.request, &e.response))
+            .then_some(snapshot)
+    }
+
+    /// Whether the snapshot answers `request` as `recorded`: the same objects (by namespace
+    /// and name), or the same error. Hand-written sessions can record lists no cluster would
+    /// give together, or errors in other words.
+    fn reproduces(&self, request: &CallbackRequest, recorded: &RecordedResponse) -> bool {
+        let names = |v: &Value| -> Vec<(String, String)> {
+            let mut out: Vec<(String, String)> = match v["items"].as_array() {
+                Some(items) => items.iter().map(key_of).collect(),
+                None => vec![key_of(v)],
+            };
+            out.sort();
+            out
+        };
+        let namespace = match request {
+            CallbackRequest::KubernetesListResourceNamespace { namespace, .. } => {
+                Some(namespace.clone())
+            }
+            CallbackRequest::KubernetesGetResource { namespace, .. } => namespace.clone(),
+            _ => None,
+        };
+        let with_namespace = |mut v: Value| {
+            let fill = |o: &mut Value| {
+                if let (Some(ns), Some(meta)) = (
+                    &namespace,
+                    o.get_mut("metadata").and_then(Value::as_object_mut),
+                ) {
+                    meta.entry("namespace")
+                        .or_insert_with(|| Value::String(ns.clone()));
+                }
+            };
+            match v.get_mut("items").and_then(Value::as_array_mut) {
+                Some(items) => items.iter_mut().for_each(fill),
+                None => fill(&mut v),
+            }
+            v
+        };
+        match (self.answer(request), recorded) {
+            (Ok(bytes), RecordedResponse::Success { payload }) => {
+                let ours: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let theirs: Value = serde_json::from_str(payload).unwrap_or(Value::Null);
+                names(&ours) == names(&with_namespace(theirs))
+            }
+            (Err(ours), RecordedResponse::Error { message }) => ours == *message,
+            _ => false,
+        }
     }
 
     /// Reads snapshot files.
@@ -359,6 +414,20 @@ fn prune(value: &mut Value, paths: &[&[&str]]) {
         }),
         _ => {}
     }
+}
+
+/// (namespace, name) of an object.
+fn key_of(o: &Value) -> (String, String) {
+    (
+        o["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        o["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+    )
 }
 
 /// Same apiVersion, kind, namespace and name.

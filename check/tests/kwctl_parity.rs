@@ -1,6 +1,10 @@
 //! `gpu-admission check` against the real kwctl on every case of every policy's
 //! `test_data/cases.txt`.
 //!
+//! Both run the policy's release module annotated by the project's `annotate` (the metadata
+//! `kwctl annotate` embeds, checked in `e2e/tests/kwctl.rs`): kwctl's `--allow-context-aware`
+//! grants its `contextAwareResources`, the checker's ClusterAdmissionPolicy the same list.
+//!
 //! For each case the checker gets what a user would give it: the request's object as a
 //! manifest (and its oldObject as the old version for an UPDATE), a ClusterAdmissionPolicy
 //! with the case's settings and the policy's `contextAwareResources`, and as the cluster
@@ -232,6 +236,19 @@ fn kwctl_terms(
     )
 }
 
+/// The release module of `policy` annotated with its metadata.yml, written under `dir`.
+fn annotate(policy: &str, dir: &Path) -> PathBuf {
+    let raw =
+        std::fs::read(gpu_e2e::module_path(policy).unwrap_or_else(|e| panic!("{e:#}"))).unwrap();
+    let metadata =
+        std::fs::read_to_string(policies_dir().join(policy).join("metadata.yml")).unwrap();
+    let annotated = gpu_e2e::annotate::annotate_module(policy, &raw, &metadata, None)
+        .unwrap_or_else(|e| panic!("{policy}: {e:#}"));
+    let path = dir.join(format!("{policy}.wasm"));
+    std::fs::write(&path, annotated.module).unwrap();
+    path
+}
+
 #[test]
 fn the_checker_agrees_with_kwctl_on_every_case() {
     let Some(exe) = find_kwctl() else {
@@ -250,8 +267,12 @@ fn the_checker_agrees_with_kwctl_on_every_case() {
     let mut prepared = Vec::new();
     let mut not_sent = Vec::new();
     let mut problems = Vec::new();
+    let mut annotated = std::collections::BTreeMap::new();
     for (i, case) in cases.iter().enumerate() {
-        let module = gpu_e2e::module_path(&case.policy).unwrap_or_else(|e| panic!("{e:#}"));
+        let module = annotated
+            .entry(case.policy.clone())
+            .or_insert_with(|| annotate(&case.policy, &tmp.0))
+            .clone();
         match prepare(case, &module, &tmp.0, i) {
             Ok(p) => prepared.push((p, module)),
             Err(reason) => not_sent.push(format!("{}: {reason}", case.label())),
