@@ -233,7 +233,7 @@ def main():
             "| | |",
             "|---|---|",
             f"| checker | `{Path(args.checker).name}` built `{Path(args.checker).parent.name}` (wasmtime through gpu-e2e) |",
-            f"| kwctl | `{subprocess.run([kwctl, '--version'], capture_output=True, text=True).stdout.strip()}` (policy-evaluator on wasmtime) |",
+            f"| kwctl | `{subprocess.run([kwctl, '--version'], capture_output=True, text=True).stdout.strip().splitlines()[0]}` (policy-evaluator on wasmtime) |",
             f"| machine | {os.cpu_count()} cores, {cpu_model()} |",
             f"| date | {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, run took {time.time() - started:.0f} s |",
             f"| load average (1/5/15 min) | {' / '.join(f'{x:.2f}' for x in load_start)} at start, "

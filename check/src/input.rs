@@ -297,7 +297,7 @@ pub fn parse_objects(file: &str, text: &str) -> Result<Vec<Manifest>, InputError
                 )));
             }
             for field in ["apiVersion", "kind"] {
-                if !object[field].as_str().is_some_and(|s| !s.is_empty()) {
+                if object[field].as_str().is_none_or(str::is_empty) {
                     return Err(error(format!("{item}the object has no {field}")));
                 }
             }

@@ -48,7 +48,7 @@ pub struct Member {
 #[derive(Debug, Clone)]
 pub enum Body {
     /// One module.
-    Single(Member),
+    Single(Box<Member>),
     /// Members combined by an expression.
     Group {
         /// `spec.expression`.
@@ -89,7 +89,7 @@ impl PolicyManifest {
     /// Its members (one for a single policy).
     pub fn members(&self) -> Vec<&Member> {
         match &self.body {
-            Body::Single(m) => vec![m],
+            Body::Single(m) => vec![m.as_ref()],
             Body::Group { members, .. } => members.iter().collect(),
         }
     }
@@ -306,7 +306,7 @@ fn member(
         .load(module, base)
         .map_err(|e| format!("{field}module: {e}"))?;
     let policy = policy
-        .with_context_aware_access(access(&spec["contextAwareResources"], &format!("{field}"))?)
+        .with_context_aware_access(access(&spec["contextAwareResources"], field)?)
         .with_timeout(eval_timeout(
             &spec["timeoutEvalSeconds"],
             &format!("{field}timeoutEvalSeconds"),
@@ -377,7 +377,7 @@ fn policy_manifest(
             members: loaded,
         }
     } else {
-        Body::Single(member(&name, spec, "spec.", base, modules)?)
+        Body::Single(Box::new(member(&name, spec, "spec.", base, modules)?))
     };
     Ok(PolicyManifest {
         own_namespace: kind.starts_with("AdmissionPolicy").then(|| {
