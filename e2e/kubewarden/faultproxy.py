@@ -301,6 +301,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         watch = is_watch(self.path)
         seen = Seen(self.command, self.path, watch, "forward", time.monotonic())
+        proxy._record(seen)  # recorded now, completed in place: open watches are seen too
         fault = proxy._choose(self.command, self.path, watch)
         try:
             if fault is not None:
@@ -323,8 +324,6 @@ class _Handler(BaseHTTPRequestHandler):
             self._forward(body, watch, seen, fault if fault is not None and fault.kind == "cut" else None)
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.close_connection = True
-        finally:
-            proxy._record(seen)
 
     def _gone(self):
         line = json.dumps({"type": "ERROR", "object": json.loads(status_body(410, "faultproxy: too old resource version"))

@@ -422,7 +422,7 @@ class PolicyServer:
     """policy-server on free ports (plain HTTP), its cluster fakeapi's kubeconfig."""
 
     def __init__(self, root, policies, env, kubeconfig=None, sources_path=None, workers=None,
-                 log_level="info", ready_tries=1200, ready_interval=0.1):
+                 log_level="info", ready_tries=1200, ready_interval=0.1, ports=None):
         self.policies_file = root / "policies.yml"
         self.policies_file.write_text("".join(p.yaml(pid) for pid, p in policies.items()))
         self.download_dir = root / "policy-server-download"
@@ -432,7 +432,8 @@ class PolicyServer:
             env["KUBECONFIG"] = str(kubeconfig)
         last = None
         for attempt in range(3):
-            self.port, self.readiness_port = free_port(), free_port()
+            # ports: (API, readiness) to listen on again after a restart; else free ones.
+            self.port, self.readiness_port = ports or (free_port(), free_port())
             argv = ["policy-server", "--addr", "127.0.0.1", "--port", self.port,
                     "--readiness-probe-port", self.readiness_port, "--policies", self.policies_file,
                     "--policies-download-dir", self.download_dir,
@@ -454,7 +455,7 @@ class PolicyServer:
                 last = e
                 in_use = "Address already in use" in self.process.log_tail(200)
                 self.process.stop()
-                if not in_use:
+                if not in_use or ports:
                     break
         raise HostError(f"policy-server did not become ready: {last}")
 
