@@ -99,7 +99,8 @@ check-examples: build
 ## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
 ## too: e2e-kwctl (every e2e.bats), the kwctl-vs-harness comparison (e2e/tests/kwctl.rs, in e2e),
 ## examples-test (make run's verdicts) and policy-server-e2e; each says SKIPPED without them.
-test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e
+test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e \
+      policy-server-faults
 	@echo "=== all checks passed"
 
 ## examples-test: make run's examples give the verdicts examples.txt expects (kwctl on the annotated
@@ -200,6 +201,29 @@ policy-server-e2e: annotate
 	  echo "policy-server-e2e: SKIPPED: kwctl and policy-server must both be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
 	  exit 0; fi; \
 	python3 e2e/kubewarden/test_policy_server.py
+
+## policy-server-faults: the policies under Kubewarden's policy-server when its cluster misbehaves
+## (e2e/kubewarden/test_faults.py: fakeapi behind faultproxy.py refusing, slow, 429, 500, 410 Gone, cut watches,
+## old lists; bad input at the HTTP door), policy-server restarted under load and three replicas behind one
+## address (test_restart_scale.py), and a 25-second soak (soak.py). README: Reliability. Skipped without
+## policy-server on PATH.
+.PHONY: policy-server-faults soak
+policy-server-faults: annotate
+	@if ! command -v policy-server >/dev/null; then \
+	  echo "policy-server-faults: SKIPPED: policy-server must be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
+	  exit 0; fi; \
+	python3 e2e/kubewarden/test_faults.py; \
+	python3 e2e/kubewarden/test_restart_scale.py; \
+	python3 e2e/kubewarden/soak.py --seconds 25 --no-rss-bound
+
+## soak: SOAK_SECONDS (10 minutes) of mixed load on policy-server while fakeapi's cluster changes under it
+## (e2e/kubewarden/soak.py): fails on any 5xx, wrong verdict, lost request or RSS growth over 64 MiB, and writes
+## the figures (p50/p99 per minute, RSS, errors) into BENCHMARKS.md. Not part of `make test`.
+SOAK_SECONDS ?= 600
+soak: annotate
+	@command -v policy-server >/dev/null || { \
+	  echo "soak: policy-server must be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; exit 1; }
+	python3 e2e/kubewarden/soak.py --seconds $(SOAK_SECONDS) --out BENCHMARKS.md
 
 ## bench: how fast and how small, writes BENCHMARKS.md. First the project's harness (gpu-bench: the built
 ## modules in wapc + wasmtime, kept and fresh instances, the rules natively, the capacity gate over
