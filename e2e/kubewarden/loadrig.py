@@ -12,6 +12,7 @@
 import http.client
 import itertools
 import json
+import re
 import sys
 import threading
 import time
@@ -81,6 +82,46 @@ def rss_kib(pid):
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     raise hosts.HostError(f"/proc/{pid}/status has no VmRSS")
+
+
+# --------------------------------------------------------------------------------------
+# How a denial names a failed host call
+# --------------------------------------------------------------------------------------
+
+# The class of a failed host call, as the capacity gate and the autoscaler policy name it in
+# a denial (shared/src/capacity/state.rs, HostFailure::explanation).
+HOST_ERROR_CLASSES = {
+    "not granted": "not granted to this policy",
+    "rbac": "forbidden by RBAC",
+    "not found": "not found",
+    "unreachable": "API server unreachable",
+    "timeout": "API server timed out",
+    "error": "API server error",
+}
+# True once the policies name the class (issue 40's HostFailure classes). Until then a failed
+# call is denied with the older text, which says what to grant whatever the failure: only
+# that the denial is about a host call is checked.
+CLASSES_IN_MESSAGES = False
+
+
+def host_failure_problem(response, host_class):
+    """None when `response` denies for a failed host call of class `host_class` (a key of
+    HOST_ERROR_CLASSES), else what is wrong with it. The one place that knows how the
+    policies phrase it."""
+    text = (response.get("status") or {}).get("message", "")
+    if response.get("allowed") is not False:
+        return "not denied"
+    if CLASSES_IN_MESSAGES and host_class in ("not granted", "rbac", "not found", "unreachable", "timeout",
+                                               "error") and not _names_only(text, host_class):
+        return f"does not name the class {HOST_ERROR_CLASSES[host_class]!r} alone"
+    if not CLASSES_IN_MESSAGES and not re.search(r"cannot (get|list|be read)", text):
+        return "does not say what could not be read"
+    return None
+
+
+def _names_only(text, host_class):
+    others = [p for k, p in HOST_ERROR_CLASSES.items() if k != host_class and k != "not found"]
+    return HOST_ERROR_CLASSES[host_class] in text and not any(p in text for p in others)
 
 
 # --------------------------------------------------------------------------------------

@@ -4,6 +4,8 @@
   is stopped (SIGTERM) and started again on the same ports. No request may be answered wrongly
   or with a 5xx; what a client sees instead (refused or reset connections, for how long) is
   counted and printed.
+- Startup: policy-server started while the API server refuses connections becomes ready; its
+  first context-aware request is denied, and the first after the API server answers is right.
 - Scale: three policy-server replicas, each with its own caches, behind a round-robin front
   (loadrig.RoundRobin). The cluster changes (one more pod fills pool a100); requests through
   the front show when each replica starts to deny, and how long the replicas disagree (printed).
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import hosts  # noqa: E402
 import loadrig  # noqa: E402
 import test_policy_server as base  # noqa: E402
+from faultproxy import FaultProxy  # noqa: E402
 
 REPLICAS = 3
 # Requests after the restart with right answers before the load stops.
@@ -117,6 +120,35 @@ class RestartAndScale(unittest.TestCase):
         wrong = [o for o in outcomes if o[3] in ("wrong", "5xx")]
         self.assertFalse(wrong, [(o[3], o[4], o[5].policy_id, o[5].name) for o in wrong[:10]])
         self.assertTrue(all(o[3] in ("right", "no answer") for o in outcomes))
+
+    def test_started_before_the_cluster_answers_fails_closed_then_decides(self):
+        """policy-server makes no API call at startup: it becomes ready while the API server
+        refuses connections. The gate's first request is denied at once (policy-server's
+        discovery of the kind fails before any list), and once the API server answers the
+        next requests are decided on what is read."""
+        proxy = FaultProxy(self.fakeapi.url)
+        self.addCleanup(proxy.close)
+        proxy.down()
+        kubeconfig = loadrig.proxy_kubeconfig(self.fakeapi, proxy.url, self.host.root / "proxy.kubeconfig")
+        root = self.host.root / "server"
+        root.mkdir()
+        server = hosts.PolicyServer(root, capacity_only(), self.host.env, kubeconfig=kubeconfig)
+        self.host.processes.append(server.process)
+        review = hosts.admission_review(base.request(base.CAPACITY, "deployment_a100_4x2.json"))
+        first = server.validate("capacity", review)
+        problem = loadrig.host_failure_problem(first, "unreachable")
+        self.assertIsNone(problem, f"{problem}: {first}")
+        up = time.monotonic()
+        proxy.up()
+        for _ in range(FLIP_TRIES):
+            after = server.validate("capacity", review)
+            if after.get("allowed"):
+                break
+            time.sleep(RETRY_PAUSE)
+        self.assertEqual((after.get("auditAnnotations") or {}).get("capacity"), base.A100_FITS, after)
+        report(f"started with the API server down: ready in {server.startup_seconds:.2f} s; first request denied "
+               f"({first['status']['message'][:120]}...); right {time.monotonic() - up:.2f} s after the API server "
+               "answered")
 
     def test_three_replicas_follow_a_change_each_from_its_own_cache(self):
         policies = {**capacity_only(),
