@@ -104,18 +104,18 @@ HOST_ERROR_CLASSES = {
 CLASSES_IN_MESSAGES = False
 
 
-def host_failure_problem(response, host_class):
+def host_failure_problem(response, host_class, classed=True):
     """None when `response` denies for a failed host call of class `host_class` (a key of
-    HOST_ERROR_CLASSES), else what is wrong with it. The one place that knows how the
-    policies phrase it."""
+    HOST_ERROR_CLASSES), else what is wrong with it. `classed`: the policy names the class
+    (the gate and the autoscaler policy; VRAM fit and routing quote the host's error). The one
+    place that knows how the policies phrase it."""
     text = (response.get("status") or {}).get("message", "")
     if response.get("allowed") is not False:
         return "not denied"
-    if CLASSES_IN_MESSAGES and host_class in ("not granted", "rbac", "not found", "unreachable", "timeout",
-                                               "error") and not _names_only(text, host_class):
-        return f"does not name the class {HOST_ERROR_CLASSES[host_class]!r} alone"
-    if not CLASSES_IN_MESSAGES and not re.search(r"cannot (get|list|be read)", text):
+    if not re.search(r"cannot (get|list|be read)", text):
         return "does not say what could not be read"
+    if CLASSES_IN_MESSAGES and classed and not _names_only(text, host_class):
+        return f"does not name the class {HOST_ERROR_CLASSES[host_class]!r} (and no other)"
     return None
 
 
