@@ -15,7 +15,6 @@ import json
 import re
 import sys
 import threading
-import time
 import urllib.parse
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -326,7 +325,3 @@ def post_front(url, case, timeout=30.0):
         return int(resp.getheader("X-Backend", "-1")), resp.status, resp.read()
     finally:
         conn.close()
-
-
-def now():
-    return time.monotonic()

@@ -22,7 +22,6 @@ minutes).
 """
 
 import argparse
-import json
 import os
 import platform
 import random
@@ -227,8 +226,7 @@ def main():
     if not args.no_rss_bound and growth_mib > args.rss_bound_mib:
         problems.append(f"RSS grew {growth_mib:.1f} MiB, more than {args.rss_bound_mib:g} MiB")
     if args.out and not problems:
-        sys.path.insert(0, str(hosts.REPO / "bench" / "kubewarden"))
-        import marked_section  # noqa: E402
+        import marked_section  # noqa: E402 - bench/kubewarden, on sys.path above
 
         out = Path(args.out)
         out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text))
