@@ -40,7 +40,9 @@ CAPACITY, AUTOSCALER, VRAM, ROUTING = base.CAPACITY, base.AUTOSCALER, base.VRAM,
 # Faults with cold gets of their own (an autoscaler target, a registry ConfigMap, a namespace),
 # and faults with a cold list of their own (a capacity pool selector).
 GET_FAULTS = ("refused", "e500", "e429", "slow", "fast")
-LIST_FAULTS = ("refused-list", "e500-list", "slow", "fast")
+LIST_FAULTS = ("refused-list", "e500-list", "slow", "fast", "stall-0", "stall-1")
+# policy-server's worker threads (--workers; its default is the number of CPUs).
+WORKERS = 2
 
 # policy-server's default --policy-timeout (seconds); the delays are on either side of it.
 POLICY_TIMEOUT = 2
@@ -143,7 +145,8 @@ class FaultsE2E(unittest.TestCase):
             policies[f"vram-registry-{fx(fault)}"] = loadrig.entry(VRAM, settings=registry)
             policies[f"routing-team-{fx(fault)}"] = policies["routing-team"]
         (host.root / "server").mkdir()
-        cls.server = hosts.PolicyServer(host.root / "server", policies, host.env, kubeconfig=kubeconfig)
+        cls.server = hosts.PolicyServer(host.root / "server", policies, host.env, kubeconfig=kubeconfig,
+                                        workers=WORKERS)
         host.processes.append(cls.server.process)
         sys.stderr.write(f"policy-server ready in {cls.server.startup_seconds:.1f} s, cluster {cls.fakeapi.url} "
                          f"behind {cls.proxy.url}\n")
@@ -322,6 +325,39 @@ class FaultsE2E(unittest.TestCase):
                 self.assertIs(response.get("allowed"), True, response)
                 self.report(f"{policy_id}: right in {time.monotonic() - start:.2f} s with a {DELAY_BELOW} s delay")
         self.assertTrue(any(s.action == "delay" for s in self.proxy.requests()), "the proxy delayed nothing")
+
+    def test_first_lists_held_on_every_worker_stall_every_policy(self):
+        # As many held first lists as policy-server has workers: nothing else is answered,
+        # not even a policy that makes no host call, until the API server answers again.
+        faults = [f"stall-{i}" for i in range(WORKERS)]
+        for fault in faults:
+            self.proxy.add(Fault("status", code=500, path=fx(fault)))
+        held = [threading.Thread(target=self.review, args=cold_list(fault), kwargs={"timeout": 120}, daemon=True)
+                for fault in faults]
+        for thread in held:
+            thread.start()
+        for fault in faults:
+            hosts.poll(self.proxy_failed(fault, 2), 300, 0.1, f"policy-server failing to list under {fault}")
+        labels, answer = loadrig.good_cases()[0], {}
+
+        def send():
+            answer["outcome"] = loadrig.judge(labels, *loadrig.post(self.server.url, labels, timeout=120))
+            answer["at"] = time.monotonic()
+
+        waiting = threading.Thread(target=send, daemon=True)
+        waiting.start()
+        # The held lists fail twice more while the labels request waits.
+        for fault in faults:
+            hosts.poll(self.proxy_failed(fault, 4), 300, 0.1, f"policy-server failing to list under {fault}")
+        self.assertTrue(waiting.is_alive(), f"labels answered while every worker was held: {answer}")
+        ended = time.monotonic()
+        self.proxy.clear()
+        waiting.join(120)
+        for thread in held:
+            thread.join(120)
+        self.assertEqual(answer.get("outcome", ("no answer",))[0], "right", answer)
+        self.report(f"labels (no host call) answered {answer['at'] - ended:.2f} s after the API server answered "
+                    f"the {WORKERS} held lists")
 
     # -- policies without host calls ---------------------------------------------------
 
