@@ -12,6 +12,7 @@
 import http.client
 import itertools
 import json
+import os
 import re
 import sys
 import threading
@@ -88,7 +89,7 @@ def rss_kib(pid):
 # --------------------------------------------------------------------------------------
 
 # The class of a failed host call, as the capacity gate and the autoscaler policy name it in
-# a denial (shared/src/capacity/state.rs, HostFailure::explanation).
+# a denial (shared/src/cluster/failure.rs, FailureClass).
 HOST_ERROR_CLASSES = {
     "not granted": "not granted to this policy",
     "rbac": "forbidden by RBAC",
@@ -97,10 +98,10 @@ HOST_ERROR_CLASSES = {
     "timeout": "API server timed out",
     "error": "API server error",
 }
-# True once the policies name the class (issue 40's HostFailure classes). Until then a failed
-# call is denied with the older text, which says what to grant whatever the failure: only
-# that the denial is about a host call is checked.
-CLASSES_IN_MESSAGES = False
+# The gate and the autoscaler policy name the class (shared/src/cluster/failure.rs); False
+# checks only that a denial is about a host call (for modules older than the classes, e.g.
+# through GPU_ADMISSION_MODULES_DIR).
+CLASSES_IN_MESSAGES = os.environ.get("GPU_ADMISSION_HOST_ERROR_CLASSES", "1") != "0"
 
 
 def host_failure_problem(response, host_class, classed=True):

@@ -18,7 +18,10 @@ filled before it (the stale cases).
 
     python3 e2e/kubewarden/test_faults.py [-k PATTERN]   # make policy-server-faults
 
-Skipped, saying why, without policy-server on PATH or the annotated modules.
+Skipped, saying why, without policy-server on PATH or the annotated modules. The gate's and
+the autoscaler policy's denials must name the class of the failure (loadrig.HOST_ERROR_CLASSES);
+GPU_ADMISSION_HOST_ERROR_CLASSES=0 checks only that they are about a failed call (modules from
+before the classes, through GPU_ADMISSION_MODULES_DIR).
 """
 
 import json
