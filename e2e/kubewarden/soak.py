@@ -157,6 +157,8 @@ def main():
         rss_end = loadrig.rss_kib(pid) if alive else 0
         state = fakeapi.state()
 
+    commit = subprocess.run(["git", "-C", str(hosts.REPO), "log", "-1", "--format=%h"], capture_output=True,
+                            text=True).stdout.strip() or "an unknown commit"
     samples = load.samples
     minutes = {}
     for t0, case, outcome, latency, _ in samples:
@@ -189,7 +191,8 @@ def main():
         "",
         f"`make soak` (e2e/kubewarden/soak.py --seconds {args.seconds:g}): {version}, {os.cpu_count()} cores "
         f"({platform.machine()}, shared with other work; load average at the end "
-        f"{os.getloadavg()[0]:.1f}), fakeapi as the cluster, the modules of this commit as file:// URIs. "
+        f"{os.getloadavg()[0]:.1f}), fakeapi as the cluster, the annotated modules built at {commit} as "
+        "file:// URIs. "
         f"{args.clients} clients in a closed loop over every policy "
         f"({len(loadrig.policies())} entries), {len(cases)} requests whose verdict must not move "
         f"(GPU and non-GPU) and {args.bad_percent:g}% bad input ({len(bad)} bad requests: truncated reviews, a 2 MB "
