@@ -430,10 +430,16 @@ class FaultsE2E(unittest.TestCase):
             self.restore_cluster()
 
     def test_watch_cut_mid_stream_is_resumed(self):
-        since = self.watch_fault_then_change(lambda: self.assertGreater(self.proxy.cut_watches(), 0),
-                                             "watches cut")
-        rewatched = [s for s in self.proxy.requests(since) if s.watch and "resourceVersion=" in s.target]
-        self.assertTrue(rewatched, "policy-server did not watch again after the cut")
+        def cut():
+            # Every open watch is cut now; the next pod watch is cut again after its first event.
+            self.proxy.add(Fault("cut", path=r"/pods\?", after_events=1, times=1))
+            self.assertGreater(self.proxy.cut_watches(), 0)
+
+        since = self.watch_fault_then_change(cut, "watches cut")
+        seen = self.proxy.requests(since)
+        self.assertTrue([s for s in seen if s.action == "cut after 1 events"], "no watch was cut after an event")
+        rewatched = [s for s in seen if s.watch and "resourceVersion=" in s.target]
+        self.assertGreater(len(rewatched), 1, "policy-server did not watch again after the cuts")
 
     def test_watch_410_gone_relists(self):
         def gone():
