@@ -30,12 +30,13 @@ PUSH_FLAGS ?=
 E2E_PACKAGES := -p gpu-e2e -p gpu-dist -p gpu-admission
 
 .PHONY: all setup build build-test-modules run check-examples test fmt-check lint unit-test wasm-unit-test e2e \
-        dist-test examples-test annotate push artifacthub e2e-kwctl policy-server-e2e bench fuzz clean help
+        dist-test examples-test annotate push sign verification-config signatures-test artifacthub e2e-kwctl \
+        policy-server-e2e bench fuzz clean help
 
 all: build
 
 help:
-	@echo "make run | test | build | annotate | push REGISTRY=host:port/path | artifacthub | e2e-kwctl | clean"
+	@echo "make run | test | build | annotate | push REGISTRY=host:port/path SIGNING_KEY=key | sign | artifacthub | e2e-kwctl | clean"
 
 ## setup: what a fresh machine needs (idempotent, quick when already done)
 setup:
@@ -100,7 +101,7 @@ check-examples: build
 ## too: e2e-kwctl (every e2e.bats), the kwctl-vs-harness comparison (e2e/tests/kwctl.rs, in e2e),
 ## examples-test (make run's verdicts) and policy-server-e2e; each says SKIPPED without them.
 test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e \
-      policy-server-faults
+       policy-server-faults signatures-test
 	@echo "=== all checks passed"
 
 ## examples-test: make run's examples give the verdicts examples.txt expects (kwctl on the annotated
@@ -158,16 +159,54 @@ annotate: build
 	  printf '    %s: %s bytes\n' "$$d/annotated-policy.wasm" "$$(stat -c %s $$d/annotated-policy.wasm)"; \
 	done
 
-## push: publish each annotated module as a Kubewarden OCI artifact, tagged v<version>, and print its
-## immutable reference: make push REGISTRY=host:port/path (kwctl push, or else gpu-dist push)
+## push: publish each annotated module as a Kubewarden OCI artifact, tagged v<version>, and sign it by the
+## immutable digest the push printed: make push REGISTRY=host:port/path SIGNING_KEY=cosign.key (kwctl push,
+## or else gpu-dist push; gpu-dist sign). UNSIGNED=1 pushes without signing.
 push: annotate
-	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path"; exit 2; }
-	@if [ -n "$(kwctl_found)" ]; then pusher="$(KWCTL)"; else \
-	  $(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist; pusher=target/debug/gpu-dist; fi; \
+	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path SIGNING_KEY=<private key>"; exit 2; }
+	@test -n "$(SIGNING_KEY)$(UNSIGNED)" || { echo "make push signs what it pushes: SIGNING_KEY=<private key> (README: Signing), or UNSIGNED=1"; exit 2; }
+	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
+	@if [ -n "$(kwctl_found)" ]; then pusher="$(KWCTL)"; else pusher=target/debug/gpu-dist; fi; \
 	for p in $(POLICIES); do \
 	  v=$$(grep -m1 '^version' policies/$$p/Cargo.toml | cut -d'"' -f2); \
-	  $$pusher push $(PUSH_FLAGS) -o json policies/$$p/annotated-policy.wasm registry://$(REGISTRY)/$$p:v$$v; \
+	  out=$$($$pusher push $(PUSH_FLAGS) -o json policies/$$p/annotated-policy.wasm registry://$(REGISTRY)/$$p:v$$v); \
+	  echo "$$out"; \
+	  ref=$$(printf '%s' "$$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["immutable_ref"])'); \
+	  if [ -z "$(UNSIGNED)" ]; then target/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) "$$ref" >/dev/null; fi; \
 	done
+
+## sign: sign the policies pushed at REGISTRY (tag v<version>, resolved to the digest it names now) with
+## SIGNING_KEY, in cosign's format (README: Signing): make sign REGISTRY=host:port/path SIGNING_KEY=cosign.key
+## (COSIGN_PASSWORD for an encrypted key; SIGN_FLAGS, e.g. -a env=prod)
+SIGNING_KEY ?=
+SIGN_FLAGS ?=
+UNSIGNED ?=
+sign:
+	@test -n "$(REGISTRY)" -a -n "$(SIGNING_KEY)" || { echo "usage: make sign REGISTRY=host:port/path SIGNING_KEY=<private key>"; exit 2; }
+	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
+	@for p in $(POLICIES); do \
+	  v=$$(grep -m1 '^version' policies/$$p/Cargo.toml | cut -d'"' -f2); \
+	  target/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) registry://$(REGISTRY)/$$p:v$$v; \
+	done
+
+## verification-config: deploy/verification-config.yaml (the PolicyServer's verificationConfig ConfigMap) from
+## the project's public key deploy/signing-key.pub (SIGNING_PUB=<file> for another one)
+SIGNING_PUB ?= deploy/signing-key.pub
+verification-config:
+	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
+	target/debug/gpu-dist verification-config --key $(SIGNING_PUB) --config-map kubewarden > deploy/verification-config.yaml.tmp
+	mv deploy/verification-config.yaml.tmp deploy/verification-config.yaml
+
+## signatures-test: every module pushed to a local docker-registry and signed with a key made for the test,
+## then Kubewarden's kwctl verify and policy-server with a verification config: signed modules load,
+## unsigned, other-key and changed-after-signing ones are refused (e2e/kubewarden/test_signatures.py;
+## skipped without kwctl and policy-server on PATH)
+signatures-test: annotate
+	@if ! command -v kwctl >/dev/null || ! command -v policy-server >/dev/null; then \
+	  echo "signatures-test: SKIPPED: kwctl and policy-server must both be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
+	  exit 0; fi; \
+	$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist; \
+	python3 e2e/kubewarden/test_signatures.py
 
 ## artifacthub: artifacthub/artifacthub-repo.yml and artifacthub/<policy>/<version>/{artifacthub-pkg.yml,
 ## README.md} from metadata.yml, questions-ui.yml and README.md (the fields of kwctl scaffold artifacthub;

@@ -5,6 +5,7 @@
 //! - [`oci`]: push and pull Kubewarden OCI artifacts (`kwctl push` / `kwctl pull`).
 //! - [`artifacthub`]: `artifacthub-pkg.yml` and `artifacthub-repo.yml`
 //!   (`kwctl scaffold artifacthub`).
+//! - [`sign`]: cosign signatures of pushed policies (`make sign`).
 //! - [`manifests`]: the example ClusterAdmissionPolicy / ClusterAdmissionPolicyGroup
 //!   manifests, and how their modules map to the policies.
 //!
@@ -18,3 +19,4 @@ pub mod checks;
 pub mod manifests;
 pub mod oci;
 pub mod policies;
+pub mod sign;

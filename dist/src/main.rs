@@ -5,6 +5,7 @@
 //! gpu-dist pull [--plain-http|--https] [-o <file>] <[registry://]host/path/name(:tag|@digest)>
 //! gpu-dist artifacthub [--check] [--root <dir>] [--output-dir <dir>]
 //! gpu-dist check [--root <dir>]
+//! gpu-dist keygen | sign | verify | verification-config ...   (sign_cli.rs)
 //! ```
 
 use std::path::PathBuf;
@@ -16,6 +17,8 @@ use gpu_dist::oci::{self, Transport};
 use gpu_dist::policies::{PolicyDir, policy_license, workspace_policies};
 use gpu_dist::{artifacthub, checks};
 use gpu_e2e::wasm_scanner::scan_host_capabilities;
+
+mod sign_cli;
 
 const USAGE: &str = "\
 Usage: gpu-dist push [-o json|text] [--force] [--plain-http|--https] <annotated.wasm> <uri>
@@ -216,8 +219,14 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     if matches!(command.as_str(), "-h" | "--help" | "help") {
-        println!("{USAGE}");
+        println!("{USAGE}\n\n{}", sign_cli::USAGE);
         return ExitCode::SUCCESS;
+    }
+    if matches!(
+        command.as_str(),
+        "keygen" | "sign" | "verify" | "verification-config"
+    ) {
+        return sign_cli::main(command, rest);
     }
     let args = match parse(rest) {
         Ok(a) => a,

@@ -64,7 +64,7 @@ fn is_loopback(registry: &str) -> bool {
     host == "localhost" || host == "::1" || host.starts_with("127.")
 }
 
-fn client(reference: &Reference, transport: Transport) -> Client {
+pub(crate) fn client(reference: &Reference, transport: Transport) -> Client {
     // reqwest is built with rustls without a default crypto provider (no
     // aws-lc-sys to compile): install ring's. An error only means one is set.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -85,7 +85,7 @@ fn client(reference: &Reference, transport: Transport) -> Client {
     })
 }
 
-fn auth() -> RegistryAuth {
+pub(crate) fn auth() -> RegistryAuth {
     match (std::env::var(USERNAME_ENV), std::env::var(PASSWORD_ENV)) {
         (Ok(user), Ok(password)) if !user.is_empty() => RegistryAuth::Basic(user, password),
         _ => RegistryAuth::Anonymous,
@@ -203,7 +203,7 @@ pub async fn push(module: &[u8], uri: &str, transport: Transport, force: bool) -
     })
 }
 
-fn is_sha256_digest(d: &str) -> bool {
+pub(crate) fn is_sha256_digest(d: &str) -> bool {
     d.strip_prefix("sha256:")
         .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
 }

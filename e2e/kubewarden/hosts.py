@@ -422,7 +422,8 @@ class PolicyServer:
     """policy-server on free ports (plain HTTP), its cluster fakeapi's kubeconfig."""
 
     def __init__(self, root, policies, env, kubeconfig=None, sources_path=None, workers=None,
-                 log_level="info", ready_tries=1200, ready_interval=0.1, ports=None):
+                 log_level="info", ready_tries=1200, ready_interval=0.1, ports=None,
+                 verification_path=None):
         self.policies_file = root / "policies.yml"
         self.policies_file.write_text("".join(p.yaml(pid) for pid, p in policies.items()))
         self.download_dir = root / "policy-server-download"
@@ -443,6 +444,8 @@ class PolicyServer:
                 argv += ["--sources-path", sources_path]
             if workers is not None:
                 argv += ["--workers", workers]
+            if verification_path is not None:
+                argv += ["--verification-path", verification_path]
             self.started = time.monotonic()
             self.process = Process("policy-server", argv, root / f"policy-server-{attempt}.log", env)
             self.url = f"http://127.0.0.1:{self.port}"

@@ -16,4 +16,5 @@ mod dist {
     mod examples;
     mod metadata;
     mod registry;
+    mod signatures;
 }

@@ -24,10 +24,10 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// A `docker-registry serve` process with filesystem storage in a temporary
 /// directory; killed and cleaned up on drop (also when the test panics).
-struct Registry {
+pub(crate) struct Registry {
     child: Child,
-    dir: PathBuf,
-    addr: SocketAddr,
+    pub(crate) dir: PathBuf,
+    pub(crate) addr: SocketAddr,
 }
 
 impl Drop for Registry {
@@ -46,7 +46,7 @@ fn free_port() -> u16 {
 }
 
 impl Registry {
-    fn start() -> Registry {
+    pub(crate) fn start() -> Registry {
         let bin = std::env::var(REGISTRY_BIN_ENV).unwrap_or_else(|_| "docker-registry".into());
         let mut last_error = String::new();
         for attempt in 0..3 {
@@ -101,10 +101,10 @@ impl Registry {
     }
 }
 
-struct Response {
-    status: u16,
+pub(crate) struct Response {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl Response {
@@ -117,7 +117,7 @@ impl Response {
 }
 
 /// A plain HTTP/1.0 GET (no chunked encoding, the server closes the connection).
-fn http(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<Response> {
+pub(crate) fn http(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     stream.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
