@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use gpu_dist::oci::{self, CONFIG_BLOB, ORG_OPENCONTAINERS_IMAGE_SOURCE, Transport, sha256_digest};
@@ -50,8 +51,11 @@ impl Registry {
         let bin = std::env::var(REGISTRY_BIN_ENV).unwrap_or_else(|_| "docker-registry".into());
         let mut last_error = String::new();
         for attempt in 0..3 {
+            // One folder per registry: several tests of this process may each start one.
+            static STARTED: AtomicUsize = AtomicUsize::new(0);
+            let n = STARTED.fetch_add(1, Ordering::Relaxed);
             let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("registry-{}-{attempt}", std::process::id()));
+                .join(format!("registry-{}-{n}-{attempt}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
