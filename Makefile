@@ -99,7 +99,7 @@ check-examples: build
 ## test: everything CI runs
 ## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
 ## too: e2e-kwctl (every e2e.bats), the kwctl-vs-harness comparison (e2e/tests/kwctl.rs, in e2e),
-## examples-test (make run's verdicts) and policy-server-e2e; each says SKIPPED without them.
+## examples-test (make run's verdicts), policy-server-e2e and signatures-test; each says SKIPPED without them.
 test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e \
        policy-server-faults signatures-test
 	@echo "=== all checks passed"
