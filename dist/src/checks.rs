@@ -51,8 +51,8 @@ pub fn metadata_problems(
     let mut out = Vec::new();
 
     // Keys kwctl silently ignores: a typo (`hostCapabilites`) would drop a declaration.
-    match serde_yaml::from_str::<serde_yaml::Value>(text) {
-        Ok(serde_yaml::Value::Mapping(map)) => {
+    match yaml_serde::from_str::<yaml_serde::Value>(text) {
+        Ok(yaml_serde::Value::Mapping(map)) => {
             for key in map.keys() {
                 let key = key.as_str().unwrap_or_default();
                 if !KNOWN_KEYS.contains(&key) {

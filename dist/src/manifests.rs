@@ -31,7 +31,7 @@ pub fn read_documents(path: &Path) -> Result<Vec<Value>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut out = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+    for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
         let value = Value::deserialize(doc)
             .with_context(|| format!("{}: document {} is not valid YAML", path.display(), i + 1))?;
         if !value.is_null() {

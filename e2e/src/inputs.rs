@@ -9,7 +9,7 @@ use serde_json::Value;
 pub fn parse_json_or_yaml(text: &str) -> Result<Value> {
     match serde_json::from_str(text) {
         Ok(v) => Ok(v),
-        Err(json_err) => serde_yaml::from_str(text)
+        Err(json_err) => yaml_serde::from_str(text)
             .map_err(|yaml_err| anyhow::anyhow!("neither JSON ({json_err}) nor YAML ({yaml_err})")),
     }
 }

@@ -193,7 +193,7 @@ impl Metadata {
     /// Parses `metadata.yml` (YAML or JSON) the way kwctl does: unknown keys are
     /// ignored, `rules` and `mutating` are required.
     pub fn from_yaml(text: &str) -> Result<Self> {
-        serde_yaml::from_str(text).context("cannot parse the policy metadata")
+        yaml_serde::from_str(text).context("cannot parse the policy metadata")
     }
 
     /// The annotation `key`, if set.

@@ -298,13 +298,13 @@ impl ReplaySession {
     /// Parses a kwctl session document.
     pub fn from_yaml_str(yaml: &str) -> Result<Self> {
         let raw: Option<Vec<RawExchange>> =
-            serde_yaml::from_str(yaml).context("expected a YAML list of `type: Exchange` items")?;
+            yaml_serde::from_str(yaml).context("expected a YAML list of `type: Exchange` items")?;
         let exchanges = raw
             .unwrap_or_default()
             .into_iter()
             .enumerate()
             .map(|(i, RawExchange::Exchange { request, response })| {
-                let request = serde_yaml::from_str(&request)
+                let request = yaml_serde::from_str(&request)
                     .with_context(|| format!("exchange {i}: cannot parse request {request:?}"))?;
                 Ok(Exchange { request, response })
             })
@@ -319,12 +319,12 @@ impl ReplaySession {
             .iter()
             .map(|e| {
                 Ok(RawExchange::Exchange {
-                    request: serde_yaml::to_string(&e.request)?,
+                    request: yaml_serde::to_string(&e.request)?,
                     response: e.response.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(serde_yaml::to_string(&raw)?)
+        Ok(yaml_serde::to_string(&raw)?)
     }
 
     /// Exchanges not consumed yet, in order.

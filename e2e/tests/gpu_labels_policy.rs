@@ -10,7 +10,6 @@ use common::PolicyUnderTest;
 use common::dates::{
     DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
 };
-use gpu_e2e::read_admission_request;
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-labels-policy");
@@ -22,347 +21,20 @@ fn settings(file: Option<&str>) -> Value {
     }
 }
 
-/// What one request must produce.
-struct Case {
-    request: &'static str,
-    settings: Option<&'static str>,
-    /// `None`: allowed; `Some(message)`: denied with exactly this message.
-    denied: Option<&'static str>,
-    /// Quoted verbatim in the README.
-    in_readme: bool,
-}
-
-const fn allowed(request: &'static str, settings: Option<&'static str>) -> Case {
-    Case {
-        request,
-        settings,
-        denied: None,
-        in_readme: false,
-    }
-}
-
-const fn denied(
-    request: &'static str,
-    settings: Option<&'static str>,
-    message: &'static str,
-    in_readme: bool,
-) -> Case {
-    Case {
-        request,
-        settings,
-        denied: Some(message),
-        in_readme,
-    }
-}
-
-const KINDS: Option<&str> = Some("settings_custom_kinds.yml");
-/// Every serving and training rule on (`workloadRules`).
-const RULES: Option<&str> = Some("settings_workload_rules.yml");
-
-const CASES: &[Case] = &[
-    // Serving and training hygiene (workloadRules): each rule denies when configured...
-    allowed("deployment_serving_safe.json", RULES),
-    allowed("job_training_bounded.json", RULES),
-    denied(
-        "deployment_serving_no_probes.json",
-        RULES,
-        "Deployment 'chat' breaks the GPU admission rules (3 problems): 1) container 'vllm' serves (workload-type: interactive) without a readinessProbe: add one (e.g. httpGet on the model server's health endpoint), so no request reaches a replica before its model is loaded; 2) container 'vllm' (workload-type: interactive) has no startupProbe: add one whose failureThreshold x periodSeconds is at least 300 s (e.g. periodSeconds: 10, failureThreshold: 30), so the model can load before the liveness probe counts; 3) spec.strategy.rollingUpdate.maxUnavailable is 25% (the default, as it is not set): a rollout takes 1 of 4 replicas (workload-type: interactive) down at once, more than the 0 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 0 and maxSurge: 1 (new pods start before old ones stop, so the pool needs room for the surge's GPUs)",
-        true,
-    ),
-    denied(
-        "deployment_serving_short_startup.json",
-        RULES,
-        "Deployment 'chat' breaks the GPU admission rules (1 problem): 1) the startupProbe of container 'vllm' gives the model 30 s to load (failureThreshold 3 x periodSeconds 10), less than the 300 s required: raise failureThreshold to 30",
-        true,
-    ),
-    denied(
-        "deployment_serving_recreate.json",
-        RULES,
-        "Deployment 'chat' breaks the GPU admission rules (1 problem): 1) spec.strategy.type is Recreate: a rollout stops all 4 replicas (workload-type: interactive) before new ones start; use type: RollingUpdate with rollingUpdate.maxUnavailable: 0 and maxSurge: 1",
-        true,
-    ),
-    denied(
-        "job_training_no_deadline.json",
-        RULES,
-        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) spec.activeDeadlineSeconds is not set: a Job (workload-type: training) holds its GPUs until it ends, however long it idles or hangs; set spec.activeDeadlineSeconds (at most 86400)",
-        true,
-    ),
-    denied(
-        "job_training_deadline_too_long.json",
-        RULES,
-        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) spec.activeDeadlineSeconds is 1209600, more than the 86400 s allowed (workload-type: training): lower it to 86400 or less",
-        true,
-    ),
-    denied(
-        "job_training_no_shm.json",
-        RULES,
-        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) container 'trainer' holds 8 GPUs with no memory-backed /dev/shm (the container runtime gives 64 MiB, too little for NCCL and DataLoader workers): add the volume {name: dshm, emptyDir: {medium: Memory, sizeLimit: 16Gi}} and mount it in the container at /dev/shm",
-        true,
-    ),
-    denied(
-        "job_training_small_shm.json",
-        RULES,
-        "Job 'finetune' breaks the GPU admission rules (1 problem): 1) the /dev/shm of container 'trainer' (volume 'dshm') is limited to 1Gi, less than 16Gi: set its emptyDir.sizeLimit to 16Gi or more",
-        true,
-    ),
-    // ...and nothing when it is not (the defaults).
-    allowed("deployment_serving_no_probes.json", None),
-    allowed("deployment_serving_short_startup.json", None),
-    allowed("deployment_serving_recreate.json", None),
-    allowed("job_training_no_deadline.json", None),
-    allowed("job_training_deadline_too_long.json", None),
-    allowed("job_training_no_shm.json", None),
-    allowed("job_training_small_shm.json", None),
-    // Labelled, well-formed GPU workloads of every family pass.
-    allowed("pod_gpu_labelled.json", None),
-    allowed("deployment_labelled.json", None),
-    allowed("job_labelled.json", None),
-    allowed("cronjob_labelled.json", None),
-    allowed("inferenceservice_labelled.json", KINDS),
-    allowed("leaderworkerset_labelled.json", KINDS),
-    // No GPU, no GPU nodes: untouched, labels or not.
-    allowed("deployment_no_gpu.json", None),
-    allowed("pod_delete.json", None),
-    // Node agents may run on GPU nodes.
-    allowed("daemonset_node_agent.json", None),
-    allowed("pod_from_daemonset_controller.json", None),
-    // Labels.
-    denied(
-        "pod_gpu_missing_labels.json",
-        None,
-        "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels; 3) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it",
-        true,
-    ),
-    denied(
-        "deployment_missing_team.json",
-        None,
-        "Deployment 'llm-server' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
-        true,
-    ),
-    denied(
-        "deployment_label_on_object_only.json",
-        None,
-        "Deployment 'llm-server' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is on the Deployment's own metadata.labels but not on its pod template, and pods only get the template's labels: put workload-type: interactive on spec.template.metadata.labels; 2) label 'team' is on the Deployment's own metadata.labels but not on its pod template, and pods only get the template's labels: put team: ml-platform on spec.template.metadata.labels",
-        true,
-    ),
-    denied(
-        "cronjob_bad_workload_type.json",
-        None,
-        "CronJob 'nightly-eval' breaks the GPU admission rules (1 problem): 1) label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)",
-        true,
-    ),
-    denied(
-        "pod_gpu_labelled.json",
-        Some("settings_cost_center.yml"),
-        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) label 'cost-center' is missing (GPU pods must carry it): add cost-center: <a value matching cc-????> to metadata.labels",
-        true,
-    ),
-    denied(
-        "inferenceservice_missing_labels.json",
-        KINDS,
-        "InferenceService 'llama-3-8b' breaks the GPU admission rules (1 problem): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels",
-        true,
-    ),
-    denied(
-        "leaderworkerset_worker_unlabelled.json",
-        KINDS,
-        "LeaderWorkerSet 'vllm-llama-70b' breaks the GPU admission rules (2 problems): 1) spec.leaderWorkerTemplate.workerTemplate.spec: label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.leaderWorkerTemplate.workerTemplate.metadata.labels; 2) spec.leaderWorkerTemplate.workerTemplate.spec: label 'team' is on the LeaderWorkerSet's own metadata.labels but not on its pod template, and pods only get the template's labels: put team: ml-platform on spec.leaderWorkerTemplate.workerTemplate.metadata.labels",
-        true,
-    ),
-    denied(
-        "raycluster_worker_unlabelled.json",
-        KINDS,
-        "RayCluster 'rc-train' breaks the GPU admission rules (1 problem): 1) spec.workerGroupSpecs[0].template.spec: label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.workerGroupSpecs[0].template.metadata.labels",
-        true,
-    ),
-    // GPUs hidden or asked for unusually still make a GPU pod.
-    denied(
-        "pod_gpu_in_init_container.json",
-        None,
-        "Pod 'sneaky-warmup' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
-        false,
-    ),
-    denied(
-        "pod_amd_gpu_unlabelled.json",
-        None,
-        "Pod 'rocm-train' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
-        false,
-    ),
-    denied(
-        "pod_mig_slice_unlabelled.json",
-        None,
-        "Pod 'mig-notebook' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
-        false,
-    ),
-    // GPU request hygiene.
-    denied(
-        "pod_gpu_in_ephemeral_container.json",
-        None,
-        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) ephemeral container 'debugger' asks for nvidia.com/gpu: 1, but ephemeral containers cannot hold resources: remove them (debug GPU work from a separate pod that requests the GPU)",
-        true,
-    ),
-    denied(
-        "pod_gpu_request_without_limit.json",
-        None,
-        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its resources.limits (GPUs are allocated by limit)",
-        true,
-    ),
-    denied(
-        "pod_gpu_request_not_equal_limit.json",
-        None,
-        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' requests nvidia.com/gpu: 2 but limits it to 1: GPU requests must equal limits, so set both to the number of GPUs it needs (or drop the request; it defaults to the limit)",
-        true,
-    ),
-    denied(
-        "pod_fractional_gpu.json",
-        None,
-        "Pod 'notebook' breaks the GPU admission rules (1 problem): 1) container 'jupyter' asks for nvidia.com/gpu: 0.5, which is not a whole number: GPUs are whole devices, so ask for nvidia.com/gpu: 1 (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)",
-        true,
-    ),
-    denied(
-        "pod_too_many_gpus.json",
-        Some("settings_max_gpus.yml"),
-        "Pod 'llm-405b' breaks the GPU admission rules (2 problems): 1) container 'vllm' asks for 8 GPUs (nvidia.com/gpu: 8), more than the 4 allowed per container: ask for at most 4, and spread the work over more pods; 2) each pod holds 10 GPUs (nvidia.com/gpu: 10, counted as Kubernetes does: all app and sidecar containers, or the largest init container), more than the 8 allowed per pod: ask for at most 8 per pod and scale out with more pods",
-        true,
-    ),
-    // GPU nodes are for GPU work.
-    denied(
-        "pod_no_gpu_tolerates_gpu_taint.json",
-        None,
-        "Pod 'web-frontend' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists, effect: NoSchedule): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        true,
-    ),
-    denied(
-        "pod_zero_gpu_tolerates_gpu_taint.json",
-        None,
-        "Pod 'etl-worker' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        false,
-    ),
-    denied(
-        "deployment_no_gpu_selects_gpu_nodes.json",
-        None,
-        "Deployment 'batch-etl' breaks the GPU admission rules (1 problem): 1) the pod template requests no GPU but selects GPU nodes with required node affinity on nvidia.com/gpu.product: GPU nodes are for GPU work, so remove the selector, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        true,
-    ),
-    denied(
-        "pod_spoofed_daemonset_owner.json",
-        None,
-        "Pod 'node-exporter-x7k2p' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint: GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        true,
-    ),
-    denied(
-        "daemonset_node_agent.json",
-        Some("settings_strict_daemonsets.yml"),
-        "DaemonSet 'node-exporter' breaks the GPU admission rules (1 problem): 1) the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint: GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        false,
-    ),
-    // UPDATE judges the new object.
-    denied(
-        "deployment_update_removes_label.json",
-        None,
-        "Deployment 'llm-server' breaks the GPU admission rules (1 problem): 1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
-        false,
-    ),
-    denied(
-        "deployment_update_adds_gpus.json",
-        None,
-        "Deployment 'llm-server' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to spec.template.metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to spec.template.metadata.labels",
-        false,
-    ),
-    // Device access (deviceAccess, the defaults).
-    denied(
-        "pod_gpu_visible_devices_all.json",
-        None,
-        "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' sets NVIDIA_VISIBLE_DEVICES=all, which makes the container runtime hand it the GPUs that value names, uncounted by any GPU request: remove NVIDIA_VISIBLE_DEVICES and request the GPUs as a resource (e.g. nvidia.com/gpu: 1 in resources.limits); the device plugin sets NVIDIA_VISIBLE_DEVICES to the GPUs it allocates (only void or none may be written)",
-        true,
-    ),
-    denied(
-        "pod_no_gpu_visible_devices.json",
-        None,
-        "Pod 'etl-worker' breaks the GPU admission rules (1 problem): 1) container 'worker' sets NVIDIA_VISIBLE_DEVICES=0,1, which makes the container runtime hand it the GPUs that value names, uncounted by any GPU request: remove NVIDIA_VISIBLE_DEVICES and request the GPUs as a resource (e.g. nvidia.com/gpu: 1 in resources.limits); the device plugin sets NVIDIA_VISIBLE_DEVICES to the GPUs it allocates (only void or none may be written)",
-        true,
-    ),
-    allowed("pod_gpu_cuda_visible_devices.json", None),
-    denied(
-        "pod_gpu_privileged.json",
-        None,
-        "Pod 'dcgm-diag' breaks the GPU admission rules (1 problem): 1) container 'dcgm' is privileged (securityContext.privileged: true) in a pod that requests GPUs: it sees every device of the node, every GPU included, not only the GPUs it requests; remove privileged: true and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts",
-        true,
-    ),
-    allowed(
-        "pod_gpu_privileged.json",
-        Some("settings_device_tooling.yml"),
-    ),
-    denied(
-        "pod_tolerates_gpu_host_path_nvidia0.json",
-        None,
-        "Pod 'gpu-peek' breaks the GPU admission rules (2 problems): 1) the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (key: nvidia.com/gpu, operator: Exists, effect: NoSchedule): GPU nodes are for GPU work, so remove the toleration, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits); 2) volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that tolerates the GPU taint nvidia.com/gpu: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts",
-        true,
-    ),
-    denied(
-        "pod_no_gpu_runtime_class_nvidia.json",
-        None,
-        "Pod 'notebook' breaks the GPU admission rules (1 problem): 1) the pod requests no GPU but sets runtimeClassName: nvidia, a GPU runtime (deviceAccess.gpuRuntimeClasses) that can hand it GPUs no request counts: remove runtimeClassName, or, if it needs a GPU, request one (e.g. nvidia.com/gpu: 1 in resources.limits)",
-        true,
-    ),
-    allowed("daemonset_gpu_operator_like.json", None),
-    allowed("pod_kai_gpu_sharing_labelled.json", None),
-    denied(
-        "pod_kai_gpu_sharing_unlabelled.json",
-        None,
-        "Pod 'gpu-sharing' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels",
-        true,
-    ),
-    // Fail closed.
-    denied(
-        "deployment_malformed.json",
-        None,
-        "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid type: map, expected a sequence. Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
-        true,
-    ),
-    allowed("resourceclaimtemplate_sixteen_gpus.json", None),
-    denied(
-        "resourceclaimtemplate_sixteen_gpus.json",
-        Some("settings_max_gpus.yml"),
-        "ResourceClaimTemplate sixteen-gpus asks for 16 GPUs (nvidia.com/gpu: 16); a pod may hold at most 8 (maxGpusPerPod), and every pod that uses this claim would hold them: ask for at most 8",
-        false,
-    ),
-];
-
 #[test]
 fn every_test_data_request_gets_its_verdict_and_message() {
-    let policy = POLICY.module();
-    let mut failures = Vec::new();
-    for case in CASES {
-        let request = read_admission_request(POLICY.dir().join("test_data").join(case.request))
-            .unwrap_or_else(|e| panic!("{}: {e:#}", case.request));
-        let evaluation = policy
-            .evaluate(&request, &settings(case.settings), None)
-            .unwrap_or_else(|e| panic!("{}: {e:#}", case.request));
-        let r = &evaluation.response;
-        let label = format!("{} with {:?}", case.request, case.settings);
-        if r.uid != request["uid"].as_str().unwrap() {
-            failures.push(format!("{label}: uid {} not echoed", r.uid));
+    // An accepted request gets neither a message nor warnings.
+    POLICY.check_cases(false, |case, e| {
+        let r = &e.response;
+        let said = r.status.is_some() || r.warnings.is_some();
+        match r.allowed && said {
+            true => vec![format!(
+                "{}: allowed with a message or warnings: {r:?}",
+                case.label()
+            )],
+            false => Vec::new(),
         }
-        if r.patch.is_some() {
-            failures.push(format!("{label}: a validating policy returned a patch"));
-        }
-        if !evaluation.host_calls.is_empty() {
-            failures.push(format!("{label}: unexpected host calls"));
-        }
-        match case.denied {
-            None if !r.allowed => failures.push(format!("{label}: denied: {:?}", r.message())),
-            None if r.status.is_some() || r.warnings.is_some() => failures.push(format!(
-                "{label}: allowed with a message or warnings: {r:?}"
-            )),
-            Some(expected) if r.allowed || r.message() != Some(expected) => failures.push(format!(
-                "{label}:\n  expected {expected}\n  got      {:?}",
-                r.message()
-            )),
-            _ => {}
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    });
 }
 
 #[test]
@@ -550,19 +222,19 @@ fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
 }
 
 #[test]
-fn the_readme_quotes_the_messages_verbatim() {
-    POLICY.assert_readme_quotes(
-        CASES
-            .iter()
-            .filter(|c| c.in_readme)
-            .filter_map(|c| c.denied),
-    );
-}
-
-#[test]
 fn every_request_in_test_data_is_exercised() {
-    let mut used: Vec<&str> = CASES.iter().map(|c| c.request).collect();
-    used.extend([
+    // Requests, settings and sessions that named tests read.
+    POLICY.assert_every_file_has_an_answer(&[
+        "settings_invalid_workload_rules.yml",
+        "session_dra_not_granted.yml",
+        "settings_exceptions_expired.yml",
+        "session_dra_four_gpus.yml",
+        "settings_exempt.yml",
+        "settings_invalid_typo.yml",
+        "settings_invalid_exceptions.yml",
+        "settings_invalid_both.yml",
+        "settings_exceptions.yml",
+        "settings_invalid_device_access.yml",
         "pod_in_exempt_namespace.json",
         "deployment_update_scales_legacy.json",
         "pod_gpu_env_from.json",
@@ -570,12 +242,6 @@ fn every_request_in_test_data_is_exercised() {
         "pod_dra_four_gpus_unlabelled.json",
         "pod_dra_four_gpus_labelled.json",
     ]);
-    let unused: Vec<String> = POLICY
-        .test_data_files()
-        .into_iter()
-        .filter(|f| f.ends_with(".json") && !used.contains(&f.as_str()))
-        .collect();
-    assert!(unused.is_empty(), "not exercised: {unused:?}");
 }
 
 /// A DRA pod: its claim template (read from a kwctl replay session) asks for 4

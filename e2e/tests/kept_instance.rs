@@ -50,7 +50,7 @@ fn a_kept_instance_takes_raw_calls_and_reports_guest_errors() {
     assert!(!response.allowed);
 }
 
-/// Every case of every policy (`test_data/cases.txt`), one after another on one kept
+/// Every case of every policy (`test_data/cases.yml`), one after another on one kept
 /// instance of the policy's module, then again in reverse order, answers as a fresh
 /// instance does: what an instance keeps between requests (the settings it read last, the
 /// arena its requests allocate from, tables built on first use) never changes an answer.

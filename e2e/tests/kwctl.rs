@@ -1,13 +1,13 @@
 //! The real kwctl beside the harness. For every policy under `policies/`:
 //!
-//! - its release module (`target/wasm32-wasip1/release/<crate>.wasm`, the file `make build`
+//! - its release module (`<crate>.wasm` in [`gpu_e2e::wasm_dir`], the file `make build`
 //!   copies to `policies/<p>/policy.wasm`; `make e2e` builds it first) annotated by
 //!   `kwctl annotate -m metadata.yml -u README.md` and by the project's own annotate code
 //!   ([`gpu_e2e::annotate`], behind `gpu-kwctl annotate`) carries the same
 //!   `io.kubewarden.metadata` (as JSON, but for kwctl's own `io.kubewarden.kwctl`
 //!   annotation), and neither warns;
 //! - `kwctl inspect` reads back what `metadata.yml` says;
-//! - every case of `policies/<p>/test_data/cases.txt` gives the same AdmissionResponse
+//! - every case of `policies/<p>/test_data/cases.yml` gives the same AdmissionResponse
 //!   (allowed, status, decoded JSONPatch, warnings, audit annotations), or the same
 //!   settings rejection, under `kwctl run` and under [`Policy`], from the same module and
 //!   the same replay session.
@@ -77,17 +77,18 @@ fn case_list_problems(policy: &str, cases: &[Case]) -> Vec<String> {
         .filter_map(|e| e.ok())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|f| f.ends_with(".json") || f.ends_with(".yml") || f.ends_with(".yaml"))
+        .filter(|f| f != "cases.yml")
         .filter(|f| !listed.contains(&Path::new("test_data").join(f)))
         .collect();
     unlisted.sort();
     for file in unlisted {
         let hint = if file.ends_with(".json") {
-            "a request no case runs: add `test_data/<it> <settings or -> [<session>]`"
+            "a request no case runs: add `- request: test_data/<it>` with its settings and session"
         } else {
             "a settings file or replay session no case uses"
         };
         problems.push(format!(
-            "{policy}/test_data/cases.txt does not list test_data/{file} ({hint})"
+            "{policy}/test_data/cases.yml does not list test_data/{file} ({hint})"
         ));
     }
     problems
@@ -107,10 +108,16 @@ fn every_case_list_is_well_formed_and_covers_test_data() {
 
 #[test]
 fn case_list_checks_catch_rot() {
-    // A malformed line, a missing file and an unlisted request are each reported.
-    assert!(parse_cases("p", "a.json\n").is_err());
-    assert!(parse_cases("p", "a.json - s.yml extra\n").is_err());
-    assert!(parse_cases("p", "# nothing\n\n").is_err());
+    // A malformed entry, a missing file and an unlisted request are each reported.
+    for malformed in [
+        "- settings: test_data/s.yml\n",
+        "- request: test_data/a.json\n  sesion: test_data/s.yml\n",
+        "- request: test_data/a.json\n  allowed: true\n  denied: no\n",
+        "- request: test_data/a.json\n  readme: true\n",
+        "[]\n",
+    ] {
+        assert!(parse_cases("p", malformed).is_err(), "{malformed}");
+    }
     let policy = "gpu-labels-policy";
     let mut cases = read_cases(policy).unwrap();
     let once = cases
@@ -278,7 +285,7 @@ fn inspect_and_compare(kwctl: &Kwctl, annotated: &Annotated, problems: &mut Vec<
         if !yaml.status.success() {
             bail!("kwctl inspect -o yaml failed: {}", text(&yaml.stderr));
         }
-        let read_back: Value = serde_yaml::from_slice(&yaml.stdout)
+        let read_back: Value = yaml_serde::from_slice(&yaml.stdout)
             .context("kwctl inspect -o yaml printed no YAML")?;
         let read_back = inspected_metadata(&read_back)?;
         let fields: &[(&str, &[&str])] = &[

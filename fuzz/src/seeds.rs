@@ -32,7 +32,7 @@ fn sorted_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn yaml(path: &Path) -> Option<Value> {
-    serde_yaml::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    yaml_serde::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
 /// The seeds, loaded on first use.

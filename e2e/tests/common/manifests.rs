@@ -10,7 +10,7 @@ use serde_json::Value;
 pub fn yaml_documents(path: impl AsRef<Path>) -> Vec<Value> {
     let path = path.as_ref();
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_yaml::Deserializer::from_str(&text)
+    yaml_serde::Deserializer::from_str(&text)
         .map(|doc| Value::deserialize(doc).unwrap())
         .collect()
 }

@@ -14,7 +14,7 @@ fn dir() -> PathBuf {
 
 fn yaml(path: impl AsRef<Path>) -> Value {
     let text = std::fs::read_to_string(dir().join(path.as_ref())).unwrap();
-    serde_yaml::from_str(&text).unwrap()
+    yaml_serde::from_str(&text).unwrap()
 }
 
 fn settings_from(v: &Value) -> Result<Settings, String> {

@@ -4,7 +4,7 @@
 
 use gpu_dist::artifacthub::{self, PKG_FILE, REPO_FILE};
 use gpu_e2e::metadata::ANNOTATION_VERSION;
-use serde_yaml::Value;
+use yaml_serde::Value;
 
 use crate::common::{Failures, policies, root};
 
@@ -39,7 +39,7 @@ fn artifacthub_packages_are_complete() {
             );
             continue;
         };
-        let pkg: Value = match serde_yaml::from_str(&text) {
+        let pkg: Value = match yaml_serde::from_str(&text) {
             Ok(v) => v,
             Err(e) => {
                 failures.add(&policy.name, format!("{PKG_FILE} is not YAML: {e}"));
@@ -110,7 +110,7 @@ fn artifacthub_packages_are_complete() {
         }
     }
     let repo = std::fs::read_to_string(dir.join(REPO_FILE)).unwrap_or_default();
-    let repo: Value = serde_yaml::from_str(&repo).unwrap_or(Value::Null);
+    let repo: Value = yaml_serde::from_str(&repo).unwrap_or(Value::Null);
     if repo["owners"].as_sequence().is_none_or(|o| o.is_empty()) {
         failures.add("artifacthub", format!("{REPO_FILE} has no owners"));
     }
