@@ -14,7 +14,11 @@ SHELL := /bin/bash
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 WASM_TARGET := wasm32-wasip1
-RELEASE_DIR := target/$(WASM_TARGET)/release
+# Cargo's target directory as cargo resolves it ($CARGO_TARGET_DIR, build.target-dir in a cargo
+# config, else target/): where the recipes below find what cargo built. Asked once, when first
+# used (after setup has installed cargo).
+TARGET_DIR = $(eval TARGET_DIR := $(shell CARGO=$(CARGO) scripts/target-dir.sh))$(TARGET_DIR)
+RELEASE_DIR = $(TARGET_DIR)/$(WASM_TARGET)/release
 POLICIES := $(patsubst policies/%/Cargo.toml,%,$(wildcard policies/*/Cargo.toml))
 # Modules the e2e tests load: every policy plus the harness's own fixture policy.
 TEST_MODULES := $(POLICIES) fixture-policy
@@ -56,7 +60,7 @@ build-test-modules: setup
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) $(addprefix -p ,$(TEST_MODULES))
 
 ## run: build, then evaluate every policy on the examples listed in policies/<name>/examples.txt, with
-## Kubewarden's kwctl (on PATH, or unpacked from ../shared/kubewarden into target/kubewarden) on the
+## Kubewarden's kwctl (on PATH, or unpacked from ../shared/kubewarden into <target dir>/kubewarden) on the
 ## annotated modules; without kwctl, with the project's harness (gpu-kwctl, a longer first build).
 SIGSTORE_TRUST ?= ../shared/kubewarden/offline-sigstore-trust-config.json
 run: build
@@ -69,7 +73,7 @@ run: build
 	else \
 	  echo "=== kwctl not found (no ../shared/kubewarden): examples through the project's harness"; \
 	  $(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl; \
-	  scripts/run-examples.py --gpu-kwctl target/debug/gpu-kwctl $(POLICIES); \
+	  scripts/run-examples.py --gpu-kwctl $(TARGET_DIR)/debug/gpu-kwctl $(POLICIES); \
 	  kwctl=kwctl; \
 	fi; \
 	trust=""; [ -f $(SIGSTORE_TRUST) ] && trust=" --sigstore-trust-config $(SIGSTORE_TRUST)"; \
@@ -112,7 +116,7 @@ examples-test: annotate
 	else \
 	  echo "examples-test: kwctl is not on PATH: through the harness's gpu-kwctl"; \
 	  $(CARGO) build $(CARGO_FLAGS) $(E2E_PACKAGES) --bin gpu-kwctl; \
-	  scripts/run-examples.py --gpu-kwctl target/debug/gpu-kwctl $(POLICIES); \
+	  scripts/run-examples.py --gpu-kwctl $(TARGET_DIR)/debug/gpu-kwctl $(POLICIES); \
 	fi
 
 fmt-check:
@@ -154,7 +158,7 @@ annotate: build
 	  if [ -n "$(kwctl_found)" ]; then \
 	    $(KWCTL) annotate -m $$d/metadata.yml -u $$d/README.md -o $$d/annotated-policy.wasm $$d/policy.wasm; \
 	  else \
-	    target/debug/gpu-kwctl annotate -m $$d/metadata.yml -u $$d/README.md -o $$d/annotated-policy.wasm $$d/policy.wasm; \
+	    $(TARGET_DIR)/debug/gpu-kwctl annotate -m $$d/metadata.yml -u $$d/README.md -o $$d/annotated-policy.wasm $$d/policy.wasm; \
 	  fi; \
 	  printf '    %s: %s bytes\n' "$$d/annotated-policy.wasm" "$$(stat -c %s $$d/annotated-policy.wasm)"; \
 	done
@@ -166,13 +170,13 @@ push: annotate
 	@test -n "$(REGISTRY)" || { echo "usage: make push REGISTRY=host:port/path SIGNING_KEY=<private key>"; exit 2; }
 	@test -n "$(SIGNING_KEY)$(UNSIGNED)" || { echo "make push signs what it pushes: SIGNING_KEY=<private key> (README: Signing), or UNSIGNED=1"; exit 2; }
 	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
-	@if [ -n "$(kwctl_found)" ]; then pusher="$(KWCTL)"; else pusher=target/debug/gpu-dist; fi; \
+	@if [ -n "$(kwctl_found)" ]; then pusher="$(KWCTL)"; else pusher=$(TARGET_DIR)/debug/gpu-dist; fi; \
 	for p in $(POLICIES); do \
 	  v=$$(grep -m1 '^version' policies/$$p/Cargo.toml | cut -d'"' -f2); \
 	  out=$$($$pusher push $(PUSH_FLAGS) -o json policies/$$p/annotated-policy.wasm registry://$(REGISTRY)/$$p:v$$v); \
 	  echo "$$out"; \
 	  ref=$$(printf '%s' "$$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["immutable_ref"])'); \
-	  if [ -z "$(UNSIGNED)" ]; then target/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) "$$ref" >/dev/null; fi; \
+	  if [ -z "$(UNSIGNED)" ]; then $(TARGET_DIR)/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) "$$ref" >/dev/null; fi; \
 	done
 
 ## sign: sign the policies pushed at REGISTRY (tag v<version>, resolved to the digest it names now) with
@@ -186,7 +190,7 @@ sign:
 	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
 	@for p in $(POLICIES); do \
 	  v=$$(grep -m1 '^version' policies/$$p/Cargo.toml | cut -d'"' -f2); \
-	  target/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) registry://$(REGISTRY)/$$p:v$$v; \
+	  $(TARGET_DIR)/debug/gpu-dist sign --key "$(SIGNING_KEY)" $(SIGN_FLAGS) registry://$(REGISTRY)/$$p:v$$v; \
 	done
 
 ## verification-config: deploy/verification-config.yaml (the PolicyServer's verificationConfig ConfigMap) from
@@ -194,7 +198,7 @@ sign:
 SIGNING_PUB ?= deploy/signing-key.pub
 verification-config:
 	@$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
-	target/debug/gpu-dist verification-config --key $(SIGNING_PUB) --config-map kubewarden > deploy/verification-config.yaml.tmp
+	$(TARGET_DIR)/debug/gpu-dist verification-config --key $(SIGNING_PUB) --config-map kubewarden > deploy/verification-config.yaml.tmp
 	mv deploy/verification-config.yaml.tmp deploy/verification-config.yaml
 
 ## signatures-test: every module pushed to a local docker-registry and signed with a key made for the test,
@@ -213,7 +217,7 @@ signatures-test: annotate
 ## createdAt is kept while a package is otherwise unchanged). make test checks they are current.
 artifacthub: setup
 	$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist
-	target/debug/gpu-dist artifacthub
+	$(TARGET_DIR)/debug/gpu-dist artifacthub
 
 ## e2e-kwctl: each policy's e2e.bats through kwctl on annotated-policy.wasm (skipped without kwctl or bats)
 e2e-kwctl:
@@ -290,9 +294,9 @@ bench: annotate
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq hey >/dev/null; }
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) -p naive-capacity-gate
 	$(CARGO) build $(CARGO_FLAGS) --profile bench-harness -p gpu-bench
-	CARGO=$(CARGO) target/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
-	target/bench-harness/gpu-bench teams --out BENCHMARKS.md
-	target/bench-harness/gpu-bench guest-work --out BENCHMARKS.md
+	CARGO=$(CARGO) $(TARGET_DIR)/bench-harness/gpu-bench --out BENCHMARKS.md $(BENCH_FLAGS)
+	$(TARGET_DIR)/bench-harness/gpu-bench teams --out BENCHMARKS.md
+	$(TARGET_DIR)/bench-harness/gpu-bench guest-work --out BENCHMARKS.md
 	@command -v valgrind >/dev/null || { echo "=== bench: installing valgrind (bench/x86_count.py)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq valgrind >/dev/null; }

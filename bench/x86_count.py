@@ -37,10 +37,11 @@ sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, str(Path(__file__).resolve().parent / "kubewarden"))
 import host_floor  # noqa: E402
 import marked_section  # noqa: E402
+from cargo_target import target_dir  # noqa: E402
 from policy_server_bench import STATIC_CASES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-BENCH = ROOT / "target" / "bench-harness" / "gpu-bench"
+BENCH = target_dir() / "bench-harness" / "gpu-bench"
 SHARED = json.loads((ROOT / "bench" / "kubewarden" / "kubewarden_policies.json").read_text())
 LOOP = "gpu_bench::calls_on"
 FRESH_LOOP = "gpu_bench::fresh_calls_on"

@@ -24,6 +24,8 @@ if [ -z "$bin" ] || [ ! -x "$bin/llvm-cov" ]; then
        "rustup component add llvm-tools, or apt-get install llvm-$llvm" >&2
   exit 1
 fi
+# cargo fuzz coverage builds into <target dir of this workspace>/<host>/coverage.
+built=$(../scripts/target-dir.sh .)/$host/coverage/$host/release
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(ls fuzz_targets | sed 's/\.rs$//')
 printf '%-22s %7s %7s %7s\n' target lines missed cover
@@ -37,7 +39,7 @@ for t in "${targets[@]}"; do
     exit 1
   fi
   "$bin/llvm-profdata" merge -sparse "coverage/$t/raw/"*.profraw -o "coverage/$t/coverage.profdata"
-  "$bin/llvm-cov" report "target/$host/coverage/$host/release/$t" \
+  "$bin/llvm-cov" report "$built/$t" \
     -instr-profile="coverage/$t/coverage.profdata" \
     -ignore-filename-regex='(/\.cargo/|/rustc/|/fuzz/|/tests?\.rs$|/tests/)' |
     awk -v t="$t" '/^TOTAL/ { printf "%-22s %7s %7s %7s\n", t, $8, $9, $10 }'

@@ -26,7 +26,7 @@ instructions to remove.
 With --out, the section between `<!-- host-cost:begin -->` and `<!-- host-cost:end -->` is replaced
 (appended when absent); without it, it is printed. Needs what policy_server_bench.py and
 x86_count.py need: kwctl, policy-server, fakeapi (e2e/kubewarden/hosts.py), hey, valgrind, the
-harness (target/bench-harness/gpu-bench) and the annotated modules (`make annotate`).
+harness (<target dir>/bench-harness/gpu-bench) and the annotated modules (`make annotate`).
 """
 import argparse
 import datetime

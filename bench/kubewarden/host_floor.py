@@ -14,12 +14,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from cargo_target import target_dir
+
 REPO = Path(__file__).resolve().parents[2]
 CRATE = REPO / "bench" / "host-floor"
 PACKAGE = "host-floor-policy"
-BUILT = REPO / "target" / "wasm32-wasip1" / "release" / "host_floor_policy.wasm"
+BUILT = target_dir() / "wasm32-wasip1" / "release" / "host_floor_policy.wasm"
 # Where the variants with work per call are built (host_cost.py): never over the floor itself.
-VARIANTS = REPO / "target" / "host-floor-variants"
+VARIANTS = target_dir() / "host-floor-variants"
 # The label its rows carry in both sections.
 NAME = "host floor"
 

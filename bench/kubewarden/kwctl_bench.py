@@ -68,6 +68,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 import host_floor  # noqa: E402
 import marked_section  # noqa: E402
+from cargo_target import target_dir  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
     LABELS_POLICY_ALSO_BESIDE, LABELS_POLICY_ENV, LABELS_POLICY_REQUESTS, LABELS_POLICY_SETTINGS,
@@ -509,11 +510,11 @@ def markdown(rows, info):
 
 
 def release_module(policy):
-    """policies/<p>/policy.wasm, else the release build in target/."""
+    """policies/<p>/policy.wasm, else the release build in cargo's target directory."""
     built = REPO / "policies" / policy / "policy.wasm"
     if built.is_file():
         return built
-    target = REPO / "target" / "wasm32-wasip1" / "release" / f"{policy.replace('-', '_')}.wasm"
+    target = target_dir() / "wasm32-wasip1" / "release" / f"{policy.replace('-', '_')}.wasm"
     if target.is_file():
         return target
     raise BenchError(f"{built} not found: run `make build` first")

@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Expects the built modules (`make build`, plus `naive-capacity-gate` for the pool
-//! benchmark) in `target/wasm32-wasip1/release` (or `$GPU_ADMISSION_WASM_DIR`).
+//! benchmark) in cargo's target directory, `wasm32-wasip1/release` (or `$GPU_ADMISSION_WASM_DIR`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -372,7 +372,7 @@ fn bench_profiles(root: &Path, policies: &[String], factor: f64) -> Result<Profi
 
 /// The command that produced the report, as Markdown.
 fn command_line(args: &[String]) -> String {
-    let mut words = vec!["target/bench-harness/gpu-bench".to_string()];
+    let mut words = vec!["gpu-bench".to_string()];
     words.extend(args.iter().cloned());
     let direct = words.join(" ");
     if std::env::var_os("MAKELEVEL").is_some() {
@@ -480,8 +480,7 @@ fn guest_work(args: &[String]) -> Result<()> {
             Some(format!("{}={value}", p.env))
         })
         .collect();
-    let program = std::env::args().next();
-    words.push(program.unwrap_or_else(|| "target/bench-harness/gpu-bench".into()));
+    words.push("gpu-bench".into());
     words.push("guest-work".into());
     words.extend(args.iter().cloned());
     let md = report.markdown(&words.join(" "));

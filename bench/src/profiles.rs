@@ -1,6 +1,6 @@
 //! Module sizes, and the release-profile experiment: every policy built with other
 //! `opt-level`, LTO, codegen-units, panic and strip settings (cargo profiles defined on
-//! the command line with `--config`, each in its own `target/wasm32-wasip1/<profile>`,
+//! the command line with `--config`, each in its own `<target dir>/wasm32-wasip1/<profile>`,
 //! so the shipped `release` outputs are never touched), and the shipped modules passed
 //! through `wasm-opt` (Debian's binaryen). For each: size, compile time, and `validate`
 //! latency on one representative request per policy, with a check that the answers are
@@ -165,7 +165,7 @@ pub fn build(root: &Path, cargo: &str, variant: &Variant, policies: &[String]) -
     let dir_name = match variant.base {
         Base::Shipped => {
             for p in policies {
-                let path = root.join("target/wasm32-wasip1/release").join(wasm_file(p));
+                let path = gpu_e2e::wasm_dir().join(wasm_file(p));
                 let m = if path.is_file() {
                     Ok(path)
                 } else {
@@ -184,8 +184,8 @@ pub fn build(root: &Path, cargo: &str, variant: &Variant, policies: &[String]) -
                     .args(profile_config(name, settings))
                     .output()
                     .with_context(|| format!("cannot run {cargo}"))?;
-                let path = root
-                    .join("target/wasm32-wasip1")
+                let path = gpu_e2e::target_dir()
+                    .join("wasm32-wasip1")
                     .join(name)
                     .join(wasm_file(p));
                 let m = if out.status.success() && path.is_file() {
@@ -199,8 +199,8 @@ pub fn build(root: &Path, cargo: &str, variant: &Variant, policies: &[String]) -
         }
     };
     if let Some(flags) = variant.wasm_opt {
-        let dir = root
-            .join("target/gpu-bench/wasm-opt")
+        let dir = gpu_e2e::target_dir()
+            .join("gpu-bench/wasm-opt")
             .join(format!("{dir_name}{}", flags.join("")));
         modules = wasm_opt_all(&dir, flags, modules)?;
     }

@@ -6,7 +6,7 @@ load ../bats/kwctl
 
 setup() {
   require_kwctl
-  local wasm_dir="${GPU_ADMISSION_WASM_DIR:-$BATS_TEST_DIRNAME/../../target/wasm32-wasip1/release}"
+  local wasm_dir="${GPU_ADMISSION_WASM_DIR:-$("$BATS_TEST_DIRNAME/../../scripts/target-dir.sh")/wasm32-wasip1/release}"
   MODULE="$wasm_dir/fixture_policy.wasm"
   if [ ! -f "$MODULE" ]; then
     echo "$MODULE not found: run make build-test-modules" >&2

@@ -49,7 +49,7 @@ pub use host::{CALLBACK_FAILURE, ContextAwareAccess, HostCall, HostResponder};
 pub use inputs::{
     admission_request_from_str, parse_json_or_yaml, read_admission_request, read_settings,
 };
-pub use modules::{WASM_DIR_ENV, module_path, policy_names, wasm_dir, workspace_root};
+pub use modules::{WASM_DIR_ENV, module_path, policy_names, target_dir, wasm_dir, workspace_root};
 pub use policy::{DEFAULT_TIMEOUT, Evaluation, Instance, Policy, WASM_PAGE_SIZE};
 pub use replay::{CallbackRequest, Exchange, RecordedResponse, ReplayError, ReplaySession};
 pub use response::{

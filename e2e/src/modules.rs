@@ -8,12 +8,33 @@ use anyhow::{Context, Result, bail};
 pub const WASM_DIR_ENV: &str = "GPU_ADMISSION_WASM_DIR";
 
 /// The directory holding built modules: `$GPU_ADMISSION_WASM_DIR`, or
-/// `<workspace root>/target/wasm32-wasip1/release`.
+/// `<target dir>/wasm32-wasip1/release` (see [`target_dir`]).
 pub fn wasm_dir() -> PathBuf {
     match std::env::var_os(WASM_DIR_ENV) {
         Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => workspace_root().join("target/wasm32-wasip1/release"),
+        _ => target_dir().join("wasm32-wasip1/release"),
     }
+}
+
+/// Cargo's target directory, where `make build` leaves the modules: the one this program was
+/// built into (the nearest directory above it holding the `CACHEDIR.TAG` cargo writes at the top
+/// of a target directory: a test is `<target>/debug/deps/<test>`, gpu-bench
+/// `<target>/bench-harness/gpu-bench`), so `CARGO_TARGET_DIR` and cargo's `build.target-dir`
+/// are followed; for a program moved out of it, an absolute `$CARGO_TARGET_DIR`, else
+/// `<workspace root>/target`.
+pub fn target_dir() -> PathBuf {
+    let built_in = std::env::current_exe().ok().and_then(|exe| {
+        exe.ancestors()
+            .skip(1)
+            .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+            .map(Path::to_path_buf)
+    });
+    let from_env = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute());
+    built_in
+        .or(from_env)
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// The workspace root (the parent of this crate's directory).
