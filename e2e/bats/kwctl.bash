@@ -1,5 +1,5 @@
 # Shared by every e2e.bats (`load ../../e2e/bats/kwctl`): the offline kwctl wrapper, the setup,
-# the replayed run and the checks of a run's output.
+# the runs (plain and replayed) and the checks of a run's output.
 
 # Offline, kwctl run fetches Sigstore's trust root and waits for the network to fail:
 # KWCTL_SIGSTORE_TRUST names a local copy instead (make e2e-kwctl sets it).
@@ -19,6 +19,11 @@ require_kwctl() {
   fi
 }
 
+# Every policy's e2e.bats runs kwctl_setup before each test (a file may define its own setup).
+setup() {
+  kwctl_setup
+}
+
 # kwctl_setup: a policy's setup. POLICY is the module (POLICY_WASM, by default
 # annotated-policy.wasm, relative to the .bats file's directory); DATA is test_data/ beside
 # the .bats file.
@@ -33,13 +38,26 @@ kwctl_setup() {
   DATA="$BATS_TEST_DIRNAME/test_data"
 }
 
-# run_replayed <request> <settings> [<session>]: kwctl run on files of test_data/, the host
-# calls answered from the replay session. With --allow-context-aware kwctl needs a cluster or
-# a session: a case that makes no host call gets the empty session_no_calls.yml, so that a
-# call would fail it.
+# run_policy <request> [<settings> [<session>]]: kwctl run on files of test_data/, with the
+# settings file (absent or "-": none) and, given a session, --allow-context-aware with the host
+# calls answered from it. The output is printed, for bats to show when the test fails.
+run_policy() {
+  local args=(run --request-path "$DATA/$1")
+  if [ -n "${2:-}" ] && [ "$2" != - ]; then
+    args+=(--settings-path "$DATA/$2")
+  fi
+  if [ -n "${3:-}" ]; then
+    args+=(--allow-context-aware --replay-host-capabilities-interactions "$DATA/$3")
+  fi
+  run kwctl "${args[@]}" "$POLICY"
+  echo "$output"
+}
+
+# run_replayed <request> <settings> [<session>]: run_policy for a context-aware policy, which
+# kwctl runs only with a cluster or a session: a case that makes no host call gets the empty
+# session_no_calls.yml, so that a call would fail it.
 run_replayed() {
-  run kwctl run --request-path "$DATA/$1" --settings-path "$DATA/$2" --allow-context-aware \
-    --replay-host-capabilities-interactions "$DATA/${3:-session_no_calls.yml}" "$POLICY"
+  run_policy "$1" "$2" "${3:-session_no_calls.yml}"
 }
 
 # matches <pattern>...: the last run's output matches every pattern somewhere, each a basic

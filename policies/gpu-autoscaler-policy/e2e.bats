@@ -5,10 +5,6 @@
 
 load ../../e2e/bats/kwctl
 
-setup() {
-  kwctl_setup
-}
-
 @test "HPA on cpu only for a GPU Deployment: denied with the fix" {
   run_replayed hpa_cpu_gpu_deployment.json settings.yml session_deployment_a100.yml
   denied 'on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second'

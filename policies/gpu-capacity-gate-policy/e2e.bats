@@ -5,10 +5,6 @@
 
 load ../../e2e/bats/kwctl
 
-setup() {
-  kwctl_setup
-}
-
 @test "below the threshold: accepted with the numbers" {
   run_replayed deployment_a100_4x2.json settings.yml session_a100_below.yml
   allowed 'used 40 + incoming 8 = 48 of 56 allocatable (85.7%), threshold 90%, fits'

@@ -6,20 +6,6 @@
 
 load ../../e2e/bats/kwctl
 
-setup() {
-  kwctl_setup
-}
-
-# run_policy <request.json> [settings file]
-run_policy() {
-  if [ -n "${2:-}" ]; then
-    run kwctl run --request-path "$DATA/$1" --settings-path "$DATA/$2" "$POLICY"
-  else
-    run kwctl run --request-path "$DATA/$1" "$POLICY"
-  fi
-  [ "$status" -eq 0 ]
-}
-
 @test "labelled GPU workloads are accepted" {
   for r in pod_gpu_labelled deployment_labelled job_labelled cronjob_labelled; do
     run_policy "$r.json"

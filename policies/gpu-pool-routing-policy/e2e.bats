@@ -1,25 +1,14 @@
 #!/usr/bin/env bats
 # kwctl checks over test_data/, the same requests e2e/tests/gpu_pool_routing_policy.rs runs
 # through the project's harness. Needs kwctl on PATH and an annotated module:
-#   kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm \
-#     ../../target/wasm32-wasip1/release/gpu_pool_routing_policy.wasm
+#   make annotate && cd policies/gpu-pool-routing-policy && bats e2e.bats
 # Skipped cleanly when kwctl is not installed.
 
 load ../../e2e/bats/kwctl
 
-setup() {
-  kwctl_setup
-}
-
-# route <request> [<settings>] [<session>]: kwctl run on files of test_data/ with settings.yml
-# (or <settings>); with a session, the host calls (the DRA claim templates, the Namespace) are
-# answered from it.
+# route <request> [<settings>] [<session>]: run_policy with settings.yml by default.
 route() {
-  local args=(run --request-path "$DATA/$1" --settings-path "$DATA/${2:-settings.yml}")
-  if [ -n "${3:-}" ]; then
-    args+=(--allow-context-aware --replay-host-capabilities-interactions "$DATA/$3")
-  fi
-  run kwctl "${args[@]}" "$POLICY"
+  run_policy "$1" "${2:-settings.yml}" "${3:-}"
 }
 
 # The decoded JSONPatch of the last kwctl run.

@@ -1,28 +1,10 @@
 #!/usr/bin/env bats
 # kwctl checks of gpu-vram-fit-policy over test_data/ (the same files as
-# e2e/tests/gpu_vram_fit_policy.rs). Needs kwctl and the annotated module:
-#   make build && kwctl annotate -m metadata.yml -u README.md -o annotated-policy.wasm \
-#     ../../target/wasm32-wasip1/release/gpu_vram_fit_policy.wasm
-#   bats e2e.bats          # or POLICY_WASM=/path/to/module.wasm bats e2e.bats
+# e2e/tests/gpu_vram_fit_policy.rs). Needs kwctl on PATH and an annotated module:
+#   make annotate && cd policies/gpu-vram-fit-policy && bats e2e.bats
+# POLICY_WASM overrides the module (default: annotated-policy.wasm in this directory).
 
 load ../../e2e/bats/kwctl
-
-setup() {
-  kwctl_setup
-}
-
-# run_policy REQUEST SETTINGS [SESSION]
-run_policy() {
-  local request="$1" settings="$2" session="${3:-}"
-  if [ -n "$session" ]; then
-    run kwctl run --request-path "$DATA/$request" --settings-path "$DATA/$settings" \
-      --allow-context-aware --replay-host-capabilities-interactions "$DATA/$session" "$POLICY"
-  else
-    run kwctl run --request-path "$DATA/$request" --settings-path "$DATA/$settings" "$POLICY"
-  fi
-  echo "$output"
-  [ "$status" -eq 0 ]
-}
 
 @test "a 70B model on two A10G is denied with the fix" {
   run_policy deployment_llama_70b_on_2_a10g.json settings.yml
