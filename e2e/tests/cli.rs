@@ -165,17 +165,24 @@ fn invalid_settings_exit_1() {
     );
 }
 
-#[test]
-fn replay_success_with_allow_context_aware() {
-    let module = annotated_module();
-    let req = data("pod_in_team_a.json");
-    let settings = data("settings_lookup_namespace.yml");
-    let session = data("session_namespace_allowed.yml");
+/// `gpu-kwctl run --allow-context-aware` of the annotated fixture on the Pod of team-a with
+/// settings_lookup_namespace.yml, the host calls answered from `session`; `short` spells the
+/// request and settings flags `-r` and `-s`. kwctl exits 0 whatever the verdict.
+fn run_replayed(session: &str, short: bool) -> Output {
+    let (req, settings) = (
+        data("pod_in_team_a.json"),
+        data("settings_lookup_namespace.yml"),
+    );
+    let (session, module) = (data(session), annotated_module());
+    let (r, s) = match short {
+        true => ("-r", "-s"),
+        false => ("--request-path", "--settings-path"),
+    };
     let out = gpu_kwctl(&[
         "run",
-        "--request-path",
+        r,
         &req,
-        "--settings-path",
+        s,
         &settings,
         "--allow-context-aware",
         "--replay-host-capabilities-interactions",
@@ -183,28 +190,19 @@ fn replay_success_with_allow_context_aware() {
         &module,
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    out
+}
+
+#[test]
+fn replay_success_with_allow_context_aware() {
+    let out = run_replayed("session_namespace_allowed.yml", false);
     assert_eq!(stdout_json(&out)["allowed"], true);
     assert!(!stderr(&out).contains("WARN"), "{}", stderr(&out));
 }
 
 #[test]
 fn replay_error_exchange_rejects() {
-    let module = annotated_module();
-    let req = data("pod_in_team_a.json");
-    let settings = data("settings_lookup_namespace.yml");
-    let session = data("session_namespace_not_found.yml");
-    let out = gpu_kwctl(&[
-        "run",
-        "-r",
-        &req,
-        "-s",
-        &settings,
-        "--allow-context-aware",
-        "--replay-host-capabilities-interactions",
-        &session,
-        &module,
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run_replayed("session_namespace_not_found.yml", true);
     let response = stdout_json(&out);
     assert_eq!(response["allowed"], false);
     assert_eq!(
