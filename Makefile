@@ -93,7 +93,7 @@ check-examples: build
 	@echo
 	@echo "=== gpu-admission check: the example manifests before they reach a cluster (cargo install --path check)"
 	@echo "$$ gpu-admission check --snapshot examples/cluster-snapshot.yaml examples/manifests"
-	@status=0; target/debug/gpu-admission check --modules $(RELEASE_DIR) \
+	@status=0; $(TARGET_DIR)/debug/gpu-admission check --modules $(RELEASE_DIR) \
 	  --snapshot examples/cluster-snapshot.yaml examples/manifests || status=$$?; \
 	case $$status in \
 	  1) echo "(exit status 1: a denial, as these examples are meant to show; 0 = all admitted, 2 = bad input)";; \

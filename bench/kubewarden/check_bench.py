@@ -16,7 +16,7 @@ serving it, as policy-server would read a cluster).
 
 Writes the section between <!-- check-bench:begin --> and <!-- check-bench:end --> of --out.
 
-  bench/kubewarden/check_bench.py --checker target/bench-harness/gpu-admission --kwctl kwctl \
+  bench/kubewarden/check_bench.py --checker <target dir>/bench-harness/gpu-admission --kwctl kwctl \
       --rounds 3 --out BENCHMARKS.md
 """
 

@@ -1,5 +1,5 @@
 //! `gpu-admission check` against the real kwctl on every case of every policy's
-//! `test_data/cases.txt`.
+//! `test_data/cases.yml`.
 //!
 //! Both run the policy's release module annotated by the project's `annotate` (the metadata
 //! `kwctl annotate` embeds, checked in `e2e/tests/kwctl.rs`): kwctl's `--allow-context-aware`

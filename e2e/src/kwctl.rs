@@ -1,5 +1,5 @@
 //! Kubewarden's real `kwctl`, run beside the harness and the manifest checker to compare
-//! their answers: finding it, running `kwctl run` on a case of `test_data/cases.txt`, and
+//! their answers: finding it, running `kwctl run` on a case of `test_data/cases.yml`, and
 //! reading its AdmissionResponse in the terms compared.
 //!
 //! kwctl runs with the offline Sigstore trust root of the project's shared folder

@@ -5,7 +5,7 @@
 #[allow(unused_imports)]
 pub use gpu_e2e::cases::*;
 
-use gpu_e2e::{ReplaySession, read_admission_request, read_settings};
+use gpu_e2e::{Evaluation, ReplaySession, read_admission_request, read_settings};
 use serde_json::json;
 
 use super::PolicyUnderTest;
