@@ -210,7 +210,7 @@ signatures-test: annotate
 	  echo "signatures-test: SKIPPED: kwctl and policy-server must both be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
 	  exit 0; fi; \
 	$(CARGO) build $(CARGO_FLAGS) -q $(E2E_PACKAGES) --bin gpu-dist; \
-	python3 e2e/kubewarden/test_signatures.py
+	GPU_DIST=$(TARGET_DIR)/debug/gpu-dist python3 e2e/kubewarden/test_signatures.py
 
 ## artifacthub: artifacthub/artifacthub-repo.yml and artifacthub/<policy>/<version>/{artifacthub-pkg.yml,
 ## README.md} from metadata.yml, questions-ui.yml and README.md (the fields of kwctl scaffold artifacthub;

@@ -18,7 +18,7 @@ signatures need no transparency log.
 
     make signatures-test       # or: python3 e2e/kubewarden/test_signatures.py [-k PATTERN]
 
-GPU_DIST: the gpu-dist binary (default target/debug/gpu-dist, built by make signatures-test).
+GPU_DIST: the gpu-dist binary (make signatures-test builds it and names it; default: the repository's target/debug/gpu-dist).
 """
 
 import hashlib
