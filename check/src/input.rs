@@ -183,7 +183,7 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<(usize, Value)>, In
     }
     let starts = document_lines(text);
     let mut out = Vec::new();
-    for (i, document) in serde_yaml_ng::Deserializer::from_str(text).enumerate() {
+    for (i, document) in yaml_serde::Deserializer::from_str(text).enumerate() {
         let line = starts.get(i).copied().unwrap_or(1);
         match Value::deserialize(document) {
             Ok(Value::Null) => {}

@@ -73,7 +73,7 @@ impl LiveCluster {
     /// Reads the kubeconfig's current context.
     pub fn from_kubeconfig(path: &Path) -> Result<Self, String> {
         let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read: {e}"))?;
-        let config = Value::deserialize(serde_yaml_ng::Deserializer::from_str(&text))
+        let config = Value::deserialize(yaml_serde::Deserializer::from_str(&text))
             .map_err(|e| format!("not a kubeconfig: {e}"))?;
         let dir = path
             .parent()
