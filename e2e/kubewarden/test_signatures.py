@@ -18,7 +18,8 @@ signatures need no transparency log.
 
     make signatures-test       # or: python3 e2e/kubewarden/test_signatures.py [-k PATTERN]
 
-GPU_DIST: the gpu-dist binary (make signatures-test builds it and names it; default: the repository's target/debug/gpu-dist).
+GPU_DIST: the gpu-dist binary (make signatures-test builds it and names it; default: debug/gpu-dist in the
+target directory scripts/target-dir.sh names).
 """
 
 import hashlib
@@ -36,7 +37,15 @@ import hosts  # noqa: E402
 
 POLICIES = ["gpu-labels-policy", "gpu-pool-routing-policy", "gpu-vram-fit-policy", "gpu-capacity-gate-policy",
             "gpu-autoscaler-policy"]
-GPU_DIST = Path(os.environ.get("GPU_DIST", hosts.REPO / "target" / "debug" / "gpu-dist"))
+
+
+def _default_gpu_dist():
+    out = subprocess.run([str(hosts.REPO / "scripts" / "target-dir.sh")], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return Path(out) / "debug" / "gpu-dist"
+
+
+GPU_DIST = Path(os.environ["GPU_DIST"]) if os.environ.get("GPU_DIST") else _default_gpu_dist()
 # Why kwctl verify and policy-server (1.36) refuse a module: no signature for its digest, none by the key (or
 # with the annotations), or a signature whose payload names another digest.
 NO_SIGNATURE = "no signatures found for image"
