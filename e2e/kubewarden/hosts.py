@@ -23,6 +23,7 @@ import signal
 import socket
 import subprocess
 import sys
+import unittest
 import tempfile
 import time
 import urllib.error
@@ -583,3 +584,33 @@ class Host:
         proc.stop()
         if proc in self.processes:
             self.processes.remove(proc)
+
+
+class HostTestCase(unittest.TestCase):
+    """Tests that share one Host: skipped with `TARGET: SKIPPED: why` when a tool is missing,
+    else `_start` (the subclass's) builds what they share, and the host is closed if it fails."""
+
+    TARGET = "policy-server-e2e"
+    HOST_NAME = "policy-server-e2e"
+
+    @classmethod
+    def missing_tools(cls):
+        return missing_tools()
+
+    @classmethod
+    def check_inputs(cls):
+        """Raises HostError when something the tests need before the host starts is missing."""
+
+    @classmethod
+    def setUpClass(cls):
+        reason = cls.missing_tools()
+        if reason:
+            sys.stderr.write(f"{cls.TARGET}: SKIPPED: {reason}\n")
+            raise unittest.SkipTest(reason)
+        cls.check_inputs()
+        cls.host = Host(cls.HOST_NAME)
+        try:
+            cls._start()
+        except BaseException:
+            cls.host.close()
+            raise

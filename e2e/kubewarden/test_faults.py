@@ -113,23 +113,15 @@ def cold_requests(fault):
     return cold_gets(fault) + [cold_list(fault)]
 
 
-class FaultsE2E(unittest.TestCase):
+class FaultsE2E(hosts.HostTestCase):
     """One fakeapi, one FaultProxy in front of it and one policy-server for every test."""
 
+    TARGET = HOST_NAME = "policy-server-faults"
     maxDiff = None
 
     @classmethod
-    def setUpClass(cls):
-        reason = loadrig.missing_tools()
-        if reason:
-            sys.stderr.write(f"policy-server-faults: SKIPPED: {reason}\n")
-            raise unittest.SkipTest(reason)
-        cls.host = hosts.Host("policy-server-faults")
-        try:
-            cls._start()
-        except BaseException:
-            cls.host.close()
-            raise
+    def missing_tools(cls):
+        return loadrig.missing_tools()
 
     @classmethod
     def _start(cls):

@@ -296,23 +296,10 @@ def apply_patch(document, ops):
 # --------------------------------------------------------------------------------------
 
 
-class PolicyServerE2E(unittest.TestCase):
+class PolicyServerE2E(hosts.HostTestCase):
     """One registry, one fakeapi and one policy-server for every test."""
 
     maxDiff = None
-
-    @classmethod
-    def setUpClass(cls):
-        reason = hosts.missing_tools()
-        if reason:
-            sys.stderr.write(f"policy-server-e2e: SKIPPED: {reason}\n")
-            raise unittest.SkipTest(reason)
-        cls.host = hosts.Host("policy-server-e2e")
-        try:
-            cls._start()
-        except BaseException:
-            cls.host.close()
-            raise
 
     @classmethod
     def _start(cls):

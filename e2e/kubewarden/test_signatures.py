@@ -81,21 +81,14 @@ def pod_review():
     })
 
 
-class Signatures(unittest.TestCase):
+class Signatures(hosts.HostTestCase):
+    TARGET = "signatures-test"
+    HOST_NAME = "gpu-admission-signatures"
+
     @classmethod
-    def setUpClass(cls):
-        reason = hosts.missing_tools()
-        if reason:
-            sys.stderr.write(f"signatures-test: SKIPPED: {reason}\n")
-            raise unittest.SkipTest(reason)
+    def check_inputs(cls):
         if not GPU_DIST.is_file():
             raise hosts.HostError(f"{GPU_DIST} not found: build it (cargo build -p gpu-e2e -p gpu-dist) or set GPU_DIST")
-        cls.host = hosts.Host("gpu-admission-signatures")
-        try:
-            cls._start()
-        except BaseException:
-            cls.host.close()
-            raise
 
     @classmethod
     def _start(cls):
