@@ -248,11 +248,11 @@ impl<C> SettingsCache<C> {
     }
 }
 
-/// [`Policy::check`], in a frame of its own: the checked form is built there and handed
+/// [`Policy::prepare`], in a frame of its own: the checked form is built there and handed
 /// back boxed, not kept in the frames the policy decides under (see [`read_payload`]).
 #[inline(never)]
 fn checked<P: Policy>(settings: Box<P::Settings>) -> Result<Box<P::Checked>, FieldError> {
-    P::check(settings)
+    P::prepare(settings)
 }
 
 /// The denial of a request whose settings read but do not check: `validate_settings`
@@ -336,7 +336,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> CallResult {
                 .map_err(|e| read_error::<P::Settings>(text, &e))
         })
         .map_err(|e| format!("settings: {e}"))
-        .and_then(|settings| checked::<P>(settings).map(drop).map_err(|e| e.to_string()));
+        .and_then(|settings| P::check(settings).map(drop).map_err(|e| e.to_string()));
     let response = SettingsValidationResponse {
         valid: result.is_ok(),
         message: result.err(),

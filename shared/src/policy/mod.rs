@@ -69,6 +69,16 @@ pub trait Policy {
     /// kept small (each stack page of a fresh instance costs a page fault).
     fn check(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError>;
 
+    /// The checked form of the settings a host sends with a request: by default
+    /// [`Policy::check`]'s. Hosts send only settings `validate_settings` accepted (kwctl and
+    /// policy-server refuse the others when they load the policy), and policy-server answers
+    /// each request on a fresh instance, which reads its settings again: a policy whose full
+    /// check costs what no request needs builds the same form without it (VRAM fit: every
+    /// `models` entry, which a request reads when it names one).
+    fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
+        Self::check(settings)
+    }
+
     /// Whether the policy judges `request` at all; every other request is accepted
     /// unchanged. Every policy judges CREATE and UPDATE.
     fn judges(request: &AdmissionRequest) -> bool {

@@ -110,8 +110,8 @@ policy_settings! {
     }
 }
 
-/// The settings checked, in the form the rules take: the settings (every `models` entry
-/// read), with their [`Config`].
+/// The settings checked, in the form the rules take: the settings, with their [`Config`]
+/// (the `models` entries are read when a request names one: [`ModelEntry::model`]).
 #[derive(Debug, Clone)]
 pub struct Checked {
     settings: Box<Settings>,
@@ -119,9 +119,9 @@ pub struct Checked {
 }
 
 impl Checked {
-    /// The settings checked (the first field found wrong, as `validate_settings` says it).
+    /// The settings checked but their `models` entries ([`Settings::check_models`]).
     pub fn new(settings: Box<Settings>) -> Result<Self, FieldError> {
-        let config = settings.check()?;
+        let config = settings.config()?;
         Ok(Checked { settings, config })
     }
 }
@@ -183,7 +183,7 @@ impl Settings {
 
     /// Every `models` entry read and checked, and no two sharing an id or alias (ignoring
     /// case).
-    fn check_models(&self) -> Result<(), FieldError> {
+    pub fn check_models(&self) -> Result<(), FieldError> {
         // Id or alias, lowercased -> the id it belongs to.
         let mut names: BTreeMap<String, &String> = BTreeMap::new();
         for (id, entry) in &self.models {

@@ -201,17 +201,40 @@ fn every_models_entry_is_read_and_checked_with_the_settings() {
     typo["typo"] = json!({"vram": 7, "aliases": ["misspelt"]});
     let e = check(typo).unwrap_err();
     assert!(e.starts_with("models[typo]: unknown field `vram`"), "{e}");
-    // The checked settings hold every entry read: a request naming one reads it from there.
-    let settings = settings_with(json!({"models": {"llama-3.1-8b": {"vramGiB": 18}}}));
-    let v = run(
-        &settings,
-        labelled(
-            "llama-3.1-8b",
-            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-        ),
-    );
+}
+
+#[test]
+fn a_request_reads_the_models_entry_it_names() {
+    // The settings as a request prepares them (a host sends only settings that checked):
+    // an entry is read when a request names it, so one that never checked is found then.
+    use crate::policy::Policy;
+    let settings = settings_with(json!({"models": {
+        "llama-3.1-8b": {"vramGiB": 18},
+        "broken": {"parametersBillions": 7, "dtype": "bf17"},
+        "typo": {"vram": 7, "aliases": ["misspelt"]}
+    }}));
+    let prepared = policy::VramFit::prepare(Box::new(settings)).expect("prepared");
+    let run = |model: &str| {
+        let object = labelled(model, pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
+        policy::VramFit::evaluate(&request("CREATE", object), &prepared, &FakeCluster::none())
+    };
+    let v = run("llama-3.1-8b");
     assert!(v.allowed, "{v:?}");
     assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "18432");
+    let v = run("broken");
+    assert!(
+        v.message.as_deref().unwrap().starts_with(
+            "gpu-vram-fit-policy has invalid settings: models[broken].dtype: 'bf17' is not a dtype"
+        ),
+        "{v:?}"
+    );
+    let v = run("misspelt");
+    assert!(
+        v.message.as_deref().unwrap().starts_with(
+            "gpu-vram-fit-policy has invalid settings: models[typo]: unknown field `vram`"
+        ),
+        "{v:?}"
+    );
 }
 
 // Unit tests against hand-computed figures (see catalog::model for the arithmetic):
