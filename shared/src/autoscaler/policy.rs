@@ -21,6 +21,12 @@ impl Policy for Autoscaler {
         Ok(settings)
     }
 
+    /// The settings as read: the rules take them so, and a host sends only settings that
+    /// checked ([`Policy::prepare`]).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        Ok(settings)
+    }
+
     fn judges(request: &AdmissionRequest) -> bool {
         super::judges(request)
     }

@@ -23,6 +23,12 @@ impl Policy for CapacityGate {
         Ok(settings)
     }
 
+    /// The settings as read: the rules take them so, and a host sends only settings that
+    /// checked ([`Policy::prepare`]).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        Ok(settings)
+    }
+
     fn exempt_namespaces(settings: &Settings) -> &NamespaceList {
         &settings.exempt_namespaces
     }

@@ -72,9 +72,11 @@ pub trait Policy {
     /// The checked form of the settings a host sends with a request: by default
     /// [`Policy::check`]'s. Hosts send only settings `validate_settings` accepted (kwctl and
     /// policy-server refuse the others when they load the policy), and policy-server answers
-    /// each request on a fresh instance, which reads its settings again: a policy whose full
-    /// check costs what no request needs builds the same form without it (VRAM fit: every
-    /// `models` entry, which a request reads when it names one).
+    /// each request on a fresh instance, which reads its settings again: a policy builds the
+    /// same form without the checks no request depends on (routing: the overlap of its
+    /// pools; VRAM fit: every `models` entry, which a request reads when it names one; the
+    /// policies whose rules take the settings as read: every check). Settings that cannot be
+    /// put in that form (a schedule that does not read) are refused before the rules run.
     fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
         Self::check(settings)
     }

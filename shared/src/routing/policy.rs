@@ -22,6 +22,12 @@ impl Policy for Routing {
         Checked::new(settings).map(Box::new)
     }
 
+    /// The schedules read, without the other checks (the overlap of every two pools, the
+    /// most costly of them, concerns no request).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
+        Checked::prepared(settings).map(Box::new)
+    }
+
     fn judges(request: &AdmissionRequest) -> bool {
         super::judges(request)
     }

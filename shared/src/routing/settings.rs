@@ -275,6 +275,14 @@ impl Checked {
         let windows = settings.checked_windows()?;
         Ok(Checked { settings, windows })
     }
+
+    /// The settings in the form the rules take, their schedules read, without the checks
+    /// no request depends on (pools that overlap, label keys: settings a host sends passed
+    /// them, see [`crate::policy::Policy::prepare`]).
+    pub fn prepared(settings: Box<Settings>) -> Result<Self, FieldError> {
+        let windows = crate::schedule::check_all(&settings.schedules, "schedules")?;
+        Ok(Checked { settings, windows })
+    }
 }
 
 impl std::ops::Deref for Checked {
