@@ -620,9 +620,7 @@ fn wasm_loop(args: &[String]) -> Result<()> {
             "usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS [SESSION]]"
         ),
     };
-    let session = session
-        .map(|path| gpu_e2e::ReplaySession::from_file(path))
-        .transpose()?;
+    let session = session.map(gpu_e2e::ReplaySession::from_file).transpose()?;
     let calls: u64 = calls.parse().context("CALLS: a number of calls")?;
     let fresh_calls: u64 = fresh_calls
         .parse()
