@@ -150,6 +150,13 @@ pub const CASES: &[Case] = &[
         Patch,
     ),
     case(
+        ROUTING,
+        "Deployment (lending window)",
+        "test_data/deployment_batch.json",
+        Some("test_data/settings_lending.yml"),
+        Patch,
+    ),
+    case(
         VRAM,
         "Pod",
         "test_data/pod_mig_3g_40gb_llama_8b.json",
@@ -208,6 +215,16 @@ pub const CASES: &[Case] = &[
             "Deployment",
             "test_data/deployment_a100_4x2.json",
             Some("test_data/settings.yml"),
+            Accept,
+        )
+    },
+    Case {
+        session: Some("test_data/session_a100_below.yml"),
+        ..case(
+            CAPACITY,
+            "Deployment (peak window)",
+            "test_data/deployment_a100_4x2.json",
+            Some("test_data/settings_peak.yml"),
             Accept,
         )
     },

@@ -8,7 +8,7 @@
 //! gpu-bench pool-loop PODS SECONDS [VARIANT] (one capacity decision natively, for perf record)
 //! gpu-bench teams [--quick] [--out FILE]    (namespace quotas and a team budget of 50 namespaces)
 //! gpu-bench guest-work [--out FILE | --print] (wasm instructions per validate, wasmi fuel)
-//! gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS] (validate on one kept wasmtime instance,
+//! gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS [SESSION]] (validate on one kept wasmtime instance,
 //!                                                  for callgrind: bench/x86_count.py)
 //! ```
 //!
@@ -601,19 +601,25 @@ fn native_loop(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS]`: `validate` of the module
+/// `gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS [SESSION]]`: `validate` of the module
 /// (any waPC policy, annotated or not) on the AdmissionRequest in REQUEST with the settings in
 /// SETTINGS (JSON or YAML; `-` for `{}`), once and then CALLS times on the same wasmtime
 /// instance, as `kwctl bench` does; then FRESH_CALLS times (default 0) each on a fresh instance,
-/// as policy-server does (instantiation included). The answer goes to stderr. The two loops are
+/// as policy-server does (instantiation included). With SESSION (a kwctl replay session), every
+/// call's host calls are answered from a copy of it (the copy is counted in the loops, the same for
+/// every module). The answer goes to stderr. The two loops are
 /// [`calls_on`] and [`fresh_calls_on`], so callgrind can count each alone (`--toggle-collect`,
 /// `--dump-after`): see `bench/x86_count.py`.
 fn wasm_loop(args: &[String]) -> Result<()> {
-    let (module, request, settings, calls, fresh_calls) = match args {
-        [m, r, s, c] => (m, r, s, c, "0"),
-        [m, r, s, c, f] => (m, r, s, c, f.as_str()),
-        _ => bail!("usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS]"),
+    let (module, request, settings, calls, fresh_calls, session) = match args {
+        [m, r, s, c] => (m, r, s, c, "0", None),
+        [m, r, s, c, f] => (m, r, s, c, f.as_str(), None),
+        [m, r, s, c, f, session] => (m, r, s, c, f.as_str(), Some(session)),
+        _ => bail!(
+            "usage: gpu-bench wasm-loop MODULE REQUEST SETTINGS CALLS [FRESH_CALLS [SESSION]]"
+        ),
     };
+    let session = session.map(gpu_e2e::ReplaySession::from_file).transpose()?;
     let calls: u64 = calls.parse().context("CALLS: a number of calls")?;
     let fresh_calls: u64 = fresh_calls
         .parse()
@@ -626,9 +632,9 @@ fn wasm_loop(args: &[String]) -> Result<()> {
     let payload = cases::validate_payload(&request, &settings)?;
     let policy = Policy::load(module)?;
     let instance = policy.instantiate()?;
-    let first = instance.call("validate", &payload, None)?;
+    let first = instance.call("validate", &payload, session.clone())?;
     eprintln!("{}", String::from_utf8_lossy(&first));
-    calls_on(&instance, &payload, calls)?;
+    calls_on(&instance, &payload, calls, session.as_ref())?;
     if fresh_calls > 0 {
         // The same verdict (Kubewarden's policies may list things in another order).
         let accepted = |answer: &[u8]| {
@@ -636,7 +642,7 @@ fn wasm_loop(args: &[String]) -> Result<()> {
                 .ok()
                 .and_then(|v| v["accepted"].as_bool())
         };
-        let fresh = policy.call("validate", &payload)?;
+        let fresh = fresh_call(&policy, &payload, session.as_ref())?;
         if accepted(&fresh) != accepted(&first) {
             bail!(
                 "a fresh instance answered {} where the kept one answered {}",
@@ -645,25 +651,48 @@ fn wasm_loop(args: &[String]) -> Result<()> {
             );
         }
     }
-    fresh_calls_on(&policy, &payload, fresh_calls)
+    fresh_calls_on(&policy, &payload, fresh_calls, session.as_ref())
 }
 
 /// `calls` calls of `validate` on `instance`, each of which must succeed.
 #[inline(never)]
-fn calls_on(instance: &gpu_e2e::Instance, payload: &[u8], calls: u64) -> Result<()> {
+fn calls_on(
+    instance: &gpu_e2e::Instance,
+    payload: &[u8],
+    calls: u64,
+    session: Option<&gpu_e2e::ReplaySession>,
+) -> Result<()> {
     for _ in 0..calls {
-        std::hint::black_box(instance.call("validate", payload, None)?);
+        std::hint::black_box(instance.call("validate", payload, session.cloned())?);
     }
     Ok(())
 }
 
 /// `calls` calls of `validate`, each on a fresh instance of `policy`, each of which must succeed.
 #[inline(never)]
-fn fresh_calls_on(policy: &Policy, payload: &[u8], calls: u64) -> Result<()> {
+fn fresh_calls_on(
+    policy: &Policy,
+    payload: &[u8],
+    calls: u64,
+    session: Option<&gpu_e2e::ReplaySession>,
+) -> Result<()> {
     for _ in 0..calls {
-        std::hint::black_box(policy.call("validate", payload)?);
+        std::hint::black_box(fresh_call(policy, payload, session)?);
     }
     Ok(())
+}
+
+/// `validate` on a fresh instance of `policy`, its host calls answered from a copy of
+/// `session`.
+fn fresh_call(
+    policy: &Policy,
+    payload: &[u8],
+    session: Option<&gpu_e2e::ReplaySession>,
+) -> Result<Vec<u8>> {
+    match session {
+        None => policy.call("validate", payload),
+        Some(s) => policy.call_replayed("validate", payload, s.clone()),
+    }
 }
 
 /// `gpu-bench pool-loop PODS SECONDS [masked|distinct|unmasked|naive]`: one capacity decision over

@@ -1,6 +1,6 @@
 //! The same rules, called natively: what each policy's `validate` does inside the
 //! module (`gpu_rules::kubewarden::validate_cached` over the policy's `evaluate`: parse the
-//! payload, its settings once per policy as a kept instance does, decide, serialize the
+//! payload, its settings read and checked once per policy as a kept instance does, decide, serialize the
 //! answer), with host calls served from the same replay sessions as in wasm.
 
 use std::any::{Any, TypeId};
@@ -12,7 +12,9 @@ use anyhow::{Result, anyhow, bail};
 use gpu_e2e::{CallbackRequest, ReplaySession};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::kubewarden::{SettingsCache, validate as glue, validate_cached};
-use gpu_rules::policy::{Autoscaler, CapacityGate, Labels, Policy, Routing, VramFit};
+use gpu_rules::policies::{Autoscaler, CapacityGate, Labels, Routing, VramFit};
+use gpu_rules::policy::Policy;
+use naive_capacity_gate::NaiveCapacityGate;
 
 /// Host calls answered from a replay session, as the harness does for wasm.
 #[derive(Debug, Default)]
@@ -62,7 +64,7 @@ const POLICIES: [(&str, Native); 5] = [
 /// module keeps one per instance).
 fn native<P: Policy>(payload: &[u8], cluster: &ReplayCluster) -> Result<Vec<u8>, String>
 where
-    P::Settings: 'static,
+    P::Checked: 'static,
 {
     thread_local! {
         static CACHES: RefCell<HashMap<TypeId, Rc<dyn Any>>> = RefCell::new(HashMap::new());
@@ -71,26 +73,22 @@ where
         let any = Rc::clone(
             caches
                 .borrow_mut()
-                .entry(TypeId::of::<P::Settings>())
-                .or_insert_with(|| Rc::new(SettingsCache::<P::Settings>::new())),
+                .entry(TypeId::of::<P::Checked>())
+                .or_insert_with(|| Rc::new(SettingsCache::<P::Checked>::new())),
         );
-        any.downcast::<SettingsCache<P::Settings>>()
+        any.downcast::<SettingsCache<P::Checked>>()
             .expect("one cache per settings type")
     });
-    validate_cached(payload, &cache, |r, s: &P::Settings| {
-        P::evaluate_owned(r, s, cluster)
-    })
-    .map_err(|e| e.to_string())
+    validate_cached::<P, _>(payload, &cache, |r, s| P::evaluate_owned(r, s, cluster))
+        .map_err(|e| e.to_string())
 }
 
 /// `validate` of `policy`, natively: the bytes the module would answer.
 pub fn validate(policy: &str, payload: &[u8], session: Option<ReplaySession>) -> Result<Vec<u8>> {
     let cluster = ReplayCluster::new(session);
     let answer = if policy == NAIVE_CAPACITY {
-        glue(payload, |r, s: &gpu_rules::capacity::Settings| {
-            naive_capacity_gate::evaluate(&r, s, &cluster)
-        })
-        .map_err(|e| e.to_string())
+        glue::<NaiveCapacityGate, _>(payload, |r, s| NaiveCapacityGate::evaluate(&r, s, &cluster))
+            .map_err(|e| e.to_string())
     } else {
         match POLICIES.iter().find(|(name, _)| *name == policy) {
             Some((_, run)) => run(payload, &cluster),

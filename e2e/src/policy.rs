@@ -348,6 +348,18 @@ impl Policy {
             .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
     }
 
+    /// [`Policy::call`] with the host calls served from `replay`.
+    pub fn call_replayed(
+        &self,
+        operation: &str,
+        payload: &[u8],
+        replay: ReplaySession,
+    ) -> Result<Vec<u8>> {
+        let ctx = Arc::new(HostContext::new(self.access.clone(), Some(replay)));
+        self.call_with(operation, payload, ctx)?
+            .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
+    }
+
     /// Calls `protocol_version`; SDK policies answer `"v1"`.
     pub fn protocol_version(&self) -> Result<String> {
         let bytes = self.call("protocol_version", &[])?;

@@ -20,9 +20,10 @@ use gpu_rules::admission::{Payload, Verdict};
 use gpu_rules::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use gpu_rules::gpu::{GpuResources, workload_gpus};
 use gpu_rules::kubewarden;
+use gpu_rules::policies;
 use gpu_rules::policy;
 use gpu_rules::quantity::Quantity;
-use gpu_rules::settings::{Action, ValidateSettings as _};
+use gpu_rules::settings::Action;
 use gpu_rules::workload::{Workload, presets};
 use gpu_rules::{autoscaler, capacity, labels, routing, vram};
 use serde_json::{Value, json};
@@ -51,11 +52,11 @@ impl Policy {
     /// [`gpu_rules::policy::Policy`].
     pub fn with<J: PolicyJob>(self, job: J) -> J::Out {
         match self {
-            Policy::Labels => job.run::<policy::Labels>(),
-            Policy::Routing => job.run::<policy::Routing>(),
-            Policy::Vram => job.run::<policy::VramFit>(),
-            Policy::Capacity => job.run::<policy::CapacityGate>(),
-            Policy::Autoscaler => job.run::<policy::Autoscaler>(),
+            Policy::Labels => job.run::<policies::Labels>(),
+            Policy::Routing => job.run::<policies::Routing>(),
+            Policy::Vram => job.run::<policies::VramFit>(),
+            Policy::Capacity => job.run::<policies::CapacityGate>(),
+            Policy::Autoscaler => job.run::<policies::Autoscaler>(),
         }
     }
 
@@ -94,7 +95,7 @@ pub trait PolicyJob {
 const MAX_CLAIMS: usize = gpu_rules::dra::MAX_CLAIMS_PER_OBJECT;
 
 /// What the checks know of a policy's host calls and answers, beyond its rules.
-pub trait Fuzzed: policy::Policy {
+pub trait Fuzzed: policy::Policy<Settings: Clone> {
     /// The prefix of its fuzz targets.
     const PREFIX: &'static str;
     /// Whether its answers may carry a changed object.
@@ -113,7 +114,7 @@ pub trait Fuzzed: policy::Policy {
     }
 }
 
-impl Fuzzed for policy::Labels {
+impl Fuzzed for policies::Labels {
     const PREFIX: &'static str = "labels";
     /// The DRA claims and claim templates the object names.
     fn max_calls(_: &labels::Settings) -> usize {
@@ -121,7 +122,7 @@ impl Fuzzed for policy::Labels {
     }
 }
 
-impl Fuzzed for policy::Routing {
+impl Fuzzed for policies::Routing {
     const PREFIX: &'static str = "routing";
     const MUTATES: bool = true;
     /// The DRA claims, and the namespace for its team label.
@@ -130,7 +131,7 @@ impl Fuzzed for policy::Routing {
     }
 }
 
-impl Fuzzed for policy::VramFit {
+impl Fuzzed for policies::VramFit {
     const PREFIX: &'static str = "vram";
     /// The DRA claims, the registry ConfigMap; image configs only with imageLabels.
     fn max_calls(_: &vram::Settings) -> usize {
@@ -141,7 +142,7 @@ impl Fuzzed for policy::VramFit {
     }
 }
 
-impl Fuzzed for policy::CapacityGate {
+impl Fuzzed for policies::CapacityGate {
     const PREFIX: &'static str = "capacity";
     /// The scaled workload, its DRA claims, then Nodes and Pods of each pool.
     fn max_calls(s: &capacity::Settings) -> usize {
@@ -152,7 +153,7 @@ impl Fuzzed for policy::CapacityGate {
     }
 }
 
-impl Fuzzed for policy::Autoscaler {
+impl Fuzzed for policies::Autoscaler {
     const PREFIX: &'static str = "autoscaler";
     /// The scale target, its DRA claims, then the Nodes of each pool it targets.
     fn max_calls(s: &autoscaler::Settings) -> usize {
@@ -455,7 +456,7 @@ pub fn check_settings(policy: Policy, settings: &[u8]) -> Result<(), String> {
     impl PolicyJob for ValidateSettings<'_> {
         type Out = Result<Vec<u8>, String>;
         fn run<P: Fuzzed>(self) -> Self::Out {
-            kubewarden::validate_settings::<P::Settings>(self.0).map_err(|e| e.to_string())
+            kubewarden::validate_settings::<P>(self.0).map_err(|e| e.to_string())
         }
     }
     let out = policy
@@ -499,9 +500,7 @@ fn decide_with<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> (Verdict, Vec<C
         answers,
         calls: RefCell::new(Vec::new()),
     };
-    let verdict = kubewarden::evaluate(payload, |r, s: &P::Settings| {
-        P::evaluate_owned(r, s, &cluster)
-    });
+    let verdict = kubewarden::evaluate::<P, _>(payload, |r, s| P::evaluate_owned(r, s, &cluster));
     (verdict, cluster.calls.into_inner())
 }
 
@@ -550,7 +549,22 @@ fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
         return Err("a readable payload was answered as unreadable".into());
     }
     let request = &parsed.request;
+    let settings_valid = P::check(parsed.settings.clone()).is_ok();
     let unchanged = verdict.allowed && verdict.mutated_object.is_none();
+    // Settings that cannot be put in the form the rules take are refused whatever the
+    // request (validate_settings refuses them first: a host never sends them).
+    if P::prepare(parsed.settings.clone()).is_err() {
+        return match verdict.message.as_deref() {
+            Some(m)
+                if !verdict.allowed && m.contains("invalid settings") && all_calls.is_empty() =>
+            {
+                Ok(())
+            }
+            _ => Err(format!(
+                "settings that do not check were not refused: {verdict:?}"
+            )),
+        };
+    }
     if !request.creates_or_updates() && !unchanged {
         return Err(format!(
             "operation {:?} must be accepted unchanged",
@@ -601,7 +615,6 @@ fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
             ));
         }
     }
-    let settings_valid = parsed.settings.validate().is_ok();
     if settings_valid
         && verdict
             .message

@@ -9,11 +9,13 @@
 
 mod answer;
 
-use crate::admission::{AdmissionRequest, Payload, ValidateSettings, Verdict};
+use crate::admission::{AdmissionRequest, Payload, Verdict};
 use crate::arena::RequestArena;
 use crate::bytes;
 use crate::cluster::{Cluster, ClusterRequest, OciManifestConfig};
 use crate::limits;
+use crate::policy::Policy;
+use crate::settings::FieldError;
 use kubewarden_policy_sdk::settings::SettingsValidationResponse;
 use kubewarden_policy_sdk::wapc_guest::{self, CallResult};
 use serde::Deserialize;
@@ -22,37 +24,42 @@ use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-/// The `validate` entry point: runs `decide` on the request and the settings. `decide` is
-/// handed the request: a policy that changes the object moves it into its answer instead of
-/// copying it.
-pub fn validate<S, F>(payload: &[u8], decide: F) -> CallResult
+/// The `validate` entry point: runs `decide` on the request and the settings of policy `P`,
+/// checked ([`Policy::check`]). `decide` is handed the request: a policy that changes the
+/// object moves it into its answer instead of copying it.
+pub fn validate<P, F>(payload: &[u8], decide: F) -> CallResult
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
-    respond(evaluate(payload, decide))
+    respond(evaluate::<P, F>(payload, decide))
 }
 
-/// Parses and decides, without serializing the answer (for native tests and benches).
-pub fn evaluate<S, F>(payload: &[u8], decide: F) -> Verdict
+/// Parses, checks the settings and decides, without serializing the answer (for native
+/// tests and benches).
+pub fn evaluate<P, F>(payload: &[u8], decide: F) -> Verdict
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
-    read_and_decide(payload, decide)
+    read_and_decide::<P, F>(payload, decide)
 }
 
-/// The `validate` entry point of a policy module: [`validate`], with the settings read
-/// once per instance and kept in `cache` while the host sends the same settings text.
-pub fn validate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> CallResult
+/// The `validate` entry point of a policy module: [`validate`], with the settings read and
+/// checked once per instance and kept in `cache` while the host sends the same settings text.
+pub fn validate_cached<P, F>(
+    payload: &[u8],
+    cache: &SettingsCache<P::Checked>,
+    decide: F,
+) -> CallResult
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
-    respond(evaluate_cached(payload, cache, decide))
+    respond(evaluate_cached::<P, F>(payload, cache, decide))
 }
 
 /// [`validate_cached`] with what the request allocates served by `arena` (the module's
@@ -62,36 +69,41 @@ where
 /// its second request on) are bumped too, and set their chunk aside for as long as they are
 /// kept; in policy-server every request runs on a fresh instance and reads its settings with
 /// the request.
-pub fn validate_in_arena<S, F>(
+pub fn validate_in_arena<P, F>(
     arena: &RequestArena,
     payload: &[u8],
-    cache: &SettingsCache<S>,
+    cache: &SettingsCache<P::Checked>,
     decide: F,
 ) -> CallResult
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
     // An instance's first request is, in policy-server, its only one (see
     // `arena::leaving_released`).
     let first = !cache.asked_before();
     arena.scope(|| {
         crate::arena::leaving_released(first, || {
-            let answer = respond(evaluate_cached(payload, cache, decide))?;
+            let answer = respond(evaluate_cached::<P, F>(payload, cache, decide))?;
             Ok(arena.outside(|| answer.to_vec()))
         })
     })
 }
 
-/// [`evaluate`], with the settings from `cache` when the payload's settings text is the
-/// one it holds. A host sends the same settings with every request of a policy (kwctl
+/// [`evaluate`], with the checked settings from `cache` when the payload's settings text is
+/// the one it holds. A host sends the same settings with every request of a policy (kwctl
 /// and policy-server serialize them from the policy's configuration), so a kept instance
-/// reads them once. Verdicts, messages and codes are [`evaluate`]'s: a payload the fast
-/// path cannot read (whatever the reason) is read again the way [`evaluate`] reads it.
-pub fn evaluate_cached<S, F>(payload: &[u8], cache: &SettingsCache<S>, decide: F) -> Verdict
+/// reads and checks them once. Verdicts, messages and codes are [`evaluate`]'s: a payload
+/// the fast path cannot read (whatever the reason) is read again the way [`evaluate`] reads
+/// it.
+pub fn evaluate_cached<P, F>(
+    payload: &[u8],
+    cache: &SettingsCache<P::Checked>,
+    decide: F,
+) -> Verdict
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
@@ -104,12 +116,12 @@ where
     // a second pass over them, for a next request a fresh instance never gets. A kept
     // instance keeps them from its second request on.
     if cache.first_request() {
-        return read_and_decide(payload, decide);
+        return read_and_decide::<P, F>(payload, decide);
     }
-    if let Some((request, settings)) = cache.request_with_read(payload) {
+    if let Some((request, settings)) = cache.request_with_read::<P>(payload) {
         return decide(request, &settings);
     }
-    read_and_decide(payload, decide)
+    read_and_decide::<P, F>(payload, decide)
 }
 
 /// The payload with its settings left as JSON text, to compare with the cached text.
@@ -134,15 +146,15 @@ struct SettingsOnly<S> {
     settings: Box<S>,
 }
 
-/// The settings one policy instance read last, with their JSON text (see
+/// The checked settings one policy instance read last, with their JSON text (see
 /// [`evaluate_cached`]). A module keeps one per instance, in a `thread_local`.
-pub struct SettingsCache<S> {
-    last: RefCell<Option<(Box<str>, Rc<S>)>>,
+pub struct SettingsCache<C> {
+    last: RefCell<Option<(Box<str>, Rc<C>)>>,
     /// Whether the instance has been asked before (see [`evaluate_cached`]).
     asked: Cell<bool>,
 }
 
-impl<S> SettingsCache<S> {
+impl<C> SettingsCache<C> {
     pub const fn new() -> Self {
         SettingsCache {
             last: RefCell::new(None),
@@ -161,13 +173,13 @@ impl<S> SettingsCache<S> {
     }
 }
 
-impl<S> Default for SettingsCache<S> {
+impl<C> Default for SettingsCache<C> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<S: DeserializeOwned> SettingsCache<S> {
+impl<C> SettingsCache<C> {
     /// The request of `payload` and the kept settings, when `payload` is
     /// `{"request":<request>,"settings":<the kept settings text>}`, as kwctl and
     /// policy-server write it: the settings are then recognised by comparing bytes, not
@@ -176,7 +188,7 @@ impl<S: DeserializeOwned> SettingsCache<S> {
     /// request that cannot be read): the caller then reads the payload as a whole, with
     /// the same verdicts and messages.
     #[inline(never)]
-    fn request_with_kept(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<S>)> {
+    fn request_with_kept(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<C>)> {
         const HEAD: &[u8] = b"{\"request\":";
         const SETTINGS: &[u8] = b",\"settings\":";
         let last = self.last.borrow();
@@ -194,21 +206,28 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         Some((only.request, Rc::clone(settings)))
     }
 
-    /// The request of `payload` and its settings, read or kept (see [`SettingsCache::read`]);
-    /// None when either cannot be read on its own. Not inlined (see [`read_payload`]).
+    /// The request of `payload` and its checked settings, read or kept (see
+    /// [`SettingsCache::read`]); None when either cannot be read or checked on its own. Not
+    /// inlined (see [`read_payload`]).
     #[inline(never)]
-    fn request_with_read(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<S>)> {
+    fn request_with_read<P>(&self, payload: &[u8]) -> Option<(AdmissionRequest, Rc<C>)>
+    where
+        P: Policy<Checked = C>,
+    {
         // As text, checked as UTF-8 once (see `request_with_kept`).
         let text = std::str::from_utf8(payload).ok()?;
         let p = serde_json::from_str::<RawPayload>(text).ok()?;
-        let settings = self.read(p.settings.get())?;
+        let settings = self.read::<P>(p.settings.get())?;
         Some((p.request, settings))
     }
 
-    /// The settings `text` reads as: the kept ones when `text` is the kept text, else
-    /// `text` read and kept. `None` when `text` cannot be read on its own (the caller then
-    /// reads the whole payload, for the error message).
-    fn read(&self, text: &str) -> Option<Rc<S>> {
+    /// The checked settings `text` reads as: the kept ones when `text` is the kept text,
+    /// else `text` read, checked and kept. `None` when `text` cannot be read or checked on
+    /// its own (the caller then reads the whole payload, for the error message).
+    fn read<P>(&self, text: &str) -> Option<Rc<C>>
+    where
+        P: Policy<Checked = C>,
+    {
         if let Some((kept, settings)) = &*self.last.borrow()
             && bytes::equal(kept.as_bytes(), text.as_bytes())
         {
@@ -222,26 +241,43 @@ impl<S: DeserializeOwned> SettingsCache<S> {
         wrapped.push_str("{\"settings\":");
         wrapped.push_str(text);
         wrapped.push('}');
-        let settings = serde_json::from_str::<SettingsOnly<S>>(&wrapped).ok()?;
-        let settings = Rc::from(settings.settings);
+        let settings = serde_json::from_str::<SettingsOnly<P::Settings>>(&wrapped).ok()?;
+        let settings = Rc::from(checked::<P>(settings.settings).ok()?);
         *self.last.borrow_mut() = Some((text.into(), Rc::clone(&settings)));
         Some(settings)
     }
 }
 
-/// Reads the whole payload (request and typed settings) in one pass and decides; a payload
-/// that cannot be read is denied with code 400 and serde's message, with the field's path.
-fn read_and_decide<S, F>(payload: &[u8], decide: F) -> Verdict
+/// [`Policy::prepare`], in a frame of its own: the checked form is built there and handed
+/// back boxed, not kept in the frames the policy decides under (see [`read_payload`]).
+#[inline(never)]
+fn checked<P: Policy>(settings: Box<P::Settings>) -> Result<Box<P::Checked>, FieldError> {
+    P::prepare(settings)
+}
+
+/// The denial of a request whose settings read but do not check: `validate_settings`
+/// refuses them first, so only settings that never went through it get here.
+fn invalid_settings<P: Policy>(e: &FieldError) -> Verdict {
+    Verdict::reject(format!("{} has invalid settings: {e}", P::NAME))
+}
+
+/// Reads the whole payload (request and typed settings) in one pass, checks the settings
+/// and decides; a payload that cannot be read is denied with code 400 and serde's message,
+/// with the field's path, and settings that do not check are denied naming the field.
+fn read_and_decide<P, F>(payload: &[u8], decide: F) -> Verdict
 where
-    S: DeserializeOwned,
-    F: FnOnce(AdmissionRequest, &S) -> Verdict,
+    P: Policy,
+    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
 {
-    match read_payload::<S>(payload) {
-        Ok(p) => {
-            let verdict = decide(p.request, &p.settings);
-            crate::arena::release(p.settings);
-            verdict
-        }
+    match read_payload::<P::Settings>(payload) {
+        Ok(p) => match checked::<P>(p.settings) {
+            Ok(settings) => {
+                let verdict = decide(p.request, &settings);
+                crate::arena::release(settings);
+                verdict
+            }
+            Err(e) => invalid_settings::<P>(&e),
+        },
         Err(e) => {
             Verdict::reject(format!("the admission request could not be read: {e}")).with_code(400)
         }
@@ -283,13 +319,11 @@ fn read_error<T: DeserializeOwned>(payload: &str, e: &serde_json::Error) -> Stri
     }
 }
 
-/// The `validate_settings` entry point. Unknown fields and wrong types are reported
-/// as invalid settings (`settings: <field path>: <serde's message>`), not as errors;
-/// so are settings over [`limits::MAX_SETTINGS_BYTES`], before they are parsed.
-pub fn validate_settings<S>(payload: &[u8]) -> CallResult
-where
-    S: DeserializeOwned + ValidateSettings,
-{
+/// The `validate_settings` entry point: [`Policy::check`], said in Kubewarden's words.
+/// Unknown fields and wrong types are reported as invalid settings (`settings: <field
+/// path>: <serde's message>`), not as errors; so are settings over
+/// [`limits::MAX_SETTINGS_BYTES`], before they are parsed.
+pub fn validate_settings<P: Policy>(payload: &[u8]) -> CallResult {
     let result = limits::check_settings(payload)
         .and_then(|()| {
             // serde reads a struct from a list too (its fields in order): `[]` would pass
@@ -298,10 +332,11 @@ where
                 return Err("must be a map of settings, not a list".to_string());
             }
             let text = utf8_text(payload)?;
-            serde_json::from_str::<S>(text).map_err(|e| read_error::<S>(text, &e))
+            serde_json::from_str::<Box<P::Settings>>(text)
+                .map_err(|e| read_error::<P::Settings>(text, &e))
         })
         .map_err(|e| format!("settings: {e}"))
-        .and_then(|settings| settings.validate().map_err(|e| e.to_string()));
+        .and_then(|settings| P::check(settings).map(drop).map_err(|e| e.to_string()));
     let response = SettingsValidationResponse {
         valid: result.is_ok(),
         message: result.err(),
@@ -374,18 +409,18 @@ macro_rules! kubewarden_policy {
         pub fn validate(payload: &[u8]) -> $crate::kubewarden::guest::CallResult {
             use $crate::policy::Policy;
             ::std::thread_local! {
-                /// The settings this instance read last (the host sends the same ones
-                /// with every request).
-                static SETTINGS: $crate::kubewarden::SettingsCache<<$policy as Policy>::Settings> =
+                /// The checked settings this instance read last (the host sends the same
+                /// ones with every request).
+                static SETTINGS: $crate::kubewarden::SettingsCache<<$policy as Policy>::Checked> =
                     const { $crate::kubewarden::SettingsCache::new() };
             }
             with_arena(|arena| {
                 SETTINGS.with(|cache| {
-                    $crate::kubewarden::validate_in_arena(
+                    $crate::kubewarden::validate_in_arena::<$policy, _>(
                         arena,
                         payload,
                         cache,
-                        |request, settings: &<$policy as Policy>::Settings| {
+                        |request, settings| {
                             <$policy>::evaluate_owned(
                                 request,
                                 settings,
@@ -401,9 +436,7 @@ macro_rules! kubewarden_policy {
 
         /// Checks the policy settings.
         pub fn validate_settings(payload: &[u8]) -> $crate::kubewarden::guest::CallResult {
-            $crate::kubewarden::validate_settings::<<$policy as $crate::policy::Policy>::Settings>(
-                payload,
-            )
+            $crate::kubewarden::validate_settings::<$policy>(payload)
         }
     };
 }
@@ -469,8 +502,39 @@ mod tests {
         limit: u32,
     }
 
-    impl ValidateSettings for S {
-        fn validate(&self) -> Result<(), crate::settings::FieldError> {
+    /// A policy for the glue's tests, on settings of any of the types below: they check
+    /// as [`Checks`] says, and are their own checked form.
+    struct Toy<T>(std::marker::PhantomData<T>);
+
+    trait Checks {
+        fn checks(&self) -> Result<(), FieldError> {
+            Ok(())
+        }
+    }
+
+    impl<T: DeserializeOwned + Checks> Policy for Toy<T> {
+        const NAME: &'static str = "toy-policy";
+        const HOST_CALLS: u8 = 0;
+        type Settings = T;
+        type Checked = T;
+        fn check(settings: Box<T>) -> Result<Box<T>, FieldError> {
+            settings.checks()?;
+            Ok(settings)
+        }
+        fn exempt_namespaces(_: &T) -> &crate::settings::NamespaceList {
+            static NONE: crate::settings::NamespaceList =
+                crate::settings::NamespaceList(Vec::new());
+            &NONE
+        }
+        fn decide(_: crate::policy::Admission<'_, T>) -> Verdict {
+            Verdict::accept()
+        }
+    }
+
+    impl Checks for Value {}
+
+    impl Checks for S {
+        fn checks(&self) -> Result<(), FieldError> {
             if self.limit > 10 {
                 Err(crate::settings::FieldError::new(
                     "limit",
@@ -510,8 +574,10 @@ mod tests {
     }
 
     fn settings(payload: Value) -> Value {
-        serde_json::from_slice(&validate_settings::<S>(payload.to_string().as_bytes()).unwrap())
-            .unwrap()
+        serde_json::from_slice(
+            &validate_settings::<Toy<S>>(payload.to_string().as_bytes()).unwrap(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -554,7 +620,7 @@ mod tests {
                 .starts_with("settings: limit: invalid type: string \"three\""),
             "{wrong}"
         );
-        let out = validate::<S, _>(
+        let out = validate::<Toy<S>, _>(
             json!({"request": {"operation": "CREATE"}, "settings": {"limit": []}})
                 .to_string()
                 .as_bytes(),
@@ -573,7 +639,7 @@ mod tests {
 
     #[test]
     fn bytes_that_are_not_utf8_say_where() {
-        let out = validate_settings::<S>(b"{\"limit\": 2, \"x\": \"\xff\"}").unwrap();
+        let out = validate_settings::<Toy<S>>(b"{\"limit\": 2, \"x\": \"\xff\"}").unwrap();
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["valid"], false);
         assert_eq!(
@@ -583,7 +649,7 @@ mod tests {
         let payload = b"{\"request\": {\"namespace\": \"m\xff\"}, \"settings\": {\"limit\": 2}}";
         let cache = SettingsCache::new();
         for _ in 0..2 {
-            let v = evaluate_cached(payload, &cache, |_, _: &S| Verdict::accept());
+            let v = evaluate_cached::<Toy<S>, _>(payload, &cache, |_, _: &S| Verdict::accept());
             assert_eq!(v.code, Some(400));
             assert_eq!(
                 v.message.as_deref(),
@@ -599,7 +665,7 @@ mod tests {
         let mut big = br#"{"request": {}, "settings": {}}"#.to_vec();
         big.resize(limits::MAX_REQUEST_BYTES + 1, b' ');
         let decided = std::cell::Cell::new(false);
-        let v = evaluate::<S, _>(&big, |_, _| {
+        let v = evaluate::<Toy<S>, _>(&big, |_, _| {
             decided.set(true);
             Verdict::accept()
         });
@@ -615,7 +681,7 @@ mod tests {
             r#"{{"request": {{"object": [{}]}}, "settings": {{}}}}"#,
             vec!["0"; limits::MAX_REQUEST_VALUES].join(",")
         );
-        let v = evaluate::<S, _>(many.as_bytes(), |_, _| Verdict::accept());
+        let v = evaluate::<Toy<S>, _>(many.as_bytes(), |_, _| Verdict::accept());
         assert_eq!(v.code, Some(413));
         assert!(
             v.message.unwrap().contains("JSON values"),
@@ -624,7 +690,7 @@ mod tests {
         let mut big_settings = br#"{"limit": 1}"#.to_vec();
         big_settings.resize(limits::MAX_SETTINGS_BYTES + 1, b' ');
         let out: Value =
-            serde_json::from_slice(&validate_settings::<S>(&big_settings).unwrap()).unwrap();
+            serde_json::from_slice(&validate_settings::<Toy<S>>(&big_settings).unwrap()).unwrap();
         assert_eq!(out["valid"], false);
         assert_eq!(
             out["message"],
@@ -639,7 +705,7 @@ mod tests {
             "[".repeat(10_000),
             "]".repeat(10_000)
         );
-        let v = evaluate::<S, _>(deep.as_bytes(), |_, _| Verdict::accept());
+        let v = evaluate::<Toy<S>, _>(deep.as_bytes(), |_, _| Verdict::accept());
         assert_eq!(v.code, Some(400));
         assert_eq!(
             v.message.unwrap(),
@@ -647,9 +713,10 @@ mod tests {
         );
         // Typed settings stop at the first value of the wrong type, before the depth
         // matters; an untyped reader meets the recursion limit and says so.
-        let out: Value =
-            serde_json::from_slice(&validate_settings::<S>("[".repeat(10_000).as_bytes()).unwrap())
-                .unwrap();
+        let out: Value = serde_json::from_slice(
+            &validate_settings::<Toy<S>>("[".repeat(10_000).as_bytes()).unwrap(),
+        )
+        .unwrap();
         assert_eq!(out["valid"], false);
         let deep = "[".repeat(10_000);
         let e = serde_json::from_str::<Value>(&deep).unwrap_err();
@@ -671,13 +738,15 @@ mod tests {
         limit: u32,
     }
 
+    impl Checks for Counted {}
+
     fn counted<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
         READS.with(|r| r.set(r.get() + 1));
         u32::deserialize(d)
     }
 
     fn limit_of(payload: &str, cache: &SettingsCache<Counted>) -> Verdict {
-        evaluate_cached(payload.as_bytes(), cache, |r, s: &Counted| {
+        evaluate_cached::<Toy<Counted>, _>(payload.as_bytes(), cache, |r, s: &Counted| {
             Verdict::reject(format!("{} {}", r.namespace, s.limit))
         })
     }
@@ -780,14 +849,17 @@ mod tests {
                 Verdict::reject(format!("{} {}", r.namespace, s.limit))
             };
             let cache = SettingsCache::new();
-            let cached = evaluate_cached(payload, &cache, decide);
+            let cached = evaluate_cached::<Toy<S>, _>(payload, &cache, decide);
             assert_eq!(
                 cached,
-                evaluate(payload, decide),
+                evaluate::<Toy<S>, _>(payload, decide),
                 "{}",
                 String::from_utf8_lossy(&payload[..payload.len().min(120)])
             );
-            assert_eq!(evaluate_cached(payload, &cache, decide), cached);
+            assert_eq!(
+                evaluate_cached::<Toy<S>, _>(payload, &cache, decide),
+                cached
+            );
         }
         // Settings any JSON reads as, nested too deep inside the payload but not on their
         // own: read with the payload, so denied as before.
@@ -798,10 +870,11 @@ mod tests {
                 "]".repeat(depth)
             );
             let decide = |_: AdmissionRequest, _: &Value| Verdict::accept();
-            let cached = evaluate_cached(payload.as_bytes(), &SettingsCache::new(), decide);
+            let cached =
+                evaluate_cached::<Toy<Value>, _>(payload.as_bytes(), &SettingsCache::new(), decide);
             assert_eq!(
                 cached,
-                evaluate(payload.as_bytes(), decide),
+                evaluate::<Toy<Value>, _>(payload.as_bytes(), decide),
                 "depth {depth}"
             );
             assert_eq!(cached.allowed, depth < 127, "depth {depth}: {cached:?}");
@@ -839,7 +912,7 @@ mod tests {
             // The settings text of the payload, kept as a host's earlier requests leave it
             // (the first is read in one pass; the second keeps its settings).
             for _ in 0..2 {
-                let earlier = evaluate_cached(
+                let earlier = evaluate_cached::<Toy<S>, _>(
                     br#"{"request":{"namespace":"a"},"settings":{"limit":2}}"#,
                     &cache,
                     decide,
@@ -847,8 +920,8 @@ mod tests {
                 assert_eq!(earlier.message.as_deref(), Some("a 2"));
             }
             assert_eq!(
-                evaluate_cached(payload.as_bytes(), &cache, decide),
-                evaluate(payload.as_bytes(), decide),
+                evaluate_cached::<Toy<S>, _>(payload.as_bytes(), &cache, decide),
+                evaluate::<Toy<S>, _>(payload.as_bytes(), decide),
                 "{}",
                 &payload[..payload.len().min(120)]
             );
@@ -857,17 +930,18 @@ mod tests {
         let cache = SettingsCache::<S>::new();
         let kept = |p: &str| cache.request_with_kept(p.as_bytes()).is_some();
         assert!(!kept(&payloads[0]), "nothing is kept yet");
-        evaluate_cached(payloads[0].as_bytes(), &cache, decide);
+        evaluate_cached::<Toy<S>, _>(payloads[0].as_bytes(), &cache, decide);
         assert!(
             !kept(&payloads[0]),
             "an instance's first request keeps nothing"
         );
-        evaluate_cached(payloads[0].as_bytes(), &cache, decide);
+        evaluate_cached::<Toy<S>, _>(payloads[0].as_bytes(), &cache, decide);
         assert!(kept(&payloads[0]));
         assert!(kept(&nested(120)));
         // The nested payloads above straddle the depth limit: equal answers there mean
         // the fast path reads a request at the depth it has in the whole payload.
-        let readable = |d: usize| evaluate(nested(d).as_bytes(), decide).code != Some(400);
+        let readable =
+            |d: usize| evaluate::<Toy<S>, _>(nested(d).as_bytes(), decide).code != Some(400);
         assert!(readable(120) && !readable(127));
         for other in [
             &payloads[1],
@@ -888,9 +962,33 @@ mod tests {
         ));
     }
 
+    /// Settings that read but do not check (a host refuses them at `validate_settings`) are
+    /// refused on every path, naming the field, before the policy decides; the cache keeps
+    /// only checked settings.
+    #[test]
+    fn settings_that_do_not_check_are_refused_before_deciding() {
+        let payload = br#"{"request":{"namespace":"ml"},"settings":{"limit":30}}"#;
+        let decided = std::cell::Cell::new(0);
+        let decide = |_: AdmissionRequest, _: &S| {
+            decided.set(decided.get() + 1);
+            Verdict::accept()
+        };
+        let refused = Verdict::reject("toy-policy has invalid settings: limit: must be at most 10");
+        assert_eq!(evaluate::<Toy<S>, _>(payload, decide), refused);
+        let cache = SettingsCache::new();
+        for _ in 0..3 {
+            assert_eq!(
+                evaluate_cached::<Toy<S>, _>(payload, &cache, decide),
+                refused
+            );
+        }
+        assert_eq!(decided.get(), 0);
+        assert!(cache.request_with_kept(payload).is_none(), "nothing kept");
+    }
+
     #[test]
     fn malformed_payload_is_a_rejection_not_an_error() {
-        let out = validate::<S, _>(b"{not json", |_, _| Verdict::accept()).unwrap();
+        let out = validate::<Toy<S>, _>(b"{not json", |_, _| Verdict::accept()).unwrap();
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["accepted"], false);
         assert_eq!(v["code"], 400);
@@ -900,7 +998,7 @@ mod tests {
     #[test]
     fn verdict_is_serialized_for_kubewarden() {
         let payload = json!({"request": {"uid": "1", "namespace": "ml"}, "settings": {}});
-        let out = validate::<S, _>(payload.to_string().as_bytes(), |r, s| {
+        let out = validate::<Toy<S>, _>(payload.to_string().as_bytes(), |r, s| {
             Verdict::reject(format!("{} {}", r.namespace, s.limit))
                 .with_warning("w")
                 .with_audit("a", "b")

@@ -18,8 +18,11 @@
 //!   and their failures worded by class; [`lists`]: reading list answers item by item.
 //! - [`pools`]: the pools of GPU nodes one `pools` block describes to the capacity gate
 //!   and the autoscaler policy, and reading what a pool offers.
+//! - [`policy`]: what every policy shares at admission (the [`policy::Policy`] trait: settings
+//!   checked once, the shared opening, the one way to run a policy), importing no policy.
 //! - [`labels`], [`routing`], [`vram`], [`capacity`], [`autoscaler`]: the rules of the five
-//!   policies.
+//!   policies, each with its `impl Policy` beside them (`labels/policy.rs`, ...);
+//!   [`policies`]: the five, as the policy crates register them.
 //! - `kubewarden` (feature `kubewarden`): the waPC glue every policy registers; [`arena`]:
 //!   the policy modules' allocator for what one request allocates; [`bytes`]: comparing
 //!   long byte strings there.
@@ -41,6 +44,7 @@ pub mod labels;
 pub mod limits;
 pub mod lists;
 pub mod podspec;
+pub mod policies;
 pub mod policy;
 pub mod pools;
 pub mod quantity;

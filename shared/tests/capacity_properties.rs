@@ -11,7 +11,18 @@
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::capacity::decision::decide;
-use gpu_rules::capacity::{CapacitySource, Pool, PoolSnapshot, Settings, UsageSource, evaluate};
+use gpu_rules::capacity::{CapacitySource, Pool, PoolSnapshot, Settings, UsageSource};
+use gpu_rules::policies::CapacityGate;
+use gpu_rules::policy::Policy;
+
+/// The gate on `request` (its checked settings are the settings as read).
+fn evaluate(
+    request: &gpu_rules::admission::AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn gpu_rules::cluster::Cluster,
+) -> gpu_rules::admission::Verdict {
+    CapacityGate::evaluate(request, settings, cluster)
+}
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
 use gpu_rules::selector::LabelSelector;

@@ -12,8 +12,10 @@
 //! (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
-use gpu_rules::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::policies::{Autoscaler, CapacityGate};
+use gpu_rules::policy::Policy;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -152,9 +154,9 @@ fn request(kind: (&str, &str, &str), object: Value) -> AdmissionRequest {
 fn gate(s: &Setup) -> Verdict {
     let settings: gpu_rules::capacity::Settings =
         serde_json::from_value(json!({"pools": pools(s), "checkNamespaceQuotas": false})).unwrap();
-    settings.validate().unwrap();
+    let settings = CapacityGate::check(Box::new(settings)).unwrap();
     let object = deployment(s, s.max_replicas);
-    gpu_rules::capacity::evaluate(
+    CapacityGate::evaluate(
         &request(("apps", "v1", "Deployment"), object),
         &settings,
         &Fake(s),
@@ -165,7 +167,7 @@ fn gate(s: &Setup) -> Verdict {
 fn autoscaler(s: &Setup) -> Verdict {
     let settings: gpu_rules::autoscaler::Settings =
         serde_json::from_value(json!({"pools": pools(s)})).unwrap();
-    settings.validate().unwrap();
+    let settings = Autoscaler::check(Box::new(settings)).unwrap();
     let hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "llm", "namespace": "ml"},
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm"},
@@ -173,7 +175,7 @@ fn autoscaler(s: &Setup) -> Verdict {
                  "metrics": [{"type": "External", "external": {
                      "metric": {"name": "vllm:num_requests_waiting"},
                      "target": {"type": "AverageValue", "averageValue": "5"}}}]}});
-    gpu_rules::autoscaler::evaluate(
+    Autoscaler::evaluate(
         &request(("autoscaling", "v2", "HorizontalPodAutoscaler"), hpa),
         &settings,
         &Fake(s),

@@ -5,8 +5,20 @@
 use gpu_rules::admission::AdmissionRequest;
 use gpu_rules::cluster::NoCluster;
 use gpu_rules::gpu::{GpuResources, pod_gpus};
+use gpu_rules::labels::Settings as LabelSettings;
 use gpu_rules::labels::devices::{DeviceAccess, device_mount, normalize};
-use gpu_rules::labels::{Settings as LabelSettings, evaluate as labels_evaluate};
+use gpu_rules::policies::Labels;
+use gpu_rules::policy::Policy;
+
+/// gpu-labels-policy on `request`, with `settings` checked.
+fn labels_evaluate(
+    request: &gpu_rules::admission::AdmissionRequest,
+    settings: &LabelSettings,
+    cluster: &dyn gpu_rules::cluster::Cluster,
+) -> gpu_rules::admission::Verdict {
+    let checked = Labels::check(Box::new(settings.clone())).expect("valid settings");
+    Labels::evaluate(request, &checked, cluster)
+}
 use gpu_rules::podspec::PodSpec;
 use gpu_rules::quantity::Quantity;
 use gpu_rules::workload::{Workload, presets};

@@ -6,15 +6,22 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::admission::{AdmissionRequest, ValidateSettings, Verdict};
-use gpu_rules::routing::Settings;
+use gpu_rules::policies::Routing;
+use gpu_rules::policy::Policy;
+use gpu_rules::routing::{Checked, Settings};
+
+/// Settings the strategies generate, checked: they are valid.
+fn checked(settings: &Settings) -> Box<Checked> {
+    Routing::check(Box::new(settings.clone())).expect("generated settings are valid")
+}
 
 /// The rules without a cluster: these requests name no DRA claim. The request handed over
 /// as the waPC glue hands it (the object changed in place) gets the same verdict.
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    use gpu_rules::policy::{Policy, Routing};
     let cluster = gpu_rules::cluster::NoCluster;
-    let verdict = gpu_rules::routing::evaluate(request, settings, &cluster);
-    let owned = Routing::evaluate_owned(request.clone(), settings, &cluster);
+    let settings = checked(settings);
+    let verdict = Routing::evaluate(request, &settings, &cluster);
+    let owned = Routing::evaluate_owned(request.clone(), &settings, &cluster);
     assert_eq!(owned, verdict, "handed over and borrowed");
     verdict
 }
@@ -560,7 +567,8 @@ proptest! {
         t1 in 1_780_000_000i64..1_800_000_000,
         t2 in 1_780_000_000i64..1_800_000_000,
     ) {
-        let at = |r: &AdmissionRequest, t: i64| gpu_rules::routing::evaluate_at(
+        let settings = checked(&settings);
+        let at = |r: &AdmissionRequest, t: i64| Routing::evaluate_at(
             r, &settings, &gpu_rules::cluster::NoCluster, &gpu_rules::clock::FixedClock(t));
         let first = at(&request("CREATE", namespace, &object, &Value::Null), t1);
         well_formed(&first)?;
@@ -610,9 +618,9 @@ proptest! {
     ) {
         let mut settings = settings;
         settings.team_label_key = Some("team".into());
-        settings.validate().unwrap();
+        let settings = checked(&settings);
         let eval = |r: &AdmissionRequest, team| {
-            gpu_rules::routing::evaluate(r, &settings, &Namespaces(team))
+            Routing::evaluate(r, &settings, &Namespaces(team))
         };
         let quiet = |v: &Verdict| v.allowed && v.mutated_object.is_none();
         let first = eval(&request("CREATE", namespace, &object, &Value::Null), before);

@@ -9,8 +9,16 @@
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::policies::VramFit;
+use gpu_rules::policy::Policy;
+use gpu_rules::vram::Settings;
 use gpu_rules::vram::catalog::{Model, ModelSpec};
-use gpu_rules::vram::{Settings, evaluate};
+
+/// The policy on `request`, with `settings` (generated valid) checked.
+fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    let checked = VramFit::check(Box::new(settings.clone())).expect("generated settings are valid");
+    VramFit::evaluate(request, &checked, cluster)
+}
 use gpu_rules::workload::presets;
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -17,15 +17,18 @@ use gpu_rules::capacity::{PoolSnapshot, Settings, demand};
 use gpu_rules::cluster::{Cluster, ClusterRequest, ListAll};
 use gpu_rules::gpu::{GpuResources, add_into, pod_gpus};
 use gpu_rules::podspec::PodSpec;
+use gpu_rules::policy::{Admission, GET_RESOURCE, LIST_RESOURCES_ALL, Policy};
 use gpu_rules::quantity::Quantity;
+use gpu_rules::settings::{FieldError, NamespaceList, ValidateSettings};
 use gpu_rules::workload::Workload;
 use serde::Deserialize;
 use serde_json::Value;
 
 #[cfg(target_arch = "wasm32")]
 mod guest {
-    use gpu_rules::capacity::Settings;
+    use super::NaiveCapacityGate;
     use gpu_rules::kubewarden::{self as glue, HostCluster};
+    use gpu_rules::policy::Policy;
     use kubewarden_policy_sdk::protocol_version_guest;
     use kubewarden_policy_sdk::wapc_guest::{self as guest, CallResult};
 
@@ -37,17 +40,42 @@ mod guest {
     }
 
     fn validate(payload: &[u8]) -> CallResult {
-        glue::validate(payload, |request, settings: &Settings| {
-            super::evaluate(
-                request,
+        glue::validate::<NaiveCapacityGate, _>(payload, |request, settings| {
+            NaiveCapacityGate::evaluate(
+                &request,
                 settings,
-                &HostCluster::<{ glue::LIST_RESOURCES_ALL | glue::GET_RESOURCE }>,
+                &HostCluster::<{ NaiveCapacityGate::HOST_CALLS }>,
             )
         })
     }
 
     fn validate_settings(payload: &[u8]) -> CallResult {
-        glue::validate_settings::<Settings>(payload)
+        glue::validate_settings::<NaiveCapacityGate>(payload)
+    }
+}
+
+/// The naive gate as a [`Policy`]: the capacity gate's settings, checked as the gate checks
+/// them; no exempt namespaces.
+pub struct NaiveCapacityGate;
+
+impl Policy for NaiveCapacityGate {
+    const NAME: &'static str = "naive-capacity-gate";
+    const HOST_CALLS: u8 = LIST_RESOURCES_ALL | GET_RESOURCE;
+    type Settings = Settings;
+    type Checked = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn exempt_namespaces(_: &Settings) -> &NamespaceList {
+        static NONE: NamespaceList = NamespaceList(Vec::new());
+        &NONE
+    }
+
+    fn decide(a: Admission<'_, Settings>) -> Verdict {
+        decide_naively(a.request, a.settings, a.cluster)
     }
 }
 
@@ -82,10 +110,11 @@ fn unmasked(request: ClusterRequest) -> ClusterRequest {
 }
 
 /// Decides one admission request like the capacity gate, reading whole objects.
-pub fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
-    if !request.creates_or_updates() {
-        return Verdict::accept();
-    }
+fn decide_naively(
+    request: &AdmissionRequest,
+    settings: &Settings,
+    cluster: &dyn Cluster,
+) -> Verdict {
     let names = settings.gpu_resources();
     let workload = match Workload::from_object(&request.object, &settings.custom_kinds) {
         Ok(w) => w,
@@ -244,9 +273,9 @@ mod tests {
 
     #[test]
     fn counts_schedulable_gpus_and_decides_like_the_gate() {
-        let fits = evaluate(&request(2), &settings(), &Fake);
+        let fits = NaiveCapacityGate::evaluate(&request(2), &settings(), &Fake);
         assert!(fits.allowed, "{:?}", fits.message);
-        let over = evaluate(&request(3), &settings(), &Fake);
+        let over = NaiveCapacityGate::evaluate(&request(3), &settings(), &Fake);
         assert!(!over.allowed);
     }
 }

@@ -1,5 +1,5 @@
 //! gpu-pool-routing-policy: waPC registration only. The rules live in `gpu_rules::routing`; DRA
 //! claims are read with the host's `get_resource`. The host calls it may make are
-//! `gpu_rules::policy::Routing::HOST_CALLS`, the ones its metadata.yml declares.
+//! `gpu_rules::policies::Routing::HOST_CALLS`, the ones its metadata.yml declares.
 
-gpu_rules::kubewarden_policy!(gpu_rules::policy::Routing);
+gpu_rules::kubewarden_policy!(gpu_rules::policies::Routing);

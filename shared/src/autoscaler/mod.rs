@@ -22,6 +22,7 @@
 
 pub mod ceiling;
 pub mod object;
+pub mod policy;
 pub mod settings;
 pub mod target;
 
@@ -51,8 +52,6 @@ pub mod audit {
     /// The host's error text (truncated) when the target or a pool could not be read.
     pub const HOST_ERROR: &str = "host-error";
 }
-
-crate::policy::entry_points!(crate::policy::Autoscaler);
 
 /// Whether the policy judges `request`: a CREATE or UPDATE of an autoscaler object
 /// itself (not of a subresource).

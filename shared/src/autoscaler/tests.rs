@@ -3,6 +3,7 @@
 use super::*;
 use crate::capacity::queries::parent_query;
 use crate::cluster::ClusterRequest;
+use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
 use rstest::rstest;
@@ -103,7 +104,7 @@ fn create(object: Value) -> AdmissionRequest {
 }
 
 fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
-    let v = evaluate(r, s, script);
+    let v = policy::Autoscaler::evaluate(r, s, script);
     assert!(script.done(), "host calls not made");
     v
 }

@@ -31,6 +31,7 @@ pub mod check;
 pub mod decision;
 pub mod demand;
 pub mod pods;
+pub mod policy;
 pub mod pool_quotas;
 pub mod queries;
 pub mod quotas;
@@ -100,8 +101,6 @@ enum Plan {
         context: String,
     },
 }
-
-crate::policy::entry_points!(crate::policy::CapacityGate);
 
 /// The rules for a request the gate judges, outside its exempt namespaces, reading
 /// cluster state through `cluster` at the time `clock` tells (thresholds by schedule

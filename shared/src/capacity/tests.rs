@@ -8,7 +8,9 @@ mod teams;
 use super::queries::{parent_query, pod_query};
 use super::*;
 use crate::cluster::ClusterRequest;
+use crate::policy::Policy;
 use crate::pools::nodes::node_query;
+use policy::CapacityGate;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -122,7 +124,7 @@ fn run_deployment(replicas: u64, pool: Option<&str>, gpus: &str, cluster: &Scrip
 }
 
 fn run(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
-    let v = evaluate(req, s, cluster);
+    let v = CapacityGate::evaluate(req, s, cluster);
     assert!(
         cluster.done(),
         "host calls left unmade: {:?}",

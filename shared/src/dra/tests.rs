@@ -288,7 +288,7 @@ fn template_gpus_adds_claim_devices_to_the_pod() {
 fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
     let settings = crate::labels::Settings::default();
     let claims = json!([{"name": "gpu", "resourceClaimTemplateName": "four-gpus"}]);
-    let v = crate::labels::evaluate(
+    let v = labels_evaluate(
         &create(pod(json!({}), claims.clone())),
         &settings,
         &four_gpus(),
@@ -302,8 +302,8 @@ fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
         json!({"workload-type": "batch", "team": "ml"}),
         claims.clone(),
     );
-    assert!(crate::labels::evaluate(&create(labelled.clone()), &settings, &four_gpus()).allowed);
-    let v = crate::labels::evaluate(&create(labelled), &settings, &Objects::default());
+    assert!(labels_evaluate(&create(labelled.clone()), &settings, &four_gpus()).allowed);
+    let v = labels_evaluate(&create(labelled), &settings, &Objects::default());
     assert!(!v.allowed);
     let message = v.message.unwrap();
     assert!(
@@ -317,7 +317,7 @@ fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
         ..crate::labels::Settings::default()
     };
     let labelled = pod(json!({"workload-type": "batch", "team": "ml"}), claims);
-    assert!(!crate::labels::evaluate(&create(labelled), &capped, &four_gpus()).allowed);
+    assert!(!labels_evaluate(&create(labelled), &capped, &four_gpus()).allowed);
 }
 
 #[test]
@@ -332,7 +332,7 @@ fn a_claim_in_a_class_that_is_no_gpu_leaves_the_pod_a_non_gpu_pod() {
         json!({}),
         json!([{"name": "gpu", "resourceClaimName": "nic"}]),
     );
-    let v = crate::labels::evaluate(&create(object), &crate::labels::Settings::default(), &nic);
+    let v = labels_evaluate(&create(object), &crate::labels::Settings::default(), &nic);
     assert!(v.allowed, "{v:?}");
 }
 
@@ -404,4 +404,15 @@ fn hami_sizing_resources_are_never_gpus() {
         pod.effective,
         GpuCounts::from([("nvidia.com/gpu".into(), 1)])
     );
+}
+
+/// gpu-labels-policy on `request`, with `settings` checked.
+fn labels_evaluate(
+    request: &crate::admission::AdmissionRequest,
+    settings: &crate::labels::Settings,
+    cluster: &dyn crate::cluster::Cluster,
+) -> crate::admission::Verdict {
+    use crate::labels::policy::Labels;
+    use crate::policy::{Policy, checked};
+    Labels::evaluate(request, &checked::<Labels>(settings), cluster)
 }

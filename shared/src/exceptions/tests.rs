@@ -188,7 +188,18 @@ mod through_a_policy {
     use super::*;
     use crate::clock::FixedClock;
     use crate::cluster::NoCluster;
-    use crate::routing::{Settings, evaluate_at};
+    use crate::policy::{Policy, checked};
+    use crate::routing::Settings;
+    use crate::routing::policy::Routing;
+
+    fn evaluate_at(
+        request: &AdmissionRequest,
+        settings: &Settings,
+        cluster: &dyn crate::cluster::Cluster,
+        clock: &dyn crate::clock::Clock,
+    ) -> crate::admission::Verdict {
+        Routing::evaluate_at(request, &checked::<Routing>(settings), cluster, clock)
+    }
 
     fn settings(expires: &str) -> Settings {
         serde_json::from_value(json!({

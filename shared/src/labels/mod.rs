@@ -1,7 +1,7 @@
 //! The rules of gpu-labels-policy: GPU workloads must say what they are, ask for GPUs
 //! the way Kubernetes allocates them, and leave GPU nodes to GPU work.
 //!
-//! [`evaluate`] decides one admission request:
+//! The policy ([`policy::Labels`]) decides one admission request:
 //!
 //! 1. Operations other than CREATE and UPDATE are accepted.
 //! 2. A namespace in `exemptNamespaces` is accepted with the audit annotation
@@ -32,6 +32,7 @@ pub mod excuses;
 pub mod gpu_nodes;
 pub mod hygiene;
 pub mod lifecycle;
+pub mod policy;
 pub mod problems;
 pub mod required;
 pub mod settings;
@@ -58,8 +59,6 @@ pub const DAEMON_SET_CONTROLLER_USERS: [&str; 2] = [
     "system:serviceaccount:kube-system:daemon-set-controller",
     "system:kube-controller-manager",
 ];
-
-crate::policy::entry_points!(crate::policy::Labels);
 
 /// The rules (see the module documentation) for a request the policy judges, outside its
 /// exempt namespaces, at the time `clock` tells (exceptions end, [`excuses`]). `cluster`

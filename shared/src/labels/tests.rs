@@ -5,7 +5,12 @@ use serde_json::{Value, json};
 
 /// The rules without a cluster: these requests name no DRA claim.
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    super::evaluate(request, settings, &crate::cluster::NoCluster)
+    use crate::policy::{Policy, checked};
+    super::policy::Labels::evaluate(
+        request,
+        &checked::<super::policy::Labels>(settings),
+        &crate::cluster::NoCluster,
+    )
 }
 
 const LABELS: &str = r#"{"workload-type": "training", "team": "ml"}"#;

@@ -11,7 +11,7 @@
 //! workload that names the lending pool itself outside the window is judged like any pool
 //! label that disagrees.
 
-use super::settings::{Pool, Settings};
+use super::settings::{Checked, Pool};
 use crate::clock::{UnixSeconds, rfc3339};
 use crate::workload::At;
 use crate::workload::PodTemplate;
@@ -29,7 +29,7 @@ pub enum Lent {
 
 /// The pool `template` (of pool `own`) is lent to, if any, with why.
 pub fn lender<'s>(
-    settings: &'s Settings,
+    settings: &'s Checked,
     own: &Pool,
     template: &PodTemplate,
     keeps_lent: bool,
@@ -47,9 +47,8 @@ pub fn lender<'s>(
         }
         if open.is_none()
             && settings
-                .schedules
+                .windows
                 .get(&lend.window)
-                .and_then(|s| s.check("").ok())
                 .is_some_and(|s| s.contains(now))
         {
             open = Some((

@@ -13,19 +13,23 @@
 //! - [`conflicts`]: contradictions between a template and its pool.
 //! - [`change`]: the routing change as data ([`change::Routing`]) and writing it back.
 //! - [`team`]: the team label, stamped from the namespace's label (`teamLabelKey`).
-//! - [`plan`] (this module): one decision per template; [`evaluate`] turns it into a verdict.
+//! - [`plan`] (this module): one decision per template; [`decide`] turns it into a verdict.
+//! - [`policy`]: the policy ([`policy::Routing`]): its settings checked, its exceptions.
 
 pub mod change;
 pub mod conflicts;
 pub mod constraint;
 pub mod lending;
 pub mod overlap;
+pub mod policy;
 pub mod settings;
 pub mod team;
 
 pub use change::Routing;
 pub use conflicts::Conflict;
-pub use settings::{DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration, Settings};
+pub use settings::{
+    Checked, DEFAULT_POOL_LABEL_KEY, NodeRequirement, Pool, PoolToleration, Settings,
+};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::Cluster;
@@ -205,7 +209,7 @@ fn uncountable_gpus(gpus: &PodGpus) -> Vec<String> {
 
 /// The decision for every pod template of `workload` in `namespace`.
 pub fn plan(
-    settings: &Settings,
+    settings: &Checked,
     workload: &Workload,
     names: &GpuResources,
     claims: &ClaimBook,
@@ -357,8 +361,6 @@ const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 /// Audit annotation of a template routed to a pool that lends to its own.
 pub const AUDIT_LENT: &str = "lent";
 
-crate::policy::entry_points!(crate::policy::Routing);
-
 /// Whether routing judges `request`: a CREATE or UPDATE that carries an object.
 pub fn judges(request: &AdmissionRequest) -> bool {
     request.creates_or_updates() && !request.object.is_null()
@@ -368,7 +370,7 @@ pub fn judges(request: &AdmissionRequest) -> bool {
 /// `clock` tells (lending windows). `cluster` answers the `get_resource` calls that read
 /// the workload's DRA claims (none without claims). The changed object is a copy of the
 /// request's: [`Change::apply`] changes a request handed over in place.
-pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let request = a.request;
     match prepare(a) {
         Ok(change) => {
@@ -439,7 +441,7 @@ impl Change {
 
 /// [`decide`] up to the change: `Ok` when the verdict is the request's object changed,
 /// `Err` with the verdict otherwise.
-pub fn prepare(a: crate::policy::Admission<'_, Settings>) -> Result<Change, Verdict> {
+pub fn prepare(a: crate::policy::Admission<'_, Checked>) -> Result<Change, Verdict> {
     let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     let namespace = namespace_of(request);
     let object = &request.object;

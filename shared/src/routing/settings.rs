@@ -255,6 +255,46 @@ const NODE_OPERATORS: &[&str] = &["In", "NotIn", "Exists", "DoesNotExist", "Gt",
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {
+        self.checked_windows().map(drop)
+    }
+}
+
+/// The settings checked, in the form the rules take: the settings, with the schedules that
+/// pools' `lendTo` windows name read into [`crate::schedule::Checked`] values (each request
+/// asks them whether they are open, without reading them again).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    settings: Box<Settings>,
+    /// `schedules`, checked, by name.
+    pub windows: BTreeMap<String, crate::schedule::Checked>,
+}
+
+impl Checked {
+    /// The settings checked (the first field found wrong, as `validate_settings` says it).
+    pub fn new(settings: Box<Settings>) -> Result<Self, FieldError> {
+        let windows = settings.checked_windows()?;
+        Ok(Checked { settings, windows })
+    }
+
+    /// The settings in the form the rules take, their schedules read, without the checks
+    /// no request depends on (pools that overlap, label keys: settings a host sends passed
+    /// them, see [`crate::policy::Policy::prepare`]).
+    pub fn prepared(settings: Box<Settings>) -> Result<Self, FieldError> {
+        let windows = crate::schedule::check_all(&settings.schedules, "schedules")?;
+        Ok(Checked { settings, windows })
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Settings {
+    /// Every check of the settings; the schedules, checked, by name.
+    fn checked_windows(&self) -> Result<BTreeMap<String, crate::schedule::Checked>, FieldError> {
         validate_label_key("poolLabelKey", &self.pool_label_key)?;
         self.validate_team()?;
         if self.pools.is_empty() {
@@ -328,11 +368,9 @@ impl ValidateSettings for Settings {
         }
         self.validate_shared()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
-        Ok(())
+        Ok(schedules)
     }
-}
 
-impl Settings {
     /// `teamLabelKey`: a label key; the team label it stamps is neither the pool label nor
     /// a key pools select on (the pool is chosen before the label is stamped, so a selector
     /// on it would move a workload to another pool once stamped).

@@ -1,7 +1,9 @@
 //! The policy end to end on admission requests: routing, denials, UPDATE rules, kinds.
 
+use super::policy::Routing as Policy_;
 use super::*;
 use crate::admission::ValidateSettings;
+use crate::policy::{Policy, checked};
 use rstest::rstest;
 use serde_json::json;
 
@@ -9,9 +11,9 @@ use serde_json::json;
 /// handed over as the waPC glue hands it ([`Policy::evaluate_owned`], the object changed in
 /// place), which must give the same verdict.
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    use crate::policy::{Policy, Routing as Policy_};
-    let verdict = super::evaluate(request, settings, &crate::cluster::NoCluster);
-    let owned = Policy_::evaluate_owned(request.clone(), settings, &crate::cluster::NoCluster);
+    let settings = checked::<Policy_>(settings);
+    let verdict = Policy_::evaluate(request, &settings, &crate::cluster::NoCluster);
+    let owned = Policy_::evaluate_owned(request.clone(), &settings, &crate::cluster::NoCluster);
     assert_eq!(owned, verdict, "handed over and borrowed");
     verdict
 }
@@ -666,7 +668,7 @@ fn plan_is_data() {
     let object = deployment(json!({"workload-type": "interactive"}), pod_spec());
     let w = Workload::from_object(&object, &[]).unwrap();
     let p = plan(
-        &settings(),
+        &checked::<Policy_>(&settings()),
         &w,
         &GpuResources::default(),
         &ClaimBook::default(),
@@ -737,7 +739,7 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
     let req = request("CREATE", "team-a", object, Value::Null);
 
     let missing = crate::cluster::fake::Objects::default();
-    let v = super::evaluate(&req, &settings(), &missing);
+    let v = Policy_::evaluate(&req, &checked::<Policy_>(&settings()), &missing);
     assert!(!v.allowed);
     assert_eq!(v.mutated_object, None);
     let message = v.message.unwrap();
@@ -761,7 +763,7 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
         "four-gpus",
         template("gpu.nvidia.com"),
     );
-    let v = super::evaluate(&req, &settings(), &found);
+    let v = Policy_::evaluate(&req, &checked::<Policy_>(&settings()), &found);
     assert!(v.allowed, "{:?}", v.message);
     let routed = v.mutated_object.expect("routed as a GPU workload");
     assert_eq!(
@@ -774,7 +776,7 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
         "four-gpus",
         template("rdma.example.com"),
     );
-    let v = super::evaluate(&req, &settings(), &nic);
+    let v = Policy_::evaluate(&req, &checked::<Policy_>(&settings()), &nic);
     assert!(v.allowed);
     assert_eq!(v.mutated_object, None);
 }
@@ -785,7 +787,7 @@ fn an_object_that_cannot_take_the_change_is_denied_and_kept() {
     let mut req = request("CREATE", "team-a", object, Value::Null);
     let admission = crate::policy::Admission {
         request: &req,
-        settings: &settings(),
+        settings: &*checked::<Policy_>(&settings()),
         cluster: &crate::cluster::NoCluster,
         clock: &crate::clock::SystemClock,
     };

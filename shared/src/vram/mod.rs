@@ -35,11 +35,12 @@ pub mod catalog;
 pub mod image;
 pub mod memory;
 pub mod numbers;
+pub mod policy;
 pub mod server;
 pub mod settings;
 pub mod units;
 
-pub use settings::{Action, Config, Settings};
+pub use settings::{Action, Checked, Config, Settings};
 
 use crate::admission::Verdict;
 use crate::dra::{self, ClaimBook};
@@ -62,20 +63,13 @@ pub const AUDIT_SERVER_ARGS: &str = "vram-server-args";
 pub const AUDIT_NEED_MIB: &str = "vram-need-mib";
 pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
 
-crate::policy::entry_points!(crate::policy::VramFit);
-
 /// The rules for a request the policy judges, outside its exempt namespaces. Host calls:
 /// the registry ConfigMap at most once, and only when a GPU unit names a model and
 /// `modelRegistry` is set; with `imageLabels`, the config of each distinct image of the
 /// judged units' GPU containers at most once.
-pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let (request, settings, cluster) = (a.request, a.settings, a.cluster);
-    let config = match settings.checked() {
-        Ok(c) => c,
-        Err(e) => {
-            return Verdict::reject(settings::invalid_settings(e));
-        }
-    };
+    let config = &settings.config;
     let workload =
         Workload::from_object(&request.object, &settings.custom_kinds).map_err(|e| e.to_string());
     let claims = match &workload {

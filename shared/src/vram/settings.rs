@@ -1,6 +1,6 @@
 //! The policy's settings and their checks. [`Settings::check`] checks everything
-//! (`validate_settings`); [`Settings::checked`] gives the [`Config`] the rule runs on, from
-//! the same checks but the `models` entries', which a request makes on the entry it names.
+//! (`validate_settings`) and gives the [`Config`] the rule runs on; [`Checked`] holds both,
+//! as the rules take them.
 
 use super::catalog::model::ModelEntry;
 use super::catalog::products::GpuCatalog;
@@ -107,9 +107,29 @@ policy_settings! {
         /// Read the model and its memory from labels of the server image's config.
         pub image_labels: ImageLabelSettings = ImageLabelSettings::default(),
         @shared + exceptions;
-        /// What [`Settings::config`] gave, the first time [`Settings::checked`] was asked.
-        #[serde(skip)]
-        checked: std::cell::OnceCell<Result<Config, FieldError>> = std::cell::OnceCell::new(),
+    }
+}
+
+/// The settings checked, in the form the rules take: the settings, with their [`Config`]
+/// (the `models` entries are read when a request names one: [`ModelEntry::model`]).
+#[derive(Debug, Clone)]
+pub struct Checked {
+    settings: Box<Settings>,
+    pub config: Config,
+}
+
+impl Checked {
+    /// The settings checked but their `models` entries ([`Settings::check_models`]).
+    pub fn new(settings: Box<Settings>) -> Result<Self, FieldError> {
+        let config = settings.config()?;
+        Ok(Checked { settings, config })
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
     }
 }
 
@@ -155,14 +175,6 @@ pub fn invalid_settings(e: &FieldError) -> String {
 }
 
 impl Settings {
-    /// [`Settings::config`], done once: the policy keeps its settings between requests
-    /// (the waPC glue's settings cache), so `validate` checks them once per instance. The
-    /// settings must not be changed after this is first asked (their fields are public for
-    /// building them in tests: build, then evaluate).
-    pub fn checked(&self) -> &Result<Config, FieldError> {
-        self.checked.get_or_init(|| self.config())
-    }
-
     /// Checks everything (`validate_settings`); errors start with the field path.
     pub fn check(&self) -> Result<Config, FieldError> {
         self.check_models()?;
@@ -171,7 +183,7 @@ impl Settings {
 
     /// Every `models` entry read and checked, and no two sharing an id or alias (ignoring
     /// case).
-    fn check_models(&self) -> Result<(), FieldError> {
+    pub fn check_models(&self) -> Result<(), FieldError> {
         // Id or alias, lowercased -> the id it belongs to.
         let mut names: BTreeMap<String, &String> = BTreeMap::new();
         for (id, entry) in &self.models {
@@ -199,8 +211,7 @@ impl Settings {
         Ok(())
     }
 
-    /// Checks everything but the `models` entries, which a request reads and checks when
-    /// it names one ([`ModelEntry::model`]).
+    /// Checks everything but the `models` entries ([`Settings::check_models`]).
     fn config(&self) -> Result<Config, FieldError> {
         for (field, key) in [
             ("modelLabelKey", &self.model_label_key),

@@ -130,6 +130,12 @@ fn labelled(model: &str, spec: Value) -> Value {
     deployment(json!({"gpu-admission/model": model}), json!({}), spec)
 }
 
+/// The policy on `request`, with `settings` checked.
+fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    use crate::policy::{Policy, checked};
+    policy::VramFit::evaluate(request, &checked::<policy::VramFit>(settings), cluster)
+}
+
 fn run(settings: &Settings, object: Value) -> Verdict {
     evaluate(&request("CREATE", object), settings, &FakeCluster::none())
 }
@@ -175,30 +181,54 @@ fn a_fitting_model_is_accepted_with_the_numbers() {
 }
 
 #[test]
-fn a_models_entry_is_read_and_checked_when_a_request_names_it() {
+fn every_models_entry_is_read_and_checked_with_the_settings() {
+    use crate::policy::Policy;
+    let check = |models: Value| {
+        policy::VramFit::check(Box::new(settings_with(json!({"models": models}))))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    let good = json!({"llama-3.1-8b": {"vramGiB": 18}});
+    assert_eq!(check(good.clone()), Ok(()));
+    let mut broken = good.clone();
+    broken["broken"] = json!({"parametersBillions": 7, "dtype": "bf17"});
+    let e = check(broken).unwrap_err();
+    assert!(
+        e.starts_with("models[broken].dtype: 'bf17' is not a dtype"),
+        "{e}"
+    );
+    let mut typo = good;
+    typo["typo"] = json!({"vram": 7, "aliases": ["misspelt"]});
+    let e = check(typo).unwrap_err();
+    assert!(e.starts_with("models[typo]: unknown field `vram`"), "{e}");
+}
+
+#[test]
+fn a_request_reads_the_models_entry_it_names() {
+    // The settings as a request prepares them (a host sends only settings that checked):
+    // an entry is read when a request names it, so one that never checked is found then.
+    use crate::policy::Policy;
     let settings = settings_with(json!({"models": {
         "llama-3.1-8b": {"vramGiB": 18},
         "broken": {"parametersBillions": 7, "dtype": "bf17"},
         "typo": {"vram": 7, "aliases": ["misspelt"]}
     }}));
-    assert!(
-        settings.check().is_err(),
-        "validate_settings checks every entry"
-    );
-    let on_l4 = |model: &str| labelled(model, pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
-    let v = run(&settings, on_l4("llama-3.1-8b"));
+    let prepared = policy::VramFit::prepare(Box::new(settings)).expect("prepared");
+    let run = |model: &str| {
+        let object = labelled(model, pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
+        policy::VramFit::evaluate(&request("CREATE", object), &prepared, &FakeCluster::none())
+    };
+    let v = run("llama-3.1-8b");
     assert!(v.allowed, "{v:?}");
     assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "18432");
-    let v = run(&settings, on_l4("broken"));
-    assert!(!v.allowed);
+    let v = run("broken");
     assert!(
         v.message.as_deref().unwrap().starts_with(
             "gpu-vram-fit-policy has invalid settings: models[broken].dtype: 'bf17' is not a dtype"
         ),
         "{v:?}"
     );
-    let v = run(&settings, on_l4("misspelt"));
-    assert!(!v.allowed);
+    let v = run("misspelt");
     assert!(
         v.message.as_deref().unwrap().starts_with(
             "gpu-vram-fit-policy has invalid settings: models[typo]: unknown field `vram`"
@@ -910,13 +940,16 @@ fn malformed_objects_are_rejected_not_panics(#[case] object: Value, #[case] pref
 
 #[test]
 fn invalid_settings_reject_rather_than_guess() {
+    // Refused before the rules run (the waPC glue says `gpu-vram-fit-policy has invalid
+    // settings: <this>`), so the rules never guess a percentage.
+    use crate::policy::Policy;
     let s: Settings = serde_json::from_value(json!({"usableMemoryPercent": 0})).unwrap();
-    let v = run(&s, labelled("x", pod_spec("nvidia.com/gpu", 1, None)));
+    let Err(e) = policy::VramFit::check(Box::new(s)) else {
+        panic!("0% usable memory checks");
+    };
     assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "gpu-vram-fit-policy has invalid settings: usableMemoryPercent: must be a whole number from 1 to 100, got '0'"
-        )
+        e.to_string(),
+        "usableMemoryPercent: must be a whole number from 1 to 100, got '0'"
     );
 }
 

@@ -777,7 +777,7 @@ fn the_window_that_holds_now_sets_the_threshold(
 ) {
     // 40 of 64 in use + 8 = 48 = 75%: over 70%, under 90% and 100%.
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
-    let v = evaluate_at(
+    let v = CapacityGate::evaluate_at(
         &create(deployment(4, Some("a100"), "2")),
         &windowed(),
         &cluster,
@@ -815,7 +815,7 @@ fn the_monday_after_a_weekend_night_window() {
         (saturday + 86_400 + 6 * 3600, false),
     ] {
         let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
-        let v = evaluate_at(
+        let v = CapacityGate::evaluate_at(
             &create(deployment(4, Some("a100"), "2")),
             &windowed(),
             &cluster,

@@ -7,7 +7,13 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    super::super::evaluate(request, settings, &crate::cluster::NoCluster)
+    use crate::labels::policy::Labels;
+    use crate::policy::{Policy, checked};
+    Labels::evaluate(
+        request,
+        &checked::<Labels>(settings),
+        &crate::cluster::NoCluster,
+    )
 }
 
 fn labels() -> Value {

@@ -1,10 +1,12 @@
 //! Exceptions in gpu-labels-policy, rule by rule, at a fixed time.
 
-use super::super::{Settings, evaluate_at};
+use super::super::Settings;
+use super::super::policy::Labels;
 use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
+use crate::policy::{Policy, checked};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -53,9 +55,9 @@ fn request(namespace: &str, object: Value) -> AdmissionRequest {
 }
 
 fn at(now: i64, namespace: &str, object: Value, settings: &Settings) -> Verdict {
-    evaluate_at(
+    Labels::evaluate_at(
         &request(namespace, object),
-        settings,
+        &checked::<Labels>(settings),
         &NoCluster,
         &FixedClock(now),
     )
@@ -335,7 +337,7 @@ fn an_unchanged_update_keeps_only_what_is_not_excused() {
         "object": object, "oldObject": object
     }))
     .unwrap();
-    let v = evaluate_at(&r, &s, &NoCluster, &FixedClock(NOW));
+    let v = Labels::evaluate_at(&r, &checked::<Labels>(&s), &NoCluster, &FixedClock(NOW));
     assert!(v.allowed);
     assert!(v.warnings[0].contains("(1 problem)"), "{:?}", v.warnings);
     assert_eq!(v.audit_annotations[AUDIT_KEY], AUDIT);
@@ -394,6 +396,9 @@ fn malformed_exceptions_are_refused_by_settings_validation_naming_the_field() {
 #[test]
 fn exceptions_that_did_not_validate_are_ignored_at_admission() {
     // Settings validation refuses them first; evaluated anyway, they excuse nothing.
+    // The rules on the settings as read (the policy's checked form), without the check.
     let s = settings(json!([{"name": "lab", "namespaces": ["ml-lab"], "expires": "2026-12-31"}]));
-    assert!(!at(NOW, "ml-lab", unlabelled(), &s).allowed);
+    assert!(Labels::check(Box::new(s.clone())).is_err());
+    let r = request("ml-lab", unlabelled());
+    assert!(!Labels::evaluate_at(&r, &s, &NoCluster, &FixedClock(NOW)).allowed);
 }

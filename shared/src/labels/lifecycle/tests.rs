@@ -6,7 +6,13 @@ use crate::admission::{AdmissionRequest, Verdict};
 use crate::workload::presets;
 
 fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    super::super::evaluate(request, settings, &crate::cluster::NoCluster)
+    use crate::labels::policy::Labels;
+    use crate::policy::{Policy, checked};
+    Labels::evaluate(
+        request,
+        &checked::<Labels>(settings),
+        &crate::cluster::NoCluster,
+    )
 }
 use rstest::rstest;
 use serde_json::{Value, json};

@@ -1,9 +1,11 @@
 //! Lending through the whole policy, at fixed times.
+use super::super::AUDIT_LENT;
+use super::super::policy::Routing;
 use super::super::settings::Settings;
-use super::super::{AUDIT_LENT, evaluate_at};
 use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
+use crate::policy::{Policy, checked};
 use serde_json::{Value, json};
 
 // 2026-12-01 is a Tuesday.
@@ -47,7 +49,12 @@ fn request(operation: &str, object: Value, old: Value) -> AdmissionRequest {
 }
 
 fn at(now: i64, r: &AdmissionRequest) -> Verdict {
-    evaluate_at(r, &settings(), &NoCluster, &FixedClock(now))
+    Routing::evaluate_at(
+        r,
+        &checked::<Routing>(&settings()),
+        &NoCluster,
+        &FixedClock(now),
+    )
 }
 
 fn template_of(v: &Verdict) -> Value {
@@ -215,14 +222,27 @@ fn objects_a_controller_creates_from_a_lent_template_stay_after_the_window() {
         "kind": {"group": "apps", "version": "v1", "kind": "ReplicaSet"}, "object": rs
     }))
     .unwrap();
-    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON));
+    let v = Routing::evaluate_at(
+        &r,
+        &checked::<Routing>(&settings()),
+        &NoCluster,
+        &FixedClock(TUESDAY_NOON),
+    );
     assert!(v.allowed, "{v:?}");
     assert!(v.mutated_object.is_none() && v.warnings.is_empty(), "{v:?}");
     // Without a controller, the same template created outside the window is not lent.
     rs = r.object.clone();
     rs["metadata"]["ownerReferences"] = json!([]);
     let r = AdmissionRequest { object: rs, ..r };
-    assert!(!evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON)).allowed);
+    assert!(
+        !Routing::evaluate_at(
+            &r,
+            &checked::<Routing>(&settings()),
+            &NoCluster,
+            &FixedClock(TUESDAY_NOON)
+        )
+        .allowed
+    );
 }
 
 /// A bare Pod gets no priority class (its priority is resolved before webhooks run): the
@@ -238,7 +258,12 @@ fn a_lent_bare_pod_is_told_the_guest_priority_class() {
         "kind": {"group": "", "version": "v1", "kind": "Pod"}, "object": pod
     }))
     .unwrap();
-    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT));
+    let v = Routing::evaluate_at(
+        &r,
+        &checked::<Routing>(&settings()),
+        &NoCluster,
+        &FixedClock(TUESDAY_NIGHT),
+    );
     assert_eq!(
         v.warnings,
         vec![
@@ -252,15 +277,36 @@ fn a_lent_bare_pod_is_told_the_guest_priority_class() {
         object: told.clone(),
         ..r.clone()
     };
-    assert!(evaluate_at(&ok, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT)).allowed);
+    assert!(
+        Routing::evaluate_at(
+            &ok,
+            &checked::<Routing>(&settings()),
+            &NoCluster,
+            &FixedClock(TUESDAY_NIGHT)
+        )
+        .allowed
+    );
     told["spec"]["priorityClassName"] = json!("interactive-high");
     let own = AdmissionRequest {
         object: told,
         ..r.clone()
     };
-    assert!(!evaluate_at(&own, &settings(), &NoCluster, &FixedClock(TUESDAY_NIGHT)).allowed);
+    assert!(
+        !Routing::evaluate_at(
+            &own,
+            &checked::<Routing>(&settings()),
+            &NoCluster,
+            &FixedClock(TUESDAY_NIGHT)
+        )
+        .allowed
+    );
     // At peak it joins its own pool and is told its own pool's class.
-    let v = evaluate_at(&r, &settings(), &NoCluster, &FixedClock(TUESDAY_NOON));
+    let v = Routing::evaluate_at(
+        &r,
+        &checked::<Routing>(&settings()),
+        &NoCluster,
+        &FixedClock(TUESDAY_NOON),
+    );
     assert!(v.warnings[0].starts_with(
         "spec.priorityClassName: pool batch runs its workloads with priority class batch-low"
     ));

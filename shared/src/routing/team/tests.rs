@@ -62,8 +62,15 @@ fn request(operation: &str, object: Value, old: Value) -> AdmissionRequest {
     .unwrap()
 }
 
+/// The policy on `request`, with `settings` checked.
+fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+    use crate::policy::{Policy, checked};
+    use crate::routing::policy::Routing;
+    Routing::evaluate(request, &checked::<Routing>(settings), cluster)
+}
+
 fn create(object: Value, cluster: &Objects) -> Verdict {
-    crate::routing::evaluate(
+    evaluate(
         &request("CREATE", object, Value::Null),
         &settings(),
         cluster,
@@ -71,7 +78,7 @@ fn create(object: Value, cluster: &Objects) -> Verdict {
 }
 
 fn update(object: Value, old: Value, cluster: &Objects) -> Verdict {
-    crate::routing::evaluate(&request("UPDATE", object, old), &settings(), cluster)
+    evaluate(&request("UPDATE", object, old), &settings(), cluster)
 }
 
 fn calls(cluster: &Objects) -> Vec<ClusterRequest> {
@@ -140,12 +147,9 @@ fn unset_makes_no_call_and_changes_nothing() {
     let object = deployment(json!({"workload-type": "batch"}));
     let r = request("CREATE", object, Value::Null);
     let plain = settings_with(None);
-    let v = crate::routing::evaluate(&r, &plain, &cluster);
+    let v = evaluate(&r, &plain, &cluster);
     assert!(calls(&cluster).is_empty());
-    assert_eq!(
-        v,
-        crate::routing::evaluate(&r, &plain, &crate::cluster::NoCluster)
-    );
+    assert_eq!(v, evaluate(&r, &plain, &crate::cluster::NoCluster));
     assert_eq!(team_at(&v, "/spec/template/metadata"), None);
     assert!(v.mutated_object.is_some(), "routed as before");
 }
@@ -362,7 +366,7 @@ fn no_call_where_there_is_nothing_to_stamp() {
     )
     .unwrap();
     assert_eq!(
-        crate::routing::evaluate(&r, &settings(), &cluster),
+        evaluate(&r, &settings(), &cluster),
         Verdict::accept().with_audit(
             crate::policy::AUDIT_EXEMPT,
             "namespace gpu-operator is in exemptNamespaces: not checked"

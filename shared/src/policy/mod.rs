@@ -1,0 +1,167 @@
+//! What every policy shares at admission, and nothing of any policy's rules: the
+//! [`Policy`] trait (settings read, checked once into the form the rules take, the opening
+//! every policy shares, the one way to run a policy), the [`Admission`] a policy decides on,
+//! and the words for the objects it decides about ([`describe`], [`unreadable`]). Each rules
+//! module implements [`Policy`] beside its rules (`labels/policy.rs`, ...); each policy crate
+//! registers its implementation with [`crate::kubewarden_policy!`] and holds nothing else.
+
+mod describe;
+
+pub use describe::{describe, object_name, request_namespace, unreadable};
+
+use crate::admission::{AdmissionRequest, Verdict};
+use crate::clock::{Clock, SystemClock};
+use crate::cluster::Cluster;
+use crate::settings::{FieldError, NamespaceList};
+use serde::de::DeserializeOwned;
+
+/// `get_resource`, in [`Policy::HOST_CALLS`].
+pub const GET_RESOURCE: u8 = 1;
+/// `list_resources_all`, in [`Policy::HOST_CALLS`].
+pub const LIST_RESOURCES_ALL: u8 = 2;
+/// `list_resources_by_namespace`, in [`Policy::HOST_CALLS`].
+pub const LIST_RESOURCES_BY_NAMESPACE: u8 = 4;
+/// `oci/v1/oci_manifest_config`, in [`Policy::HOST_CALLS`].
+pub const OCI_MANIFEST_CONFIG: u8 = 8;
+
+/// What a policy decides on: the request, the policy's checked settings, the cluster it
+/// reads (host calls) and the time.
+pub struct Admission<'a, S> {
+    pub request: &'a AdmissionRequest,
+    pub settings: &'a S,
+    pub cluster: &'a dyn Cluster,
+    pub clock: &'a dyn Clock,
+}
+
+// By hand: derived, they would ask `S: Copy` of the settings only borrowed here.
+impl<S> Clone for Admission<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Admission<'_, S> {}
+
+/// Audit annotation of a request a policy let through unchecked: its namespace is in
+/// the policy's `exemptNamespaces` (the capacity gate also names an exempt priority class).
+pub const AUDIT_EXEMPT: &str = "exempt";
+
+/// A policy: its settings as read and as checked, the host calls it may make, its decision.
+///
+/// Policies are run one way: [`Policy::evaluate_at`] (or [`Policy::evaluate`] at the host's
+/// time, [`Policy::evaluate_owned`] on a request handed over) on settings from
+/// [`Policy::check`]. The waPC glue, the benchmarks, the fuzz targets and the tests all go
+/// through it.
+pub trait Policy {
+    /// The module's name (`gpu-labels-policy`).
+    const NAME: &'static str;
+    /// The host operations the module may call (a set of the constants above): the ones
+    /// its `metadata.yml` declares in `hostCapabilities`.
+    const HOST_CALLS: u8;
+    /// The settings as the host sends them.
+    type Settings: DeserializeOwned;
+    /// The settings checked, in the form the rules take (schedules, windows, percentages
+    /// and the like as typed values): what the settings cache keeps.
+    type Checked;
+
+    /// The settings checked (the first field found wrong, as `validate_settings` says it),
+    /// in their checked form. Boxed: settings are large, and a policy module's frames are
+    /// kept small (each stack page of a fresh instance costs a page fault).
+    fn check(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError>;
+
+    /// The checked form of the settings a host sends with a request: by default
+    /// [`Policy::check`]'s. Hosts send only settings `validate_settings` accepted (kwctl and
+    /// policy-server refuse the others when they load the policy), and policy-server answers
+    /// each request on a fresh instance, which reads its settings again: a policy builds the
+    /// same form without the checks no request depends on (routing: the overlap of its
+    /// pools; VRAM fit: every `models` entry, which a request reads when it names one; the
+    /// policies whose rules take the settings as read: every check). Settings that cannot be
+    /// put in that form (a schedule that does not read) are refused before the rules run.
+    fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
+        Self::check(settings)
+    }
+
+    /// Whether the policy judges `request` at all; every other request is accepted
+    /// unchanged. Every policy judges CREATE and UPDATE.
+    fn judges(request: &AdmissionRequest) -> bool {
+        request.creates_or_updates()
+    }
+
+    /// The namespaces whose requests the policy lets through unchecked.
+    fn exempt_namespaces(settings: &Self::Checked) -> &NamespaceList;
+
+    /// The policy's rules, for a request it judges in a namespace it does not exempt.
+    fn decide(a: Admission<'_, Self::Checked>) -> Verdict;
+
+    /// `verdict` with the denials the policy's exceptions excuse (none by default).
+    fn excuse(verdict: Verdict, _a: Admission<'_, Self::Checked>) -> Verdict {
+        verdict
+    }
+
+    /// The opening every policy shares: the verdict on a request it does not judge or from
+    /// a namespace it exempts; `None` for a request [`Policy::decide`] decides.
+    fn opening(request: &AdmissionRequest, settings: &Self::Checked) -> Option<Verdict> {
+        if !Self::judges(request) {
+            return Some(Verdict::accept());
+        }
+        let namespace = request_namespace(request);
+        if Self::exempt_namespaces(settings).contains(namespace) {
+            return Some(Verdict::accept().with_audit(
+                AUDIT_EXEMPT,
+                format!("namespace {namespace} is in exemptNamespaces: not checked"),
+            ));
+        }
+        None
+    }
+
+    /// Decides one admission request at the time `clock` tells: [`Policy::opening`], then
+    /// [`Policy::decide`] and [`Policy::excuse`].
+    fn evaluate_at(
+        request: &AdmissionRequest,
+        settings: &Self::Checked,
+        cluster: &dyn Cluster,
+        clock: &dyn Clock,
+    ) -> Verdict {
+        Self::opening(request, settings).unwrap_or_else(|| {
+            let a = Admission {
+                request,
+                settings,
+                cluster,
+                clock,
+            };
+            Self::excuse(Self::decide(a), a)
+        })
+    }
+
+    /// [`Policy::evaluate_at`] at the host's time.
+    fn evaluate(
+        request: &AdmissionRequest,
+        settings: &Self::Checked,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        Self::evaluate_at(request, settings, cluster, &SystemClock)
+    }
+
+    /// [`Policy::evaluate`] of a request the caller hands over (the waPC glue): the same
+    /// verdict. A policy that changes objects moves the request's object into its answer
+    /// instead of copying it.
+    fn evaluate_owned(
+        request: AdmissionRequest,
+        settings: &Self::Checked,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        let verdict = Self::evaluate(&request, settings, cluster);
+        crate::arena::release(request);
+        verdict
+    }
+}
+
+/// `settings` checked by policy `P`, for the unit tests' settings built in code: they are
+/// valid, or the test fails naming the field.
+#[cfg(test)]
+pub(crate) fn checked<P: Policy>(settings: &P::Settings) -> Box<P::Checked>
+where
+    P::Settings: Clone,
+{
+    P::check(Box::new(settings.clone())).unwrap_or_else(|e| panic!("invalid settings: {e}"))
+}

@@ -1,0 +1,81 @@
+//! gpu-pool-routing-policy as a [`Policy`]: its settings checked ([`Checked`]), its rules
+//! ([`super::prepare`]), its exceptions, the host calls it may make. It changes objects: the
+//! request handed over has its own object changed and moved into the answer.
+
+use super::settings::{Checked, RULE_NAMES, Settings};
+use crate::admission::{AdmissionRequest, Verdict};
+use crate::clock::SystemClock;
+use crate::cluster::Cluster;
+use crate::policy::{Admission, GET_RESOURCE, Policy};
+use crate::settings::{FieldError, NamespaceList};
+
+/// gpu-pool-routing-policy.
+pub struct Routing;
+
+impl Policy for Routing {
+    const NAME: &'static str = "gpu-pool-routing-policy";
+    const HOST_CALLS: u8 = GET_RESOURCE;
+    type Settings = Settings;
+    type Checked = Checked;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
+        Checked::new(settings).map(Box::new)
+    }
+
+    /// The schedules read, without the other checks (the overlap of every two pools, the
+    /// most costly of them, concerns no request).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
+        Checked::prepared(settings).map(Box::new)
+    }
+
+    fn judges(request: &AdmissionRequest) -> bool {
+        super::judges(request)
+    }
+
+    fn exempt_namespaces(settings: &Checked) -> &NamespaceList {
+        &settings.exempt_namespaces
+    }
+
+    fn decide(a: Admission<'_, Checked>) -> Verdict {
+        super::decide(a)
+    }
+
+    fn excuse(verdict: Verdict, a: Admission<'_, Checked>) -> Verdict {
+        let s = a.settings;
+        crate::exceptions::excuse(
+            verdict,
+            &**s,
+            &RULE_NAMES,
+            RULE_NAMES[0],
+            a.request,
+            &s.custom_kinds,
+            a.clock,
+        )
+    }
+
+    /// [`super::prepare`], then the change written into the request's own object.
+    fn evaluate_owned(
+        mut request: AdmissionRequest,
+        settings: &Checked,
+        cluster: &dyn Cluster,
+    ) -> Verdict {
+        let clock = &SystemClock;
+        let verdict = if let Some(verdict) = Self::opening(&request, settings) {
+            verdict
+        } else {
+            let a = Admission {
+                request: &request,
+                settings,
+                cluster,
+                clock,
+            };
+            match super::prepare(a) {
+                // Allowed, or denied with a code: nothing for exceptions to excuse.
+                Ok(change) => change.apply(&mut request),
+                Err(verdict) => Self::excuse(verdict, a),
+            }
+        };
+        crate::arena::release(request);
+        verdict
+    }
+}

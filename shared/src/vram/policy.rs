@@ -1,0 +1,51 @@
+//! gpu-vram-fit-policy as a [`Policy`]: its settings checked ([`Checked`]: the GPU catalog,
+//! percentages and caps as typed values), its rules
+//! ([`super::decide`]), its exceptions, the host calls it may make.
+
+use super::settings::{Checked, RULE_NAMES, Settings};
+use crate::admission::Verdict;
+use crate::policy::{Admission, GET_RESOURCE, OCI_MANIFEST_CONFIG, Policy};
+use crate::settings::{FieldError, NamespaceList};
+
+/// gpu-vram-fit-policy.
+pub struct VramFit;
+
+impl Policy for VramFit {
+    const NAME: &'static str = "gpu-vram-fit-policy";
+    const HOST_CALLS: u8 = GET_RESOURCE | OCI_MANIFEST_CONFIG;
+    type Settings = Settings;
+    type Checked = Checked;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
+        settings.check_models()?;
+        Checked::new(settings).map(Box::new)
+    }
+
+    /// [`Policy::check`] but the `models` entries: each is read and checked when a request
+    /// names it ([`super::catalog::model::ModelEntry::model`]), once per instance. Reading one
+    /// costs about 17k x86 instructions, for entries the request does not name.
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
+        Checked::new(settings).map(Box::new)
+    }
+
+    fn exempt_namespaces(settings: &Checked) -> &NamespaceList {
+        &settings.exempt_namespaces
+    }
+
+    fn decide(a: Admission<'_, Checked>) -> Verdict {
+        super::decide(a)
+    }
+
+    fn excuse(verdict: Verdict, a: Admission<'_, Checked>) -> Verdict {
+        let s = a.settings;
+        crate::exceptions::excuse(
+            verdict,
+            &**s,
+            &RULE_NAMES,
+            RULE_NAMES[0],
+            a.request,
+            &s.custom_kinds,
+            a.clock,
+        )
+    }
+}
