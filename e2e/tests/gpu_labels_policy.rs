@@ -125,6 +125,14 @@ const CASES: &[Case] = &[
     allowed("pod_delete.json", None),
     // Node agents may run on GPU nodes.
     allowed("daemonset_node_agent.json", None),
+    allowed("daemonset_node_agent_mounts_dev.json", None),
+    // A device node is GPU access: the device-mount rule covers pods that target no GPU.
+    denied(
+        "pod_no_gpu_device_nodes.json",
+        None,
+        "Pod 'cuda-sideload' breaks the GPU admission rules (3 problems): 1) volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts; 2) volume 'ctl' mounts the host path /dev/nvidiactl, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts; 3) volume 'uvm' mounts the host path /dev/nvidia-uvm, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts",
+        false,
+    ),
     allowed("pod_from_daemonset_controller.json", None),
     // Labels.
     denied(
