@@ -15,9 +15,7 @@ pub mod update;
 
 use super::settings::{Pool, Settings};
 use crate::clock::{UnixSeconds, rfc3339};
-use crate::workload::At;
 use crate::workload::PodTemplate;
-use serde_json::Value;
 
 /// Why a template goes to a lending pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
