@@ -72,7 +72,11 @@ const KARPENTER_NOT_GRANTED: &str = "pool a100: cannot get karpenter.sh/v1/NodeP
 const SUSPENDED: &str = "Job ml-training/train-a100 is suspended (spec.suspend: true): not charged until the update that unsuspends it";
 const UNSUSPENDED: &str =
     "Job ml-training/train-a100 is unsuspended (spec.suspend: true -> false): charged in full";
-const QUEUED: &str = "Job ml-training/train-queued carries kueue.x-k8s.io/queue-name=team-a: its queue admits it, not the capacity gate (gateQueued: false)";
+const QUEUED_SUSPENDED: &str = "Job ml-training/train-queued is suspended (spec.suspend: true): not charged until the update that unsuspends it";
+const QUEUE_OWNED: &str = "Job ml-serving/train-queued carries kueue.x-k8s.io/queue-name=team-a: LocalQueue ml-serving/team-a exists and Kueue holds the Job (suspended), so its queue admits it, not the capacity gate (gateQueued: false)";
+const QUEUE_NOT_OWNED: &str = "Job ml-serving/train-queued carries kueue.x-k8s.io/queue-name=team-a, but LocalQueue ml-serving/team-a does not exist: gated like any workload";
+const QUEUE_NOT_GRANTED: &str = "Job ml-serving/train-queued carries kueue.x-k8s.io/queue-name=team-a, but the capacity gate could not check that Kueue owns it: cannot get kueue.x-k8s.io/v1beta1/LocalQueue ml-serving/team-a: not granted to this policy: add {apiVersion: kueue.x-k8s.io/v1beta1, kind: LocalQueue} to the ClusterAdmissionPolicy's contextAwareResources; until then it is gated like any workload";
+const QUEUE_NOT_OWNED_DENIED: &str = "team ml-a would hold 20 of its 16 nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
 const BIGGER_THAN_NODES: &str = "pool a100: the pod asks for 16 nvidia.com/gpu, more than any node of the pool has (the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.";
 const BIGGER_THAN_NODE_SHAPE: &str = "pool a100: the pod asks for 16 nvidia.com/gpu, more than any node of the pool has (the pool has no node now and the nodes the cluster autoscaler adds have 8), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.";
 const FRAGMENTED_AUDIT: &str = "a100: no node has room for one pod of spec.template.spec (4 nvidia.com/gpu): the largest free block is 3 nvidia.com/gpu on gpu-a100-0 (11 nvidia.com/gpu free over its 4 nodes)";
@@ -100,6 +104,10 @@ const BELOW: &str =
 const NS_QUOTA_OVER: &str = "namespace ml-serving: ResourceQuota gpu-quota would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
 const NS_QUOTA_PRIORITY: &str = "namespace ml-serving: ResourceQuota a100-high-gpus would hold 8 of its 4 requests.nvidia.com/gpu (0 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.";
 const NS_QUOTA_NOT_GRANTED: &str = "namespace ml-serving: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)";
+const NQ_DEFAULT: &str = "settings_namespace_quotas_default.yml";
+const NQ_EXPLICIT: &str = "settings_namespace_quotas_explicit.yml";
+const NS_QUOTA_NOT_GRANTED_BY_DEFAULT: &str = "namespace ml-serving: its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources (checkNamespaceQuotas is on by default and only warns until it is granted; set checkNamespaceQuotas: true to deny instead, or false to skip the check; Kubernetes still enforces the quotas when the pods are created)";
+const NS_QUOTA_NOT_GRANTED_EXPLICIT: &str = "namespace ml-serving: its ResourceQuotas: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
 const NS_QUOTA_LIMITS_KEY: &str = "ResourceQuota ml-serving/gpu-limits: spec.hard limits.nvidia.com/gpu is not counted by Kubernetes (for an extended resource it counts only requests.nvidia.com/gpu), so it limits nothing and the capacity gate does not check it: rename it to requests.nvidia.com/gpu";
 const TEAM_OVER: &str = "team ml-a would hold 20 of its 16 nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
 const TEAM_POOL_OVER: &str = "team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (4 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.";
@@ -671,16 +679,53 @@ const CASES: &[Case] = &[
         in_readme: false,
         warning: None,
     },
-    // A Job handed to a Kueue LocalQueue: its queue owns the quota (no host call).
+    // A Job created with the Kueue label, suspended as Kueue's webhook leaves it: not
+    // charged, no host call (the label is judged at the update that unsuspends it).
     Case {
         request: "job_kueue_a100.json",
         settings: S,
         session: None,
         denied: None,
         capacity: None,
-        audit: Some(("queue", QUEUED)),
+        audit: Some(("suspend", QUEUED_SUSPENDED)),
         in_readme: false,
         warning: None,
+    },
+    // The queue label excuses nothing by itself: the Job Kueue unsuspends is left to its
+    // queue only when its LocalQueue exists; without it, it is gated like any workload
+    // (team ml-a over its budget); without the grant too, with a warning naming it.
+    Case {
+        request: "job_kueue_unsuspended.json",
+        settings: TEAM,
+        session: Some("session_kueue_local_queue_found.yml"),
+        denied: None,
+        capacity: None,
+        audit: Some(("queue", QUEUE_OWNED)),
+        in_readme: true,
+        warning: None,
+    },
+    Case {
+        request: "job_kueue_unsuspended.json",
+        settings: TEAM,
+        session: Some("session_kueue_local_queue_missing.yml"),
+        denied: Some(QUEUE_NOT_OWNED_DENIED),
+        capacity: Some(BELOW),
+        audit: Some(("queue", QUEUE_NOT_OWNED)),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "job_kueue_unsuspended.json",
+        settings: TEAM,
+        session: Some("session_kueue_local_queue_not_granted.yml"),
+        denied: Some(QUEUE_NOT_OWNED_DENIED),
+        capacity: Some(BELOW),
+        audit: Some((
+            "host-error",
+            "Callback evaluation failure: Policy has not been granted access to Kubernetes kueue.x-k8s.io/v1beta1/LocalQueue resources. The violation has been reported.",
+        )),
+        in_readme: false,
+        warning: Some(QUEUE_NOT_GRANTED),
     },
     // A 16-GPU pod on a pool of 8-GPU nodes with 40 GPUs free: never schedulable.
     Case {
@@ -866,6 +911,44 @@ const CASES: &[Case] = &[
         audit: Some(("quota", "namespace ml-serving: not checked")),
         in_readme: false,
         warning: Some(NS_QUOTA_NOT_GRANTED),
+    },
+    // Defaults safe to upgrade into: the check on by default warns until it is granted;
+    // switched on explicitly it fails closed; granted, it checks as usual.
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ_DEFAULT,
+        session: Some("session_ns_quota_not_granted.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some(("quota", "namespace ml-serving: not checked")),
+        in_readme: true,
+        warning: Some(NS_QUOTA_NOT_GRANTED_BY_DEFAULT),
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ_EXPLICIT,
+        session: Some("session_ns_quota_not_granted.yml"),
+        denied: Some(NS_QUOTA_NOT_GRANTED_EXPLICIT),
+        capacity: Some("namespace ml-serving: its ResourceQuotas: not checked"),
+        audit: Some((
+            "host-error",
+            "Callback evaluation failure: Policy has not been granted access to Kubernetes v1/ResourceQuota resources. The violation has been reported.",
+        )),
+        in_readme: false,
+        warning: None,
+    },
+    Case {
+        request: "deployment_a100_4x2.json",
+        settings: NQ_DEFAULT,
+        session: Some("session_ns_quota_within.yml"),
+        denied: None,
+        capacity: Some(BELOW),
+        audit: Some((
+            "quota",
+            "namespace ml-serving: gpu-quota: requests.nvidia.com/gpu used 8 + incoming 8 = 16 of 16, fits",
+        )),
+        in_readme: false,
+        warning: None,
     },
     Case {
         request: "deployment_a100_4x2.json",
@@ -1408,8 +1491,8 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
         }
         let (role, verbs): (&Value, &[&str]) = match (group, kind) {
             ("resource.k8s.io", _) => (&dra_role, &["get"]),
-            // NodePools and Namespaces are only read with get_resource.
-            ("karpenter.sh", _) | ("", "Namespace") => (&docs[1], &["get"]),
+            // NodePools, LocalQueues and Namespaces are only read with get_resource.
+            ("karpenter.sh", _) | ("kueue.x-k8s.io", _) | ("", "Namespace") => (&docs[1], &["get"]),
             _ => (&docs[1], &["get", "list", "watch"]),
         };
         assert_granted(role, group, &plural, verbs);
