@@ -5,6 +5,7 @@
 //! - [`oci`]: push and pull Kubewarden OCI artifacts (`kwctl push` / `kwctl pull`).
 //! - [`artifacthub`]: `artifacthub-pkg.yml` and `artifacthub-repo.yml`
 //!   (`kwctl scaffold artifacthub`).
+//! - [`kinds`]: the objects a policy's README says it judges, against `rules`.
 //! - [`manifests`]: the example ClusterAdmissionPolicy / ClusterAdmissionPolicyGroup
 //!   manifests, and how their modules map to the policies.
 //!
@@ -15,6 +16,7 @@
 
 pub mod artifacthub;
 pub mod checks;
+pub mod kinds;
 pub mod manifests;
 pub mod oci;
 pub mod policies;

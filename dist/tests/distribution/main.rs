@@ -14,6 +14,7 @@ mod dist {
     mod artifacthub;
     mod deploy;
     mod examples;
+    mod kinds;
     mod metadata;
     mod registry;
 }
