@@ -6,6 +6,7 @@
 //! - [`artifacthub`]: `artifacthub-pkg.yml` and `artifacthub-repo.yml`
 //!   (`kwctl scaffold artifacthub`).
 //! - [`kinds`]: the objects a policy's README says it judges, against `rules`.
+//! - [`security`]: every row of SECURITY.md names a test that exists.
 //! - [`manifests`]: the example ClusterAdmissionPolicy / ClusterAdmissionPolicyGroup
 //!   manifests, and how their modules map to the policies.
 //!
@@ -20,3 +21,4 @@ pub mod kinds;
 pub mod manifests;
 pub mod oci;
 pub mod policies;
+pub mod security;

@@ -17,4 +17,5 @@ mod dist {
     mod kinds;
     mod metadata;
     mod registry;
+    mod security;
 }
