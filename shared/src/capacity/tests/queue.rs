@@ -5,8 +5,8 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
-use crate::capacity::queue::local_queue_query;
 use crate::capacity::queries::team_pod_query;
+use crate::capacity::queue::local_queue_query;
 use crate::capacity::teams::namespace_query;
 
 const QUEUE_KEY: &str = "kueue.x-k8s.io/queue-name";
