@@ -98,7 +98,9 @@ impl Known {
 /// One row of a proof table: its first cell (the way around the rules) and its proof.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
+    /// The way around the rules (the first cell).
     pub path: String,
+    /// The tests that prove it closed or accepted (the last cell).
     pub proof: String,
 }
 
