@@ -6,6 +6,8 @@
 //! - [`artifacthub`]: `artifacthub-pkg.yml` and `artifacthub-repo.yml`
 //!   (`kwctl scaffold artifacthub`).
 //! - [`sign`]: cosign signatures of pushed policies (`make sign`).
+//! - [`kinds`]: the objects a policy's README says it judges, against `rules`.
+//! - [`security`]: every row of SECURITY.md names a test that exists.
 //! - [`manifests`]: the example ClusterAdmissionPolicy / ClusterAdmissionPolicyGroup
 //!   manifests, and how their modules map to the policies.
 //!
@@ -16,7 +18,9 @@
 
 pub mod artifacthub;
 pub mod checks;
+pub mod kinds;
 pub mod manifests;
 pub mod oci;
 pub mod policies;
+pub mod security;
 pub mod sign;

@@ -403,8 +403,8 @@ fn example_manifest_matches_the_metadata_and_its_settings_are_valid() {
         }
         let (role, verbs): (&Value, &[&str]) = match (group, kind) {
             ("resource.k8s.io", _) => (&dra_role, &["get"]),
-            // NodePools and Namespaces are only read with get_resource.
-            ("karpenter.sh", _) | ("", "Namespace") => (&docs[1], &["get"]),
+            // NodePools, LocalQueues and Namespaces are only read with get_resource.
+            ("karpenter.sh", _) | ("kueue.x-k8s.io", _) | ("", "Namespace") => (&docs[1], &["get"]),
             _ => (&docs[1], &["get", "list", "watch"]),
         };
         assert_granted(role, group, &plural, verbs);

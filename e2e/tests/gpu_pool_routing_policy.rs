@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use common::PolicyUnderTest;
 use common::dates::{
     DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
-    unix_now,
+    today, unix_now,
 };
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
@@ -551,6 +551,8 @@ fn every_request_in_test_data_is_exercised() {
         "deployment_gpu_in_init_container.json",
         "deployment_batch.json",
         "deployment_batch_lent_update.json",
+        "deployment_batch_moved_to_lending_pool.json",
+        "deployment_batch_lent_new_image.json",
         "deployment_team_forged.json",
         "deployment_team_stamped_update.json",
     ]);
@@ -693,7 +695,7 @@ const LENDING: &str = "settings_lending.yml";
 /// The audit annotation `lent` of a template routed during the window, before the time.
 const LENT_PREFIX: &str =
     "spec.template.spec: pool interactive lends its nodes to pool batch during always, open at ";
-const LENT_STAYS: &str = "spec.template.spec: stays on pool interactive, which lends to pool batch (lent when it was created)";
+const LENT_STAYS: &str = "spec.template.spec: stays on pool interactive, which lends to pool batch (lent before, unchanged by this request)";
 
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
@@ -822,6 +824,65 @@ fn a_lent_deployment_stays_on_the_lending_pool_when_updated() {
             .message()
             .unwrap()
             .starts_with("spec.template.metadata.labels.gpu-admission/pool: names pool interactive, but the workload's labels place it in pool batch")
+    );
+}
+
+/// settings_lending.yml with the window `always` moved to the whole weekday three days
+/// from now: closed whenever the test runs.
+fn closed_lending_settings() -> Value {
+    let mut settings = POLICY.settings(LENDING);
+    let days = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+    // 1970-01-01 was a Thursday.
+    let day = days[usize::try_from((today() + 3 + 4).rem_euclid(7)).unwrap()];
+    settings["schedules"]["always"]["windows"] =
+        json!([{"days": [day], "from": "00:00", "to": "24:00"}]);
+    settings
+}
+
+fn run_closed(request: &Value) -> AdmissionResponse {
+    POLICY
+        .module()
+        .validate(request, &closed_lending_settings(), None)
+        .unwrap()
+}
+
+/// Outside its window, an UPDATE that moves a batch Deployment onto the lending pool is
+/// denied, naming the window and the reason; inside it, the same update is lent.
+#[test]
+fn moving_onto_a_lending_pool_outside_its_window_is_denied_with_the_reason() {
+    let req = POLICY.request("deployment_batch_moved_to_lending_pool.json");
+    let closed = run_closed(&req);
+    assert!(!closed.allowed, "{closed:?}");
+    let message = closed.message().unwrap();
+    assert!(
+        message.starts_with("spec.template.metadata.labels.gpu-admission/pool: names pool interactive, which lends its nodes to pool batch only during always, closed at "),
+        "{message}"
+    );
+    assert!(
+        message.contains("; the object was not on pool interactive before this update: a workload joins a lending pool only while the window is open. Remove the label and the lending pool's nodeSelector, tolerations and priority class (the policy routes it to pool batch), or make the change while always is open"),
+        "{message}"
+    );
+    let open = run(&req, LENDING);
+    assert!(open.allowed, "{:?}", open.message());
+    assert_lent_at_the_hosts_time(&open, "harness");
+}
+
+/// Outside its window a lent Deployment stays while its template is unchanged (a scale),
+/// and a new template (a new image) is denied: its new pods would start on the lender.
+#[test]
+fn a_lent_deployment_stays_outside_the_window_only_while_its_template_is_unchanged() {
+    let scaled = run_closed(&POLICY.request("deployment_batch_lent_update.json"));
+    assert!(scaled.allowed, "{:?}", scaled.message());
+    assert_eq!(scaled.patch, None);
+    let rolled = run_closed(&POLICY.request("deployment_batch_lent_new_image.json"));
+    assert!(!rolled.allowed);
+    assert!(
+        rolled
+            .message()
+            .unwrap()
+            .contains("; this update changes its pod template: a lent workload stays on pool interactive only while its template is unchanged, so that no new pod starts on the lender's nodes outside the window."),
+        "{:?}",
+        rolled.message()
     );
 }
 

@@ -206,9 +206,16 @@ load ../../e2e/bats/kwctl
   denied 'unsuspended (spec.suspend: true -> false): charged in full'
 }
 
-@test "Kueue-labelled Job: left to its queue" {
+@test "the Kueue label excuses nothing by itself: no LocalQueue, denied over the team budget; with one, left to the queue" {
+  run_replayed job_kueue_unsuspended.json settings_team_budgets.yml session_kueue_local_queue_missing.yml
+  denied 'team ml-a would hold 20 of its 16 nvidia.com/gpu'
+  says 'LocalQueue ml-serving/team-a does not exist: gated like any workload'
+  run_replayed job_kueue_unsuspended.json settings_team_budgets.yml session_kueue_local_queue_found.yml
+  allowed 'LocalQueue ml-serving/team-a exists and Kueue holds the Job (suspended), so its queue admits it'
+  run_replayed job_kueue_unsuspended.json settings_team_budgets.yml session_kueue_local_queue_not_granted.yml
+  denied 'team ml-a would hold 20 of its 16 nvidia.com/gpu'
   run_replayed job_kueue_a100.json settings.yml
-  allowed 'carries kueue.x-k8s.io/queue-name=team-a: its queue admits it'
+  allowed 'is suspended (spec.suspend: true): not charged until the update that unsuspends it'
 }
 
 @test "a 16-GPU pod on 8-GPU nodes: never schedulable, the largest node named" {
@@ -262,6 +269,15 @@ load ../../e2e/bats/kwctl
 @test "namespace ResourceQuotas not granted: accepted with a warning naming the grant" {
   run_replayed deployment_a100_4x2.json settings_namespace_quotas.yml session_ns_quota_not_granted.yml
   allowed 'its ResourceQuotas were not checked: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota}'
+}
+
+@test "upgrade: the namespace-quota check on by default warns until granted; switched on explicitly it denies" {
+  run_replayed deployment_a100_4x2.json settings_namespace_quotas_default.yml session_ns_quota_not_granted.yml
+  allowed 'checkNamespaceQuotas is on by default and only warns until it is granted'
+  run_replayed deployment_a100_4x2.json settings_namespace_quotas_explicit.yml session_ns_quota_not_granted.yml
+  denied "namespace ml-serving: its ResourceQuotas: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources"
+  run_replayed deployment_a100_4x2.json settings_namespace_quotas_default.yml session_ns_quota_within.yml
+  allowed 'gpu-quota: requests.nvidia.com/gpu used 8 + incoming 8 = 16 of 16, fits'
 }
 
 @test "team budget: over the team's GPUs across namespaces, over its pool limit" {

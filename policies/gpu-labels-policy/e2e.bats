@@ -236,6 +236,16 @@ load ../../e2e/bats/kwctl
   says "volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
 }
 
+@test "a device node is GPU access: denied in a pod that targets no GPU; a node agent may mount /dev" {
+  run_policy pod_no_gpu_device_nodes.json
+  denied
+  says "Pod 'cuda-sideload' breaks the GPU admission rules (3 problems): 1) volume 'gpu0' mounts the host path /dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia), into a pod that requests no GPU but can be scheduled onto any GPU node without a taint"
+  says "2) volume 'ctl' mounts the host path /dev/nvidiactl"
+  says "3) volume 'uvm' mounts the host path /dev/nvidia-uvm"
+  run_policy daemonset_node_agent_mounts_dev.json
+  allowed
+}
+
 @test "a GPU runtime class without a GPU is denied" {
   run_policy pod_no_gpu_runtime_class_nvidia.json
   denied

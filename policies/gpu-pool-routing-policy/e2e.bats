@@ -155,7 +155,32 @@ patch_lacks() {
   route deployment_batch_lent_update.json settings_lending.yml
   allowed
   lacks '"patch":'
-  matches 'stays on pool interactive, which lends to pool batch (lent when it was created)'
+  matches 'stays on pool interactive, which lends to pool batch (lent before, unchanged by this request)'
+}
+
+# closed_lending_settings: settings_lending.yml with the window on the weekday three days from
+# now (closed whenever the test runs), written to BATS_TEST_TMPDIR; prints its path.
+closed_lending_settings() {
+  local day file="$BATS_TEST_TMPDIR/settings_lending_closed_now.yml"
+  day=$(date -u -d '+3 days' +%a)
+  sed -e "s/days: \[Mon, Tue, Wed, Thu, Fri, Sat, Sun\]/days: [$day]/" "$DATA/settings_lending.yml" >"$file"
+  grep -q "days: \[$day\]" "$file"
+  echo "$file"
+}
+
+@test "outside the window: a move onto the lending pool and a lent template's change are denied; a scale stays" {
+  local closed
+  closed=$(closed_lending_settings)
+  run kwctl run --request-path "$DATA/deployment_batch_moved_to_lending_pool.json" --settings-path "$closed" "$POLICY"
+  denied
+  says "names pool interactive, which lends its nodes to pool batch only during always, closed at "
+  says "the object was not on pool interactive before this update: a workload joins a lending pool only while the window is open"
+  run kwctl run --request-path "$DATA/deployment_batch_lent_new_image.json" --settings-path "$closed" "$POLICY"
+  denied
+  says "this update changes its pod template: a lent workload stays on pool interactive only while its template is unchanged"
+  run kwctl run --request-path "$DATA/deployment_batch_lent_update.json" --settings-path "$closed" "$POLICY"
+  allowed
+  says "stays on pool interactive, which lends to pool batch (lent before, unchanged by this request)"
 }
 
 @test "a lendTo window that names no schedule is invalid settings" {

@@ -14,7 +14,9 @@ mod dist {
     mod artifacthub;
     mod deploy;
     mod examples;
+    mod kinds;
     mod metadata;
     mod registry;
+    mod security;
     mod signatures;
 }

@@ -23,11 +23,13 @@ impl ValidateSettings for Settings {
             default_usage: Some(self.usage),
             schedules: Some(&schedules),
         })?;
+        super::queue::validate(self)?;
         let warn_or_deny = [Action::Warn, Action::Deny];
         self.fragmentation
             .check_one_of("fragmentation", &warn_or_deny)?;
-        self.unreadable_namespace_quotas
-            .check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
+        if let Some(action) = self.unreadable_namespace_quotas {
+            action.check_one_of("unreadableNamespaceQuotas", &warn_or_deny)?;
+        }
         UnreadableCluster::of(self.unreadable_cluster, self.fail_open).check()?;
         if !self.queue_label_key.is_empty() {
             validate_label_key("queueLabelKey", &self.queue_label_key)?;

@@ -18,8 +18,9 @@
 //! ([`crate::lists`]).
 //!
 //! Suspended workloads (`spec.suspend: true`) are charged when they are unsuspended;
-//! workloads handed to a queue (Kueue's `kueue.x-k8s.io/queue-name` label) are left to
-//! it unless `gateQueued`; an UPDATE that starts a Deployment rollout is charged its
+//! workloads a queue is proven to own (Kueue's `kueue.x-k8s.io/queue-name` label on a
+//! kind Kueue manages, held the way Kueue holds it, naming a LocalQueue that exists:
+//! [`queue`]) are left to it unless `gateQueued`; an UPDATE that starts a Deployment rollout is charged its
 //! `maxSurge` pods. A denied pool names the first of its `alternatives` with room.
 //!
 //! It fails closed: when cluster state cannot be read the workload is denied with a
@@ -34,10 +35,12 @@ pub mod pods;
 pub mod policy;
 pub mod pool_quotas;
 pub mod queries;
+pub mod queue;
 pub mod quotas;
 pub mod settings;
 pub mod state;
 pub mod teams;
+pub mod upgrade;
 
 pub use crate::pools::{Ceiling, CeilingSource};
 pub use decision::{
@@ -69,8 +72,10 @@ pub mod audit {
     pub const NOT_CHARGED: &str = "not-charged";
     /// The host's error text (truncated) when cluster state could not be read.
     pub const HOST_ERROR: &str = "host-error";
-    /// A workload handed to a queue (Kueue), not gated.
+    /// A workload carrying the queue label (Kueue): left to its queue, or why not.
     pub const QUEUE: &str = "queue";
+    /// Not an annotation: a note under this key is a warning to the client.
+    pub const WARNING: &str = "";
     /// A suspended workload (not charged), or the update that unsuspends it (charged in full).
     pub const SUSPEND: &str = "suspend";
     /// The extra pods of a Deployment's rollout (maxSurge), charged.
@@ -241,7 +246,7 @@ fn namespace_checks(
         return Ok(found);
     }
     let namespace = request.namespace.as_str();
-    if settings.check_namespace_quotas {
+    if settings.checks_namespace_quotas() {
         match quotas::check(cluster, namespace, names, incoming) {
             Ok(outcome) => {
                 found.denials.extend(outcome.denials(namespace));
@@ -250,7 +255,9 @@ fn namespace_checks(
             }
             Err(failure) => {
                 let context = format!("namespace {namespace}: its ResourceQuotas");
-                if settings.unreadable_namespace_quotas == crate::settings::Action::Deny {
+                if settings.on_unreadable_namespace_quotas(&failure)
+                    == crate::settings::Action::Deny
+                {
                     return Err(Box::new(host_failure(
                         settings,
                         &context,
@@ -258,10 +265,14 @@ fn namespace_checks(
                         Vec::new(),
                     )));
                 }
-                found.warnings.push(format!(
-                    "{context} were not checked: {} (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)",
-                    failure.explanation()
-                ));
+                found.warnings.push(if settings.unreadable_namespace_quotas.is_some() {
+                    format!(
+                        "{context} were not checked: {} (unreadableNamespaceQuotas: warn; Kubernetes still enforces them when the pods are created)",
+                        failure.explanation()
+                    )
+                } else {
+                    upgrade::not_granted_warning(&context, &failure)
+                });
                 found
                     .notes
                     .push((audit::HOST_ERROR, failure.raw(HOST_ERROR_MAX)));
@@ -381,9 +392,14 @@ fn room_text(decision: &Decision) -> String {
         .join(" and ")
 }
 
+/// Adds `notes` to `verdict`: audit annotations, and warnings under [`audit::WARNING`].
 fn with_notes(mut verdict: Verdict, notes: Vec<(&'static str, String)>) -> Verdict {
     for (key, value) in notes {
-        verdict = verdict.with_audit(key, value);
+        verdict = if key == audit::WARNING {
+            verdict.with_warning(value)
+        } else {
+            verdict.with_audit(key, value)
+        };
     }
     verdict
 }
@@ -405,21 +421,11 @@ fn object_plan(
         request.namespace,
         object_name(request)
     );
-    // Decided before any claim is read: a queued or suspended workload is not charged.
+    // Decided before any claim is read: a suspended workload is not charged, one its queue
+    // is proven to own is left to it ([`queue`]).
     let holds_gpus = || {
         demand::workload_demand(&workload, settings, names, &dra::ClaimBook::default()).uses_gpu()
     };
-    if let Some(queue) = queue_of(&workload, settings)
-        && holds_gpus()
-    {
-        return Plan::Done(Verdict::accept().with_audit(
-            audit::QUEUE,
-            format!(
-                "{what} carries {}={queue}: its queue admits it, not the capacity gate (gateQueued: false)",
-                settings.queue_label_key
-            ),
-        ));
-    }
     let suspended =
         |object: &Value| demand::is_suspended(&workload.group, &workload.kind, object, settings);
     let path = demand::suspend_path(&workload.group, &workload.kind, settings).unwrap_or_default();
@@ -432,16 +438,41 @@ fn object_plan(
             format!("{what} is suspended ({path}: true): not charged until the update that unsuspends it"),
         ));
     }
+    let mut queue_notes = Vec::new();
+    if holds_gpus() {
+        match queue::judge(request, &workload, settings, cluster, &what) {
+            queue::Judged::NotQueued => {}
+            queue::Judged::Owned(note) => {
+                return Plan::Done(Verdict::accept().with_audit(audit::QUEUE, note));
+            }
+            queue::Judged::NotOwned {
+                note,
+                warning,
+                host_error,
+            } => {
+                queue_notes.push((audit::QUEUE, note));
+                queue_notes.extend(warning.map(|w| (audit::WARNING, w)));
+                queue_notes.extend(host_error.map(|e| (audit::HOST_ERROR, e)));
+            }
+            queue::Judged::Failed(failure) => {
+                return Plan::HostFailed {
+                    failure,
+                    context: format!("{what}: its LocalQueue"),
+                };
+            }
+        }
+    }
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
     let mut new = demand::workload_demand(&workload, settings, names, &claims);
     demand::read_scopes(&mut new.templates, &workload, &request.object, true);
     if !new.uses_gpu() {
-        return Plan::Done(Verdict::accept());
+        return Plan::Done(with_notes(Verdict::accept(), queue_notes));
     }
     if let Some(denial) = uncountable_demand(&new) {
-        return Plan::Done(denial);
+        return Plan::Done(with_notes(denial, queue_notes));
     }
-    let mut notes = demand_notes(&new);
+    let mut notes = queue_notes;
+    notes.extend(demand_notes(&new));
 
     if let Some(reason) = not_charged(&workload, &request.object, settings) {
         notes.push((audit::NOT_CHARGED, reason));
@@ -497,19 +528,6 @@ fn object_plan(
         notes,
         incoming,
     }
-}
-
-/// The queue a workload is handed to (the value of `queueLabelKey` on the object), when
-/// queued workloads are not gated.
-fn queue_of<'w>(workload: &'w Workload, settings: &Settings) -> Option<&'w str> {
-    if settings.gate_queued || settings.queue_label_key.is_empty() {
-        return None;
-    }
-    workload
-        .meta
-        .labels
-        .get(&settings.queue_label_key)
-        .map(String::as_str)
 }
 
 /// The extra pods of a Deployment rollout this UPDATE starts (`maxSurge` of its replicas,

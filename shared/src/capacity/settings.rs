@@ -53,18 +53,25 @@ policy_settings! {
         pub charge_rollout_surge: bool = true,
         /// The label that hands a workload to a queue (Kueue's LocalQueue name); empty: none.
         pub queue_label_key: String = DEFAULT_QUEUE_LABEL_KEY.to_string(),
-        /// Gate workloads that carry the queue label too (default: the queue owns their quota).
+        /// Gate workloads that carry the queue label too (default: the queue owns the
+        /// quota of the workloads it is proven to own, [`super::queue`]).
         pub gate_queued: bool = false,
+        /// The kinds Kueue manages in this cluster: only these can be left to their queue.
+        pub queue_managed_kinds: Vec<super::queue::ManagedKind> = super::queue::default_managed_kinds(),
         /// More kinds whose `suspend` field keeps their pods from being created.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         pub suspendable_kinds: Vec<SuspendableKind> = Vec::new(),
-        /// Check the ResourceQuotas of the workload's namespace that count its GPUs.
-        pub check_namespace_quotas: bool = true,
+        /// Check the ResourceQuotas of the workload's namespace that count its GPUs; left
+        /// out: on, and a missing grant only warns ([`super::upgrade`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub check_namespace_quotas: Option<bool> = None,
         /// What to do when the namespace's ResourceQuotas cannot be read: `deny` (as for
         /// every host error: `unreadableCluster` applies) or `warn` (accept, with a
         /// warning naming the permission to grant: Kubernetes still enforces the quotas when
-        /// the pods are created, so nothing escapes them).
-        pub unreadable_namespace_quotas: Action = Action::Deny,
+        /// the pods are created, so nothing escapes them). Left out: see
+        /// [`Settings::on_unreadable_namespace_quotas`].
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub unreadable_namespace_quotas: Option<Action> = None,
         /// The Namespace label naming a namespace's team (team budgets).
         pub team_label_key: String = crate::settings::TEAM_POD_LABEL_KEY.to_string(),
         /// GPU budgets per team: limits per GPU resource, and per pool (as written; read by
@@ -439,7 +446,7 @@ mod tests {
         );
         let s = parse(top("unreadableNamespaceQuotas", json!("warn")));
         s.validate().unwrap();
-        assert_eq!(s.unreadable_namespace_quotas, Action::Warn);
+        assert_eq!(s.unreadable_namespace_quotas, Some(Action::Warn));
     }
 
     /// `unreadableCluster: deny | warn`, and `failOpen`, its old spelling, still valid:

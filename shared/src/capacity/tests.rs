@@ -2,8 +2,10 @@
 
 mod growth;
 mod namespace_quotas;
+mod queue;
 mod quotas;
 mod teams;
+mod upgrade;
 
 use super::queries::{parent_query, pod_query};
 use super::*;

@@ -13,12 +13,14 @@
 //!    scheduler's webhook writes ([`KaiWrites`]). `CUDA_VISIBLE_DEVICES` and
 //!    `ROCR_VISIBLE_DEVICES` only narrow what a process uses among the devices it was given:
 //!    they stay allowed.
-//! 2. `privileged` and `deviceHostPaths`: a privileged container, or a `hostPath` volume
-//!    that is, is under, or contains a GPU device path (`/dev/nvidia*`, `/dev/dri`,
-//!    `/dev/kfd`, `/dev/accel`; so `/dev` and `/` too), in a pod that requests GPUs,
-//!    tolerates a GPU taint or selects GPU nodes ([`super::gpu_nodes::targets`]): both see
-//!    every GPU of the node. GPU tooling runs in `privileged.allowNamespaces` or as
-//!    `privileged.allowServiceAccounts`.
+//! 2. `deviceHostPaths`: a `hostPath` volume that is, is under, or contains a GPU device
+//!    path (`/dev/nvidia*`, `/dev/dri`, `/dev/kfd`, `/dev/accel`; so `/dev` and `/` too),
+//!    in every pod: a device path is GPU access by itself, and a pod that targets no GPU
+//!    node still lands on GPU nodes without a taint. `privileged`: a privileged container
+//!    in a pod that requests GPUs, tolerates a GPU taint or selects GPU nodes
+//!    ([`super::gpu_nodes::targets`]); off GPU nodes privilege is Pod Security's concern.
+//!    Both see every GPU of the node. GPU tooling runs in `privileged.allowNamespaces` or
+//!    as `privileged.allowServiceAccounts`.
 //! 3. `gpuRuntimeClasses`: a pod that requests no GPU with a GPU `runtimeClassName`
 //!    (`nvidia`, `nvidia-cdi`, `nvidia-legacy`: the GPU Operator's RuntimeClasses).
 //! 4. `warnOnEnvFrom`: `envFrom` in a pod that requests GPUs, tolerates a GPU taint or
@@ -736,6 +738,11 @@ fn describe_source(source: &ValueSource) -> String {
     }
 }
 
+/// Why a device `hostPath` in a pod that neither requests GPUs nor targets GPU nodes is
+/// still GPU access, for the message: the scheduler may place it on any GPU node that
+/// carries no taint, and the device path opens that node's GPUs.
+const UNTAINTED: &str = "requests no GPU but can be scheduled onto any GPU node without a taint";
+
 /// Why a pod counts as running on GPU nodes, for the message: `requests GPUs`,
 /// `tolerates the GPU taint nvidia.com/gpu`, `selects GPU nodes with nodeSelector ...`;
 /// `None` for a pod that does none of these.
@@ -829,11 +836,11 @@ pub fn check(
     }
 
     let device_rules = access.privileged.enabled || access.device_host_paths.enabled;
-    if device_rules
-        && let Some(reason) = gpu_node_reason(spec, uses_gpu, settings)
-        && !tooling_allowed(spec, namespace(request, workload), access)
-    {
-        if access.privileged.enabled {
+    if device_rules && !tooling_allowed(spec, namespace(request, workload), access) {
+        let gpu_node = gpu_node_reason(spec, uses_gpu, settings);
+        if access.privileged.enabled
+            && let Some(reason) = &gpu_node
+        {
             for (role, _, c) in containers(spec) {
                 if c.security_context.as_ref().and_then(|s| s.privileged) == Some(true) {
                     problems.push(Problem::PrivilegedContainer {
@@ -860,7 +867,7 @@ pub fn check(
                     device: device.to_string(),
                     contains,
                     subject,
-                    reason: reason.clone(),
+                    reason: gpu_node.clone().unwrap_or_else(|| UNTAINTED.to_string()),
                 });
             }
         }

@@ -61,6 +61,9 @@ pub enum Conflict {
         /// What the policy sets when the field is removed.
         pool_default: Option<String>,
     },
+    /// The pool label names a pool that lends to the template's pool, and lending does not
+    /// apply ([`super::lending::update::refusal`]).
+    Lending { field: String, reason: String },
 }
 
 impl fmt::Display for Conflict {
@@ -70,6 +73,7 @@ impl fmt::Display for Conflict {
             None => "points at nodes outside the pool".to_string(),
         };
         match self {
+            Conflict::Lending { field, reason } => write!(f, "{field}: {reason}"),
             Conflict::PoolLabel {
                 field,
                 value,

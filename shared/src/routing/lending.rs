@@ -5,17 +5,17 @@
 //! pool: its nodes, tolerations and affinity, its pool label, and the lending pool's
 //! `guestPriorityClassName` when it has one, so the lender's own workloads preempt the
 //! guests once the window has closed (routing never moves a running pod: preemption by
-//! priority is what takes the GPUs back). A workload already on a lending pool stays
-//! there when it is updated, and so do the objects its controller creates from a lent
-//! template (Pods, ReplicaSets, Jobs): routing is idempotent, whatever the time. A
-//! workload that names the lending pool itself outside the window is judged like any pool
-//! label that disagrees.
+//! priority is what takes the GPUs back). Outside the window a workload already on a
+//! lending pool stays there when an UPDATE changes neither its pool label nor its pod
+//! templates, and so do the objects its controller creates from a lent template (Pods,
+//! ReplicaSets, Jobs): routing is idempotent, whatever the time. Any other workload that
+//! names the lending pool outside the window is denied with the reason ([`update`]).
+
+pub mod update;
 
 use super::settings::{Checked, Pool};
 use crate::clock::{UnixSeconds, rfc3339};
-use crate::workload::At;
 use crate::workload::PodTemplate;
-use serde_json::Value;
 
 /// Why a template goes to a lending pool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +32,7 @@ pub fn lender<'s>(
     settings: &'s Checked,
     own: &Pool,
     template: &PodTemplate,
-    keeps_lent: bool,
+    stay: update::Stay,
     now: UnixSeconds,
 ) -> Option<(&'s Pool, Lent)> {
     let label = template.meta.labels.get(&settings.pool_label_key);
@@ -42,7 +42,7 @@ pub fn lender<'s>(
         .filter_map(|l| Some((l, l.lend_to.iter().find(|e| e.pool == own.name)?)));
     let mut open = None;
     for (lender, lend) in lenders {
-        if keeps_lent && label == Some(&lender.name) {
+        if stay == update::Stay::Keep && label == Some(&lender.name) {
             return Some((lender, Lent::Stays));
         }
         if open.is_none()
@@ -82,21 +82,6 @@ pub fn as_guest_pool(lender: &Pool, own: &Pool) -> Pool {
     }
 }
 
-/// True when a lent pool label is kept: on UPDATE, and for an object created by a
-/// controller (a Pod, the ReplicaSet of a Deployment, the Job of a CronJob: its template
-/// was lent when the controller's object was admitted, and denying it would stop the
-/// controller).
-pub fn keeps_lent(is_update: bool, object: &Value) -> bool {
-    is_update
-        || object
-            .at("/metadata/ownerReferences")
-            .and_then(Value::as_array)
-            .is_some_and(|refs| {
-                refs.iter()
-                    .any(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-            })
-}
-
 /// The audit annotation value for a lent template.
 pub fn audit(location: &str, lender: &Pool, own: &Pool, why: &Lent, now: UnixSeconds) -> String {
     match why {
@@ -107,7 +92,7 @@ pub fn audit(location: &str, lender: &Pool, own: &Pool, why: &Lent, now: UnixSec
             rfc3339(now)
         ),
         Lent::Stays => format!(
-            "{location}: stays on pool {}, which lends to pool {} (lent when it was created)",
+            "{location}: stays on pool {}, which lends to pool {} (lent before, unchanged by this request)",
             lender.name, own.name
         ),
     }

@@ -117,11 +117,11 @@ pub struct TemplatePlan {
 }
 
 /// When a decision is made: the time (lending windows) and whether a template already
-/// on a lending pool stays there ([`lending::keeps_lent`]).
+/// on a lending pool stays there ([`lending::update::stay`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct When {
     pub now: crate::clock::UnixSeconds,
-    pub keeps_lent: bool,
+    pub stay: lending::update::Stay,
 }
 
 /// The decisions for every pod template of a workload.
@@ -245,7 +245,7 @@ pub fn plan(
                 Some((own, by_default)) => {
                     // A pool label naming the template's own pool keeps it there.
                     let stays_home = t.meta.labels.get(&settings.pool_label_key) == Some(&own.name);
-                    let guest = match lending::lender(settings, own, t, when.keeps_lent, when.now) {
+                    let guest = match lending::lender(settings, own, t, when.stay, when.now) {
                         Some((lender, why)) if !stays_home => {
                             lent = Some(lending::audit(&t.location, lender, own, &why, when.now));
                             Some(lending::as_guest_pool(lender, own))
@@ -253,7 +253,15 @@ pub fn plan(
                         _ => None,
                     };
                     let pool = guest.as_ref().unwrap_or(own);
-                    let conflicts = conflicts::find(settings, pool, t, &resources, sets_priority);
+                    let mut conflicts =
+                        conflicts::find(settings, pool, t, &resources, sets_priority);
+                    if guest.is_none()
+                        && let Some(refused) =
+                            lending::update::refusal(settings, own, t, when.stay, when.now)
+                    {
+                        conflicts.retain(|c| !matches!(c, conflicts::Conflict::PoolLabel { .. }));
+                        conflicts.insert(0, refused);
+                    }
                     if conflicts.is_empty() {
                         Outcome::Route {
                             routing: change::routing_for(
@@ -465,7 +473,7 @@ pub fn prepare(a: crate::policy::Admission<'_, Checked>) -> Result<Change, Verdi
         } else {
             0
         },
-        keeps_lent: lending::keeps_lent(request.is_update(), object),
+        stay: lending::update::stay(request, settings),
     };
     let plan = plan(settings, &workload, &names, &claims, &namespace, when);
     let lent: Vec<&str> = plan

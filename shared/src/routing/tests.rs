@@ -675,7 +675,7 @@ fn plan_is_data() {
         "team-a",
         When {
             now: 0,
-            keeps_lent: false,
+            stay: super::lending::update::Stay::New,
         },
     );
     assert_eq!(p.templates.len(), 1);

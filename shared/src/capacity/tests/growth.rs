@@ -502,25 +502,28 @@ fn kueue_job() -> Value {
 
 #[test]
 fn a_kueue_labelled_job_is_left_to_its_queue() {
-    for (new, old) in [
-        (kueue_job(), Value::Null),
-        (
-            {
-                let mut j = kueue_job();
-                j["spec"]["suspend"] = json!(false);
-                j
-            },
-            kueue_job(),
-        ),
-    ] {
-        let op = if old.is_null() { "CREATE" } else { "UPDATE" };
-        let v = run(&request(op, new, old), &settings(), &Script::none());
-        assert!(v.allowed);
-        assert_eq!(
-            v.audit_annotations["queue"],
-            "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a: its queue admits it, not the capacity gate (gateQueued: false)"
-        );
-    }
+    // Created suspended, as Kueue's webhook leaves it: not charged, no call.
+    let v = run(&create(kueue_job()), &settings(), &Script::none());
+    assert!(v.allowed);
+    assert!(v.audit_annotations.contains_key("suspend"), "{v:?}");
+    // Unsuspended by Kueue, its LocalQueue existing: left to the queue (the proof is in
+    // tests/queue.rs).
+    let mut running = kueue_job();
+    running["spec"]["suspend"] = json!(false);
+    let cluster = Script::new(vec![(
+        crate::capacity::queue::local_queue_query("ml", "team-a"),
+        Ok(r#"{"metadata":{"name":"team-a"}}"#.to_string()),
+    )]);
+    let v = run(
+        &request("UPDATE", running, kueue_job()),
+        &settings(),
+        &cluster,
+    );
+    assert!(v.allowed);
+    assert_eq!(
+        v.audit_annotations["queue"],
+        "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a: LocalQueue ml/team-a exists and Kueue holds the Job (suspended), so its queue admits it, not the capacity gate (gateQueued: false)"
+    );
     // gateQueued: the unsuspending update is charged like any other.
     let s = Settings {
         gate_queued: true,

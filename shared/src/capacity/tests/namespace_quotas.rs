@@ -11,10 +11,10 @@ fn message(v: &Verdict) -> &str {
     v.message.as_deref().unwrap_or_default()
 }
 
-/// `settings()` with namespace quotas checked (the default).
+/// `settings()` with namespace quotas checked, switched on explicitly.
 fn checked() -> Settings {
     Settings {
-        check_namespace_quotas: true,
+        check_namespace_quotas: Some(true),
         ..settings()
     }
 }
@@ -289,7 +289,7 @@ const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes v1/R
 fn unreadable_quotas_with_warn_accept_naming_the_permission() {
     let cluster = Script::new(vec![(namespace_quota_query("ml"), Err(NOT_GRANTED.into()))]);
     let s = Settings {
-        unreadable_namespace_quotas: crate::settings::Action::Warn,
+        unreadable_namespace_quotas: Some(crate::settings::Action::Warn),
         ..checked()
     };
     let v = run(&create(deployment(1, None, "1")), &s, &cluster);
@@ -315,7 +315,7 @@ fn unreadable_quotas_fail_closed_unless_unreadable_cluster_warn(
         unreadable_cluster,
         ..checked()
     };
-    assert_eq!(s.unreadable_namespace_quotas, crate::settings::Action::Deny);
+    assert_eq!(s.unreadable_namespace_quotas, None);
     let cluster = Script::new(vec![(
         namespace_quota_query("ml"),
         Err("resourcequotas is forbidden: User cannot list resource resourcequotas".into()),

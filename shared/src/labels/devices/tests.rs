@@ -271,7 +271,10 @@ fn a_privileged_pod_on_gpu_nodes_is_denied_next_to_the_node_rule(
 #[case::host_path_elsewhere(json!({"containers": [app("1")], "volumes": [
     {"name": "logs", "hostPath": {"path": "/var/log"}}, {"name": "shm", "hostPath": {"path": "/dev/shm"}},
     {"name": "fuse", "hostPath": {"path": "/dev/fuse"}}, {"name": "cfg", "configMap": {"name": "c"}}]}))]
-#[case::device_path_off_gpu_nodes(json!({"containers": [app("0")], "volumes": [{"name": "dev", "hostPath": {"path": "/dev"}}]}))]
+#[case::privileged_off_gpu_nodes_with_other_host_paths(json!({"containers": [with(app("0"), "securityContext", json!({"privileged": true}))],
+    "volumes": [{"name": "run", "hostPath": {"path": "/run/containerd"}}, {"name": "dev-nvme", "hostPath": {"path": "/dev/nvme0n1"}}]}))]
+#[case::persistent_volume_claim(json!({"containers": [app("0")],
+    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "host-dev"}}]}))]
 fn privileged_and_host_paths_away_from_gpus_pass(#[case] spec: Value) {
     assert_eq!(decide(spec), Verdict::accept());
 }
@@ -329,6 +332,89 @@ fn device_host_paths_on_gpu_nodes_are_denied(#[case] path: &str, #[case] what: &
         )),
         "{m}"
     );
+}
+
+/// A device path is GPU access by itself: a pod that requests no GPU, tolerates no GPU
+/// taint and selects no GPU node lands on any untainted GPU node and opens its GPUs there.
+#[rstest]
+#[case::device(
+    "/dev/nvidia0",
+    "/dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
+)]
+#[case::control(
+    "/dev/nvidiactl",
+    "/dev/nvidiactl, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
+)]
+#[case::uvm(
+    "/dev/nvidia-uvm",
+    "/dev/nvidia-uvm, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
+)]
+#[case::render_node(
+    "/dev/dri/renderD128",
+    "/dev/dri/renderD128, a GPU device (deviceAccess.deviceHostPaths: /dev/dri)"
+)]
+#[case::dri(
+    "/dev/dri",
+    "/dev/dri, a GPU device (deviceAccess.deviceHostPaths: /dev/dri)"
+)]
+#[case::kfd(
+    "/dev/kfd",
+    "/dev/kfd, a GPU device (deviceAccess.deviceHostPaths: /dev/kfd)"
+)]
+#[case::accel(
+    "/dev/accel0",
+    "/dev/accel0, a GPU device (deviceAccess.deviceHostPaths: /dev/accel)"
+)]
+#[case::dev(
+    "/dev",
+    "/dev, which contains GPU devices (deviceAccess.deviceHostPaths: /dev/nvidia)"
+)]
+#[case::root(
+    "/",
+    "/, which contains GPU devices (deviceAccess.deviceHostPaths: /dev/nvidia)"
+)]
+fn device_host_paths_are_denied_in_pods_that_target_no_gpu(#[case] path: &str, #[case] what: &str) {
+    let v = decide(json!({"containers": [app("0")],
+        "volumes": [{"name": "dev", "hostPath": {"path": path}}]}));
+    assert_eq!(
+        one_problem(&v),
+        format!(
+            "volume 'dev' mounts the host path {what}, into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts"
+        )
+    );
+}
+
+#[test]
+fn device_host_paths_without_gpu_targeting_keep_the_exemptions() {
+    let spec = json!({"containers": [app("0")], "volumes": [{"name": "dev", "hostPath": {"path": "/dev"}}]});
+    // The GPU-tooling allow-list, by namespace and by service account.
+    let mut s = Settings::default();
+    s.device_access.privileged.allow_namespaces = crate::settings::NamespaceList(vec!["ml".into()]);
+    assert_eq!(evaluate(&pod(spec.clone()), &s), Verdict::accept());
+    let mut s = Settings::default();
+    s.device_access.privileged.allow_service_accounts = vec!["ml:default".into()];
+    assert_eq!(evaluate(&pod(spec.clone()), &s), Verdict::accept());
+    // Exempt namespaces.
+    let s = Settings {
+        exempt_namespaces: crate::settings::NamespaceList(vec!["ml".into()]),
+        ..Settings::default()
+    };
+    let v = evaluate(&pod(spec.clone()), &s);
+    assert!(
+        v.allowed && v.audit_annotations.contains_key("exempt"),
+        "{v:?}"
+    );
+    // A node agent (a DaemonSet) that mounts /dev and targets no GPU node.
+    let ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+        "spec": {"template": {"metadata": {"labels": {"app": "ne"}}, "spec": spec}}});
+    assert_eq!(
+        evaluate(&request("monitoring", "alice", ds), &Settings::default()),
+        Verdict::accept()
+    );
+    // The rule switched off.
+    let mut s = Settings::default();
+    s.device_access.device_host_paths.enabled = false;
+    assert_eq!(evaluate(&pod(spec), &s), Verdict::accept());
 }
 
 #[test]
