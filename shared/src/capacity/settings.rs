@@ -57,7 +57,7 @@ policy_settings! {
         /// quota of the workloads it is proven to own, [`super::queue`]).
         pub gate_queued: bool = false,
         /// The kinds Kueue manages in this cluster: only these can be left to their queue.
-        pub queue_managed_kinds: Vec<super::queue::ManagedKind> = super::queue::default_managed_kinds(),
+        pub queue_managed_kinds: Vec<ManagedKind> = default_managed_kinds(),
         /// More kinds whose `suspend` field keeps their pods from being created.
         #[serde(skip_serializing_if = "Vec::is_empty")]
         pub suspendable_kinds: Vec<SuspendableKind> = Vec::new(),
@@ -179,6 +179,32 @@ impl Settings {
 pub const RULE_NAMES: [&str; 1] = ["capacity"];
 
 crate::exceptions::impl_has_exceptions!(Settings);
+
+/// A kind Kueue manages in this cluster (its `integrations.frameworks`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ManagedKind {
+    /// API group (`""` for Pod), any version.
+    pub group: String,
+    pub kind: String,
+}
+
+/// The default `queueManagedKinds`: the suspendable kinds of Kueue's default integrations
+/// the gate knows (batch/job, jobset, rayjob, pytorchjob).
+pub fn default_managed_kinds() -> Vec<ManagedKind> {
+    [
+        ("batch", "Job"),
+        ("jobset.x-k8s.io", "JobSet"),
+        ("ray.io", "RayJob"),
+        ("kubeflow.org", "PyTorchJob"),
+    ]
+    .iter()
+    .map(|(group, kind)| ManagedKind {
+        group: group.to_string(),
+        kind: kind.to_string(),
+    })
+    .collect()
+}
 
 #[cfg(test)]
 mod tests {
