@@ -22,15 +22,14 @@
 //! with a warning naming it ([`super::upgrade`]'s rule 4: the label is the user's, so a
 //! missing grant cannot excuse it); any other failure fails closed.
 
-use super::Settings;
 use super::demand::is_suspended;
+use super::settings::Settings;
 use super::upgrade::is_missing_grant;
 use crate::admission::AdmissionRequest;
 use crate::cluster::{
     Cluster, ClusterRequest, FailureClass, GetResource, HOST_ERROR_MAX, HostFailure, call,
 };
 use crate::workload::Workload;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Kueue's API the LocalQueue is read in.
@@ -38,31 +37,7 @@ pub const LOCAL_QUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 /// The scheduling gate Kueue's pod integration puts on the pods it queues.
 pub const KUEUE_ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
 
-/// A kind Kueue manages in this cluster (its `integrations.frameworks`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ManagedKind {
-    /// API group (`""` for Pod), any version.
-    pub group: String,
-    pub kind: String,
-}
-
-/// The default `queueManagedKinds`: the suspendable kinds of Kueue's default integrations
-/// the gate knows (batch/job, jobset, rayjob, pytorchjob).
-pub fn default_managed_kinds() -> Vec<ManagedKind> {
-    [
-        ("batch", "Job"),
-        ("jobset.x-k8s.io", "JobSet"),
-        ("ray.io", "RayJob"),
-        ("kubeflow.org", "PyTorchJob"),
-    ]
-    .iter()
-    .map(|(group, kind)| ManagedKind {
-        group: group.to_string(),
-        kind: kind.to_string(),
-    })
-    .collect()
-}
+pub use super::settings::{ManagedKind, default_managed_kinds};
 
 /// What the queue label of a workload holding GPUs comes to.
 #[derive(Debug)]

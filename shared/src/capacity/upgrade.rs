@@ -13,7 +13,7 @@
 //!   upgrade matter: it fails closed either way.
 //! - `unreadableNamespaceQuotas`, when written, decides every failure.
 
-use super::Settings;
+use super::settings::Settings;
 use crate::cluster::{FailureClass, HostFailure};
 use crate::settings::Action;
 

@@ -782,7 +782,7 @@ fn the_window_that_holds_now_sets_the_threshold(
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
     let v = CapacityGate::evaluate_at(
         &create(deployment(4, Some("a100"), "2")),
-        &windowed(),
+        &crate::policy::checked::<CapacityGate>(&windowed()),
         &cluster,
         &tuesday(hh, mm),
     );
@@ -820,7 +820,7 @@ fn the_monday_after_a_weekend_night_window() {
         let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
         let v = CapacityGate::evaluate_at(
             &create(deployment(4, Some("a100"), "2")),
-            &windowed(),
+            &crate::policy::checked::<CapacityGate>(&windowed()),
             &cluster,
             &FixedClock(at),
         );
