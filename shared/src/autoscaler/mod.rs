@@ -17,6 +17,9 @@
 //!   `pools` block) and under the namespace's maximum; the message says the largest
 //!   value that fits.
 //!
+//! Its settings are checked once into the form the rules take ([`settings::Checked`]: each
+//! pool's declared GPUs and settings ceiling as counts, its node selector as a query).
+//!
 //! It fails closed: a target or pool that cannot be read denies, naming the permission
 //! to grant, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 

@@ -1,4 +1,5 @@
-//! Settings of the autoscaler policy, and their validation.
+//! Settings of the autoscaler policy, their validation, and the form its rules take
+//! ([`Checked`]).
 //!
 //! `poolLabelKey` and `pools` are the pool set of [`crate::pools`], the capacity gate's
 //! too: one `pools` block means the same thing to both policies. A pool is found by the

@@ -23,6 +23,11 @@
 //! [`queue`]) are left to it unless `gateQueued`; an UPDATE that starts a Deployment rollout is charged its
 //! `maxSurge` pods. A denied pool names the first of its `alternatives` with room.
 //!
+//! Its settings are checked once into the form the rules take ([`check::Checked`]: each
+//! pool's declared GPUs and settings ceiling as counts, its node selector as a query, its
+//! thresholds with their windows' schedules read, [`crate::pools::PoolForm`]; the team
+//! budgets read): a request parses none of them again.
+//!
 //! It fails closed: when cluster state cannot be read the workload is denied with a
 //! message naming the missing contextAwareResources entry or RBAC permission, and when
 //! the pool's ResourceQuotas cannot count the request's pods with the quota to create or

@@ -118,7 +118,7 @@ impl Usage {
 }
 
 /// Counts of a map of declared GPUs; entries that are not whole numbers count as 0
-/// (settings validation refuses them).
+/// (the settings check refuses them, [`super::set::PoolSet::check`]).
 fn counts_of(declared: &BTreeMap<String, DeclaredGpus>) -> GpuCounts {
     declared
         .iter()
@@ -155,7 +155,7 @@ impl Pool {
     }
 
     /// The declared capacity as counts (`None`: measured from the Nodes). Entries that are
-    /// not whole numbers count as 0 (settings validation refuses them).
+    /// not whole numbers count as 0 (the settings check refuses them).
     pub fn declared_capacity(&self) -> Option<GpuCounts> {
         self.capacity.as_ref().map(counts_of)
     }
