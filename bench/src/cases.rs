@@ -225,7 +225,7 @@ pub const CASES: &[Case] = &[
             "Deployment (peak window)",
             "test_data/deployment_a100_4x2.json",
             Some("test_data/settings_peak.yml"),
-            Accept,
+            Deny,
         )
     },
     Case {

@@ -15,13 +15,15 @@ use gpu_rules::capacity::{CapacitySource, Pool, PoolSnapshot, Settings, UsageSou
 use gpu_rules::policies::CapacityGate;
 use gpu_rules::policy::Policy;
 
-/// The gate on `request` (its checked settings are the settings as read).
+/// The gate on `request`, its settings checked (the generated settings are valid).
 fn evaluate(
     request: &gpu_rules::admission::AdmissionRequest,
     settings: &Settings,
     cluster: &dyn gpu_rules::cluster::Cluster,
 ) -> gpu_rules::admission::Verdict {
-    CapacityGate::evaluate(request, settings, cluster)
+    let checked = CapacityGate::check(Box::new(settings.clone()))
+        .unwrap_or_else(|e| panic!("invalid settings: {e}"));
+    CapacityGate::evaluate(request, &checked, cluster)
 }
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;

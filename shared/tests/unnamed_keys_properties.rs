@@ -286,8 +286,8 @@ fn a_key_the_readme_names_can_change_the_verdict() {
         .iter()
         .find(|c| c.line.contains("job_a100_unsuspended.json"))
         .expect("the unsuspended Job example");
-    let settings: gpu_rules::capacity::Settings =
-        serde_json::from_value(case.settings.clone()).unwrap();
+    let settings = CapacityGate::check(serde_json::from_value(case.settings.clone()).unwrap())
+        .expect("the case's settings check");
     let mut request = with_keys(
         &case.request,
         &[("kueue.x-k8s.io/queue-name".into(), "team-a".into())],

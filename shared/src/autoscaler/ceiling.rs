@@ -9,10 +9,9 @@
 //! NodePool's `spec.limits`, or `clusterAutoscaler`'s `maxNodes` x `gpusPerNode`). A pool
 //! that scales from zero nodes holds what its ceiling says.
 
-use super::settings::Pool;
 use crate::cluster::{Cluster, HostFailure};
 use crate::gpu::{GpuCounts, GpuResources};
-use crate::pools::{CeilingSource, Offer, read_offer};
+use crate::pools::{CeilingSource, CheckedPool, Offer, read_offer};
 
 /// What a pool can ever hold, and what it offers now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,12 +25,12 @@ pub struct Bound {
 /// its ceiling (a Karpenter NodePool: one more).
 pub fn read(
     cluster: &dyn Cluster,
-    pool: &Pool,
+    pool: CheckedPool,
     names: &GpuResources,
 ) -> Result<Bound, HostFailure> {
     Ok(Bound {
         offer: read_offer(cluster, pool, names)?,
-        selector: pool.node_selector.to_query(),
+        selector: pool.selector_query().to_string(),
     })
 }
 

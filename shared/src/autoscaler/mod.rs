@@ -17,6 +17,9 @@
 //!   `pools` block) and under the namespace's maximum; the message says the largest
 //!   value that fits.
 //!
+//! Its settings are checked once into the form the rules take ([`settings::Checked`]: each
+//! pool's declared GPUs and settings ceiling as counts, its node selector as a query).
+//!
 //! It fails closed: a target or pool that cannot be read denies, naming the permission
 //! to grant, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 
@@ -27,7 +30,7 @@ pub mod settings;
 pub mod target;
 
 pub use object::{Autoscaler, AutoscalerKind};
-pub use settings::{Action, Settings};
+pub use settings::{Action, Checked, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::cluster::{Cluster, FailureClass, HOST_ERROR_MAX, HostError, HostFailure, call};
@@ -63,7 +66,7 @@ pub fn judges(request: &AdmissionRequest) -> bool {
 
 /// The rules for an autoscaler the policy judges, outside its exempt namespaces, reading
 /// the target and the pools through `cluster`.
-pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let (request, settings, cluster) = (a.request, a.settings, a.cluster);
     let Some(kind) = AutoscalerKind::of(&request.object) else {
         return Verdict::accept();
@@ -161,7 +164,7 @@ fn uncountable(display: &str, target: &str, gpus: &ReplicaGpus) -> TargetRead {
     )))
 }
 
-fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
+fn check(a: &Autoscaler, settings: &Checked, cluster: &dyn Cluster) -> Verdict {
     let display = a.display();
     let (target_text, replica) = match read_target(a, settings, cluster) {
         TargetRead::Gpus { text, gpus } => (text, gpus),
@@ -213,7 +216,7 @@ fn check(a: &Autoscaler, settings: &Settings, cluster: &dyn Cluster) -> Verdict 
     }
     let names = settings.gpu_resources();
     for (index, per_pool) in &replica.per_pool {
-        let Some(pool) = settings.pools.get(*index) else {
+        let Some(pool) = settings.pool(*index) else {
             continue;
         };
         let bound = match ceiling::read(cluster, pool, &names) {

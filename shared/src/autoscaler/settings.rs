@@ -1,4 +1,5 @@
-//! Settings of the autoscaler policy, and their validation.
+//! Settings of the autoscaler policy, their validation, and the form its rules take
+//! ([`Checked`]).
 //!
 //! `poolLabelKey` and `pools` are the pool set of [`crate::pools`], the capacity gate's
 //! too: one `pools` block means the same thing to both policies. A pool is found by the
@@ -13,7 +14,7 @@
 //! is what the pool can hold at all; the gate brakes at its threshold when the scale-up
 //! happens.
 
-use crate::pools::{PoolChecks, PoolSet};
+use crate::pools::{CheckedPool, PoolChecks, PoolForm, PoolSet};
 use crate::settings::{
     FieldError, NamespaceList, UnreadableCluster, ValidateSettings, policy_settings,
 };
@@ -84,6 +85,44 @@ impl Settings {
                 self.default_max_gpus
                     .map(|n| (n, "defaultMaxGpus".to_string()))
             })
+    }
+}
+
+/// The autoscaler policy's settings in the form its rules take: the settings as written
+/// (through `Deref`) and each pool's [`PoolForm`] (declared GPUs and settings ceilings as
+/// counts, the node selector as a query). A request parses none of them again.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    settings: Box<Settings>,
+    /// One form per pool, in the order of `pools`.
+    forms: Vec<PoolForm>,
+}
+
+impl Checked {
+    /// The settings checked (the first field found wrong, as `validate_settings` says it),
+    /// in the form the rules take.
+    pub fn new(settings: Box<Settings>) -> Result<Checked, FieldError> {
+        settings.validate()?;
+        Ok(Checked::prepared(settings))
+    }
+
+    /// The form the rules take, without the checks (settings a host sends passed them, see
+    /// [`crate::policy::Policy::prepare`]).
+    pub fn prepared(settings: Box<Settings>) -> Checked {
+        let forms = settings.pools.iter().map(PoolForm::new).collect();
+        Checked { settings, forms }
+    }
+
+    /// The `i`th pool, in the form the rules take.
+    pub fn pool(&self, i: usize) -> Option<CheckedPool<'_>> {
+        CheckedPool::at(&self.settings.pools, &self.forms, i)
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
     }
 }
 

@@ -104,7 +104,8 @@ fn create(object: Value) -> AdmissionRequest {
 }
 
 fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
-    let v = policy::Autoscaler::evaluate(r, s, script);
+    let v =
+        policy::Autoscaler::evaluate(r, &crate::policy::checked::<policy::Autoscaler>(s), script);
     assert!(script.done(), "host calls not made");
     v
 }

@@ -1,13 +1,71 @@
 //! The capacity gate's settings checked: the pool set as [`crate::pools`] checks it for
 //! every policy (with the gate's `usage` default and its schedules), the gate's own fields,
-//! the fields every policy shares, exceptions, and team budgets ([`super::teams`]).
+//! the fields every policy shares, exceptions, and team budgets ([`super::teams`]); and
+//! [`Checked`], the form its rules take.
 
 use super::settings::{BUILTIN_SUSPENDABLE, RULE_NAMES, Settings};
-use crate::pools::PoolChecks;
+use super::teams::{TeamBudget, parse_budgets};
+use crate::pools::checked::{forms_with_thresholds, named_schedules};
+use crate::pools::{CheckedPool, PoolChecks, PoolForm};
 use crate::settings::{
     Action, FieldError, UnreadableCluster, ValidateSettings, validate_label_key,
     validate_object_name,
 };
+
+/// The gate's settings in the form its rules take: the settings as written (through
+/// `Deref`), each pool's [`PoolForm`] (declared GPUs and settings ceilings as counts, the
+/// node selector as a query, thresholds with their windows' schedules read) and the
+/// `teamBudgets` read. A request parses none of them again.
+#[derive(Debug, Clone)]
+pub struct Checked {
+    settings: Box<Settings>,
+    /// One form per pool, in the order of `pools`.
+    forms: Vec<PoolForm>,
+    /// `teamBudgets`, read: (team, budget).
+    pub budgets: Vec<(String, TeamBudget)>,
+}
+
+impl Checked {
+    /// The settings checked (the first field found wrong, as `validate_settings` says it),
+    /// in the form the rules take.
+    pub fn new(settings: Box<Settings>) -> Result<Checked, FieldError> {
+        settings.validate()?;
+        Checked::prepared(settings)
+    }
+
+    /// The form the rules take, without the checks no request depends on (settings a host
+    /// sends passed them, see [`crate::policy::Policy::prepare`]): the schedules the
+    /// pools' thresholds name and the team budgets are read, and refused when they do not
+    /// read.
+    pub fn prepared(settings: Box<Settings>) -> Result<Checked, FieldError> {
+        let schedules = named_schedules(&settings.pools, &settings.schedules)?;
+        let forms = forms_with_thresholds(&settings.pools, &schedules);
+        let budgets = parse_budgets("teamBudgets", &settings.team_budgets)?;
+        Ok(Checked {
+            settings,
+            forms,
+            budgets,
+        })
+    }
+
+    /// The `i`th pool, in the form the rules take.
+    pub fn pool(&self, i: usize) -> Option<CheckedPool<'_>> {
+        CheckedPool::at(&self.settings.pools, &self.forms, i)
+    }
+
+    /// The pool named `name`, with its index.
+    pub fn pool_named(&self, name: &str) -> Option<(usize, CheckedPool<'_>)> {
+        let (i, _) = self.settings.pool_named(name)?;
+        Some((i, self.pool(i)?))
+    }
+}
+
+impl std::ops::Deref for Checked {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {

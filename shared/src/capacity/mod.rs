@@ -23,6 +23,11 @@
 //! [`queue`]) are left to it unless `gateQueued`; an UPDATE that starts a Deployment rollout is charged its
 //! `maxSurge` pods. A denied pool names the first of its `alternatives` with room.
 //!
+//! Its settings are checked once into the form the rules take ([`check::Checked`]: each
+//! pool's declared GPUs and settings ceiling as counts, its node selector as a query, its
+//! thresholds with their windows' schedules read, [`crate::pools::PoolForm`]; the team
+//! budgets read): a request parses none of them again.
+//!
 //! It fails closed: when cluster state cannot be read the workload is denied with a
 //! message naming the missing contextAwareResources entry or RBAC permission, and when
 //! the pool's ResourceQuotas cannot count the request's pods with the quota to create or
@@ -43,6 +48,7 @@ pub mod teams;
 pub mod upgrade;
 
 pub use crate::pools::{Ceiling, CeilingSource};
+pub use check::Checked;
 pub use decision::{
     CapacitySource, Decision, NodeUse, PoolSnapshot, ResourceCheck, UsageSource, decide_with,
 };
@@ -53,6 +59,7 @@ use crate::cluster::{Cluster, HOST_ERROR_MAX, HostError, HostFailure, call};
 use crate::dra;
 use crate::gpu::GpuResources;
 use crate::policy::object_name;
+use crate::pools::CheckedPool;
 use crate::workload::Workload;
 use decision::Inputs;
 use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes};
@@ -110,7 +117,7 @@ enum Plan {
 /// The rules for a request the gate judges, outside its exempt namespaces, reading
 /// cluster state through `cluster` at the time `clock` tells (thresholds by schedule
 /// window).
-pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
+pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
     let now = clock.now();
     let names = settings.gpu_resources();
@@ -136,12 +143,12 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
 
     let mut decisions = Vec::new();
     for (index, demand) in &per_pool {
-        let Some(pool) = settings.pools.get(*index) else {
+        let Some(pool) = settings.pool(*index) else {
             continue;
         };
         let context = format!("pool {}", pool.name);
-        if settings.usage_of(pool) == Usage::Quotas
-            && let Some(denial) = uncounted_templates(pool, classes.get(index))
+        if settings.usage_of(&pool) == Usage::Quotas
+            && let Some(denial) = uncounted_templates(&pool, classes.get(index))
         {
             return with_notes(Verdict::reject(format!("{context}: {denial}")), notes)
                 .with_audit(audit::CAPACITY, format!("{context}: not checked"));
@@ -236,7 +243,7 @@ struct NamespaceFindings {
 /// ConfigMap is malformed.
 fn namespace_checks(
     request: &AdmissionRequest,
-    settings: &Settings,
+    settings: &Checked,
     names: &GpuResources,
     cluster: &dyn Cluster,
     incoming: &Incoming,
@@ -282,7 +289,14 @@ fn namespace_checks(
             }
         }
     }
-    match teams::check(cluster, settings, names, namespace, incoming) {
+    match teams::check(
+        cluster,
+        settings,
+        &settings.budgets,
+        names,
+        namespace,
+        incoming,
+    ) {
         Ok(teams::Judged::NoBudget(why)) => {
             if teams::configured(settings) {
                 found.notes.push((audit::TEAM, why));
@@ -318,7 +332,7 @@ fn namespace_checks(
 /// the pools it targets, and for their alternatives on a denial).
 struct PoolJob<'a> {
     cluster: &'a dyn Cluster,
-    settings: &'a Settings,
+    settings: &'a Checked,
     names: &'a GpuResources<'a>,
     namespace: &'a str,
     demand: &'a crate::gpu::GpuCounts,
@@ -328,7 +342,7 @@ struct PoolJob<'a> {
 
 impl PoolJob<'_> {
     /// Reads `pool` and decides at the threshold in force now.
-    fn decide(&self, pool: &Pool) -> Result<Decision, PoolError> {
+    fn decide(&self, pool: CheckedPool) -> Result<Decision, PoolError> {
         let snapshot = state::read_pool(
             self.cluster,
             self.settings,
@@ -337,20 +351,20 @@ impl PoolJob<'_> {
             self.namespace,
             self.demand,
         )?;
-        let (threshold_percent, window) = pool.threshold_at(&self.settings.schedules, self.now);
+        let (threshold_percent, window) = pool.threshold_at(self.now);
         let inputs = Inputs {
             threshold_percent,
             window: window.map(str::to_string),
             shapes: self.shapes,
             fragmentation: self.settings.fragmentation,
         };
-        Ok(decide_with(&snapshot, self.demand, pool, &inputs))
+        Ok(decide_with(&snapshot, self.demand, &pool, &inputs))
     }
 
     /// The sentence a denial of `pool` ends with: the first of its alternatives with room
     /// for the workload (read with the same calls as any pool), or why none has. `None`
     /// when the pool has no alternatives.
-    fn alternatives(&self, pool: &Pool) -> Option<String> {
+    fn alternatives(&self, pool: CheckedPool) -> Option<String> {
         if pool.alternatives.is_empty() {
             return None;
         }

@@ -37,6 +37,8 @@ pub const LOCAL_QUEUE_API_VERSION: &str = "kueue.x-k8s.io/v1beta1";
 /// The scheduling gate Kueue's pod integration puts on the pods it queues.
 pub const KUEUE_ADMISSION_GATE: &str = "kueue.x-k8s.io/admission";
 
+pub use super::settings::{ManagedKind, default_managed_kinds};
+
 /// What the queue label of a workload holding GPUs comes to.
 #[derive(Debug)]
 pub enum Judged {

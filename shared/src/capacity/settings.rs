@@ -85,6 +85,32 @@ policy_settings! {
     }
 }
 
+/// A kind Kueue manages in this cluster (its `integrations.frameworks`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ManagedKind {
+    /// API group (`""` for Pod), any version.
+    pub group: String,
+    pub kind: String,
+}
+
+/// The default `queueManagedKinds`: the suspendable kinds of Kueue's default integrations
+/// the gate knows (batch/job, jobset, rayjob, pytorchjob).
+pub fn default_managed_kinds() -> Vec<ManagedKind> {
+    [
+        ("batch", "Job"),
+        ("jobset.x-k8s.io", "JobSet"),
+        ("ray.io", "RayJob"),
+        ("kubeflow.org", "PyTorchJob"),
+    ]
+    .iter()
+    .map(|(group, kind)| ManagedKind {
+        group: group.to_string(),
+        kind: kind.to_string(),
+    })
+    .collect()
+}
+
 /// Where the team budgets ConfigMap is.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -179,32 +205,6 @@ impl Settings {
 pub const RULE_NAMES: [&str; 1] = ["capacity"];
 
 crate::exceptions::impl_has_exceptions!(Settings);
-
-/// A kind Kueue manages in this cluster (its `integrations.frameworks`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ManagedKind {
-    /// API group (`""` for Pod), any version.
-    pub group: String,
-    pub kind: String,
-}
-
-/// The default `queueManagedKinds`: the suspendable kinds of Kueue's default integrations
-/// the gate knows (batch/job, jobset, rayjob, pytorchjob).
-pub fn default_managed_kinds() -> Vec<ManagedKind> {
-    [
-        ("batch", "Job"),
-        ("jobset.x-k8s.io", "JobSet"),
-        ("ray.io", "RayJob"),
-        ("kubeflow.org", "PyTorchJob"),
-    ]
-    .iter()
-    .map(|(group, kind)| ManagedKind {
-        group: group.to_string(),
-        kind: kind.to_string(),
-    })
-    .collect()
-}
 
 #[cfg(test)]
 mod tests {
@@ -395,29 +395,6 @@ mod tests {
         let s = parse(with(growth(), "/pools/1/karpenterNodePool", json!("")));
         s.validate().unwrap();
         assert!(!s.pools[1].has_ceiling());
-    }
-
-    #[test]
-    fn the_first_window_that_holds_now_sets_the_threshold() {
-        let mut v = growth();
-        v["schedules"]["always"] = json!({"timeZone": "UTC", "windows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"], "from": "00:00", "to": "24:00"}]});
-        v["pools"][0]["thresholds"] = json!([
-            {"window": "peak", "thresholdPercent": 80},
-            {"window": "always", "thresholdPercent": 95}
-        ]);
-        let s = parse(v);
-        s.validate().unwrap();
-        // Tuesday 2026-12-01 10:00 Berlin (09:00 UTC): peak; 22:00 Berlin: always.
-        let tuesday = 1_796_083_200;
-        assert_eq!(
-            s.pools[0].threshold_at(&s.schedules, tuesday + 9 * 3600),
-            (80, Some("peak"))
-        );
-        assert_eq!(
-            s.pools[0].threshold_at(&s.schedules, tuesday + 21 * 3600),
-            (95, Some("always"))
-        );
-        assert_eq!(s.pools[1].threshold_at(&s.schedules, tuesday), (80, None));
     }
 
     #[rstest]

@@ -7,10 +7,10 @@ use super::decision::{CapacitySource, NodeUse, PoolSnapshot, UsageSource};
 use super::pods::parse_pods_on;
 use super::pool_quotas::{QuotaTarget, parse_quotas, quota_usage};
 use super::queries::{pod_query, quota_query};
-use super::settings::{Pool, Settings, Usage};
+use super::settings::{Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
-use crate::pools::read_offer;
+use crate::pools::{CheckedPool, read_offer};
 use std::fmt;
 
 /// Why a pool's state is not known.
@@ -36,7 +36,7 @@ impl From<HostFailure> for PoolError {
 pub fn read_pool(
     cluster: &dyn Cluster,
     settings: &Settings,
-    pool: &Pool,
+    pool: CheckedPool,
     names: &GpuResources,
     namespace: &str,
     demand: &GpuCounts,
@@ -60,16 +60,16 @@ pub fn read_pool(
             per_node = Some(nodes.per_node);
         }
     }
-    match settings.usage_of(pool) {
+    match settings.usage_of(&pool) {
         Usage::Pods => {
-            let pods_request = pod_query(&settings.pool_label_key, pool);
+            let pods_request = pod_query(&settings.pool_label_key, &pool);
             let pods = call(cluster, &pods_request)?;
             let nodes = per_node.unwrap_or_default();
             let (pods, used) =
                 parse_pods_on(&pods, names, &nodes).map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
-            if pool.declared_capacity().is_none() {
+            if pool.capacity().is_none() {
                 snapshot.per_node = Some(
                     nodes
                         .into_iter()
@@ -85,13 +85,13 @@ pub fn read_pool(
             }
         }
         Usage::Quotas => {
-            let quotas_request = quota_query(&settings.pool_label_key, pool);
+            let quotas_request = quota_query(&settings.pool_label_key, &pool);
             let quotas = call(cluster, &quotas_request)?;
             let quotas =
                 parse_quotas(&quotas, names).map_err(|e| unreadable(&quotas_request, &e))?;
             let target = QuotaTarget {
                 pool_label_key: &settings.pool_label_key,
-                pool,
+                pool: pool.pool(),
                 namespace,
                 demand,
                 allocatable: &snapshot.allocatable,

@@ -439,15 +439,17 @@ pub enum Judged {
 }
 
 /// Finds the team of `namespace`, reads what it holds and checks its limits against what
-/// `incoming` adds. Makes no host call when no budget is configured.
+/// `incoming` adds. `budgets` are the settings' `teamBudgets`, read when the settings were
+/// checked ([`super::check::Checked`]). Makes no host call when no budget is configured.
 pub fn check(
     cluster: &dyn Cluster,
     settings: &Settings,
+    budgets: &[(String, TeamBudget)],
     names: &GpuResources,
     namespace: &str,
     incoming: &Incoming,
 ) -> Result<Judged, TeamError> {
-    let Some(found) = find_team(cluster, settings, namespace)? else {
+    let Some(found) = find_team(cluster, settings, budgets, namespace)? else {
         return Ok(Judged::NoBudget(format!(
             "namespace {namespace} belongs to no team with a budget"
         )));
@@ -544,14 +546,17 @@ pub fn check(
 /// One budget in force: (team, budget, `settings` or `ConfigMap ns/name`).
 type Entry = (String, TeamBudget, String);
 
-/// The budgets in force: the settings', replaced team by team by the ConfigMap's. (Vecs,
-/// not maps: teams are few, and each map type is more code in the module.)
-fn budgets(cluster: &dyn Cluster, settings: &Settings) -> Result<Vec<Entry>, TeamError> {
-    // Valid settings parse.
-    let mut all: Vec<Entry> = parse_budgets("teamBudgets", &settings.team_budgets)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|(t, b)| (t, b, "settings".to_string()))
+/// The budgets in force: the settings' (`read`, from the checked settings), replaced team by
+/// team by the ConfigMap's. (Vecs, not maps: teams are few, and each map type is more code
+/// in the module.)
+fn budgets(
+    cluster: &dyn Cluster,
+    settings: &Settings,
+    read: &[(String, TeamBudget)],
+) -> Result<Vec<Entry>, TeamError> {
+    let mut all: Vec<Entry> = read
+        .iter()
+        .map(|(t, b)| (t.clone(), b.clone(), "settings".to_string()))
         .collect();
     if let Some(r) = config_map(settings) {
         for (team, budget) in read_config_map(cluster, settings, r)? {
@@ -632,12 +637,13 @@ fn read_config_map(
 fn find_team(
     cluster: &dyn Cluster,
     settings: &Settings,
+    read: &[(String, TeamBudget)],
     namespace: &str,
 ) -> Result<Option<Found>, TeamError> {
     if !configured(settings) {
         return Ok(None);
     }
-    let mut all = budgets(cluster, settings)?;
+    let mut all = budgets(cluster, settings, read)?;
     let found = |all: &mut Vec<Entry>, i: usize, by: Membership| {
         let (team, budget, source) = all.swap_remove(i);
         Some(Found {

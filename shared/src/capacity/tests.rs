@@ -126,7 +126,7 @@ fn run_deployment(replicas: u64, pool: Option<&str>, gpus: &str, cluster: &Scrip
 }
 
 fn run(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
-    let v = CapacityGate::evaluate(req, s, cluster);
+    let v = CapacityGate::evaluate(req, &crate::policy::checked::<CapacityGate>(s), cluster);
     assert!(
         cluster.done(),
         "host calls left unmade: {:?}",

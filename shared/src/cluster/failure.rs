@@ -18,9 +18,12 @@
 //! Every text starts with `Callback evaluation failure: `; with `RUST_BACKTRACE` set the
 //! host appends a stack backtrace. `get_resource` returns every class at once. A list
 //! (`list_resources_all`, `list_resources_by_namespace`) is served by the host's watch
-//! cache: when the API server cannot be reached (refused, DNS) the call fails at once, but
-//! when it answers with an error status (403, 404, 429, 5xx) or resets the connection, the
-//! host's reflector retries and the call waits until the policy's evaluation deadline.
+//! cache: when the API server cannot be reached (refused, DNS), the first list of a kind
+//! fails at once, but a list of a kind the host already watches, with a label or field
+//! selector it has not seen, is held by policy-server (its reflector retries) rather than
+//! failed; when the API server answers with an error status (403, 404, 429, 5xx) or resets
+//! the connection, the host's reflector retries and the call waits until the policy's
+//! evaluation deadline.
 //!
 //! A text of none of these classes (a replay session's own errors) keeps the two things
 //! to check, the grant in the policy and the RBAC permission. The raw text goes to the

@@ -46,7 +46,8 @@ impl<S> Copy for Admission<'_, S> {}
 /// the policy's `exemptNamespaces` (the capacity gate also names an exempt priority class).
 pub const AUDIT_EXEMPT: &str = "exempt";
 
-/// A policy: its settings as read and as checked, the host calls it may make, its decision.
+/// A policy: its settings as the host sends them and as checked, the host calls it may
+/// make, its decision.
 ///
 /// Policies are run one way: [`Policy::evaluate_at`] (or [`Policy::evaluate`] at the host's
 /// time, [`Policy::evaluate_owned`] on a request handed over) on settings from
@@ -75,8 +76,10 @@ pub trait Policy {
     /// each request on a fresh instance, which reads its settings again: a policy builds the
     /// same form without the checks no request depends on (routing: the overlap of its
     /// pools; VRAM fit: every `models` entry, which a request reads when it names one; the
-    /// policies whose rules take the settings as read: every check). Settings that cannot be
-    /// put in that form (a schedule that does not read) are refused before the rules run.
+    /// capacity gate and the autoscaler policy: every check, their pools' forms and the
+    /// gate's team budgets are read; labels, whose rules take the settings as read: every
+    /// check). Settings that cannot be put in that form (a schedule that does not read) are
+    /// refused before the rules run.
     fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
         Self::check(settings)
     }

@@ -1,11 +1,11 @@
 //! A pool's ceiling: the most GPUs it can grow to, from `maxAllocatable`, a Karpenter
-//! NodePool's `spec.limits` (one `get_resource`), or cluster-autoscaler's `maxNodes` x
-//! `gpusPerNode`; and what a pool is judged against, the larger of what its Nodes offer
+//! NodePool's `spec.limits` (its query and the reading of its answer; the call is
+//! [`super::read::read_ceiling`]'s), or cluster-autoscaler's `maxNodes` x `gpusPerNode`; and what a pool is judged against, the larger of what its Nodes offer
 //! now and its ceiling, per resource ([`most`]), for the capacity gate and the autoscaler
 //! policy alike.
 
 use super::pool::Pool;
-use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailure, call};
+use crate::cluster::{ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::workload::At;
 use std::collections::BTreeSet;
@@ -110,41 +110,23 @@ pub fn parse_node_pool_limits(bytes: &[u8], names: &GpuResources) -> Result<GpuC
     Ok(limits)
 }
 
-/// The pool's ceiling: `maxAllocatable`, `clusterAutoscaler` (`maxNodes` x
-/// `gpusPerNode`), or the `spec.limits` of its Karpenter NodePool (one `get_resource`).
-pub fn read_ceiling(
-    cluster: &dyn Cluster,
-    pool: &Pool,
-    names: &GpuResources,
-) -> Result<Option<Ceiling>, HostFailure> {
+/// The ceiling `pool`'s settings give: `maxAllocatable`, or `clusterAutoscaler`
+/// (`maxNodes` x `gpusPerNode`); `None` for a Karpenter NodePool's (read from the cluster) or
+/// none. Read once, when the settings are checked ([`super::checked::PoolForm`]).
+pub fn settings_ceiling(pool: &Pool) -> Option<Ceiling> {
     if let Some(gpus) = pool.static_ceiling() {
-        return Ok(Some(Ceiling {
+        return Some(Ceiling {
             gpus,
             source: CeilingSource::MaxAllocatable,
             node_shape: None,
-        }));
+        });
     }
-    if let Some((max_nodes, shape)) = pool.node_count_ceiling() {
-        return Ok(Some(Ceiling {
-            gpus: crate::gpu::scale(&shape, max_nodes),
-            source: CeilingSource::ClusterAutoscaler { max_nodes },
-            node_shape: Some(shape),
-        }));
-    }
-    let Some(name) = pool.node_pool() else {
-        return Ok(None);
-    };
-    let request = node_pool_query(name);
-    let bytes = call(cluster, &request)?;
-    let gpus = parse_node_pool_limits(&bytes, names).map_err(|e| HostFailure {
-        request: Box::new(request.clone()),
-        error: HostError::Unreadable(e),
-    })?;
-    Ok(Some(Ceiling {
-        gpus,
-        source: CeilingSource::NodePool(name.to_string()),
-        node_shape: None,
-    }))
+    let (max_nodes, shape) = pool.node_count_ceiling()?;
+    Some(Ceiling {
+        gpus: crate::gpu::scale(&shape, max_nodes),
+        source: CeilingSource::ClusterAutoscaler { max_nodes },
+        node_shape: Some(shape),
+    })
 }
 
 #[cfg(test)]

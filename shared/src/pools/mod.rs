@@ -9,6 +9,10 @@
 //! - [`set`]: the pool set of a policy ([`PoolSet`]: `poolLabelKey` and `pools`): which
 //!   pools a pod template targets, and the checks of every pool ([`PoolChecks`] says what
 //!   the policy reads besides the pools: the gate's `usage` default and its schedules).
+//! - [`checked`]: a pool in the form the rules take ([`CheckedPool`]: the pool as written
+//!   and its [`PoolForm`], what its settings say read once when the settings are checked:
+//!   declared GPUs as counts, the ceiling the settings give, the node selector as a query,
+//!   each threshold with its window's schedule read).
 //! - [`nodes`], [`ceiling`], [`read`]: reading what a pool offers ([`read::read_offer`]):
 //!   its Nodes with one query and one set of field masks, its ceiling, and the larger of
 //!   the two per resource ([`ceiling::most`]), what both policies judge against. Host
@@ -20,12 +24,14 @@
 //! routing README.
 
 pub mod ceiling;
+pub mod checked;
 pub mod nodes;
 pub mod pool;
 pub mod read;
 pub mod set;
 
 pub use ceiling::{Ceiling, CeilingSource};
+pub use checked::{CheckedPool, PoolForm};
 pub use pool::{
     ClusterAutoscalerCeiling, DEFAULT_THRESHOLD_PERCENT, DeclaredGpus, Pool, Usage, WindowThreshold,
 };

@@ -25,10 +25,15 @@ const UNSCHEDULABLE_TAINTS: &[&str] = &[
 
 /// The pool's Nodes: `list_resources_all` of `v1/Node` by the pool's node selector.
 pub fn node_query(pool: &Pool) -> ClusterRequest {
+    node_list(&pool.node_selector.to_query())
+}
+
+/// [`node_query`] of a pool whose node selector reads as `label_selector` (a query).
+pub fn node_list(label_selector: &str) -> ClusterRequest {
     ClusterRequest::ListAll(ListAll {
         api_version: "v1".into(),
         kind: "Node".into(),
-        label_selector: Some(pool.node_selector.to_query()),
+        label_selector: Some(label_selector.to_string()),
         field_selector: None,
         field_masks: Some(NODE_FIELD_MASKS.iter().map(|s| s.to_string()).collect()),
     })

@@ -45,7 +45,7 @@ pub struct Pool {
     pub node_selector: LabelSelector,
     /// GPUs per resource name the pool has, declared instead of measured from its Nodes
     /// (the ceiling of an autoscaled pool). Values as written; [`Pool::declared_capacity`]
-    /// reads them once settings are valid.
+    /// reads them when the settings are checked ([`super::checked::PoolForm`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity: Option<BTreeMap<String, DeclaredGpus>>,
     /// Where the pool's GPUs in use come from; `None`: the gate's `usage`.
@@ -118,7 +118,7 @@ impl Usage {
 }
 
 /// Counts of a map of declared GPUs; entries that are not whole numbers count as 0
-/// (settings validation refuses them).
+/// (the settings check refuses them, [`super::set::PoolSet::check`]).
 fn counts_of(declared: &BTreeMap<String, DeclaredGpus>) -> GpuCounts {
     declared
         .iter()
@@ -127,25 +127,6 @@ fn counts_of(declared: &BTreeMap<String, DeclaredGpus>) -> GpuCounts {
 }
 
 impl Pool {
-    /// The threshold at `now`, and the window that set it (`None`: `thresholdPercent`).
-    /// `schedules` are the gate's; a window that names no valid schedule never holds.
-    pub fn threshold_at(
-        &self,
-        schedules: &crate::schedule::Schedules,
-        now: crate::clock::UnixSeconds,
-    ) -> (u32, Option<&str>) {
-        self.thresholds
-            .iter()
-            .find(|t| {
-                schedules
-                    .get(&t.window)
-                    .and_then(|s| s.check("").ok())
-                    .is_some_and(|s| s.contains(now))
-            })
-            .map(|t| (t.threshold_percent, Some(t.window.as_str())))
-            .unwrap_or((self.threshold_percent, None))
-    }
-
     /// True when the pool's ceiling is read from a Karpenter NodePool, declared, or given
     /// by node count.
     pub fn has_ceiling(&self) -> bool {
@@ -174,7 +155,7 @@ impl Pool {
     }
 
     /// The declared capacity as counts (`None`: measured from the Nodes). Entries that are
-    /// not whole numbers count as 0 (settings validation refuses them).
+    /// not whole numbers count as 0 (the settings check refuses them).
     pub fn declared_capacity(&self) -> Option<GpuCounts> {
         self.capacity.as_ref().map(counts_of)
     }

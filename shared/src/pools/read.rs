@@ -2,9 +2,9 @@
 //! Nodes) and its ceiling, with the same calls in the same order for every policy (so
 //! policy-server answers the capacity gate and the autoscaler policy from one watch).
 
-use super::ceiling::{Ceiling, read_ceiling};
-use super::nodes::{NodeTotals, node_query, parse_nodes};
-use super::pool::Pool;
+use super::ceiling::{Ceiling, CeilingSource, node_pool_query, parse_node_pool_limits};
+use super::checked::CheckedPool;
+use super::nodes::{NodeTotals, node_list, parse_nodes};
 use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 
@@ -31,13 +31,13 @@ impl Offer {
 /// declared), then its ceiling (one `get_resource` for a Karpenter NodePool).
 pub fn read_offer(
     cluster: &dyn Cluster,
-    pool: &Pool,
+    pool: CheckedPool,
     names: &GpuResources,
 ) -> Result<Offer, HostFailure> {
-    let (allocatable, nodes) = match pool.declared_capacity() {
-        Some(declared) => (declared, None),
+    let (allocatable, nodes) = match pool.capacity() {
+        Some(declared) => (declared.clone(), None),
         None => {
-            let request = node_query(pool);
+            let request = node_list(pool.selector_query());
             let bytes = call(cluster, &request)?;
             let nodes = parse_nodes(&bytes, names).map_err(|e| HostFailure {
                 request: Box::new(request.clone()),
@@ -52,4 +52,30 @@ pub fn read_offer(
         nodes,
         ceiling,
     })
+}
+
+/// The pool's ceiling: the one its settings give ([`settings_ceiling`]), or the
+/// `spec.limits` of its Karpenter NodePool (one `get_resource`).
+pub fn read_ceiling(
+    cluster: &dyn Cluster,
+    pool: CheckedPool,
+    names: &GpuResources,
+) -> Result<Option<Ceiling>, HostFailure> {
+    if let Some(ceiling) = pool.settings_ceiling() {
+        return Ok(Some(ceiling.clone()));
+    }
+    let Some(name) = pool.node_pool() else {
+        return Ok(None);
+    };
+    let request = node_pool_query(name);
+    let bytes = call(cluster, &request)?;
+    let gpus = parse_node_pool_limits(&bytes, names).map_err(|e| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Unreadable(e),
+    })?;
+    Ok(Some(Ceiling {
+        gpus,
+        source: CeilingSource::NodePool(name.to_string()),
+        node_shape: None,
+    }))
 }

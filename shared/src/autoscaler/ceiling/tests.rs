@@ -3,6 +3,7 @@ use crate::cluster::ClusterRequest;
 use crate::cluster::fake::Script;
 use crate::pools::ceiling::node_pool_query;
 use crate::pools::nodes::node_query;
+use crate::pools::{CheckedPool, Pool, PoolForm};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -74,7 +75,13 @@ fn node_list(gpus: &[(u64, bool)]) -> String {
 
 fn bound(pool: &Pool, answers: Vec<(ClusterRequest, Result<String, String>)>) -> Bound {
     let cluster = Script::new(answers);
-    let b = read(&cluster, pool, &GpuResources::default()).unwrap();
+    let form = PoolForm::new(pool);
+    let b = read(
+        &cluster,
+        CheckedPool::new(pool, &form),
+        &GpuResources::default(),
+    )
+    .unwrap();
     assert!(cluster.done(), "calls left unmade");
     b
 }
@@ -119,7 +126,13 @@ fn declared_pools_make_no_call_and_node_pools_sum_schedulable_nodes() {
     );
 
     let cluster = Script::new(vec![(node_query(&p), Ok("{not json".into()))]);
-    let failure = read(&cluster, &p, &GpuResources::default()).unwrap_err();
+    let form = PoolForm::new(&p);
+    let failure = read(
+        &cluster,
+        CheckedPool::new(&p, &form),
+        &GpuResources::default(),
+    )
+    .unwrap_err();
     assert!(
         failure
             .explanation()

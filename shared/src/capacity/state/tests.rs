@@ -1,5 +1,6 @@
 use super::*;
 use crate::capacity::queries::pod_query;
+use crate::pools::Pool;
 use crate::pools::nodes::node_query;
 use crate::selector::LabelSelector;
 use serde_json::json;
@@ -31,10 +32,11 @@ fn read_scripted(
         ..Settings::default()
     };
     let cluster = crate::cluster::fake::Script::new(answers);
+    let (pool, form) = (pool(), crate::pools::PoolForm::new(&pool()));
     let read = read_pool(
         &cluster,
         &settings,
-        &pool(),
+        crate::pools::CheckedPool::new(&pool, &form),
         &names(),
         "ml",
         &GpuCounts::new(),

@@ -782,7 +782,7 @@ fn the_window_that_holds_now_sets_the_threshold(
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
     let v = CapacityGate::evaluate_at(
         &create(deployment(4, Some("a100"), "2")),
-        &windowed(),
+        &crate::policy::checked::<CapacityGate>(&windowed()),
         &cluster,
         &tuesday(hh, mm),
     );
@@ -820,7 +820,7 @@ fn the_monday_after_a_weekend_night_window() {
         let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
         let v = CapacityGate::evaluate_at(
             &create(deployment(4, Some("a100"), "2")),
-            &windowed(),
+            &crate::policy::checked::<CapacityGate>(&windowed()),
             &cluster,
             &FixedClock(at),
         );
@@ -828,6 +828,54 @@ fn the_monday_after_a_weekend_night_window() {
             v.audit_annotations["capacity"].contains("in window night"),
             window,
             "{at}: {v:?}"
+        );
+    }
+}
+
+/// A host sends settings `validate_settings` accepted; the gate's `prepare` reads only what
+/// its rules take (the schedules thresholds name, the team budgets) and refuses what does
+/// not read, naming the field, before any rule runs. On valid settings it gives the same
+/// verdicts as `check`.
+#[test]
+fn prepared_settings_read_the_windows_and_budgets_the_rules_take() {
+    let mut v = serde_json::to_value(windowed()).unwrap();
+    v["schedules"]["peak"]["timeZone"] = json!("Mars/Olympus");
+    let err = CapacityGate::prepare(serde_json::from_value(v.clone()).unwrap()).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("schedules.peak.timeZone: 'Mars/Olympus'"),
+        "{err}"
+    );
+    // A schedule no threshold names is not read.
+    v["pools"][0]["thresholds"] = json!([{"window": "night", "thresholdPercent": 100}]);
+    assert!(CapacityGate::prepare(serde_json::from_value(v).unwrap()).is_ok());
+    let mut v = serde_json::to_value(settings()).unwrap();
+    v["teamBudgets"] = json!({"ml-a": 16});
+    let err = CapacityGate::prepare(serde_json::from_value(v).unwrap()).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("teamBudgets.ml-a: must be a budget"),
+        "{err}"
+    );
+
+    let prepared = CapacityGate::prepare(Box::new(windowed())).unwrap();
+    let at_peak = tuesday(9, 0);
+    for settings in [
+        &prepared,
+        &crate::policy::checked::<CapacityGate>(&windowed()),
+    ] {
+        let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[8, 8, 8, 8, 8])));
+        let v = CapacityGate::evaluate_at(
+            &create(deployment(4, Some("a100"), "2")),
+            settings,
+            &cluster,
+            &at_peak,
+        );
+        assert!(cluster.done());
+        assert!(!v.allowed);
+        assert!(
+            message(&v).contains("above the 70% threshold of window peak"),
+            "{v:?}"
         );
     }
 }

@@ -217,7 +217,7 @@ fn quota_and_pool_denials_are_reported_together() {
 fn a_workload_with_no_gpu_demand_makes_no_host_call() {
     let mut d = deployment(4, None, "0");
     d["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "2"}});
-    let v = run(&create(d), &Settings::default(), &Script::none());
+    let v = run(&create(d), &settings(), &Script::none());
     assert!(v.allowed);
     // Nor a pod of a charged controller.
     let owned = pod(None, "2", Some(rs_owner()));
