@@ -34,6 +34,7 @@ GPU_ADMISSION_MODULES_DIR: today's modules from another folder laid out like pol
 import argparse
 import base64
 import concurrent.futures
+import datetime
 import hashlib
 import json
 import os
@@ -55,6 +56,7 @@ except ImportError:  # scripts/setup.sh installs python3-yaml
     sys.exit("test_upgrade.py needs PyYAML (apt-get install python3-yaml; scripts/setup.sh does)")
 
 RELEASE = HERE / "release"
+PROBES = HERE / "probes"
 VERDICTS = HERE / "verdicts.json"
 DIFFERENCES = HERE / "differences.yml"
 POLICIES = ["gpu-labels-policy", "gpu-pool-routing-policy", "gpu-vram-fit-policy", "gpu-capacity-gate-policy",
@@ -93,15 +95,32 @@ def release_cases(policy):
     """The release's cases of `policy`, once each (cases.yml repeats a request for other checks)."""
     cases = {}
     for case in read_yaml(release_path(policy, "test_data/cases.yml")):
-        cases.setdefault(case_key(case), case)
+        cases.setdefault(case_key(case), {**case, "dir": RELEASE / "policies" / policy})
     return cases
 
 
-def makes_no_call(policy, case):
+def all_cases():
+    """[(entry, policy, key, case)]: the release's cases (entry: the policy) and the probes
+    (entry: probes/<policy>), each case with `dir`, the folder its paths are relative to."""
+    found = [(policy, policy, key, case) for policy in POLICIES for key, case in release_cases(policy).items()]
+    probes = {}
+    for case in read_yaml(PROBES / "cases.yml"):
+        policy = case["policy"]
+        key = case_key(case) + (" | windows closed" if case.get("closed") else "")
+        key += "".join(f" | granted {r['kind']}" for r in case.get("grant", []))
+        probes.setdefault(key, (f"probes/{policy}", policy, key, {**case, "dir": PROBES / policy}))
+    return found + list(probes.values())
+
+
+def case_file(case, field):
+    return case["dir"] / case[field]
+
+
+def makes_no_call(case):
     """The case's session answers no host call (absent or an empty list)."""
     if not case.get("session"):
         return True
-    text = release_path(policy, case["session"]).read_text()
+    text = case_file(case, "session").read_text()
     return not any(line.startswith("- type:") for line in text.splitlines())
 
 
@@ -114,8 +133,22 @@ def metadata_resources(policy):
             for r in release_metadata(policy).get("contextAwareResources") or []]
 
 
-def settings_of(policy, case):
-    return (read_yaml(release_path(policy, case["settings"])) or {}) if case.get("settings") else {}
+def settings_of(case):
+    settings = (read_yaml(case_file(case, "settings")) or {}) if case.get("settings") else {}
+    if case.get("closed"):
+        close_windows(settings)
+    return settings
+
+
+def close_windows(settings):
+    """Every window of the routing settings' schedules on the weekday three days from now (UTC):
+    closed whenever the test runs, in any time zone."""
+    day = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=3)).strftime("%a")
+    windows = [w for schedule in (settings.get("schedules") or {}).values() for w in schedule.get("windows", [])]
+    if not windows:
+        raise SystemExit("a probe with closed: true has settings without lending windows")
+    for window in windows:
+        window["days"] = [day]
 
 
 def manifest_policies():
@@ -151,15 +184,16 @@ def cluster_objects():
 
 def manifest_requests():
     """{name: AdmissionRequest}: every request of the release's test_data (by file name; the same
-    name in two policies is the same request or is kept under both names) and every object of
-    its examples/manifests as a CREATE."""
+    name in two policies is the same request or is kept under both names), every probe's
+    (probes/<name>) and every object of the release's examples/manifests as a CREATE."""
     requests = {}
-    for policy in POLICIES:
-        for case in release_cases(policy).values():
-            name = Path(case["request"]).name
-            request = hosts.read_json(release_path(policy, case["request"]))
-            if requests.setdefault(name, request) != request:
-                requests[f"{policy}/{name}"] = request
+    for entry, policy, _, case in all_cases():
+        name = Path(case["request"]).name
+        if entry.startswith("probes/"):
+            name = f"probes/{name}"
+        request = hosts.read_json(case_file(case, "request"))
+        if requests.setdefault(name, request) != request:
+            requests[f"{policy}/{name}"] = request
     for path in sorted((RELEASE / "examples" / "manifests").iterdir()):
         text = path.read_text()
         docs = [json.loads(text)] if path.suffix == ".json" else list(yaml.safe_load_all(text))
@@ -192,9 +226,11 @@ def create_request(obj, name):
 
 
 def verdict(response):
-    """What the test compares of an AdmissionResponse."""
+    """What the test compares of an AdmissionResponse, and under `text` (not compared, not
+    recorded) its message and warnings, which differences.yml's `says` is checked against."""
     allowed = bool(response.get("allowed"))
     found = {"allowed": allowed}
+    found["text"] = " | ".join([(response.get("status") or {}).get("message") or ""] + (response.get("warnings") or []))
     if not allowed:
         code = (response.get("status") or {}).get("code")
         if code is not None:
@@ -202,6 +238,10 @@ def verdict(response):
     if response.get("patch"):
         found["patch"] = json.loads(base64.b64decode(response["patch"]))
     return found
+
+
+def comparable(found):
+    return None if found is None else {k: v for k, v in found.items() if k != "text"}
 
 
 def summary(found):
@@ -233,14 +273,14 @@ def module_uri(modules, policy):
 
 def kwctl_case(modules, policy, case, tmp, index):
     manifest = tmp / f"{policy}-{index}.yaml"
-    spec = {"module": module_uri(modules, policy), "settings": settings_of(policy, case), "rules": [],
+    spec = {"module": module_uri(modules, policy), "settings": settings_of(case), "rules": [],
             "mutating": bool(release_metadata(policy).get("mutating")),
-            "contextAwareResources": metadata_resources(policy)}
+            "contextAwareResources": metadata_resources(policy) + case.get("grant", [])}
     manifest.write_text(json.dumps({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
                                     "metadata": {"name": f"upgrade-{index}"}, "spec": spec}))
-    session = release_path(policy, case["session"]) if case.get("session") else tmp / "no-calls.yml"
+    session = case_file(case, "session") if case.get("session") else tmp / "no-calls.yml"
     argv = [KWCTL, "run", "--sigstore-trust-config", str(hosts.TRUST_CONFIG),
-            "--request-path", str(release_path(policy, case["request"])),
+            "--request-path", str(case_file(case, "request")),
             "--replay-host-capabilities-interactions", str(session), str(manifest)]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     lines = [l for l in out.stdout.splitlines() if l.startswith("{")]
@@ -253,16 +293,16 @@ def kwctl_case(modules, policy, case, tmp, index):
 
 
 def run_kwctl(modules):
-    """{policy: {case key: verdict}} of every release case."""
+    """{entry: {case key: verdict}} of every release case and probe."""
     found = {}
     with tempfile.TemporaryDirectory(prefix="upgrade-kwctl-") as tmp:
         tmp = Path(tmp)
         (tmp / "no-calls.yml").write_text("[]\n")
-        jobs = [(policy, key, case) for policy in POLICIES for key, case in release_cases(policy).items()]
+        jobs = list(enumerate(all_cases()))
         with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-            results = pool.map(lambda job: kwctl_case(modules, job[0], job[2], tmp, jobs.index(job)), jobs)
-            for (policy, key, _), result in zip(jobs, results):
-                found.setdefault(policy, {})[key] = result
+            results = pool.map(lambda job: kwctl_case(modules, job[1][1], job[1][3], tmp, job[0]), jobs)
+            for (_, (entry, _, key, _)), result in zip(jobs, results):
+                found.setdefault(entry, {})[key] = result
     return found
 
 
@@ -271,8 +311,9 @@ def run_kwctl(modules):
 # --------------------------------------------------------------------------------------
 
 
-def entry_id(policy, settings):
-    return f"{policy}--{Path(settings).stem if settings else 'no-settings'}"
+def entry_id(entry, case):
+    settings = Path(case["settings"]).stem if case.get("settings") else "no-settings"
+    return f"{entry.replace('/', '-')}--{settings}" + ("-closed" if case.get("closed") else "")
 
 
 def run_policy_server(modules, recorded_kwctl):
@@ -280,18 +321,16 @@ def run_policy_server(modules, recorded_kwctl):
     previous release's kwctl verdicts) says which settings it refused: those are left out, as
     policy-server would not start with them."""
     entries, case_runs = {}, []
-    for policy in POLICIES:
-        for key, case in release_cases(policy).items():
-            if not makes_no_call(policy, case):
-                continue
-            if "error" in recorded_kwctl.get(policy, {}).get(key, {}):
-                continue
-            pid = entry_id(policy, case.get("settings"))
-            entries.setdefault(pid, hosts.PolicyEntry(
-                module_uri(modules, policy), settings=settings_of(policy, case),
-                allowed_to_mutate=bool(release_metadata(policy).get("mutating")),
-                context_aware_resources=metadata_resources(policy), host_capabilities=HOST_CAPABILITIES))
-            case_runs.append((pid, policy, key, hosts.read_json(release_path(policy, case["request"]))))
+    for entry, policy, key, case in all_cases():
+        if not makes_no_call(case) or "error" in recorded_kwctl.get(entry, {}).get(key, {}):
+            continue
+        pid = entry_id(entry, case)
+        entries.setdefault(pid, hosts.PolicyEntry(
+            module_uri(modules, policy), settings=settings_of(case),
+            allowed_to_mutate=bool(release_metadata(policy).get("mutating")),
+            context_aware_resources=metadata_resources(policy) + case.get("grant", []),
+            host_capabilities=HOST_CAPABILITIES))
+        case_runs.append((pid, entry, key, hosts.read_json(case_file(case, "request"))))
     manifests = manifest_policies()
     for pid, (policy, spec) in manifests.items():
         entries[pid] = hosts.PolicyEntry(
@@ -311,8 +350,8 @@ def run_policy_server(modules, recorded_kwctl):
         def ask(pid, request):
             return verdict(server.validate(pid, hosts.admission_review(request)))
 
-        for pid, policy, key, request in case_runs:
-            found[POLICY_SERVER_CASES].setdefault(policy, {})[key] = ask(pid, request)
+        for pid, entry, key, request in case_runs:
+            found[POLICY_SERVER_CASES].setdefault(entry, {})[key] = ask(pid, request)
         for pid in manifests:
             found[POLICY_SERVER_MANIFESTS][pid] = {name: ask(pid, request) for name, request in requests.items()}
     return found
@@ -324,17 +363,21 @@ def run_policy_server(modules, recorded_kwctl):
 
 
 def differences():
-    """{(stage, entry, case): entry of differences.yml}."""
+    """{(stage, entry, case): entry of differences.yml}; `stage` and `entry` may be lists."""
     listed = {}
     for d in read_yaml(DIFFERENCES) or []:
         for field in ("stage", "entry", "case", "was", "now", "why"):
             if not d.get(field):
                 raise SystemExit(f"{DIFFERENCES}: an entry without {field}: {d}")
-        stages = STAGES if d["stage"] == "every" else [d["stage"]]
+        stages = d["stage"] if isinstance(d["stage"], list) else [d["stage"]]
+        entries = d["entry"] if isinstance(d["entry"], list) else [d["entry"]]
         for stage in stages:
             if stage not in STAGES:
-                raise SystemExit(f"{DIFFERENCES}: unknown stage {stage!r} (one of {STAGES} or every)")
-            listed[(stage, d["entry"], d["case"])] = d
+                raise SystemExit(f"{DIFFERENCES}: unknown stage {stage!r} (one of {STAGES})")
+            for entry in entries:
+                if (stage, entry, d["case"]) in listed:
+                    raise SystemExit(f"{DIFFERENCES}: {stage}: {entry}: {d['case']} listed twice")
+                listed[(stage, entry, d["case"])] = d
     return listed
 
 
@@ -345,6 +388,7 @@ def compare(stage, recorded, found, listed):
     for entry in sorted(set(recorded) | set(found)):
         for case in sorted(set(recorded.get(entry, {})) | set(found.get(entry, {}))):
             was, now = recorded.get(entry, {}).get(case), found.get(entry, {}).get(case)
+            text, now = (now or {}).get("text", ""), comparable(now)
             item = listed.pop((stage, entry, case), None)
             if was == now:
                 same += 1
@@ -357,6 +401,9 @@ def compare(stage, recorded, found, listed):
             elif (item["was"], item["now"]) != (summary(was), summary(now)):
                 problems.append(f"{stage}: {entry}: {case}: listed as {item['was']} -> {item['now']}, "
                                 f"but it is {summary(was)} -> {summary(now)}")
+            elif any(said not in text for said in item.get("says", [])):
+                problems.append(f"{stage}: {entry}: {case}: {summary(now)} as listed, but the answer does not say "
+                                f"all of {item['says']}: {text}")
             else:
                 changed += 1
     for (s, entry, case), item in list(listed.items()):
@@ -381,9 +428,9 @@ def check(stages):
         problems += compare(stage, recorded[stage], found[stage], {k: v for k, v in listed.items() if k[0] == stage})
     if problems:
         print("\n".join(problems))
-        print(f"upgrade-test: FAILED: {len(problems)} verdicts differ from the previous release's "
-              f"({VERDICTS.relative_to(hosts.REPO)}) without an entry in {DIFFERENCES.relative_to(hosts.REPO)}, "
-              "or differ from it")
+        print(f"upgrade-test: FAILED: {len(problems)} problems above: verdicts that differ from the previous "
+              f"release's ({VERDICTS.relative_to(hosts.REPO)}) without an entry in "
+              f"{DIFFERENCES.relative_to(hosts.REPO)}, or entries there that do not hold")
         return 1
     return 0
 
@@ -392,12 +439,11 @@ def record(modules):
     """verdicts.json from the previous release's modules; each verdict a case states in its
     cases.yml (allowed / denied) checked on the way."""
     found = {KWCTL: run_kwctl(modules)}
-    for policy in POLICIES:
-        for key, case in release_cases(policy).items():
-            got = found[KWCTL][policy][key]
-            stated = True if case.get("allowed") else False if case.get("denied") else None
-            if stated is not None and got.get("allowed") != stated:
-                raise SystemExit(f"{policy}: {key}: cases.yml says allowed={stated}, the module {got}")
+    for entry, policy, key, case in all_cases():
+        got = found[KWCTL][entry][key]
+        stated = True if case.get("allowed") else False if case.get("denied") else None
+        if stated is not None and got.get("allowed") != stated:
+            raise SystemExit(f"{entry}: {key}: cases.yml says allowed={stated}, the module {got}")
     found.update(run_policy_server(modules, found[KWCTL]))
     VERDICTS.write_text(dump_verdicts(found))
     print(f"wrote {VERDICTS}: " + ", ".join(f"{s}: {sum(len(v) for v in found[s].values())}" for s in STAGES))
@@ -409,7 +455,7 @@ def dump_verdicts(found):
     for stage in STAGES:
         entries = []
         for entry in sorted(found[stage]):
-            cases = ",\n".join(f"   {json.dumps(case)}: {json.dumps(v, sort_keys=True, separators=(',', ':'))}"
+            cases = ",\n".join(f"   {json.dumps(case)}: {json.dumps(comparable(v), sort_keys=True, separators=(',', ':'))}"
                                for case, v in sorted(found[stage][entry].items()))
             entries.append(f"  {json.dumps(entry)}: {{\n{cases}\n  }}")
         stages.append(f" {json.dumps(stage)}: {{\n" + ",\n".join(entries) + "\n }")
