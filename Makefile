@@ -103,9 +103,9 @@ check-examples: build
 ## test: everything CI runs
 ## Kubewarden's own kwctl and policy-server, when on PATH (.ci/run puts them there), check the modules
 ## too: e2e-kwctl (every e2e.bats), the kwctl-vs-harness comparison (e2e/tests/kwctl.rs, in e2e),
-## examples-test (make run's verdicts), policy-server-e2e and signatures-test; each says SKIPPED without them.
+## examples-test (make run's verdicts), policy-server-e2e, upgrade-test and signatures-test; each says SKIPPED without them.
 test: setup fmt-check lint unit-test wasm-unit-test e2e dist-test examples-test e2e-kwctl policy-server-e2e \
-       policy-server-faults signatures-test
+       upgrade-test policy-server-faults signatures-test
 	@echo "=== all checks passed"
 
 ## examples-test: make run's examples give the verdicts examples.txt expects (kwctl on the annotated
@@ -244,6 +244,15 @@ policy-server-e2e: annotate
 	  echo "policy-server-e2e: SKIPPED: kwctl and policy-server must both be on PATH (../shared/kubewarden/install.sh DIR, then PATH=DIR:\$$PATH)"; \
 	  exit 0; fi; \
 	python3 e2e/kubewarden/test_policy_server.py
+
+## upgrade-test: the previous release's manifests and test_data (e2e/upgrade/release/, README there) with today's
+## modules give the previous release's verdicts (e2e/upgrade/verdicts.json), but for the changes listed with their
+## reasons in e2e/upgrade/differences.yml: through kwctl (replay sessions) and through policy-server with fakeapi
+## (each stage skipped without its tools on PATH)
+.PHONY: upgrade-test
+upgrade-test: annotate
+	@python3 e2e/upgrade/test_upgrade.py kwctl
+	@python3 e2e/upgrade/test_upgrade.py policy-server
 
 ## policy-server-faults: the policies under Kubewarden's policy-server when its cluster misbehaves
 ## (e2e/kubewarden/test_faults.py: fakeapi behind faultproxy.py refusing, slow, 429, 500, 410 Gone, cut watches,

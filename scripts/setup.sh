@@ -6,6 +6,8 @@ set -euo pipefail
 need_apt=()
 command -v node >/dev/null || need_apt+=(nodejs)      # runs the rules crate's wasm tests (node:wasi)
 command -v python3 >/dev/null || need_apt+=(python3)  # formats `make run` output
+# PyYAML: make upgrade-test reads the previous release's manifests and cases (e2e/upgrade/test_upgrade.py).
+python3 -c "import yaml" 2>/dev/null || need_apt+=(python3-yaml)
 command -v cc >/dev/null || need_apt+=(gcc)
 # The CNCF distribution registry: make test pushes and pulls every policy through it on 127.0.0.1.
 command -v docker-registry >/dev/null || need_apt+=(docker-registry)

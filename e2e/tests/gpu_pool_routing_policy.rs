@@ -1059,8 +1059,8 @@ const TEAM: &str = "settings_team.yml";
 const TEAM_FORGED: &str = "spec.template.metadata.labels.gpu-admission/team: 'ml-b' is not the team of namespace team-a, which is ml-a (its label team). The team is taken from the namespace, not set by hand: remove the label (the policy sets it to ml-a)";
 const TEAM_FORGED_NO_TEAM: &str = "spec.template.metadata.labels.gpu-admission/team: 'ml-b' names a team, but namespace team-a has no label team, so its workloads belong to no team. The team is taken from the namespace, not set by hand: remove the label (or ask the cluster admins to label the namespace team=<team>)";
 const TEAM_RESTAMPED: &str = "spec.template.metadata.labels.gpu-admission/team: set to ml-b, the team of namespace team-a (its label team); it was ml-a";
-const TEAM_NOT_GRANTED: &str = "namespace team-a cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.), so the team label gpu-admission/team of this workload cannot be set from the namespace's label team; let the policy read it: contextAwareResources {apiVersion: v1, kind: Namespace} in the policy and get on namespaces for the policy server's service account";
-const TEAM_NOT_FOUND: &str = "namespace team-a cannot be read (Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'), so the team label gpu-admission/team of this workload cannot be set from the namespace's label team; let the policy read it: contextAwareResources {apiVersion: v1, kind: Namespace} in the policy and get on namespaces for the policy server's service account";
+const TEAM_NOT_GRANTED: &str = "namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: not granted to this policy: add {apiVersion: v1, kind: Namespace} to the ClusterAdmissionPolicy's contextAwareResources (the host's error: Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.)";
+const TEAM_NOT_FOUND: &str = "namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: not found (the host's error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None')";
 
 /// The one host call team labels make: the Namespace, masked to its labels.
 fn namespace_call() -> Value {
@@ -1208,7 +1208,7 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         response
             .message()
             .unwrap()
-            .starts_with("namespace team-a cannot be read (Host error: "),
+            .starts_with("namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: "),
         "{:?}",
         response.message()
     );

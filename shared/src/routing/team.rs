@@ -20,7 +20,7 @@
 //! A namespace without the label (or with an empty value) belongs to no team: its
 //! templates get no team label, and one set by hand is denied.
 
-use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use crate::cluster::{Cluster, ClusterRequest, GetResource, HOST_ERROR_MAX, call};
 use crate::podspec::null_as_default;
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -79,10 +79,11 @@ pub fn read(
     if namespace.is_empty() {
         return Ok(out);
     }
-    let bytes = cluster.call(&namespace_request(namespace)).map_err(|e| {
-        let host = e.lines().next().unwrap_or("").trim();
+    let bytes = call(cluster, &namespace_request(namespace)).map_err(|failure| {
         format!(
-            "namespace {namespace} cannot be read ({host}), so the team label {TEAM_POD_LABEL_KEY} of this workload cannot be set from the namespace's label {label_key}; let the policy read it: contextAwareResources {{apiVersion: v1, kind: Namespace}} in the policy and get on namespaces for the policy server's service account"
+            "namespace {namespace} cannot be read, so the team label {TEAM_POD_LABEL_KEY} of this workload cannot be set from the namespace's label {label_key}: {} (the host's error: {})",
+            failure.explanation(),
+            failure.raw(HOST_ERROR_MAX)
         )
     })?;
     let object: NamespaceObject = serde_json::from_slice(&bytes).map_err(|e| {

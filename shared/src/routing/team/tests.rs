@@ -404,15 +404,30 @@ fn an_old_pod_relabelled_to_another_team_is_not_let_through() {
     assert!(update(finalized, old, &cluster).allowed);
 }
 
+/// Every class of host failure fails closed, and the denial names the class and what to
+/// change for it (not the grant whatever happened), with the host's own text after it.
 #[rstest]
 #[case::not_granted(
-    "Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported."
+    "Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Namespace resources. The violation has been reported.",
+    "not granted to this policy: add {apiVersion: v1, kind: Namespace} to the ClusterAdmissionPolicy's contextAwareResources"
 )]
-#[case::not_found("Cannot find v1/Namespace named 'team-a' inside of namespace 'None'")]
 #[case::forbidden(
-    "namespaces \"team-a\" is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot get resource \"namespaces\" in API group \"\" at the cluster scope"
+    "Callback evaluation failure: ApiError: namespaces \"team-a\" is forbidden: User \"system:serviceaccount:kubewarden:gpu-admission-policy-server\" cannot get resource \"namespaces\" in API group \"\" at the cluster scope: Forbidden (Status { code: 403 })",
+    "forbidden by RBAC: grant the policy-server's ServiceAccount get on namespaces"
 )]
-fn host_errors_fail_closed_naming_the_grant(#[case] error: &str) {
+#[case::not_found(
+    "Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'",
+    "not found"
+)]
+#[case::unreachable(
+    "Callback evaluation failure: ServiceError: client error (Connect): tcp connect error: Connection refused (os error 111)",
+    "API server unreachable (connection refused): policy-server could not read the cluster; the next request retries"
+)]
+#[case::timed_out(
+    "Callback evaluation failure: ServiceError: client error (SendRequest): connection error: timed out",
+    "API server timed out: policy-server could not read the cluster; the next request retries"
+)]
+fn host_errors_fail_closed_naming_their_class(#[case] error: &str, #[case] why: &str) {
     let cluster = Objects::default().failing("Namespace", TEAM_A, error);
     let v = create(deployment(json!({"workload-type": "batch"})), &cluster);
     assert!(!v.allowed);
@@ -420,7 +435,7 @@ fn host_errors_fail_closed_naming_the_grant(#[case] error: &str) {
     assert_eq!(
         v.message.unwrap(),
         format!(
-            "namespace team-a cannot be read ({error}), so the team label gpu-admission/team of this workload cannot be set from the namespace's label team; let the policy read it: contextAwareResources {{apiVersion: v1, kind: Namespace}} in the policy and get on namespaces for the policy server's service account"
+            "namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: {why} (the host's error: {error})"
         )
     );
 }
