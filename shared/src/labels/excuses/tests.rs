@@ -359,7 +359,7 @@ fn malformed_exceptions_are_refused_by_settings_validation_naming_the_field() {
         (
             json!([exception(&["maxGpusPerPod"], "2026-12-31")]),
             90,
-            "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules",
+            "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing",
         ),
         (
             json!([exception(&[], "2099-01-31")]),
