@@ -87,6 +87,9 @@ mod tests {
         );
         let odd = namespace_labels(&cluster, "odd").unwrap_err();
         assert_eq!(odd.class(), FailureClass::Unreadable);
-        assert_eq!(namespace_labels(&cluster, "gone").unwrap_err().class(), FailureClass::NotFound);
+        assert_eq!(
+            namespace_labels(&cluster, "gone").unwrap_err().class(),
+            FailureClass::NotFound
+        );
     }
 }

@@ -12,8 +12,10 @@
 //! 4. Every template that uses a GPU (holds one, or names a GPU resource with an invalid
 //!    quantity) is checked for the required labels ([`required`]) and for how it asks
 //!    for GPUs ([`hygiene`]), and, where `workloadRules` are configured, for the serving
-//!    and training hygiene of its workload type ([`lifecycle`]); every template that uses
-//!    no GPU is checked against GPU nodes ([`gpu_nodes`]).
+//!    and training hygiene of its workload type ([`lifecycle`]); where configured, for its
+//!    namespace's right to GPUs (`gpuAccessLabel`) and the GPU sharing models it may use
+//!    (`gpuSharing`), read from its Namespace ([`tenancy`]); every template that uses no
+//!    GPU is checked against GPU nodes ([`gpu_nodes`]).
 //! 5. Problems of a rule an exception covers (`exceptions`, [`excuses`]) are dropped,
 //!    with the audit annotations `exception` and `excused` and, in an exception's last
 //!    week, a warning; a problem whose only exception has expired stays, and the denial

@@ -78,7 +78,11 @@ impl RequiredLabel {
         self.pattern.as_deref().filter(|p| !p.is_empty())
     }
 
-    pub(crate) fn validate(&self, field: &str, earlier: &[RequiredLabel]) -> Result<(), FieldError> {
+    pub(crate) fn validate(
+        &self,
+        field: &str,
+        earlier: &[RequiredLabel],
+    ) -> Result<(), FieldError> {
         validate_label_key(&format!("{field}.key"), &self.key)?;
         if let Some(i) = earlier.iter().position(|r| r.key == self.key) {
             return Err(FieldError::new(

@@ -22,8 +22,8 @@
 use super::problems::{Expected, Problem};
 use super::settings::RequiredLabel;
 use crate::cluster::{Cluster, HostFailure, namespace_labels};
-use crate::gpu::PodGpus;
 use crate::fractional::Scheduler;
+use crate::gpu::PodGpus;
 use crate::selector::LabelSelector;
 use crate::settings::{FieldError, validate_label_key, validate_label_value};
 use crate::workload::PodTemplate;
@@ -248,13 +248,14 @@ pub fn check_access(label: &RequiredLabel, namespace: &Namespace) -> Option<Prob
 /// `0.5 of one GPU through KAI Scheduler`).
 pub fn models(gpus: &PodGpus) -> Vec<(SharingModel, String)> {
     let mut out: Vec<(SharingModel, String)> = Vec::new();
-    let mut add = |model: SharingModel, what: String| match out.iter_mut().find(|(m, _)| *m == model) {
-        Some((_, shown)) => {
-            shown.push_str(", ");
-            shown.push_str(&what);
-        }
-        None => out.push((model, what)),
-    };
+    let mut add =
+        |model: SharingModel, what: String| match out.iter_mut().find(|(m, _)| *m == model) {
+            Some((_, shown)) => {
+                shown.push_str(", ");
+                shown.push_str(&what);
+            }
+            None => out.push((model, what)),
+        };
     for resource in gpus.effective.keys() {
         if resource.ends_with(".shared") {
             add(SharingModel::TimeSlicing, resource.clone());

@@ -20,8 +20,8 @@
 //! A namespace without the label (or with an empty value) belongs to no team: its
 //! templates get no team label, and one set by hand is denied.
 
-pub use crate::cluster::namespace_request;
 use crate::cluster::Cluster;
+pub use crate::cluster::namespace_request;
 use crate::podspec::null_as_default;
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -139,7 +139,10 @@ fn a_workload_without_gpus_reads_no_namespace() {
 fn any_value_or_a_pattern_grants_when_configured_so() {
     let c = cluster();
     let any = settings(json!({"gpuAccessLabel": {"key": "gpu-access"}}));
-    assert!(run("lab", whole("batch"), &any, &c).allowed, "any non-empty value");
+    assert!(
+        run("lab", whole("batch"), &any, &c).allowed,
+        "any non-empty value"
+    );
     assert!(!run("bare", whole("batch"), &any, &c).allowed);
     let pattern = settings(json!({"gpuAccessLabel": {"key": "gpu-access", "pattern": "t*"}}));
     assert!(run("ml", whole("batch"), &pattern, &c).allowed);
@@ -156,7 +159,10 @@ fn gpus_in_init_containers_and_every_template_need_access_once() {
                                      "requests": {"cpu": "1", "memory": "1Gi"}}}],
                  "containers": [{"name": "main"}]}});
     let v = run("bare", init, &access(), &c);
-    assert!(message(&v).contains("namespace bare may not use GPUs"), "{v:?}");
+    assert!(
+        message(&v).contains("namespace bare may not use GPUs"),
+        "{v:?}"
+    );
     assert_eq!(c.calls.borrow().len(), 1);
 }
 
@@ -171,8 +177,7 @@ fn an_unreadable_namespace_denies_with_the_class_of_failure() {
     );
     assert_eq!(
         v.audit_annotations
-            .as_ref()
-            .and_then(|a| a.get(super::super::AUDIT_HOST_ERROR))
+            .get(super::super::AUDIT_HOST_ERROR)
             .map(String::as_str),
         Some(NOT_GRANTED)
     );
@@ -199,16 +204,25 @@ fn models_are_read_from_resources_claims_and_shares() {
     assert_eq!(
         of(pod("batch", json!({"nvidia.com/mig-1g.10gb.shared": "1"}))),
         vec![
-            (SharingModel::TimeSlicing, "nvidia.com/mig-1g.10gb.shared".into()),
+            (
+                SharingModel::TimeSlicing,
+                "nvidia.com/mig-1g.10gb.shared".into()
+            ),
             (SharingModel::Mig, "nvidia.com/mig-1g.10gb.shared".into())
         ]
     );
     assert_eq!(
         of(kai("batch")),
-        vec![(SharingModel::Kai, "0.5 of one GPU through KAI Scheduler".into())]
+        vec![(
+            SharingModel::Kai,
+            "0.5 of one GPU through KAI Scheduler".into()
+        )]
     );
     assert_eq!(
-        of(pod("batch", json!({"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30"}))),
+        of(pod(
+            "batch",
+            json!({"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30"})
+        )),
         vec![(SharingModel::Hami, "0.3 of one GPU through HAMi".into())]
     );
 }
@@ -219,7 +233,10 @@ fn sharing_by_workload_type() {
     let s = sharing();
     assert!(run("ml", shared("interactive"), &s, &c).allowed);
     assert!(run("ml", kai("interactive"), &s, &c).allowed);
-    assert!(run("ml", whole("batch"), &s, &c).allowed, "whole GPUs are not shared");
+    assert!(
+        run("ml", whole("batch"), &s, &c).allowed,
+        "whole GPUs are not shared"
+    );
     assert!(c.calls.borrow().is_empty(), "no namespace read was needed");
     let v = run("ml", shared("batch"), &s, &c);
     assert_eq!(
@@ -234,7 +251,10 @@ fn sharing_by_namespace_label() {
     let c = cluster();
     let s = sharing();
     assert!(run("trusted", shared("batch"), &s, &c).allowed);
-    let hami = pod("batch", json!({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000"}));
+    let hami = pod(
+        "batch",
+        json!({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000"}),
+    );
     assert!(run("trusted", hami.clone(), &s, &c).allowed);
     let v = run("ml", hami, &s, &c);
     assert!(
@@ -245,7 +265,9 @@ fn sharing_by_namespace_label() {
         "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}});
     let v = run("ml", unlabelled, &s, &c);
     assert!(
-        message(&v).contains("does not allow to a workload without the label workload-type in namespace ml"),
+        message(&v).contains(
+            "does not allow to a workload without the label workload-type in namespace ml"
+        ),
         "{v:?}"
     );
 }
@@ -271,7 +293,8 @@ fn enabled_without_entries_allows_no_sharing() {
     let s = settings(json!({"gpuSharing": {"enabled": true}}));
     let v = run("trusted", shared("interactive"), &s, &c);
     assert!(
-        message(&v).ends_with("(time-slicing is allowed to no workload); ask for whole GPUs instead"),
+        message(&v)
+            .ends_with("(time-slicing is allowed to no workload); ask for whole GPUs instead"),
         "{v:?}"
     );
     assert!(run("trusted", whole("interactive"), &s, &c).allowed);
@@ -284,7 +307,9 @@ fn an_update_that_adds_a_share_is_judged() {
     let r = request("UPDATE", "ml", kai("batch"), whole("batch"));
     let v = Labels::evaluate_at(&r, &checked::<Labels>(&s), &c, &FixedClock(NOW));
     assert!(
-        message(&v).contains("shares a GPU through KAI Scheduler fractions (0.5 of one GPU through KAI Scheduler)"),
+        message(&v).contains(
+            "shares a GPU through KAI Scheduler fractions (0.5 of one GPU through KAI Scheduler)"
+        ),
         "{v:?}"
     );
 }
@@ -302,16 +327,16 @@ fn exceptions_apply_by_rule_name() {
     let ok = run("bare", whole("batch"), &s, &c);
     assert!(ok.allowed, "{ok:?}");
     assert_eq!(
-        ok.audit_annotations
-            .as_ref()
-            .and_then(|a| a.get(AUDIT_KEY))
-            .map(String::as_str),
+        ok.audit_annotations.get(AUDIT_KEY).map(String::as_str),
         Some("exception=lab-gpus owner=alice expires=2027-01-01T00:00:00Z")
     );
     // gpuAccess is excused, gpuSharing is not.
     let v = run("bare", shared("batch"), &s, &c);
     assert!(!v.allowed);
-    assert!(message(&v).contains("(1 problem): 1) shares a GPU through time-slicing"), "{v:?}");
+    assert!(
+        message(&v).contains("(1 problem): 1) shares a GPU through time-slicing"),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -339,10 +364,15 @@ fn settings_name_the_field() {
         bad(json!({"gpuSharing": {"allow": [{"models": ["mig"], "namespaceSelector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}]}}))
             .starts_with("gpuSharing.allow[0].namespaceSelector.matchExpressions[0].values: ")
     );
-    let unknown = serde_json::from_value::<Settings>(json!({"gpuSharing": {"allow": [{"models": ["mps"]}]}}))
-        .unwrap_err()
-        .to_string();
-    assert!(unknown.contains("unknown variant `mps`, expected one of `timeSlicing`, `mig`, `kai`, `hami`"), "{unknown}");
+    let unknown =
+        serde_json::from_value::<Settings>(json!({"gpuSharing": {"allow": [{"models": ["mps"]}]}}))
+            .unwrap_err()
+            .to_string();
+    assert!(
+        unknown
+            .contains("unknown variant `mps`, expected one of `timeSlicing`, `mig`, `kai`, `hami`"),
+        "{unknown}"
+    );
     // Forms send an empty key for an untouched field: off.
     let s = settings(json!({"gpuAccessLabel": {"key": ""}}));
     assert!(access_label(&s.gpu_access_label).is_none());
@@ -362,5 +392,10 @@ fn settings_round_trip() {
     let back = serde_json::to_value(&s).unwrap();
     assert_eq!(back["gpuAccessLabel"], v["gpuAccessLabel"]);
     assert_eq!(back["gpuSharing"], v["gpuSharing"]);
-    assert!(serde_json::to_value(Settings::default()).unwrap().get("gpuSharing").is_none());
+    assert!(
+        serde_json::to_value(Settings::default())
+            .unwrap()
+            .get("gpuSharing")
+            .is_none()
+    );
 }
