@@ -225,6 +225,15 @@ fn models_are_read_from_resources_claims_and_shares() {
         )),
         vec![(SharingModel::Hami, "0.3 of one GPU through HAMi".into())]
     );
+    // A DRA claim in the mig.nvidia.com class without a profile counts as nvidia.com/mig.
+    let claimed = PodGpus {
+        effective: [("nvidia.com/mig".to_string(), 1)].into_iter().collect(),
+        ..PodGpus::default()
+    };
+    assert_eq!(
+        models(&claimed),
+        vec![(SharingModel::Mig, "nvidia.com/mig".into())]
+    );
 }
 
 #[test]
