@@ -221,6 +221,14 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
     # The routing policy's namespace of test_data (team-a), of team ml-a (its label team):
     # settings_team.yml stamps gpu-admission/team from it.
     objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a", "labels": {"team": "ml-a"}}})
+    # The labels policy's gpuAccessLabel and gpuSharing (test_data/settings_gpu_access.yml,
+    # settings_gpu_sharing.yml): a namespace allowed GPUs and one not; a tenant trusted to
+    # share GPUs and one not.
+    for name, labels in [("gpu-tenant-a", {"gpu-admission/gpu-access": "true"}), ("gpu-tenant-b", {}),
+                         ("trusted-lab", {"gpu-admission/tenant-trust": "trusted"}),
+                         ("shared-lab", {"gpu-admission/tenant-trust": "shared"})]:
+        objects.append({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}})
     return objects
 
 
@@ -319,6 +327,11 @@ class PolicyServerE2E(hosts.HostTestCase):
         entry = hosts.PolicyEntry
         policies = {
             "labels": entry(cls.modules[LABELS], settings={}, context_aware_resources=aware[LABELS]),
+            # gpuAccessLabel and gpuSharing: the workload's Namespace (get_resource).
+            "labels-access": entry(cls.modules[LABELS], settings=test_data(LABELS, "settings_gpu_access.yml"),
+                                   context_aware_resources=aware[LABELS], host_capabilities=["kubernetes/*"]),
+            "labels-sharing": entry(cls.modules[LABELS], settings=test_data(LABELS, "settings_gpu_sharing.yml"),
+                                    context_aware_resources=aware[LABELS], host_capabilities=["kubernetes/*"]),
             "routing": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings.yml"),
                              allowed_to_mutate=True, context_aware_resources=aware[ROUTING]),
             # teamLabelKey: team: reads the workload's Namespace.
@@ -442,6 +455,43 @@ class PolicyServerE2E(hosts.HostTestCase):
                            warns=["this update is allowed because it changes no pod template and no label"])
             self.assertTrue((r.get("auditAnnotations") or {}).get("unchanged-noncompliant-object", "").startswith(
                 "Deployment 'legacy-trainer' breaks the GPU admission rules (2 problems)"), r)
+
+    def test_labels_gpu_access_and_sharing(self):
+        def in_namespace(name, namespace):
+            req = copy.deepcopy(request(LABELS, name))
+            req["namespace"] = req["object"]["metadata"]["namespace"] = namespace
+            return req
+
+        with self.subTest("a namespace with the access label"):
+            self.check("labels-access", LABELS, "pod_gpu_labelled.json (gpu-tenant-a)", True,
+                       req=in_namespace("pod_gpu_labelled.json", "gpu-tenant-a"))
+        with self.subTest("a namespace without it"):
+            self.check("labels-access", LABELS, "pod_gpu_labelled.json (gpu-tenant-b)", False,
+                       req=in_namespace("pod_gpu_labelled.json", "gpu-tenant-b"), message=(
+                           "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) namespace gpu-tenant-b may "
+                           "not use GPUs: its Namespace has no label gpu-admission/gpu-access (gpuAccessLabel), which "
+                           "the cluster admins set on the namespaces allowed GPUs; ask them to set "
+                           "gpu-admission/gpu-access: <one of true> on it, or run the workload without GPUs"))
+        with self.subTest("a namespace that does not exist: not found, fail closed"):
+            r = self.check("labels-access", LABELS, "pod_gpu_labelled.json (nowhere)", False,
+                           req=in_namespace("pod_gpu_labelled.json", "nowhere"), says=[
+                               "whether namespace nowhere may use GPUs (gpuAccessLabel gpu-admission/gpu-access) "
+                               "cannot be checked: cannot get v1/Namespace nowhere: not found"])
+            self.assertTrue((r.get("auditAnnotations") or {}).get("host-error"), r)
+        with self.subTest("a KAI fraction for interactive work"):
+            self.check("labels-sharing", LABELS, "pod_kai_gpu_sharing_labelled.json", True,
+                       req=in_namespace("pod_kai_gpu_sharing_labelled.json", "shared-lab"))
+        with self.subTest("a KAI fraction for batch work in an untrusted namespace"):
+            self.check("labels-sharing", LABELS, "pod_kai_fraction_batch.json (shared-lab)", False,
+                       req=in_namespace("pod_kai_fraction_batch.json", "shared-lab"), message=(
+                           "Pod 'eval-sweep' breaks the GPU admission rules (1 problem): 1) shares a GPU through KAI "
+                           "Scheduler fractions (0.5 of one GPU through KAI Scheduler), which gpuSharing.allow does not "
+                           "allow to workload-type=batch in namespace shared-lab (KAI Scheduler fractions is allowed to "
+                           "workload-type=interactive; namespaces matching gpu-admission/tenant-trust=trusted); ask for "
+                           "whole GPUs instead, or share through MIG"))
+        with self.subTest("a KAI fraction for batch work in a trusted namespace"):
+            self.check("labels-sharing", LABELS, "pod_kai_fraction_batch.json (trusted-lab)", True,
+                       req=in_namespace("pod_kai_fraction_batch.json", "trusted-lab"))
 
     # -- gpu-pool-routing-policy ------------------------------------------------------
 

@@ -309,7 +309,7 @@ const LLM_LABELS_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules 
 /// What an exception for the label rules leaves of pod_gpu_missing_labels.json.
 const LLM_NOT_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it";
 const EXPIRED_NOTE: &str = " (exception serving-labels-migration (owner platform-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
-const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules";
+const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing";
 /// The first second settings_exceptions.yml's exception no longer applies.
 const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 

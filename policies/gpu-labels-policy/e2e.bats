@@ -300,3 +300,27 @@ load ../../e2e/bats/kwctl
   [ "$status" -eq 1 ]
   says "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy"
 }
+
+@test "gpuAccessLabel: GPUs only in a namespace whose Namespace carries the label" {
+  run_policy pod_gpu_labelled.json settings_gpu_access.yml session_namespace_gpu_access.yml
+  allowed
+  run_policy pod_gpu_labelled.json settings_gpu_access.yml session_namespace_no_gpu_access.yml
+  denied
+  says "1) namespace ml-serving may not use GPUs: its Namespace has no label gpu-admission/gpu-access (gpuAccessLabel)"
+}
+
+@test "gpuAccessLabel: a Namespace the policy may not read denies, naming the grant" {
+  run_policy pod_gpu_labelled.json settings_gpu_access.yml session_namespace_not_granted.yml
+  denied
+  says "cannot get v1/Namespace ml-serving: not granted to this policy: add {apiVersion: v1, kind: Namespace} to the ClusterAdmissionPolicy's contextAwareResources"
+}
+
+@test "gpuSharing: a KAI fraction for interactive work, and for batch only in a trusted namespace" {
+  run_policy pod_kai_gpu_sharing_labelled.json settings_gpu_sharing.yml
+  allowed
+  run_policy pod_kai_fraction_batch.json settings_gpu_sharing.yml session_namespace_untrusted.yml
+  denied
+  says "shares a GPU through KAI Scheduler fractions (0.5 of one GPU through KAI Scheduler), which gpuSharing.allow does not allow to workload-type=batch in namespace ml-research"
+  run_policy pod_kai_fraction_batch.json settings_gpu_sharing.yml session_namespace_trusted.yml
+  allowed
+}

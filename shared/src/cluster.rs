@@ -12,10 +12,12 @@ use serde::Serialize;
 use std::collections::BTreeSet;
 
 mod failure;
+mod namespace;
 
 pub use failure::{
     FailureClass, HOST_ERROR_MAX, HostError, HostFailure, Unreachable, call, classify,
 };
+pub use namespace::{namespace_labels, namespace_request};
 
 /// One context-aware host call.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,10 @@
 //! 4. Every template that uses a GPU (holds one, or names a GPU resource with an invalid
 //!    quantity) is checked for the required labels ([`required`]) and for how it asks
 //!    for GPUs ([`hygiene`]), and, where `workloadRules` are configured, for the serving
-//!    and training hygiene of its workload type ([`lifecycle`]); every template that uses
-//!    no GPU is checked against GPU nodes ([`gpu_nodes`]).
+//!    and training hygiene of its workload type ([`lifecycle`]); where configured, for its
+//!    namespace's right to GPUs (`gpuAccessLabel`) and the GPU sharing models it may use
+//!    (`gpuSharing`), read from its Namespace ([`tenancy`]); every template that uses no
+//!    GPU is checked against GPU nodes ([`gpu_nodes`]).
 //! 5. Problems of a rule an exception covers (`exceptions`, [`excuses`]) are dropped,
 //!    with the audit annotations `exception` and `excused` and, in an exception's last
 //!    week, a warning; a problem whose only exception has expired stays, and the denial
@@ -36,6 +38,7 @@ pub mod policy;
 pub mod problems;
 pub mod required;
 pub mod settings;
+pub mod tenancy;
 
 pub use problems::{Expected, Finding, Problem, Subject};
 pub use settings::{GpuTaint, RULE_NAMES, RequiredLabel, Settings};
@@ -52,6 +55,10 @@ use std::collections::BTreeSet;
 /// Audit annotation set when an UPDATE of a non-compliant object is let through
 /// because it changes no pod template and no label.
 pub const AUDIT_UNCHANGED: &str = "unchanged-noncompliant-object";
+
+/// Audit annotation holding the host's own text when the workload's Namespace could not
+/// be read ([`tenancy`]).
+pub const AUDIT_HOST_ERROR: &str = "host-error";
 
 /// Identities under which kube-controller-manager's DaemonSet controller creates pods
 /// (with and without `--use-service-account-credentials`).
@@ -85,7 +92,8 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
     };
 
     let claims = dra::resolve(&workload, &request.namespace, &settings.dra, cluster);
-    let all = findings(&workload, request, settings, &claims);
+    let namespace = tenancy::Namespace::new(cluster, crate::policy::request_namespace(request));
+    let all = findings(&workload, request, settings, &claims, &namespace);
     let now = if settings.exceptions.is_empty() || all.is_empty() {
         0
     } else {
@@ -106,8 +114,14 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             })
         };
     warnings.extend(excusal.warnings.iter().cloned());
+    let host_error = namespace
+        .failure()
+        .map(|f| f.raw(crate::cluster::HOST_ERROR_MAX));
     let finish = |mut verdict: Verdict| {
         verdict.warnings.extend(warnings.iter().cloned());
+        if let Some(raw) = &host_error {
+            verdict = verdict.with_audit(AUDIT_HOST_ERROR, raw.clone());
+        }
         if !excusal.excused.is_empty() {
             verdict = verdict
                 .with_audit(crate::exceptions::AUDIT_KEY, excusal.audits.join("; "))
@@ -149,15 +163,20 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
     finish(Verdict::reject(message))
 }
 
-/// Every problem of `workload`, in template order: labels, then GPU requests for GPU
-/// templates; GPU-node use for the others; then device access ([`devices`]) for every
-/// template (node agents exempt).
+/// Every problem of `workload`, in template order: the namespace's right to GPUs
+/// (`gpuAccessLabel`, once, on the first GPU template), labels, GPU requests and sharing
+/// models ([`tenancy`]) for GPU templates; GPU-node use for the others; then device access
+/// ([`devices`]) for every template (node agents exempt). `namespace` is read only when a
+/// rule needs it.
 pub fn findings(
     workload: &Workload,
     request: &AdmissionRequest,
     settings: &Settings,
     claims: &ClaimBook,
+    namespace: &tenancy::Namespace,
 ) -> Vec<Finding> {
+    let access = tenancy::access_label(&settings.gpu_access_label);
+    let mut access_checked = false;
     let names = settings.gpu_resources();
     let node_agent = settings.allow_daemon_sets_on_gpu_nodes && is_node_agent(workload, request);
     let node_rule = settings.deny_non_gpu_pods_on_gpu_nodes && !node_agent;
@@ -173,6 +192,10 @@ pub fn findings(
         let gpus = template_gpus(template, &names, claims);
         let mut problems = Vec::new();
         if gpus.uses_gpu() {
+            if let Some(label) = access.filter(|_| !access_checked) {
+                access_checked = true;
+                problems.extend(tenancy::check_access(label, namespace));
+            }
             if labels_checked.insert(template.metadata_pointer.as_str()) {
                 problems.extend(required::check(
                     template,
@@ -181,6 +204,12 @@ pub fn findings(
                 ));
             }
             problems.extend(hygiene::check(&template.spec, &gpus, settings));
+            problems.extend(tenancy::check_sharing(
+                &settings.gpu_sharing,
+                template,
+                &gpus,
+                namespace,
+            ));
             problems.extend(lifecycle::check(
                 template,
                 workload,

@@ -234,6 +234,32 @@ pub enum Problem {
         size: String,
         min: String,
     },
+    /// `gpuAccessLabel`: the workload's Namespace lacks the label (`value: None`) or holds
+    /// a value that does not grant GPUs.
+    NoGpuAccess {
+        namespace: String,
+        key: String,
+        value: Option<String>,
+        expected: Expected,
+    },
+    /// The workload's Namespace could not be read for `rule` (`gpuAccess`, `gpuSharing`);
+    /// `what` reads `whether namespace ml may use GPUs (gpuAccessLabel gpu-access)`.
+    NamespaceUnreadable {
+        rule: &'static str,
+        what: String,
+        explanation: String,
+    },
+    /// `gpuSharing`: a sharing model no entry of `allow` grants this workload; `what`
+    /// shows the model (`nvidia.com/gpu.shared`), `workload` reads `workload-type=batch`,
+    /// `allowed_to` describes the entries that allow the model to others.
+    SharingNotAllowed {
+        model: super::tenancy::SharingModel,
+        what: String,
+        workload: String,
+        namespace: String,
+        allowed_to: Vec<String>,
+        allowed_here: Vec<super::tenancy::SharingModel>,
+    },
 }
 
 impl Problem {
@@ -273,6 +299,9 @@ impl Problem {
             | Problem::NoSharedMemory { .. }
             | Problem::SharedMemoryNotInMemory { .. }
             | Problem::SharedMemoryTooSmall { .. } => Some("workloadRules"),
+            Problem::NoGpuAccess { .. } => Some(super::tenancy::GPU_ACCESS_RULE),
+            Problem::NamespaceUnreadable { rule, .. } => Some(rule),
+            Problem::SharingNotAllowed { .. } => Some(super::tenancy::GPU_SHARING_RULE),
         }
     }
 }
@@ -380,6 +409,53 @@ impl fmt::Display for Problem {
                 f,
                 "{who} has an invalid {resource} quantity: {error}; give a whole number of GPUs such as 1"
             ),
+            Problem::NoGpuAccess {
+                namespace,
+                key,
+                value: None,
+                expected,
+            } => write!(
+                f,
+                "namespace {namespace} may not use GPUs: its Namespace has no label {key} (gpuAccessLabel), which the cluster admins set on the namespaces allowed GPUs; ask them to set {key}: {expected} on it, or run the workload without GPUs"
+            ),
+            Problem::NoGpuAccess {
+                namespace,
+                key,
+                value: Some(value),
+                expected,
+            } => write!(
+                f,
+                "namespace {namespace} may not use GPUs: its Namespace label {key} is '{value}', not {expected} (gpuAccessLabel); ask the cluster admins to set {key}: {expected} on it, or run the workload without GPUs"
+            ),
+            Problem::NamespaceUnreadable {
+                what, explanation, ..
+            } => write!(
+                f,
+                "{what} cannot be checked: {explanation}; the workload is denied until the policy can read its Namespace"
+            ),
+            Problem::SharingNotAllowed {
+                model,
+                what,
+                workload,
+                namespace,
+                allowed_to,
+                allowed_here,
+            } => {
+                write!(
+                    f,
+                    "shares a GPU through {model} ({what}), which gpuSharing.allow does not allow to {workload} in namespace {namespace} ({model} is allowed to "
+                )?;
+                match allowed_to.as_slice() {
+                    [] => f.write_str("no workload")?,
+                    entries => f.write_str(&entries.join("; "))?,
+                }
+                f.write_str("); ask for whole GPUs instead")?;
+                let here: Vec<String> = allowed_here.iter().map(|m| m.to_string()).collect();
+                match here.as_slice() {
+                    [] => Ok(()),
+                    models => write!(f, ", or share through {}", models.join(" or ")),
+                }
+            }
             Problem::UncountableGpus { detail } => write!(
                 f,
                 "{detail}; the GPU rules cannot check GPUs they cannot count, so the workload is denied"

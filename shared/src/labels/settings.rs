@@ -2,6 +2,7 @@
 
 pub use super::devices::DeviceAccess;
 pub use super::lifecycle::WorkloadRules;
+pub use super::tenancy::{GpuSharing, SharingModel, SharingRule};
 use crate::scheduling::TaintPattern;
 use crate::settings::wildcard::validate_pattern;
 use crate::settings::{
@@ -77,7 +78,11 @@ impl RequiredLabel {
         self.pattern.as_deref().filter(|p| !p.is_empty())
     }
 
-    fn validate(&self, field: &str, earlier: &[RequiredLabel]) -> Result<(), FieldError> {
+    pub(crate) fn validate(
+        &self,
+        field: &str,
+        earlier: &[RequiredLabel],
+    ) -> Result<(), FieldError> {
         validate_label_key(&format!("{field}.key"), &self.key)?;
         if let Some(i) = earlier.iter().position(|r| r.key == self.key) {
             return Err(FieldError::new(
@@ -188,19 +193,30 @@ policy_settings! {
         /// privileged containers and device `hostPath` volumes on GPU nodes, GPU runtime
         /// classes without a GPU, `envFrom` (a warning). Every rule on by default.
         pub device_access: DeviceAccess = DeviceAccess::default(),
+        /// GPUs only in namespaces whose Namespace carries this label (read with
+        /// `get_resource`); unset: every namespace ([`super::tenancy`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub gpu_access_label: Option<RequiredLabel> = None,
+        /// Which GPU sharing models (time-slicing, MIG, KAI and HAMi fractions) which
+        /// workload types and namespaces may use; off by default ([`super::tenancy`]).
+        #[serde(skip_serializing_if = "GpuSharing::is_default")]
+        pub gpu_sharing: GpuSharing = GpuSharing::default(),
     }
 }
 
 /// The rule names `exceptions[].rules` may give: the required labels; how GPUs are asked
 /// for (limits, requests equal to limits, whole GPUs, maxGpusPerPod and
 /// maxGpusPerContainer, cpu and memory requests); non-GPU pods on GPU nodes; device
-/// access; the serving and training hygiene of `workloadRules`.
-pub const RULE_NAMES: [&str; 5] = [
+/// access; the serving and training hygiene of `workloadRules`; GPUs in a namespace
+/// without `gpuAccessLabel`; a sharing model `gpuSharing` does not allow.
+pub const RULE_NAMES: [&str; 7] = [
     "requiredLabels",
     "gpuRequests",
     "gpuNodes",
     "deviceAccess",
     "workloadRules",
+    super::tenancy::GPU_ACCESS_RULE,
+    super::tenancy::GPU_SHARING_RULE,
 ];
 
 crate::exceptions::impl_has_exceptions!(Settings);
@@ -269,6 +285,8 @@ impl ValidateSettings for Settings {
             .and_then(RequiredLabel::allowed);
         self.workload_rules.validate(allowed)?;
         self.device_access.validate("deviceAccess")?;
+        super::tenancy::validate_access_label(&self.gpu_access_label)?;
+        self.gpu_sharing.validate()?;
         crate::exceptions::HasExceptions::validate_exceptions(self, &RULE_NAMES)?;
         Ok(())
     }
@@ -410,7 +428,7 @@ mod tests {
     #[case::exempt_everything(json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]: ")]
     #[case::device_access(json!({"deviceAccess": {"deviceHostPaths": {"paths": ["/"]}}}), "deviceAccess.deviceHostPaths.paths[0]: ")]
     #[case::exception_without_owner(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "expires": "2026-12-31"}]}), "exceptions[0].owner: exception 'lab' has no owner")]
-    #[case::exception_of_no_rule(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "owner": "a", "rules": ["labels"], "expires": "2026-12-31"}]}), "exceptions[0].rules[0]: 'labels' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules")]
+    #[case::exception_of_no_rule(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "owner": "a", "rules": ["labels"], "expires": "2026-12-31"}]}), "exceptions[0].rules[0]: 'labels' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing")]
     #[case::exception_too_long(json!({"exceptions": [{"name": "lab", "namespaces": ["ml"], "owner": "a", "expires": "2999-12-31"}]}), "exceptions[0].expires: 2999-12-31 is more than 90 days (maxExceptionDays) from now")]
     #[case::max_exception_days(json!({"maxExceptionDays": 0}), "maxExceptionDays: 0 is not from 1 to 366")]
     fn invalid_settings_name_the_field(#[case] v: Value, #[case] prefix: &str) {

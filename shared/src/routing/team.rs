@@ -20,10 +20,11 @@
 //! A namespace without the label (or with an empty value) belongs to no team: its
 //! templates get no team label, and one set by hand is denied.
 
-use crate::cluster::{Cluster, ClusterRequest, GetResource, HOST_ERROR_MAX, call};
+pub use crate::cluster::namespace_request;
+use crate::cluster::{Cluster, HOST_ERROR_MAX, call};
 use crate::podspec::null_as_default;
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 
 pub use crate::settings::TEAM_POD_LABEL_KEY;
@@ -36,18 +37,6 @@ pub struct NamespaceTeam {
     pub label_key: String,
     /// `None`: the namespace has no such label, or an empty one.
     pub team: Option<String>,
-}
-
-/// `get_resource` of the Namespace `name`, masked to its labels.
-pub fn namespace_request(name: &str) -> ClusterRequest {
-    ClusterRequest::Get(GetResource {
-        api_version: "v1".into(),
-        kind: "Namespace".into(),
-        name: name.into(),
-        namespace: None,
-        disable_cache: false,
-        field_masks: Some(BTreeSet::from(["metadata.labels".to_string()])),
-    })
 }
 
 #[derive(Deserialize, Default)]

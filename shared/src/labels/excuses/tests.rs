@@ -164,15 +164,40 @@ fn one_problem_of(rule: &str) -> Value {
             "spec": {"template": {"metadata": {"labels": {"workload-type": "batch", "team": "ml"}},
                      "spec": {"restartPolicy": "Never", "containers": [container(json!({}))]}}}})
         }
+        // The Namespace cannot be read (no cluster): a gpuAccess problem.
+        "gpuAccess" => pod(labelled(), json!([container(json!({}))])),
+        "gpuSharing" => pod(
+            labelled(),
+            json!([{"name": "main", "image": "x", "resources": {
+                "limits": {"nvidia.com/gpu.shared": "1", "cpu": "1", "memory": "1Gi"}}}]),
+        ),
         other => panic!("{other}"),
     }
+}
+
+/// [`settings`] with `rule` switched on where it is off by default.
+fn settings_for(rule: &str, exceptions: Value) -> Settings {
+    let mut s = settings(exceptions);
+    match rule {
+        "gpuAccess" => {
+            s.gpu_access_label = Some(super::super::RequiredLabel::present("gpu-access"));
+        }
+        "gpuSharing" => s.gpu_sharing.enabled = true,
+        _ => {}
+    }
+    s
 }
 
 #[test]
 fn each_rule_is_excused_by_its_name_and_by_no_other() {
     for rule in super::super::RULE_NAMES {
         let object = one_problem_of(rule);
-        let plain = at(NOW, "ml-lab", object.clone(), &settings(json!([])));
+        let plain = at(
+            NOW,
+            "ml-lab",
+            object.clone(),
+            &settings_for(rule, json!([])),
+        );
         assert!(!plain.allowed, "{rule}: {plain:?}");
         assert!(
             plain.message.as_deref().unwrap().contains("(1 problem)"),
@@ -183,7 +208,7 @@ fn each_rule_is_excused_by_its_name_and_by_no_other() {
             NOW,
             "ml-lab",
             object.clone(),
-            &settings(json!([exception(&[rule], "2026-12-31")])),
+            &settings_for(rule, json!([exception(&[rule], "2026-12-31")])),
         );
         assert!(own.allowed, "{rule}: {own:?}");
         assert_eq!(own.audit_annotations[AUDIT_KEY], AUDIT, "{rule}");
@@ -192,7 +217,7 @@ fn each_rule_is_excused_by_its_name_and_by_no_other() {
                 NOW,
                 "ml-lab",
                 object.clone(),
-                &settings(json!([exception(&[other], "2026-12-31")])),
+                &settings_for(rule, json!([exception(&[other], "2026-12-31")])),
             );
             assert!(!v.allowed, "{rule} excused by {other}");
             assert_eq!(v.message, plain.message, "{rule} / {other}");
@@ -359,7 +384,7 @@ fn malformed_exceptions_are_refused_by_settings_validation_naming_the_field() {
         (
             json!([exception(&["maxGpusPerPod"], "2026-12-31")]),
             90,
-            "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules",
+            "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing",
         ),
         (
             json!([exception(&[], "2099-01-31")]),

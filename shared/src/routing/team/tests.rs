@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use crate::cluster::ClusterRequest;
 use crate::cluster::fake::Objects;
 use crate::routing::Settings;
 use rstest::rstest;
