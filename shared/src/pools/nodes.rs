@@ -6,6 +6,7 @@ use crate::cluster::{ClusterRequest, ListAll};
 use crate::gpu::{GpuCounts, GpuResources, add_scaled};
 use crate::lists::{ListError, for_each_item, json_string, lean, parse_or_default, read_raw};
 use crate::podspec::null_as_default;
+use crate::selector::LabelSelector;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -25,10 +26,17 @@ const UNSCHEDULABLE_TAINTS: &[&str] = &[
 
 /// The pool's Nodes: `list_resources_all` of `v1/Node` by the pool's node selector.
 pub fn node_query(pool: &Pool) -> ClusterRequest {
+    nodes_by(&pool.node_selector)
+}
+
+/// The Nodes `selector` matches, masked to [`NODE_FIELD_MASKS`]: the one Node query of
+/// every policy (the capacity gate's pools, the autoscaler's, the GPU inventory), so
+/// policy-server answers the same selector from one watch.
+pub fn nodes_by(selector: &LabelSelector) -> ClusterRequest {
     ClusterRequest::ListAll(ListAll {
         api_version: "v1".into(),
         kind: "Node".into(),
-        label_selector: Some(pool.node_selector.to_query()),
+        label_selector: Some(selector.to_query()),
         field_selector: None,
         field_masks: Some(NODE_FIELD_MASKS.iter().map(|s| s.to_string()).collect()),
     })
@@ -117,8 +125,9 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
     Ok(totals)
 }
 
-/// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
-fn node_gpus(
+/// A node's allocatable GPUs (from the raw text of its masked `spec` and
+/// `status.allocatable`), `None` when new pods cannot be scheduled on it.
+pub(crate) fn node_gpus(
     spec: Option<&str>,
     allocatable: Option<&str>,
     names: &GpuResources,
