@@ -11,6 +11,8 @@
 //!   only the labels named are kept.
 //! - [`offer`]: whether some node offers what a pod selects (product, MIG profile, GPUs
 //!   per pod, driver and CUDA version), and the message naming what is there when none does.
+//! - [`settings`]: `nodeInventory` ([`InventorySettings`]): on or off, the Nodes read, the
+//!   label keys, the pod-template keys asking for a driver or CUDA version.
 //! - [`version`]: driver and CUDA versions.
 //!
 //! Nodes new pods cannot be scheduled on (cordoned, not ready: the capacity gate's rule,
@@ -21,11 +23,13 @@
 pub mod keys;
 pub mod offer;
 mod parse;
+pub mod settings;
 pub mod version;
 
 pub use keys::LabelKeys;
 pub use offer::{Demand, check};
 pub use parse::parse_inventory;
+pub use settings::InventorySettings;
 pub use version::Version;
 
 use crate::cluster::{Cluster, HostError, HostFailure, call};
