@@ -577,7 +577,7 @@ class PolicyServerE2E(hosts.HostTestCase):
     def test_vram_fit_reads_the_gpu_nodes(self):
         offer = ("the nodes offer NVIDIA-A100-SXM4-40GB (3 nodes), NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 "
                  "(2 nodes), NVIDIA-RTX-PRO-6000-Blackwell (1 node)")
-        down = "not counted: gpu-h100-down-0"
+        down = "not counted: gfd-h100-down-0"
         # Fits the catalog's 81,920 MiB per A100-80GB, not the 76,000 its nodes report.
         self.check("vram", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, says=["big-70g"])
         self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, warns=[down], says=[

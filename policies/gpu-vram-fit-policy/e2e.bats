@@ -289,7 +289,7 @@ load ../../e2e/bats/kwctl
   run_policy deployment_nodes_70g_on_a100_80gb.json settings_nodes.yml session_nodes_gfd.yml
   denied
   says 'the pod asks for 1 x NVIDIA-A100-SXM4-80GB (76000 MiB per GPU, reported by 2 nodes) = 66 GiB usable at 90%'
-  says 'not counted: gpu-h100-down-0'
+  says 'not counted: gfd-h100-down-0'
   run_policy deployment_nodes_70g_on_rtx_pro.json settings_nodes.yml session_nodes_gfd.yml
   allowed
   says '1 x NVIDIA-RTX-PRO-6000-Blackwell (97887 MiB per GPU, reported by 1 node)'
