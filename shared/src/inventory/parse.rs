@@ -22,7 +22,8 @@ pub fn parse_inventory(
     let mut inventory = Inventory::default();
     // (spec, allocatable) text -> allocatable GPUs (`None`: unschedulable), shared by the
     // nodes of one machine type.
-    let mut seen: HashMap<(Option<&str>, Option<&str>), Option<Rc<GpuCounts>>> = HashMap::new();
+    type Key<'a> = (Option<&'a str>, Option<&'a str>);
+    let mut seen: HashMap<Key, Option<Rc<GpuCounts>>> = HashMap::new();
     for_each_item(
         bytes,
         [
