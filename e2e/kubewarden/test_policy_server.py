@@ -229,7 +229,16 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                          ("shared-lab", {"gpu-admission/tenant-trust": "shared"})]:
         objects.append({"apiVersion": "v1", "kind": "Namespace",
                         "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}})
+    objects += gfd_nodes()
     return objects
+
+
+def gfd_nodes():
+    """The GPU nodes of VRAM fit's session_nodes_gfd.yml (GPU Feature Discovery labels,
+    nvidia.com/gpu.present=true, no pool label: no pool of the other policies selects them)."""
+    text = test_data(VRAM, "session_nodes_gfd.yml").read_text()
+    payload = text.split("    payload: '", 1)[1].rsplit("'", 1)[0].replace("''", "'")
+    return [{"apiVersion": "v1", "kind": "Node", **n} for n in json.loads(payload)["items"]]
 
 
 # --------------------------------------------------------------------------------------
@@ -343,6 +352,13 @@ class PolicyServerE2E(hosts.HostTestCase):
                           context_aware_resources=aware[VRAM]),
             "vram-registry": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_registry.yml"),
                                    context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            # nodeInventory on: lists the GFD-labelled nodes (gfd_nodes); and without v1/Node in
+            # its contextAwareResources, which must deny.
+            "vram-nodes": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
+                                context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            "vram-nodes-ungranted": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
+                                          context_aware_resources=[r for r in aware[VRAM] if r["kind"] != "Node"],
+                                          host_capabilities=["kubernetes/*"]),
             "capacity": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings.yml"),
                               context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
             "autoscaler": entry(cls.modules[AUTOSCALER], settings=test_data(AUTOSCALER, "settings.yml"),
@@ -607,6 +623,38 @@ class PolicyServerE2E(hosts.HostTestCase):
             "nvidia.com/gpu.product)."))
         # Without modelRegistry (settings.yml) the same model is unknown.
         self.check("vram", VRAM, "deployment_registry_model.json", False, says=["phi-4", UNKNOWN_MODEL])
+
+    def test_vram_fit_reads_the_gpu_nodes(self):
+        offer = ("the nodes offer NVIDIA-A100-SXM4-40GB (3 nodes), NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 "
+                 "(2 nodes), NVIDIA-RTX-PRO-6000-Blackwell (1 node)")
+        down = "not counted: gfd-h100-down-0"
+        # Fits the catalog's 81,920 MiB per A100-80GB, not the 76,000 its nodes report.
+        self.check("vram", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, says=["big-70g"])
+        self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, warns=[down], says=[
+            "the pod asks for 1 x NVIDIA-A100-SXM4-80GB (76000 MiB per GPU, reported by 2 nodes) = 66 GiB usable"])
+        # Not in the catalog: sized by its node.
+        self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_rtx_pro.json", True, warns=[down])
+        self.check("vram-nodes", VRAM, "deployment_nodes_8b_on_a100_40gb.json", True, warns=[down])
+        for name, message in [
+            ("deployment_nodes_a100_80gb_absent.json",
+             f"no node offers GPU product 'NVIDIA-A100-SXM4-80GB-HBM3' (nvidia.com/gpu.product); {offer}"),
+            ("deployment_nodes_product_typo.json",
+             "no node offers GPU product 'NVIDIA-A100-SXM4-40G' (nvidia.com/gpu.product) (did you mean "
+             f"'NVIDIA-A100-SXM4-40GB'?); {offer}"),
+            ("deployment_nodes_two_l4_per_pod.json",
+             "the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable: ask for at "
+             "most 1 per pod and split the work over more pods"),
+            ("deployment_nodes_driver_too_old.json",
+             "the pod needs driver version 550.54 or later (annotation gpu-admission/min-driver-version on "
+             "spec.template.spec), and the newest driver on the nodes of NVIDIA-A100-SXM4-40GB that offer its GPUs "
+             "is 535.104.05"),
+        ]:
+            with self.subTest(name):
+                self.check("vram-nodes", VRAM, name, False, message=message)
+        self.check("vram-nodes-ungranted", VRAM, "deployment_nodes_8b_on_a100_40gb.json", False, message=(
+            "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the "
+            "ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check "
+            "(nodeInventory.enabled); the host's error is in the audit annotation host-error."))
 
     # -- gpu-capacity-gate-policy ------------------------------------------------------
 

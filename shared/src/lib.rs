@@ -38,6 +38,7 @@ pub mod dra;
 pub mod exceptions;
 pub mod fractional;
 pub mod gpu;
+pub mod inventory;
 #[cfg(feature = "kubewarden")]
 pub mod kubewarden;
 pub mod labels;

@@ -205,3 +205,25 @@ impl<'de> Visitor<'de> for Containers<'_> {
         Ok(out)
     }
 }
+
+/// `metadata.labels`: the values of the labels named (by their index in the slice), the
+/// others skipped.
+pub struct Labels<'k>(pub &'k [&'k str]);
+
+impl Members for Labels<'_> {
+    type Value = Vec<(usize, String)>;
+    const WHAT: &'static str = "a map of labels";
+    fn member<'de, A: MapAccess<'de>>(
+        &self,
+        out: &mut Vec<(usize, String)>,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        let Some(i) = self.0.iter().position(|k| !k.is_empty() && *k == key) else {
+            return Ok(false);
+        };
+        let value: String = map.next_value()?;
+        out.push((i, value));
+        Ok(true)
+    }
+}

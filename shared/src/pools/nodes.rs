@@ -6,6 +6,7 @@ use crate::cluster::{ClusterRequest, ListAll};
 use crate::gpu::{GpuCounts, GpuResources, add_scaled};
 use crate::lists::{ListError, for_each_item, json_string, lean, parse_or_default, read_raw};
 use crate::podspec::null_as_default;
+use crate::selector::LabelSelector;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -28,7 +29,14 @@ pub fn node_query(pool: &Pool) -> ClusterRequest {
     node_list(&pool.node_selector.to_query())
 }
 
-/// [`node_query`] of a pool whose node selector reads as `label_selector` (a query).
+/// The Nodes `selector` matches: [`node_list`] of its query.
+pub fn nodes_by(selector: &LabelSelector) -> ClusterRequest {
+    node_list(&selector.to_query())
+}
+
+/// The Nodes `label_selector` (a query) matches, masked to [`NODE_FIELD_MASKS`]: the one
+/// Node query of every policy (the capacity gate's pools, the autoscaler's, the GPU
+/// inventory), so policy-server answers the same selector from one watch.
 pub fn node_list(label_selector: &str) -> ClusterRequest {
     ClusterRequest::ListAll(ListAll {
         api_version: "v1".into(),
@@ -122,8 +130,9 @@ pub fn parse_nodes(bytes: &[u8], names: &GpuResources) -> Result<NodeTotals, Lis
     Ok(totals)
 }
 
-/// A node's allocatable GPUs, `None` when new pods cannot be scheduled on it.
-fn node_gpus(
+/// A node's allocatable GPUs (from the raw text of its masked `spec` and
+/// `status.allocatable`), `None` when new pods cannot be scheduled on it.
+pub(crate) fn node_gpus(
     spec: Option<&str>,
     allocatable: Option<&str>,
     names: &GpuResources,

@@ -251,6 +251,7 @@ mod tests {
             device,
             source: ProductSource::Selector,
             share: None,
+            memory_from: None,
         }
     }
 

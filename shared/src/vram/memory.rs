@@ -20,6 +20,7 @@ use super::catalog::products::{DeviceMemory, GpuCatalog};
 use super::numbers::{Round, gib, percent_of};
 use crate::fractional::{Portion, Share};
 use crate::gpu::{GpuCounts, MIG_PREFIX};
+use crate::inventory::Inventory;
 use crate::podspec::PodSpec;
 use crate::scheduling::required_label_values;
 use std::collections::{BTreeMap, BTreeSet};
@@ -53,6 +54,9 @@ pub struct Slice {
     /// The fractional-GPU share this slice is of each device (its `device.mib` is the
     /// share's part), for advice: more of the same share is not a fix.
     pub share: Option<Share>,
+    /// Where the memory per GPU comes from, when the policy reads the nodes
+    /// (`nodeInventory`): the nodes' report or the catalog.
+    pub memory_from: Option<String>,
 }
 
 impl Slice {
@@ -88,6 +92,9 @@ pub fn usable_per_device(devices: u64, mib: u64, percent: u64) -> u64 {
 /// The keys and tables memory resolution reads.
 pub struct Lookup<'a> {
     pub catalog: &'a GpuCatalog,
+    /// The GPU nodes, when the policy reads them: the memory they report per product
+    /// replaces the catalog's.
+    pub inventory: Option<&'a Inventory>,
     pub product_label_key: &'a str,
     pub pool_label_key: &'a str,
     pub pool_products: &'a BTreeMap<String, String>,
@@ -129,6 +136,7 @@ pub fn pod_slices(
                     },
                     source: ProductSource::Share,
                     share: Some(share.clone()),
+                    memory_from: None,
                 })
                 .collect()),
             (Err(e), Portion::Milli(_)) => Err(e),
@@ -154,7 +162,7 @@ fn whole_slices(
 ) -> Result<Vec<Slice>, String> {
     let spec = pod.spec;
     let mut slices = Vec::new();
-    let mut product: Option<Result<(String, DeviceMemory, ProductSource), String>> = None;
+    let mut product: Option<Result<Resolved, String>> = None;
     for (resource, count) in gpus {
         if resource.starts_with(MIG_PREFIX) {
             let device = lookup.catalog.mig_resource(resource).ok_or_else(|| {
@@ -169,6 +177,7 @@ fn whole_slices(
                 device,
                 source: ProductSource::Mig,
                 share: None,
+                memory_from: None,
             });
             continue;
         }
@@ -178,7 +187,12 @@ fn whole_slices(
                     .or_else(|e| claim_product(lookup, pod.claim_products).unwrap_or(Err(e)))
             })
             .clone()?;
-        let (name, mut device, source) = resolved;
+        let Resolved {
+            name,
+            mut device,
+            source,
+            memory_from,
+        } = resolved;
         if resource.ends_with(".shared") {
             device.shared = true;
         }
@@ -190,20 +204,29 @@ fn whole_slices(
             device,
             source,
             share: None,
+            memory_from,
         });
     }
     Ok(slices)
+}
+
+/// A whole-GPU product, its memory per GPU and where both come from.
+#[derive(Debug, Clone)]
+struct Resolved {
+    name: String,
+    device: DeviceMemory,
+    source: ProductSource,
+    memory_from: Option<String>,
 }
 
 fn whole_gpu_product(
     lookup: &Lookup<'_>,
     spec: &PodSpec,
     labels: &BTreeMap<String, String>,
-) -> Result<(String, DeviceMemory, ProductSource), String> {
+) -> Result<Resolved, String> {
     let key = lookup.product_label_key;
     if let Some(values) = required_label_values(spec, key) {
-        return smallest(lookup.catalog, &values, key)
-            .map(|(n, d)| (n, d, ProductSource::Selector));
+        return smallest(lookup, &values, key, ProductSource::Selector);
     }
     let pool_key = lookup.pool_label_key;
     if !pool_key.is_empty() {
@@ -222,8 +245,7 @@ fn whole_gpu_product(
                 products.insert(product.clone());
             }
             let pool_name = pools.into_iter().collect::<Vec<_>>().join(", ");
-            return smallest(lookup.catalog, &products, key)
-                .map(|(n, d)| (n, d, ProductSource::Pool(pool_name)));
+            return smallest(lookup, &products, key, ProductSource::Pool(pool_name));
         }
     }
     Err(format!(
@@ -241,55 +263,111 @@ fn whole_gpu_product(
 fn claim_product(
     lookup: &Lookup<'_>,
     products: &BTreeSet<String>,
-) -> Option<Result<(String, DeviceMemory, ProductSource), String>> {
+) -> Option<Result<Resolved, String>> {
     if products.is_empty() {
         return None;
     }
     let names: BTreeSet<String> = products.iter().map(|p| p.replace(' ', "-")).collect();
-    Some(
-        smallest(lookup.catalog, &names, "a DRA claim's productName selector")
-            .map(|(n, d)| (n, d, ProductSource::Claim)),
-    )
+    Some(smallest(
+        lookup,
+        &names,
+        "a DRA claim's productName selector",
+        ProductSource::Claim,
+    ))
 }
 
-/// The product with the least memory among `values`; every one must be known.
+/// The product with the least memory among `values`; every one must be known (to the
+/// catalog, or reported by the nodes when the policy reads them).
 fn smallest(
-    catalog: &GpuCatalog,
+    lookup: &Lookup<'_>,
     values: &BTreeSet<String>,
     key: &str,
-) -> Result<(String, DeviceMemory), String> {
-    let mut best: Option<(String, DeviceMemory)> = None;
+    source: ProductSource,
+) -> Result<Resolved, String> {
+    let mut best: Option<(String, DeviceMemory, Option<String>)> = None;
     for v in values {
-        let device = catalog.product(v).ok_or_else(|| {
+        let (device, memory_from) = product_memory(lookup, v).ok_or_else(|| {
             format!(
                 "GPU product '{v}' ({key}) is not in the policy's catalog; use a known product name or ask the cluster admins to add it to gpuProducts"
             )
         })?;
-        if best.as_ref().is_none_or(|(_, b)| device.mib < b.mib) {
-            best = Some((v.clone(), device));
+        if best.as_ref().is_none_or(|(_, b, _)| device.mib < b.mib) {
+            best = Some((v.clone(), device, memory_from));
         }
     }
-    best.ok_or_else(|| {
+    best.map(|(name, device, memory_from)| Resolved {
+        name,
+        device,
+        source,
+        memory_from,
+    })
+    .ok_or_else(|| {
         format!(
             "the pod's nodeSelector and node affinity on {key} allow no GPU product at all; it can never be scheduled"
         )
     })
 }
 
-/// `2 x NVIDIA-A10G + 1 x MIG 1g.10gb` for one pod, or summed over a group's pods.
+/// The memory per GPU of `product`: the smallest its nodes report when the policy reads
+/// the nodes and any does, else the catalog's; with where it comes from when the nodes
+/// are read.
+fn product_memory(lookup: &Lookup<'_>, product: &str) -> Option<(DeviceMemory, Option<String>)> {
+    let catalog = lookup.catalog.product(product);
+    let Some(inventory) = lookup.inventory else {
+        return catalog.map(|d| (d, None));
+    };
+    match (inventory.reported_mib(product), catalog) {
+        (Some((mib, nodes)), catalog) => {
+            let device = match catalog {
+                Some(d) => DeviceMemory { mib, ..d },
+                None => DeviceMemory {
+                    mib,
+                    shared: product.ends_with("-SHARED"),
+                    mig: None,
+                },
+            };
+            let by = if nodes == 1 {
+                "1 node".to_string()
+            } else {
+                format!("{nodes} nodes")
+            };
+            Some((device, Some(format!("{mib} MiB per GPU, reported by {by}"))))
+        }
+        (None, Some(d)) => {
+            let mib = d.mib;
+            Some((
+                d,
+                Some(format!(
+                    "{mib} MiB per GPU from the catalog: no node reports it"
+                )),
+            ))
+        }
+        (None, None) => None,
+    }
+}
+
+/// `2 x NVIDIA-A10G + 1 x MIG 1g.10gb` for one pod, or summed over a group's pods; with
+/// where the memory per GPU comes from when the policy reads the nodes.
 pub fn describe(parts: &[(u64, &Slice)]) -> String {
-    let mut by_label: Vec<(String, u64, Option<&str>)> = Vec::new();
+    let mut by_label: Vec<(String, u64, Option<String>)> = Vec::new();
     for (pods, s) in parts {
         let n = pods.saturating_mul(s.count);
-        let note = (s.count > s.effective_count()).then_some(if s.device.shared {
+        let combine = (s.count > s.effective_count()).then_some(if s.device.shared {
             "time-sliced: counted as one GPU's memory per pod"
         } else {
             "MIG devices do not combine: counted as one per pod"
         });
+        let note = match (combine, &s.memory_from) {
+            (Some(c), Some(m)) => Some(format!("{m}; {c}")),
+            (Some(c), None) => Some(c.to_string()),
+            (None, m) => m.clone(),
+        };
         match by_label.iter_mut().find(|(l, _, _)| *l == s.label) {
             Some((_, c, old)) => {
                 *c = c.saturating_add(n);
-                *old = old.or(note);
+                if old.is_none() {
+                    *old = note;
+                }
             }
             None => by_label.push((s.label.clone(), n, note)),
         }
@@ -334,6 +412,7 @@ mod tests {
         ]);
         let lookup = Lookup {
             catalog: &catalog,
+            inventory: None,
             product_label_key: "nvidia.com/gpu.product",
             pool_label_key: "gpu-admission/pool",
             pool_products: &pools,

@@ -43,8 +43,11 @@ pub mod units;
 pub use settings::{Action, Checked, Config, Settings};
 
 use crate::admission::Verdict;
+use crate::cluster::HOST_ERROR_MAX;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
+use crate::inventory::{self, Demand, Inventory, read_inventory};
+use crate::scheduling::required_label_values;
 use crate::workload::Workload;
 use catalog::registry::Registry;
 use image::Images;
@@ -62,6 +65,8 @@ pub const AUDIT_MODEL_SOURCE: &str = "vram-model-source";
 pub const AUDIT_SERVER_ARGS: &str = "vram-server-args";
 pub const AUDIT_NEED_MIB: &str = "vram-need-mib";
 pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
+/// The host's error text when the nodes cannot be read (`nodeInventory`).
+pub const AUDIT_HOST_ERROR: &str = "host-error";
 
 /// The rules for a request the policy judges, outside its exempt namespaces. Host calls:
 /// the registry ConfigMap at most once, and only when a GPU unit names a model and
@@ -76,9 +81,11 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         Ok(w) => dra::resolve(w, &request.namespace, &settings.dra, cluster),
         Err(_) => ClaimBook::default(),
     };
-    let planned =
-        workload.and_then(|w| plan_workload(&w, &request.object, settings, config, &claims));
-    let new = match planned {
+    let planned = workload
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|w| plan_workload(w, &request.object, settings, config, &claims, None));
+    let mut new = match planned {
         Ok(p) => p,
         // The object's pod templates cannot be read: a malformed (or oversized) request.
         Err(e) => return crate::policy::unreadable(request, e),
@@ -104,6 +111,35 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         );
     }
 
+    // The GPU nodes (`nodeInventory`): read once, and the plans made again with the
+    // memory they report.
+    let inventory = if settings.node_inventory.enabled && new.plans.iter().any(Plan::uses_gpu) {
+        let inventory = &settings.node_inventory;
+        match read_inventory(
+            cluster,
+            &inventory.node_selector,
+            &inventory.label_keys,
+            &settings.gpu_resources(),
+        ) {
+            Ok(i) => Some(i),
+            Err(f) => {
+                return Verdict::reject(format!(
+                    "{}. gpu-vram-fit-policy denies what it cannot check (nodeInventory.enabled); the host's error is in the audit annotation {AUDIT_HOST_ERROR}.",
+                    f.explanation()
+                ))
+                .with_audit(AUDIT_HOST_ERROR, f.raw(HOST_ERROR_MAX));
+            }
+        }
+    } else {
+        None
+    };
+    if let (Some(inv), Ok(w)) = (&inventory, &workload) {
+        match plan_workload(w, &request.object, settings, config, &claims, Some(inv)) {
+            Ok(p) => new = p,
+            Err(e) => return crate::policy::unreadable(request, e),
+        }
+    }
+
     let registry = Registry::new(&settings.models, settings.registry(), cluster);
     let images = Images::new(&settings.image_labels, cluster);
     let judge = Judge {
@@ -123,6 +159,12 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         } else {
             String::new()
         };
+        if let Some(inv) = &inventory
+            && let Some(denied) = offered(inv, plan, &settings.product_label_key)
+        {
+            rejections.push(format!("{prefix}{denied}"));
+            continue;
+        }
         let outcome = judge.unit(plan);
         warnings.extend(outcome.warnings.iter().map(|w| format!("{prefix}{w}")));
         match outcome.result {
@@ -168,7 +210,27 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     for w in warnings {
         verdict = verdict.with_warning(w);
     }
+    if let Some(names) = inventory.as_ref().and_then(|i| i.plugin_down_names(5)) {
+        verdict = verdict.with_warning(format!(
+            "GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted: {names}"
+        ));
+    }
     verdict
+}
+
+/// The denial of a unit one of whose pods selects what no node offers.
+fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<String> {
+    plan.gpu_members().find_map(|m| {
+        let denied = match &m.demand {
+            Ok(demand) => inventory::check(inventory, demand, product_key).err()?,
+            Err(e) => e.clone(),
+        };
+        Some(if plan.members.len() > 1 {
+            format!("{}: {denied}", m.location)
+        } else {
+            denied
+        })
+    })
 }
 
 /// The unit with the least room, for the audit annotations.
@@ -216,6 +278,9 @@ struct MemberPlan {
     problems: Vec<String>,
     /// The memory of those GPUs, or why it is unknown (only for pods with GPUs).
     memory: Result<Vec<Slice>, String>,
+    /// What the pod selects of the nodes (`nodeInventory`; default when off), or why its
+    /// version labels cannot be read.
+    demand: Result<Demand, String>,
 }
 
 /// The model a unit's labels or annotations name.
@@ -269,16 +334,17 @@ fn plan_object(
 ) -> Result<ObjectPlan, String> {
     let workload =
         Workload::from_object(object, &settings.custom_kinds).map_err(|e| e.to_string())?;
-    plan_workload(&workload, object, settings, config, claims)
+    plan_workload(&workload, object, settings, config, claims, None)
 }
 
-/// The plan of `workload`, read from `object`.
+/// The plan of `workload`, read from `object`; with the memory `inventory` reports.
 fn plan_workload(
     workload: &Workload,
     object: &serde_json::Value,
     settings: &Settings,
     config: &Config,
     claims: &ClaimBook,
+    inventory: Option<&Inventory>,
 ) -> Result<ObjectPlan, String> {
     let builtin_group = matches!(workload.group.as_str(), "" | "apps" | "batch");
     let unconfigured = (workload.templates.is_empty() && !builtin_group)
@@ -286,6 +352,7 @@ fn plan_workload(
     let units = units::units(workload, object, &settings.custom_kinds)?;
     let lookup = Lookup {
         catalog: &config.catalog,
+        inventory,
         product_label_key: &settings.product_label_key,
         pool_label_key: &settings.pool_label_key,
         pool_products: &settings.pool_products,
@@ -359,12 +426,27 @@ fn plan_unit(
                         }
                     }
                 }
+                let inventory = &settings.node_inventory;
+                let demand = if inventory.enabled && !pod.effective.is_empty() {
+                    let meta = &m.template.meta;
+                    inventory
+                        .min_versions(&meta.labels, &meta.annotations, &m.template.location)
+                        .map(|[min_driver, min_cuda]| Demand {
+                            products: required_label_values(&m.spec, &settings.product_label_key),
+                            gpus: pod.effective.clone(),
+                            min_driver,
+                            min_cuda,
+                        })
+                } else {
+                    Ok(Demand::default())
+                };
                 MemberPlan {
                     location: m.template.location.clone(),
                     pods: m.pods,
                     problems: pod.problems.iter().map(ToString::to_string).collect(),
                     gpus: pod.effective,
                     memory,
+                    demand,
                 }
             })
             .collect();

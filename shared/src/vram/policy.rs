@@ -4,7 +4,7 @@
 
 use super::settings::{Checked, RULE_NAMES, Settings};
 use crate::admission::Verdict;
-use crate::policy::{Admission, GET_RESOURCE, OCI_MANIFEST_CONFIG, Policy};
+use crate::policy::{Admission, GET_RESOURCE, LIST_RESOURCES_ALL, OCI_MANIFEST_CONFIG, Policy};
 use crate::settings::{FieldError, NamespaceList};
 
 /// gpu-vram-fit-policy.
@@ -12,7 +12,7 @@ pub struct VramFit;
 
 impl Policy for VramFit {
     const NAME: &'static str = "gpu-vram-fit-policy";
-    const HOST_CALLS: u8 = GET_RESOURCE | OCI_MANIFEST_CONFIG;
+    const HOST_CALLS: u8 = GET_RESOURCE | OCI_MANIFEST_CONFIG | LIST_RESOURCES_ALL;
     type Settings = Settings;
     type Checked = Checked;
 

@@ -8,6 +8,7 @@ use super::catalog::registry::RegistryRef;
 use super::image::ImageLabelSettings;
 use super::numbers::NumText;
 use crate::gpu::{MIG_PREFIX, MigProfile};
+use crate::inventory::InventorySettings;
 use crate::settings::{
     FieldError, ValidateSettings, policy_settings, validate_label_key, validate_label_value,
 };
@@ -106,6 +107,9 @@ policy_settings! {
         pub overprovision: Action = Action::Warn,
         /// Read the model and its memory from labels of the server image's config.
         pub image_labels: ImageLabelSettings = ImageLabelSettings::default(),
+        /// Read the GPU nodes (opt-in): the memory per GPU they report, and a workload
+        /// that selects what no node offers is denied.
+        pub node_inventory: InventorySettings = InventorySettings::default(),
         @shared + exceptions;
     }
 }
@@ -223,6 +227,7 @@ impl Settings {
             }
         }
         validate_label_key("productLabelKey", &self.product_label_key)?;
+        self.node_inventory.validate("nodeInventory")?;
         if let Some(r) = self.registry() {
             check_registry(r)?;
         }

@@ -1010,4 +1010,5 @@ fn kserve_model_gpus_count_with_a_written_out_description_too() {
     );
 }
 
+mod inventory;
 mod server_args;

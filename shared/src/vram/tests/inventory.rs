@@ -1,0 +1,284 @@
+//! `nodeInventory`: the memory the nodes report, and workloads that select what no node
+//! offers.
+
+use super::*;
+use crate::inventory::tests::{gfd_node, node_list};
+
+fn with_nodes(extra: Value) -> Settings {
+    let mut s = json!({"nodeInventory": {"enabled": true},
+        "models": {"big": {"vramGiB": 70}, "mid": {"vramGiB": 21}}});
+    if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
+        for (k, v) in extra {
+            s.insert(k.clone(), v.clone());
+        }
+    }
+    serde_json::from_value(s).unwrap()
+}
+
+fn nodes(items: &[Value]) -> FakeCluster {
+    FakeCluster {
+        answer: Ok(serde_json::from_str(&node_list(items)).unwrap()),
+        ..FakeCluster::none()
+    }
+}
+
+fn judged(settings: &Settings, cluster: &FakeCluster, object: Value) -> Verdict {
+    evaluate(&request("CREATE", object), settings, cluster)
+}
+
+fn a100_80(mib: u64) -> Vec<Value> {
+    vec![
+        gfd_node("a1", "NVIDIA-A100-SXM4-80GB", mib, 8, "550.54.15"),
+        gfd_node("a2", "NVIDIA-A100-SXM4-80GB", mib + 100, 8, "550.54.15"),
+        gfd_node("l1", "NVIDIA-L4", 23034, 1, "535.104.05"),
+    ]
+}
+
+#[test]
+fn the_memory_the_nodes_report_replaces_the_catalogs() {
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+    );
+    // The catalog's 81,920 MiB x 90% holds 70 GiB; the 73,000 MiB the nodes report do not.
+    let catalog = judged(
+        &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+        &FakeCluster::none(),
+        object.clone(),
+    );
+    assert!(catalog.allowed, "{catalog:?}");
+    let cluster = nodes(&a100_80(73000));
+    let v = judged(&with_nodes(json!({})), &cluster, object);
+    assert!(!v.allowed);
+    let m = v.message.unwrap();
+    assert!(
+        m.starts_with("model big needs 70 GiB GPU memory (as given in the model registry); the pod asks for 1 x NVIDIA-A100-SXM4-80GB (73000 MiB per GPU, reported by 2 nodes) = 64 GiB usable at 90%."),
+        "{m}"
+    );
+    assert_eq!(cluster.calls(), 1, "one Node list");
+}
+
+#[test]
+fn nodes_reporting_more_than_the_catalog_admit_what_it_would_deny() {
+    let object = labelled("mid", pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
+    assert!(
+        !run(
+            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+            object.clone()
+        )
+        .allowed
+    );
+    let mut l4 = gfd_node("l1", "NVIDIA-L4", 24576, 1, "550.54");
+    l4["metadata"]["labels"]["nvidia.com/gpu.memory"] = json!("24576");
+    let v = judged(&with_nodes(json!({})), &nodes(&[l4]), object);
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.audit_annotations[AUDIT_FIT],
+        "model mid needs 21 GiB; the pod asks for 1 x NVIDIA-L4 (24576 MiB per GPU, reported by 1 node) = 21 GiB usable at 90%"
+    );
+}
+
+#[test]
+fn the_catalog_is_used_when_no_node_reports_the_memory_and_the_message_says_so() {
+    let mut h100 = gfd_node("h1", "NVIDIA-H100-80GB-HBM3", 0, 8, "550.54");
+    h100["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("nvidia.com/gpu.memory");
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
+    );
+    let v = judged(&with_nodes(json!({})), &nodes(&[h100]), object);
+    assert!(v.allowed, "{v:?}");
+    assert!(
+        v.audit_annotations[AUDIT_FIT].contains(
+            "1 x NVIDIA-H100-80GB-HBM3 (81559 MiB per GPU from the catalog: no node reports it)"
+        ),
+        "{:?}",
+        v.audit_annotations
+    );
+}
+
+#[test]
+fn a_product_not_in_the_catalog_is_sized_by_the_nodes() {
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-RTX-PRO-6000")),
+    );
+    let unknown = run(
+        &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+        object.clone(),
+    );
+    assert!(
+        unknown
+            .message
+            .unwrap()
+            .contains("is not in the policy's catalog")
+    );
+    let v = judged(
+        &with_nodes(json!({})),
+        &nodes(&[gfd_node("rtx", "NVIDIA-RTX-PRO-6000", 97887, 4, "575.51")]),
+        object,
+    );
+    assert!(v.allowed, "{v:?}");
+}
+
+#[rstest]
+#[case::wrong_product(
+    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
+    json!({}),
+    "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)"
+)]
+#[case::typo(
+    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80G")),
+    json!({}),
+    "no node offers GPU product 'NVIDIA-A100-SXM4-80G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-80GB'?); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)"
+)]
+#[case::mig_profile_absent(
+    pod_spec("nvidia.com/mig-3g.40gb", 1, None),
+    json!({}),
+    "no node offers MIG profile 3g.40gb (nvidia.com/mig-3g.40gb); they offer no MIG device (MIG strategy: single)"
+)]
+#[case::too_many_gpus_per_pod(
+    pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4")),
+    json!({}),
+    "the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable: ask for at most 1 per pod and split the work over more pods"
+)]
+#[case::driver_too_old(
+    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
+    json!({"gpu-admission/min-driver-version": "550"}),
+    "the pod needs driver version 550 or later (annotation gpu-admission/min-driver-version on spec.template.spec), and the newest driver on the nodes of NVIDIA-L4 that offer its GPUs is 535.104.05"
+)]
+#[case::cuda_too_old(
+    pod_spec("nvidia.com/gpu", 1, None),
+    json!({"gpu-admission/min-cuda-version": "12.8"}),
+    "the pod needs CUDA version 12.8 or later (annotation gpu-admission/min-cuda-version on spec.template.spec), and the newest CUDA on the nodes that offer its GPUs is 12.2"
+)]
+#[case::not_a_version(
+    pod_spec("nvidia.com/gpu", 1, None),
+    json!({"gpu-admission/min-driver-version": "latest"}),
+    "annotation gpu-admission/min-driver-version on spec.template.spec is 'latest', not a version like 535.104 (dotted whole numbers)"
+)]
+fn a_selection_no_node_offers_is_denied_with_what_is_there(
+    #[case] spec: Value,
+    #[case] annotations: Value,
+    #[case] message: &str,
+) {
+    let object = deployment(json!({"gpu-admission/model": "mid"}), annotations, spec);
+    let v = judged(&with_nodes(json!({})), &nodes(&a100_80(81920)), object);
+    assert!(!v.allowed);
+    assert_eq!(v.message.as_deref(), Some(message));
+}
+
+#[test]
+fn a_driver_the_nodes_meet_is_admitted() {
+    let object = deployment(
+        json!({"gpu-admission/model": "mid", "gpu-admission/min-driver-version": "550.54"}),
+        json!({}),
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+    );
+    let v = judged(&with_nodes(json!({})), &nodes(&a100_80(81920)), object);
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn device_plugin_down_nodes_are_named_in_a_warning() {
+    let mut items = a100_80(81920);
+    let mut down = gfd_node("h-down", "NVIDIA-H100-80GB-HBM3", 81559, 8, "550.54");
+    down["status"]["allocatable"]["nvidia.com/gpu"] = json!("0");
+    items.push(down);
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+    );
+    let v = judged(&with_nodes(json!({})), &nodes(&items), object);
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings,
+        vec![
+            "GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted: h-down"
+        ]
+    );
+    let h100 = labelled(
+        "mid",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
+    );
+    let denied = judged(&with_nodes(json!({})), &nodes(&items), h100);
+    assert!(!denied.allowed, "the H100s are not counted");
+}
+
+#[test]
+fn nodes_that_cannot_be_read_deny_with_what_to_grant() {
+    let cluster = FakeCluster {
+        answer: Err("Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
+        ..FakeCluster::none()
+    };
+    let object = labelled("mid", pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
+    let v = judged(&with_nodes(json!({})), &cluster, object);
+    assert!(!v.allowed);
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check (nodeInventory.enabled); the host's error is in the audit annotation host-error."
+        )
+    );
+    assert!(v.audit_annotations[AUDIT_HOST_ERROR].starts_with("Policy has not been granted"));
+}
+
+#[test]
+fn no_list_without_gpus_or_with_the_inventory_off_or_on_an_unchanged_update() {
+    let cluster = nodes(&a100_80(81920));
+    let cpu = deployment(
+        json!({}),
+        json!({}),
+        json!({"containers": [{"name": "web", "image": "nginx"}]}),
+    );
+    assert!(judged(&with_nodes(json!({})), &cluster, cpu).allowed);
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+    );
+    assert!(
+        judged(
+            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+            &cluster,
+            object.clone()
+        )
+        .allowed
+    );
+    let mut update = request("UPDATE", object.clone());
+    update.old_object = object;
+    assert!(evaluate(&update, &with_nodes(json!({})), &cluster).allowed);
+    assert_eq!(cluster.calls(), 0);
+}
+
+#[test]
+fn node_inventory_settings_are_checked() {
+    use crate::policy::Policy;
+    let check = |extra: Value| {
+        policy::VramFit::check(Box::new(with_nodes(extra)))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        check(
+            json!({"nodeInventory": {"enabled": true, "nodeSelector": {"nvidia.com/gpu.present": "true"}}})
+        ),
+        Ok(())
+    );
+    let e =
+        check(json!({"nodeInventory": {"enabled": true, "labelKeys": {"product": "bad key!"}}}))
+            .unwrap_err();
+    assert!(e.starts_with("nodeInventory.labelKeys.product"), "{e}");
+    let e = check(json!({"nodeInventory": {"minDriverVersionKey": "-x"}})).unwrap_err();
+    assert!(e.starts_with("nodeInventory.minDriverVersionKey"), "{e}");
+    let unknown: Result<Settings, _> =
+        serde_json::from_value(json!({"nodeInventory": {"enable": true}}));
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `enable`")
+    );
+}
