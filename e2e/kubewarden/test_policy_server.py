@@ -412,31 +412,30 @@ class PolicyServerE2E(hosts.HostTestCase):
                      "cronjob_labelled.json", "deployment_no_gpu.json", "pod_delete.json"):
             with self.subTest(name):
                 self.check("labels", LABELS, name, True)
-        with self.subTest("pod_gpu_missing_labels.json"):
-            self.check("labels", LABELS, "pod_gpu_missing_labels.json", False, says=[
+        denied = {  # request: what the message says
+            "pod_gpu_missing_labels.json": [
                 "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing "
                 "(GPU pods must carry it): add workload-type: <one of interactive, batch, training> to "
                 "metadata.labels; 2) label 'team' is missing",
-                "3) container 'vllm' holds GPUs but requests no cpu and no memory"])
-        with self.subTest("deployment_missing_team.json"):
-            self.check("labels", LABELS, "deployment_missing_team.json", False, says=[
+                "3) container 'vllm' holds GPUs but requests no cpu and no memory"],
+            "deployment_missing_team.json": [
                 "1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to "
-                "spec.template.metadata.labels"])
-        with self.subTest("cronjob_bad_workload_type.json"):
-            self.check("labels", LABELS, "cronjob_bad_workload_type.json", False, says=[
+                "spec.template.metadata.labels"],
+            "cronjob_bad_workload_type.json": [
                 "label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training "
-                "in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"])
-        with self.subTest("pod_gpu_request_without_limit.json"):
-            self.check("labels", LABELS, "pod_gpu_request_without_limit.json", False, says=[
+                "in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"],
+            "pod_gpu_request_without_limit.json": [
                 "container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its "
-                "resources.limits"])
-        with self.subTest("pod_no_gpu_tolerates_gpu_taint.json"):
-            self.check("labels", LABELS, "pod_no_gpu_tolerates_gpu_taint.json", False, says=[
-                "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"])
-        with self.subTest("deployment_malformed.json"):
-            self.check("labels", LABELS, "deployment_malformed.json", False, says=[
+                "resources.limits"],
+            "pod_no_gpu_tolerates_gpu_taint.json": [
+                "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"],
+            "deployment_malformed.json": [
                 "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid "
-                "type: map, expected a sequence"])
+                "type: map, expected a sequence"],
+        }
+        for name, says in denied.items():
+            with self.subTest(name):
+                self.check("labels", LABELS, name, False, says=says)
         with self.subTest("deployment_update_scales_legacy.json"):
             r = self.check("labels", LABELS, "deployment_update_scales_legacy.json", True,
                            warns=["this update is allowed because it changes no pod template and no label"])
