@@ -76,7 +76,8 @@ run_cases() {
     fi
     if [ "${#row[@]}" -lt 5 ]; then
       echo "$1:$line: a row needs a name, an answer, a request, the settings and a session" >&2
-      return 1
+      failed+=("$1:$line (malformed)")
+      continue
     fi
     session="${row[4]}"
     [ "$session" != - ] || session=
