@@ -20,6 +20,8 @@
 //! routing README.
 
 pub mod ceiling;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod nodes;
 pub mod pool;
 pub mod read;
