@@ -202,11 +202,10 @@ def main():
         print(section)
         return 0
     out = Path(args.out)
-    document = out.read_text() if out.exists() else ""
     try:
-        out.write_text(marked_section.replace(document, BEGIN, END, section))
+        marked_section.write(out, BEGIN, END, section)
     except ValueError as e:
-        raise SystemExit(f"x86_count: {out}: {e}") from None
+        raise SystemExit(f"x86_count: {e}") from None
     print(f"=== wrote the x86-count section into {out}", file=sys.stderr)
     return 0
 

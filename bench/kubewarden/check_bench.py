@@ -38,7 +38,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from host_info import cpu_model  # noqa: E402
-from marked_section import replace  # noqa: E402
+from marked_section import write as write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BEGIN, END = "<!-- check-bench:begin -->", "<!-- check-bench:end -->"
@@ -259,9 +259,7 @@ def main():
             f"{len(live_rows)} rows.",
             END,
         ]
-        out = Path(args.out)
-        document = out.read_text() if out.exists() else ""
-        out.write_text(replace(document, BEGIN, END, "\n".join(lines) + "\n"))
+        write_section(Path(args.out), BEGIN, END, "\n".join(lines) + "\n")
         print("\n".join(lines))
     finally:
         if fakeapi:

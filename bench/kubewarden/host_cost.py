@@ -260,10 +260,9 @@ def main(argv=None):
     if args.out:
         path = Path(args.out)
         try:
-            path.write_text(marked_section.replace(path.read_text() if path.exists() else "", BEGIN, END, text))
+            marked_section.write(path, BEGIN, END, text)
         except ValueError as e:
-            print(f"host_cost: FAILED: {path}: {e}", file=sys.stderr)
-            return 1
+            raise SystemExit(f"host_cost: FAILED: {e}") from None
         print(f"host_cost: wrote {path}")
     else:
         print(text)

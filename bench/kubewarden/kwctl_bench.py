@@ -696,11 +696,10 @@ def main(argv=None):
         print(section, end="")
         return 0
     out = Path(opts.out)
-    document = out.read_text() if out.exists() else ""
     try:
-        out.write_text(marked_section.replace(document, BEGIN, END, section))
+        marked_section.write(out, BEGIN, END, section)
     except ValueError as e:
-        raise BenchError(f"{out}: {e}") from None
+        raise BenchError(str(e)) from None
     rounds = f" ({opts.rounds} rounds)" if opts.rounds > 1 else ""
     print(f"kwctl_bench: {len(rows)} requests measured{rounds} in {elapsed:.0f} s; wrote {out}",
           file=sys.stderr)

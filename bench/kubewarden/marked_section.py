@@ -2,6 +2,10 @@
 `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and rewrites only that (the Rust harness,
 gpu-bench, keeps every marked section it does not write)."""
 
+import os
+import tempfile
+from pathlib import Path
+
 
 def replace(document, begin, end, section):
     """`document` with the text from `begin` to `end`, both markers included, replaced by
@@ -14,3 +18,19 @@ def replace(document, begin, end, section):
         raise ValueError(f"only one of {begin} and {end} is present, or they are out of order; "
                          "fix the file by hand")
     return (document.rstrip("\n") + "\n\n" if document.strip() else "") + section
+
+
+def write(path, begin, end, section):
+    """Replaces the section between `begin` and `end` of the file `path` (created when missing)
+    with `section`, as `replace` does, writing the file whole (a temporary file renamed over it).
+    ValueError naming the file when its markers are broken."""
+    path = Path(path)
+    document = path.read_text() if path.exists() else ""
+    try:
+        document = replace(document, begin, end, section)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(document)
+    os.replace(tmp, path)

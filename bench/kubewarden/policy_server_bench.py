@@ -58,7 +58,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
@@ -950,13 +949,9 @@ def main(argv=None):
         print(section)
         return 0
     try:
-        document = marked_section.replace(document, BEGIN, END, section)
+        marked_section.write(out, BEGIN, END, section)
     except ValueError as e:
-        print(f"policy-server-bench: {out}: {e}", file=sys.stderr)
-        return 1
-    tmp = Path(tempfile.mkstemp(dir=out.parent, prefix=".bench-")[1])
-    tmp.write_text(document)
-    os.replace(tmp, out)
+        raise SystemExit(f"policy-server-bench: {e}") from None
     log(f"=== wrote the section into {out} ({elapsed:.0f} s)")
     return 0
 

@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gpu_e2e::flags::{FlagError, read_flags};
 use serde_json::Value;
 
 use crate::cluster::Snapshot;
@@ -110,48 +111,39 @@ pub fn parse(args: &[String]) -> Result<Option<Options>, String> {
         Some(other) => return Err(format!("unknown command {other:?}: the command is `check`")),
     }
     let mut o = Options::default();
-    let mut only_paths = false;
-    while let Some(arg) = args.next() {
-        if only_paths || arg == "-" || !arg.starts_with('-') {
-            o.paths.push(arg.clone());
-            continue;
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| args.next().cloned())
-                .ok_or_else(|| format!("{flag} needs a value"))
-        };
+    let mut help = false;
+    read_flags(args.as_slice(), &mut o.paths, |flag, value| {
         match flag {
-            "--" => only_paths = true,
-            "-h" | "--help" => return Ok(None),
-            "-p" | "--policies" => o.policies.push(value()?.into()),
-            "--root" => o.root = Some(value()?.into()),
-            "--modules" => o.modules = Some(value()?.into()),
+            "-h" | "--help" => help = true,
+            "-p" | "--policies" => o.policies.push(value.get()?.into()),
+            "--root" => o.root = Some(value.get()?.into()),
+            "--modules" => o.modules = Some(value.get()?.into()),
             "--pull" => o.pull = true,
-            "--old" => o.old.push(value()?),
-            "--snapshot" => o.snapshots.push(value()?),
-            "--kubeconfig" => o.kubeconfig = Some(value()?.into()),
-            "--replay-host-capabilities-interactions" => o.replay = Some(value()?.into()),
-            "-n" | "--namespace" => o.namespace = Some(value()?),
-            "--user" => o.user = Some(value()?),
+            "--old" => o.old.push(value.get()?),
+            "--snapshot" => o.snapshots.push(value.get()?),
+            "--kubeconfig" => o.kubeconfig = Some(value.get()?.into()),
+            "--replay-host-capabilities-interactions" => o.replay = Some(value.get()?.into()),
+            "-n" | "--namespace" => o.namespace = Some(value.get()?),
+            "--user" => o.user = Some(value.get()?),
             "-o" | "--output" => {
-                o.output = match value()?.as_str() {
+                o.output = match value.get()?.as_str() {
                     "table" => Output::Table,
                     "json" => Output::Json,
                     "junit" => Output::Junit,
                     other => {
-                        return Err(format!("--output {other:?}: expected table, json or junit"));
+                        return Err(FlagError::new(format!(
+                            "--output {other:?}: expected table, json or junit"
+                        )));
                     }
                 }
             }
             "--warnings-as-errors" => o.warnings_as_errors = true,
-            other => return Err(format!("unknown option {other}")),
+            other => return Err(FlagError::unknown(other)),
         }
+        Ok(())
+    })?;
+    if help {
+        return Ok(None);
     }
     if o.paths.is_empty() {
         return Err("no PATH to check (a file, a folder, or - for standard input)".into());

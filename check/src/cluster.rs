@@ -10,7 +10,9 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use gpu_e2e::{CallbackRequest, HostResponder, RecordedResponse, ReplaySession};
+use gpu_e2e::{
+    Call, CallbackRequest, GetCall, HostResponder, ListCall, RecordedResponse, ReplaySession,
+};
 use gpu_rules::selector::{LabelSelector, Operator, Requirement};
 use serde_json::{Value, json};
 
@@ -261,16 +263,15 @@ impl Snapshot {
             .collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn list(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        label_selector: Option<&str>,
-        field_selector: Option<&str>,
-        masks: Option<&std::collections::BTreeSet<String>>,
-    ) -> Result<Vec<u8>, String> {
+    fn list(&self, list: &ListCall) -> Result<Vec<u8>, String> {
+        let ListCall {
+            api_version,
+            kind,
+            namespace,
+            label_selector,
+            field_selector,
+            field_masks: masks,
+        } = *list;
         let labels = label_selector
             .map(parse_label_selector)
             .transpose()?
@@ -302,68 +303,36 @@ impl Snapshot {
 
 impl HostResponder for Snapshot {
     fn answer(&self, request: &CallbackRequest) -> Result<Vec<u8>, String> {
-        match request {
-            CallbackRequest::KubernetesGetResource {
-                api_version,
-                kind,
-                name,
-                namespace,
-                field_masks,
-                ..
-            } => self
-                .of_kind(api_version, kind)
+        match request.call() {
+            Call::Get(get) => self
+                .of_kind(get.api_version, get.kind)
                 .into_iter()
                 .find(|o| {
-                    o["metadata"]["name"] == name.as_str()
-                        && match namespace {
-                            Some(ns) => o["metadata"]["namespace"] == ns.as_str(),
-                            None => true,
-                        }
+                    o["metadata"]["name"] == get.name
+                        && get
+                            .namespace
+                            .is_none_or(|ns| o["metadata"]["namespace"] == ns)
                 })
                 .map(|mut o| {
-                    apply_field_masks(&mut o, field_masks.as_ref());
+                    apply_field_masks(&mut o, get.field_masks);
                     serde_json::to_vec(&o).unwrap_or_default()
                 })
                 // policy-server's words for a missing object.
-                .ok_or_else(|| {
-                    format!(
-                        "Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'"
-                    )
-                }),
-            CallbackRequest::KubernetesListResourceAll {
-                api_version,
-                kind,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => self.list(
-                api_version,
-                kind,
-                None,
-                label_selector.as_deref(),
-                field_selector.as_deref(),
-                field_masks.as_ref(),
-            ),
-            CallbackRequest::KubernetesListResourceNamespace {
-                api_version,
-                kind,
-                namespace,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => self.list(
-                api_version,
-                kind,
-                Some(namespace),
-                label_selector.as_deref(),
-                field_selector.as_deref(),
-                field_masks.as_ref(),
-            ),
-            CallbackRequest::OciManifestAndConfig { image } => Err(format!(
+                .ok_or_else(|| not_found(&get)),
+            Call::List(list) => self.list(&list),
+            Call::Image(image) => Err(format!(
                 "Cannot fetch manifest and config of {image}: a cluster snapshot holds no image registry"
             )),
         }
     }
+}
+
+/// policy-server's words for a missing object.
+pub fn not_found(get: &GetCall) -> String {
+    format!(
+        "Cannot find {}/{} named '{}' inside of namespace '{:?}'",
+        get.api_version, get.kind, get.name, get.namespace
+    )
 }
 
 /// Prunes `object` to `masks` as policy-server does (kube-rs `field_mask::prune_in_place` on
@@ -375,21 +344,10 @@ pub fn apply_field_masks(object: &mut Value, masks: Option<&std::collections::BT
         return;
     };
     let paths: Vec<Vec<&str>> = masks.iter().map(|m| m.split('.').collect()).collect();
+    let paths: Vec<&[&str]> = paths.iter().map(Vec::as_slice).collect();
     if let Some(map) = object.as_object_mut() {
-        map.retain(|key, value| {
-            if matches!(key.as_str(), "apiVersion" | "kind" | "metadata") {
-                return true;
-            }
-            let below: Vec<&[&str]> = paths
-                .iter()
-                .filter(|p| p.first() == Some(&key.as_str()))
-                .map(|p| &p[1..])
-                .collect();
-            if below.is_empty() {
-                return false;
-            }
-            prune(value, &below);
-            true
+        prune_fields(map, &paths, |key| {
+            matches!(key, "apiVersion" | "kind" | "metadata")
         });
     }
 }
@@ -400,20 +358,33 @@ fn prune(value: &mut Value, paths: &[&[&str]]) {
     }
     match value {
         Value::Array(items) => items.iter_mut().for_each(|i| prune(i, paths)),
-        Value::Object(map) => map.retain(|key, v| {
-            let below: Vec<&[&str]> = paths
-                .iter()
-                .filter(|p| p.first() == Some(&key.as_str()))
-                .map(|p| &p[1..])
-                .collect();
-            if below.is_empty() {
-                return false;
-            }
-            prune(v, &below);
-            true
-        }),
+        Value::Object(map) => prune_fields(map, paths, |_| false),
         _ => {}
     }
+}
+
+/// Keeps of `map` the fields `kept` names whole and those the first step of a path names, pruned
+/// to the rest of their paths.
+fn prune_fields(
+    map: &mut serde_json::Map<String, Value>,
+    paths: &[&[&str]],
+    kept: impl Fn(&str) -> bool,
+) {
+    map.retain(|key, value| {
+        if kept(key) {
+            return true;
+        }
+        let below: Vec<&[&str]> = paths
+            .iter()
+            .filter(|p| p.first() == Some(&key.as_str()))
+            .map(|p| &p[1..])
+            .collect();
+        if below.is_empty() {
+            return false;
+        }
+        prune(value, &below);
+        true
+    });
 }
 
 /// (namespace, name) of an object.

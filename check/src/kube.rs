@@ -13,11 +13,11 @@ use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use gpu_e2e::{CallbackRequest, HostResponder};
+use gpu_e2e::{Call, CallbackRequest, HostResponder};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::cluster::apply_field_masks;
+use crate::cluster::{apply_field_masks, not_found};
 use crate::request::{group_version, is_namespaced, resource_of};
 
 /// How requests authenticate.
@@ -213,70 +213,33 @@ fn failure(status: u16, body: &Value) -> String {
 
 impl HostResponder for LiveCluster {
     fn answer(&self, request: &CallbackRequest) -> Result<Vec<u8>, String> {
-        let (path, query, item, masks) = match request {
-            CallbackRequest::KubernetesGetResource {
-                api_version,
-                kind,
-                name,
-                namespace,
-                field_masks,
-                ..
-            } => {
-                let path = format!(
-                    "{}/{name}",
-                    Self::collection(api_version, kind, namespace.as_deref())
-                );
-                let (status, body) = self.get(&path, &[])?;
+        let list = match request.call() {
+            Call::Get(get) => {
+                let collection = Self::collection(get.api_version, get.kind, get.namespace);
+                let (status, mut body) = self.get(&format!("{collection}/{}", get.name), &[])?;
                 return match status {
                     200 => {
-                        let mut body = body;
-                        apply_field_masks(&mut body, field_masks.as_ref());
+                        apply_field_masks(&mut body, get.field_masks);
                         Ok(serde_json::to_vec(&body).unwrap_or_default())
                     }
-                    // policy-server's words for a missing object.
-                    404 => Err(format!(
-                        "Cannot find {api_version}/{kind} named '{name}' inside of namespace '{namespace:?}'"
-                    )),
+                    404 => Err(not_found(&get)),
                     _ => Err(failure(status, &body)),
                 };
             }
-            CallbackRequest::KubernetesListResourceAll {
-                api_version,
-                kind,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => (
-                Self::collection(api_version, kind, None),
-                [label_selector, field_selector],
-                (api_version, kind),
-                field_masks,
-            ),
-            CallbackRequest::KubernetesListResourceNamespace {
-                api_version,
-                kind,
-                namespace,
-                label_selector,
-                field_selector,
-                field_masks,
-            } => (
-                Self::collection(api_version, kind, Some(namespace)),
-                [label_selector, field_selector],
-                (api_version, kind),
-                field_masks,
-            ),
-            CallbackRequest::OciManifestAndConfig { image } => {
+            Call::List(list) => list,
+            Call::Image(image) => {
                 return Err(format!(
                     "Cannot fetch manifest and config of {image}: image registries are not read by gpu-admission check"
                 ));
             }
         };
+        let path = Self::collection(list.api_version, list.kind, list.namespace);
         let mut params = Vec::new();
-        if let Some(l) = &query[0] {
-            params.push(("labelSelector", l.as_str()));
+        if let Some(l) = list.label_selector {
+            params.push(("labelSelector", l));
         }
-        if let Some(f) = &query[1] {
-            params.push(("fieldSelector", f.as_str()));
+        if let Some(f) = list.field_selector {
+            params.push(("fieldSelector", f));
         }
         let (status, mut body) = self.get(&path, &params)?;
         if status != 200 {
@@ -286,12 +249,12 @@ impl HostResponder for LiveCluster {
         if let Some(items) = body["items"].as_array_mut() {
             for o in items.iter_mut().filter_map(Value::as_object_mut) {
                 o.entry("apiVersion")
-                    .or_insert_with(|| Value::String(item.0.clone()));
+                    .or_insert_with(|| Value::String(list.api_version.to_string()));
                 o.entry("kind")
-                    .or_insert_with(|| Value::String(item.1.clone()));
+                    .or_insert_with(|| Value::String(list.kind.to_string()));
             }
             for o in items.iter_mut() {
-                apply_field_masks(o, masks.as_ref());
+                apply_field_masks(o, list.field_masks);
             }
         }
         Ok(serde_json::to_vec(&body).unwrap_or_default())

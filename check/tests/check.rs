@@ -90,6 +90,13 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// The command exits 2 (bad input) on `args` and `stdin`, saying `says` on standard error.
+fn assert_bad_input(args: &[&str], stdin: &[u8], says: &str) {
+    let o = binary(args, stdin);
+    assert_eq!(o.status, Some(2), "{args:?}: {}", stderr(&o));
+    assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+}
+
 /// `--output json`'s results.
 fn results(o: &Output) -> Vec<Value> {
     let report: Value = serde_json::from_slice(&o.stdout)
@@ -321,26 +328,20 @@ fn malformed_yaml_is_bad_input_with_file_and_line() {
     );
     assert!(stdout(&o).is_empty(), "nothing is checked on bad input");
 
-    let o = binary(&[&data("not-an-object.yaml")], b"");
-    assert_eq!(o.status, Some(2));
-    assert!(
-        stderr(&o).contains("not-an-object.yaml:5: a Kubernetes object (a mapping with apiVersion and kind) was expected, found a list"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &[&data("not-an-object.yaml")],
+        b"",
+        "not-an-object.yaml:5: a Kubernetes object (a mapping with apiVersion and kind) was expected, found a list",
     );
-    let o = binary(&["no/such/file.yaml"], b"");
-    assert_eq!(o.status, Some(2));
-    assert!(
-        stderr(&o).contains("no/such/file.yaml: cannot read"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &["no/such/file.yaml"],
+        b"",
+        "no/such/file.yaml: cannot read",
     );
-    let o = binary(&["-"], b"apiVersion: v1\nkind: [\n");
-    assert_eq!(o.status, Some(2));
-    assert!(
-        stderr(&o).contains("<stdin>:3: invalid YAML"),
-        "{}",
-        stderr(&o)
+    assert_bad_input(
+        &["-"],
+        b"apiVersion: v1\nkind: [\n",
+        "<stdin>:3: invalid YAML",
     );
 }
 
@@ -379,12 +380,19 @@ fn junit_for_ci() {
 
 #[test]
 fn usage_errors_are_bad_input() {
-    let o = binary(&[], b"");
-    assert_eq!(o.status, Some(2));
-    assert!(stderr(&o).contains("no PATH to check"), "{}", stderr(&o));
-    let o = binary(&["x.yaml", "-o", "xml"], b"");
-    assert_eq!(o.status, Some(2));
-    assert!(stderr(&o).contains("expected table, json or junit"));
+    assert_bad_input(&[], b"", "no PATH to check");
+    assert_bad_input(
+        &["x.yaml", "-o", "xml"],
+        b"",
+        "expected table, json or junit",
+    );
+    assert_bad_input(&["x.yaml", "--bogus"], b"", "error: unknown option --bogus");
+    assert_bad_input(&["x.yaml", "--root"], b"", "error: --root needs a value");
+    assert_bad_input(
+        &["x.yaml", "--pull=yes"],
+        b"",
+        "error: --pull takes no value",
+    );
 }
 
 #[test]

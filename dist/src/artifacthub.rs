@@ -437,27 +437,9 @@ pub fn now_rfc3339() -> Result<String> {
     Ok(rfc3339(secs))
 }
 
-/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ`.
-pub fn rfc3339(secs: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+/// `secs` since the epoch as `YYYY-MM-DDTHH:MM:SSZ` (the rules crate's, which the policies write
+/// into their messages).
+pub use gpu_rules::clock::rfc3339;
 
 #[cfg(test)]
 mod tests {

@@ -16,6 +16,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use gpu_dist::oci::{self, Transport};
 use gpu_dist::policies::{PolicyDir, policy_license, workspace_policies};
 use gpu_dist::{artifacthub, checks};
+use gpu_e2e::flags::{FlagError, read_flags};
 use gpu_e2e::wasm_scanner::scan_host_capabilities;
 
 mod sign_cli;
@@ -57,31 +58,27 @@ struct Args {
 
 fn parse(rest: &[String]) -> Result<Args> {
     let mut args = Args::default();
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| anyhow!("{flag} needs a value"))
-        };
+    read_flags(rest, &mut args.positionals, |flag, value| {
         match flag {
-            "-o" | "--output" | "--output-path" => args.output = Some(value()?),
-            "--root" => args.root = Some(value()?.into()),
-            "--output-dir" => args.output_dir = Some(value()?.into()),
-            "--plain-http" => args.transport = Transport::Http,
-            "--https" => args.transport = Transport::Https,
+            "-o" | "--output" | "--output-path" => args.output = Some(value.get()?),
+            "--root" => args.root = Some(value.get()?.into()),
+            "--output-dir" => args.output_dir = Some(value.get()?.into()),
             "--force" => args.force = true,
             "--check" => args.check = true,
-            f if f.starts_with('-') && f != "-" => bail!("unknown option {f}"),
-            positional => args.positionals.push(positional.to_string()),
+            other => args.transport = transport(other)?,
         }
-    }
+        Ok(())
+    })?;
     Ok(args)
+}
+
+/// `--plain-http` or `--https`; any other flag is unknown.
+fn transport(flag: &str) -> Result<Transport, FlagError> {
+    match flag {
+        "--plain-http" => Ok(Transport::Http),
+        "--https" => Ok(Transport::Https),
+        other => Err(FlagError::unknown(other)),
+    }
 }
 
 fn root(args: &Args) -> PathBuf {
@@ -245,6 +242,12 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    exit_code(outcome)
+}
+
+/// The exit status of a command's outcome: 0 when it passed, 1 when it failed or could not run
+/// (the error printed).
+fn exit_code(outcome: Result<bool>) -> ExitCode {
     match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),

@@ -373,6 +373,24 @@ fn signature_config(layers: &[OciDescriptor]) -> Vec<u8> {
     .expect("a JSON value serializes")
 }
 
+/// Where the signature of the manifest `uri` names lives: the reference, its registry's
+/// client, the manifest's digest (a tag resolved to the digest it points to now) and the image
+/// `sha256-<hex>.sig` beside it.
+async fn signature_image(
+    uri: &str,
+    transport: Transport,
+) -> Result<(Reference, oci_client::Client, String, Reference)> {
+    let reference = oci::parse_reference(uri)?;
+    let client = oci::client(&reference, transport);
+    let digest = resolve(&client, &reference).await?;
+    let sig_ref = Reference::with_tag(
+        reference.registry().to_string(),
+        reference.repository().to_string(),
+        signature_tag(&digest)?,
+    );
+    Ok((reference, client, digest, sig_ref))
+}
+
 /// Signs the manifest `uri` names (by digest; a tag is resolved to the digest it points
 /// to now, and that digest is signed) with `key`, adding the signature to the image at
 /// `sha256-<hex>.sig`.
@@ -382,14 +400,7 @@ pub async fn sign(
     annotations: &BTreeMap<String, String>,
     transport: Transport,
 ) -> Result<Signed> {
-    let reference = oci::parse_reference(uri)?;
-    let client = oci::client(&reference, transport);
-    let digest = resolve(&client, &reference).await?;
-    let sig_ref = Reference::with_tag(
-        reference.registry().to_string(),
-        reference.repository().to_string(),
-        signature_tag(&digest)?,
-    );
+    let (reference, client, digest, sig_ref) = signature_image(uri, transport).await?;
     let payload = payload(&docker_reference(&reference), &digest, annotations);
     let payload_digest = sha256_digest(&payload);
     let signature = sign_bytes(key, &payload);
@@ -477,14 +488,7 @@ pub async fn verify(
     required: &BTreeMap<String, String>,
     transport: Transport,
 ) -> Result<Verified> {
-    let reference = oci::parse_reference(uri)?;
-    let client = oci::client(&reference, transport);
-    let digest = resolve(&client, &reference).await?;
-    let sig_ref = Reference::with_tag(
-        reference.registry().to_string(),
-        reference.repository().to_string(),
-        signature_tag(&digest)?,
-    );
+    let (reference, client, digest, sig_ref) = signature_image(uri, transport).await?;
     let manifest = signature_manifest(&client, &sig_ref)
         .await?
         .with_context(|| format!("{uri}: no signature ({sig_ref} does not exist)"))?;

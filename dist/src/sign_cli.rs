@@ -5,9 +5,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use gpu_dist::oci::{self, Transport};
 use gpu_dist::sign;
+use gpu_e2e::flags::read_flags;
 
 pub const USAGE: &str = "\
        gpu-dist keygen [--output-key cosign.key] [--output-pub cosign.pub]
@@ -46,31 +47,18 @@ struct Args {
 
 fn parse(rest: &[String]) -> Result<Args> {
     let mut args = Args::default();
-    let mut it = rest.iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v.to_string())),
-            _ => (arg.as_str(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| anyhow!("{flag} needs a value"))
-        };
+    read_flags(rest, &mut args.positionals, |flag, value| {
         match flag {
-            "-k" | "--key" => args.key = Some(value()?.into()),
-            "-a" | "--annotation" => args.annotations.push(value()?),
-            "--output-key" => args.output_key = Some(value()?.into()),
-            "--output-pub" => args.output_pub = Some(value()?.into()),
-            "--owner" => args.owner = Some(value()?),
-            "--config-map" => args.config_map = Some(value()?),
-            "--plain-http" => args.transport = Transport::Http,
-            "--https" => args.transport = Transport::Https,
-            f if f.starts_with('-') => bail!("unknown option {f}"),
-            positional => args.positionals.push(positional.to_string()),
+            "-k" | "--key" => args.key = Some(value.get()?.into()),
+            "-a" | "--annotation" => args.annotations.push(value.get()?),
+            "--output-key" => args.output_key = Some(value.get()?.into()),
+            "--output-pub" => args.output_pub = Some(value.get()?.into()),
+            "--owner" => args.owner = Some(value.get()?),
+            "--config-map" => args.config_map = Some(value.get()?),
+            other => args.transport = crate::transport(other)?,
         }
-    }
+        Ok(())
+    })?;
     Ok(args)
 }
 
@@ -204,12 +192,5 @@ pub fn main(command: &str, rest: &[String]) -> ExitCode {
         "verification-config" => verification_config_command(args).map(|()| true),
         _ => verify_command(args),
     };
-    match outcome {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
-    }
+    crate::exit_code(outcome)
 }

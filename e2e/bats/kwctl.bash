@@ -60,6 +60,74 @@ run_replayed() {
   run_policy "$1" "$2" "${3:-session_no_calls.yml}"
 }
 
+# run_cases <table> [<runner>]: every row of test_data/<table>, a table of single-request cases,
+# run with <runner> (run_replayed by default; run_policy for a policy that runs without a session).
+# A row is tab-separated: a name, the expected answer, the request, the settings, the session (-:
+# none), then the patterns its output must match. The answer is allowed or denied (kwctl exited 0
+# with that verdict), answered (kwctl exited 0) or invalid (kwctl refused the settings: exit 1;
+# run without a session). Rows sharing a name are the steps of one case; blank lines and lines
+# starting with # are comments. Every row runs; the test fails naming each row that failed.
+run_cases() {
+  local table="$DATA/$1" runner="${2:-run_replayed}" failed=() line=0 row session
+  while IFS=$'\t' read -r -a row -u 3; do
+    line=$((line + 1))
+    if [ "${#row[@]}" -eq 0 ] || [[ "${row[0]}" == \#* ]]; then
+      continue
+    fi
+    if [ "${#row[@]}" -lt 5 ]; then
+      echo "$1:$line: a row needs a name, an answer, a request, the settings and a session" >&2
+      failed+=("$1:$line (malformed)")
+      continue
+    fi
+    session="${row[4]}"
+    [ "$session" != - ] || session=
+    echo "# $1:$line ${row[0]}"
+    if ! run_case "${row[1]}" "$runner" "${row[2]}" "${row[3]}" "$session" "${row[@]:5}"; then
+      failed+=("$1:$line ${row[0]}")
+    fi
+  done 3<"$table"
+  if [ "$line" -eq 0 ]; then
+    echo "$table has no row" >&2
+    return 1
+  fi
+  if [ "${#failed[@]}" -ne 0 ]; then
+    printf 'FAILED: %s\n' "${failed[@]}" >&2
+    return 1
+  fi
+}
+
+# run_case <answer> <runner> <request> <settings> <session> [<pattern>...]: one row of run_cases.
+run_case() {
+  local answer="$1" runner="$2" request="$3" settings="$4" session="$5"
+  shift 5
+  case "$answer" in
+    allowed | denied)
+      "$runner" "$request" "$settings" "$session"
+      "$answer" "$@"
+      ;;
+    answered)
+      "$runner" "$request" "$settings" "$session"
+      exits 0 && matches "$@"
+      ;;
+    invalid)
+      run_policy "$request" "$settings"
+      exits 1 && matches 'Provided settings are not valid: ' "$@"
+      ;;
+    *)
+      echo "unknown answer '$answer' (allowed, denied, answered or invalid)" >&2
+      return 1
+      ;;
+  esac
+}
+
+# exits <status>: kwctl exited with <status>.
+exits() {
+  if [ "$status" -ne "$1" ]; then
+    echo "kwctl exited $status, not $1: $output" >&2
+    return 1
+  fi
+}
+
 # matches <pattern>...: the last run's output matches every pattern somewhere, each a basic
 # regular expression as expr(1) reads it ('.' is any character, '\[' a bracket).
 matches() {
@@ -110,9 +178,5 @@ denied() {
 verdict() {
   local allowed="$1"
   shift
-  if [ "$status" -ne 0 ]; then
-    echo "kwctl exited $status: $output" >&2
-    return 1
-  fi
-  matches "\"allowed\":$allowed" "$@"
+  exits 0 && matches "\"allowed\":$allowed" "$@"
 }

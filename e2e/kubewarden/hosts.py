@@ -67,6 +67,14 @@ def missing_tools():
     return f"{'; '.join(problems)} ({how})"
 
 
+def skip_unless_ready(target, reason):
+    """Skips the test class when `reason` (what is missing) is set, saying so on stderr with the
+    make target that runs it."""
+    if reason:
+        sys.stderr.write(f"{target}: SKIPPED: {reason}\n")
+        raise unittest.SkipTest(reason)
+
+
 def policy_version(policy):
     """`version` of policies/<policy>/Cargo.toml's [package]."""
     text = (POLICIES_DIR / policy / "Cargo.toml").read_text()
@@ -603,10 +611,7 @@ class HostTestCase(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = cls.missing_tools()
-        if reason:
-            sys.stderr.write(f"{cls.TARGET}: SKIPPED: {reason}\n")
-            raise unittest.SkipTest(reason)
+        skip_unless_ready(cls.TARGET, cls.missing_tools())
         cls.check_inputs()
         cls.host = Host(cls.HOST_NAME)
         try:

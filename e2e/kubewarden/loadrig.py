@@ -252,15 +252,8 @@ def judge(case, status, body):
 
 def post(url, case, timeout=30.0):
     """(status, body) of POSTing `case` to `url`/validate/<id>; OSError when no answer."""
-    parts = urllib.parse.urlsplit(url)
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-    try:
-        conn.request("POST", f"/validate/{case.policy_id}", body=case.body,
-                     headers={"Content-Type": "application/json"})
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
+    _, status, body = post_front(url, case, timeout)
+    return status, body
 
 
 # --------------------------------------------------------------------------------------
@@ -316,7 +309,8 @@ class RoundRobin:
 
 
 def post_front(url, case, timeout=30.0):
-    """(backend index, status, body) through a RoundRobin."""
+    """(backend index, status, body) of POSTing `case` to `url`/validate/<id>: the index is the
+    RoundRobin backend that answered (-1 without a RoundRobin in front); OSError when no answer."""
     parts = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:

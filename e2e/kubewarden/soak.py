@@ -232,7 +232,7 @@ def main():
         import marked_section  # noqa: E402 - bench/kubewarden, on sys.path above
 
         out = Path(args.out)
-        out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text))
+        marked_section.write(out, BEGIN, END, text)
         print(f"soak: wrote {out}")
     if problems:
         print("soak: FAILED: " + "; ".join(problems))

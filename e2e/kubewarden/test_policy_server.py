@@ -140,6 +140,27 @@ def a100_quotas(extra_used=0):
             quota("compute", "ml-serving", {}, None, 64, gpu_hard="128")]
 
 
+def deployment(name, namespace, replicas, pool=None, node_pool=False):
+    """A Deployment labelled app=<name>: with a pool, a vLLM server of 2 GPUs whose template
+    carries the pool label (and, with node_pool, the pool's nodeSelector); else a web server
+    without GPUs."""
+    labels = {"app": name}
+    if pool:
+        container = {"name": "server", "image": "vllm/vllm-openai:v0.6.3",
+                     "resources": {"limits": {GPU: "2"}, "requests": {"cpu": "8", "memory": "64Gi"}}}
+        spec = {"nodeSelector": {POOL: pool}} if node_pool else {}
+        spec["containers"] = [container]
+        template_labels = {**labels, POOL: pool}
+    else:
+        spec = {"containers": [{"name": "web", "image": "nginx:1.27",
+                                "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}
+        template_labels = dict(labels)
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": dict(labels)},
+                     "template": {"metadata": {"labels": template_labels}, "spec": spec}}}
+
+
 def cluster(extra_a100_pods=0, extra_quota_used=0):
     """The snapshot. Pools as in the capacity gate's test_data/settings.yml:
     - a100: 8 nodes x 8 GPUs, one cordoned: 56 allocatable; 40 used (+8 per extra pod);
@@ -183,34 +204,13 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                                                                "resources": {"requests": {"cpu": "100m"}}}]},
                  "status": {"phase": "Running"}} for i in range(2)]
 
-    objects.append({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "llm-a100", "namespace": "ml-serving", "labels": {"app": "llm-a100"}},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "llm-a100"}},
-                 "template": {"metadata": {"labels": {"app": "llm-a100", POOL: "a100"}},
-                              "spec": {"nodeSelector": {POOL: "a100"},
-                                       "containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
-                                                       "resources": {"limits": {GPU: "2"},
-                                                                     "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
+    objects.append(deployment("llm-a100", "ml-serving", 2, pool="a100", node_pool=True))
     # Scale from zero: the target of hpa_scale_from_zero.json, in pool h100-serving, which has
     # no node yet (settings_scale_from_zero.yml gives it maxAllocatable 64).
-    objects.append({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "llm-serving", "namespace": "ml-serving", "labels": {"app": "llm-serving"}},
-        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "llm-serving"}},
-                 "template": {"metadata": {"labels": {"app": "llm-serving", POOL: "h100-serving"}},
-                              "spec": {"containers": [{"name": "server", "image": "vllm/vllm-openai:v0.6.3",
-                                                       "resources": {"limits": {GPU: "2"},
-                                                                     "requests": {"cpu": "8", "memory": "64Gi"}}}]}}}})
+    objects.append(deployment("llm-serving", "ml-serving", 1, pool="h100-serving"))
     # The autoscaler policy's HPA of a workload without GPUs reads this one (its HPAs of
     # GPU workloads read llm-a100 above).
-    objects.append({
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "web", "namespace": "frontend", "labels": {"app": "web"}},
-        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                 "template": {"metadata": {"labels": {"app": "web"}},
-                              "spec": {"containers": [{"name": "web", "image": "nginx:1.27",
-                                                       "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}}}})
+    objects.append(deployment("web", "frontend", 3))
     # The registry of settings_registry.yml: models that settings file does not list.
     objects.append({
         "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "gpu-models", "namespace": "gpu-system"},
@@ -441,31 +441,30 @@ class PolicyServerE2E(hosts.HostTestCase):
                      "cronjob_labelled.json", "deployment_no_gpu.json", "pod_delete.json"):
             with self.subTest(name):
                 self.check("labels", LABELS, name, True)
-        with self.subTest("pod_gpu_missing_labels.json"):
-            self.check("labels", LABELS, "pod_gpu_missing_labels.json", False, says=[
+        denied = {  # request: what the message says
+            "pod_gpu_missing_labels.json": [
                 "Pod 'llm-chat' breaks the GPU admission rules (3 problems): 1) label 'workload-type' is missing "
                 "(GPU pods must carry it): add workload-type: <one of interactive, batch, training> to "
                 "metadata.labels; 2) label 'team' is missing",
-                "3) container 'vllm' holds GPUs but requests no cpu and no memory"])
-        with self.subTest("deployment_missing_team.json"):
-            self.check("labels", LABELS, "deployment_missing_team.json", False, says=[
+                "3) container 'vllm' holds GPUs but requests no cpu and no memory"],
+            "deployment_missing_team.json": [
                 "1) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to "
-                "spec.template.metadata.labels"])
-        with self.subTest("cronjob_bad_workload_type.json"):
-            self.check("labels", LABELS, "cronjob_bad_workload_type.json", False, says=[
+                "spec.template.metadata.labels"],
+            "cronjob_bad_workload_type.json": [
                 "label workload-type=Batch is not allowed: set workload-type to one of interactive, batch, training "
-                "in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"])
-        with self.subTest("pod_gpu_request_without_limit.json"):
-            self.check("labels", LABELS, "pod_gpu_request_without_limit.json", False, says=[
+                "in spec.jobTemplate.spec.template.metadata.labels (values are case-sensitive: did you mean batch?)"],
+            "pod_gpu_request_without_limit.json": [
                 "container 'vllm' requests nvidia.com/gpu: 1 without a limit: put nvidia.com/gpu: 1 in its "
-                "resources.limits"])
-        with self.subTest("pod_no_gpu_tolerates_gpu_taint.json"):
-            self.check("labels", LABELS, "pod_no_gpu_tolerates_gpu_taint.json", False, says=[
-                "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"])
-        with self.subTest("deployment_malformed.json"):
-            self.check("labels", LABELS, "deployment_malformed.json", False, says=[
+                "resources.limits"],
+            "pod_no_gpu_tolerates_gpu_taint.json": [
+                "the pod requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0]"],
+            "deployment_malformed.json": [
                 "Deployment ml-serving/llm-server cannot be read, so it is denied: spec.template.spec: invalid "
-                "type: map, expected a sequence"])
+                "type: map, expected a sequence"],
+        }
+        for name, says in denied.items():
+            with self.subTest(name):
+                self.check("labels", LABELS, name, False, says=says)
         with self.subTest("deployment_update_scales_legacy.json"):
             r = self.check("labels", LABELS, "deployment_update_scales_legacy.json", True,
                            warns=["this update is allowed because it changes no pod template and no label"])

@@ -53,10 +53,7 @@ class RestartAndScale(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        reason = loadrig.missing_tools()
-        if reason:
-            sys.stderr.write(f"policy-server-faults: SKIPPED: {reason}\n")
-            raise unittest.SkipTest(reason)
+        hosts.skip_unless_ready("policy-server-faults", loadrig.missing_tools())
 
     def setUp(self):
         self.host = hosts.Host("policy-server-restart-scale")

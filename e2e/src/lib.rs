@@ -34,6 +34,7 @@
 
 pub mod annotate;
 pub mod cases;
+pub mod flags;
 mod host;
 mod inputs;
 pub mod kwctl;
@@ -51,7 +52,10 @@ pub use inputs::{
 };
 pub use modules::{WASM_DIR_ENV, module_path, policy_names, target_dir, wasm_dir, workspace_root};
 pub use policy::{DEFAULT_TIMEOUT, Evaluation, Instance, Policy, WASM_PAGE_SIZE};
-pub use replay::{CallbackRequest, Exchange, RecordedResponse, ReplayError, ReplaySession};
+pub use replay::{
+    Call, CallbackRequest, Exchange, GetCall, ListCall, RecordedResponse, ReplayError,
+    ReplaySession,
+};
 pub use response::{
     AdmissionResponse, AdmissionResponseStatus, MUTATION_WITHOUT_OBJECT, SettingsValidation,
     ValidationResponse,

@@ -113,6 +113,56 @@ impl CallbackRequest {
         }
     }
 
+    /// What the request asks, the two list requests as one [`ListCall`].
+    pub fn call(&self) -> Call<'_> {
+        match self {
+            Self::KubernetesGetResource {
+                api_version,
+                kind,
+                name,
+                namespace,
+                field_masks,
+                ..
+            } => Call::Get(GetCall {
+                api_version,
+                kind,
+                name,
+                namespace: namespace.as_deref(),
+                field_masks: field_masks.as_ref(),
+            }),
+            Self::KubernetesListResourceAll {
+                api_version,
+                kind,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => Call::List(ListCall {
+                api_version,
+                kind,
+                namespace: None,
+                label_selector: label_selector.as_deref(),
+                field_selector: field_selector.as_deref(),
+                field_masks: field_masks.as_ref(),
+            }),
+            Self::KubernetesListResourceNamespace {
+                api_version,
+                kind,
+                namespace,
+                label_selector,
+                field_selector,
+                field_masks,
+            } => Call::List(ListCall {
+                api_version,
+                kind,
+                namespace: Some(namespace),
+                label_selector: label_selector.as_deref(),
+                field_selector: field_selector.as_deref(),
+                field_masks: field_masks.as_ref(),
+            }),
+            Self::OciManifestAndConfig { image } => Call::Image(image),
+        }
+    }
+
     /// Builds the request a guest made with waPC operation `operation` of namespace
     /// `kubernetes`, from its JSON payload (the SDK's `GetResourceRequest`,
     /// `ListAllResourcesRequest` or `ListResourcesByNamespaceRequest`).
@@ -120,10 +170,21 @@ impl CallbackRequest {
         let parsed = match operation {
             "get_resource" => serde_json::from_slice::<GetResourceRequest>(payload).map(Into::into),
             "list_resources_all" => {
-                serde_json::from_slice::<ListAllResourcesRequest>(payload).map(Into::into)
+                serde_json::from_slice::<ListResourcesRequest>(payload).map(|r| {
+                    ListResourcesRequest {
+                        namespace: None,
+                        ..r
+                    }
+                    .into()
+                })
             }
             "list_resources_by_namespace" => {
-                serde_json::from_slice::<ListResourcesByNamespaceRequest>(payload).map(Into::into)
+                serde_json::from_slice::<ListResourcesRequest>(payload).and_then(|r| {
+                    match r.namespace {
+                        Some(_) => Ok(r.into()),
+                        None => Err(serde::de::Error::missing_field("namespace")),
+                    }
+                })
             }
             other => return Err(anyhow!("unknown operation: {other}")),
         };
@@ -160,50 +221,81 @@ impl From<GetResourceRequest> for CallbackRequest {
     }
 }
 
-/// Wire format of the SDK's `kubernetes::ListAllResourcesRequest`.
+/// Wire format of the SDK's `kubernetes::ListAllResourcesRequest` and
+/// `ListResourcesByNamespaceRequest` (the one with a `namespace`).
 #[derive(Deserialize)]
-struct ListAllResourcesRequest {
+struct ListResourcesRequest {
     api_version: String,
     kind: String,
+    namespace: Option<String>,
     label_selector: Option<String>,
     field_selector: Option<String>,
     field_masks: Option<BTreeSet<String>>,
 }
 
-impl From<ListAllResourcesRequest> for CallbackRequest {
-    fn from(r: ListAllResourcesRequest) -> Self {
-        Self::KubernetesListResourceAll {
-            api_version: r.api_version,
-            kind: r.kind,
-            label_selector: r.label_selector,
-            field_selector: r.field_selector,
-            field_masks: r.field_masks,
+impl From<ListResourcesRequest> for CallbackRequest {
+    fn from(r: ListResourcesRequest) -> Self {
+        match r.namespace {
+            Some(namespace) => Self::KubernetesListResourceNamespace {
+                api_version: r.api_version,
+                kind: r.kind,
+                namespace,
+                label_selector: r.label_selector,
+                field_selector: r.field_selector,
+                field_masks: r.field_masks,
+            },
+            None => Self::KubernetesListResourceAll {
+                api_version: r.api_version,
+                kind: r.kind,
+                label_selector: r.label_selector,
+                field_selector: r.field_selector,
+                field_masks: r.field_masks,
+            },
         }
     }
 }
 
-/// Wire format of the SDK's `kubernetes::ListResourcesByNamespaceRequest`.
-#[derive(Deserialize)]
-struct ListResourcesByNamespaceRequest {
-    api_version: String,
-    kind: String,
-    namespace: String,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    field_masks: Option<BTreeSet<String>>,
+/// What a [`CallbackRequest`] asks, borrowed from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call<'a> {
+    /// One object (`get_resource`).
+    Get(GetCall<'a>),
+    /// A list, in one namespace or all.
+    List(ListCall<'a>),
+    /// An image's manifest and config.
+    Image(&'a str),
 }
 
-impl From<ListResourcesByNamespaceRequest> for CallbackRequest {
-    fn from(r: ListResourcesByNamespaceRequest) -> Self {
-        Self::KubernetesListResourceNamespace {
-            api_version: r.api_version,
-            kind: r.kind,
-            namespace: r.namespace,
-            label_selector: r.label_selector,
-            field_selector: r.field_selector,
-            field_masks: r.field_masks,
-        }
-    }
+/// A `get_resource` request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GetCall<'a> {
+    /// `v1` for the core group, `group/version` otherwise.
+    pub api_version: &'a str,
+    /// Singular PascalCase kind.
+    pub kind: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// Its namespace, `None` for cluster-scoped kinds.
+    pub namespace: Option<&'a str>,
+    /// Fields to keep in the response (`None` = the whole object).
+    pub field_masks: Option<&'a BTreeSet<String>>,
+}
+
+/// A list request (`list_resources_all`, `list_resources_by_namespace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ListCall<'a> {
+    /// `v1` for the core group, `group/version` otherwise.
+    pub api_version: &'a str,
+    /// Singular PascalCase kind.
+    pub kind: &'a str,
+    /// The namespace listed, `None` for all namespaces.
+    pub namespace: Option<&'a str>,
+    /// Label selector sent to the API server.
+    pub label_selector: Option<&'a str>,
+    /// Field selector sent to the API server.
+    pub field_selector: Option<&'a str>,
+    /// Fields to keep of each item (`None` = whole objects).
+    pub field_masks: Option<&'a BTreeSet<String>>,
 }
 
 /// The recorded answer to one request.

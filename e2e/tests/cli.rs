@@ -274,13 +274,24 @@ fn unreadable_files_exit_2() {
 
 #[test]
 fn usage_errors_exit_2() {
-    let out = gpu_kwctl(&["run", "--bogus", &built_module()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_stderr_has(&out, "unknown option --bogus");
-
-    let out = gpu_kwctl(&["run"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_stderr_has(&out, "missing <module.wasm>");
+    let module = built_module();
+    let m = module.as_str();
+    let cases: [(&[&str], &str); 6] = [
+        (&["run", "--bogus", m], "unknown option --bogus"),
+        (&["run", m, "-r"], "-r needs a value"),
+        (
+            &["run", "--allow-context-aware=yes", m],
+            "--allow-context-aware takes no value",
+        ),
+        (&["run", m, m], "only one module can be given"),
+        (&["annotate", "--bogus", m], "unknown option --bogus"),
+        (&["run"], "missing <module.wasm>"),
+    ];
+    for (args, says) in cases {
+        let out = gpu_kwctl(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_stderr_has(&out, says);
+    }
 
     let out = gpu_kwctl(&["--help"]);
     assert_eq!(out.status.code(), Some(0));

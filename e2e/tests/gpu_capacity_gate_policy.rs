@@ -316,15 +316,12 @@ fn unreadable_cluster_warn_accepts_with_a_warning() {
 #[test]
 fn without_the_context_aware_grant_the_gate_fails_closed() {
     // What policy-server does when the ClusterAdmissionPolicy lists no contextAwareResources.
-    let request = POLICY.request("deployment_a100_4x2.json");
-    let response = POLICY.ungranted(&request, &POLICY.settings(S), "session_a100_below.yml");
-    assert!(!response.allowed);
-    assert_eq!(response.message(), Some(NOT_GRANTED));
+    let denial = POLICY.ungranted_denial("deployment_a100_4x2.json", S, "session_a100_below.yml");
+    assert_eq!(denial, NOT_GRANTED);
 }
 
 #[test]
 fn settings_validation() {
-    let p = POLICY.module();
     POLICY.assert_valid_settings(&[
         "settings.yml",
         "settings_fail_open.yml",
@@ -371,15 +368,10 @@ fn settings_validation() {
         ),
     ];
     for (s, message) in cases {
-        let v = p.validate_settings(&s).unwrap();
-        assert!(!v.valid);
-        assert_eq!(v.message.as_deref(), Some(message));
+        assert_eq!(POLICY.settings_refusal(&s), message);
     }
-    let typo = p
-        .validate_settings(&serde_json::json!({"pools": [], "failopen": true}))
-        .unwrap();
-    assert!(!typo.valid);
-    assert!(typo.message.unwrap().contains("unknown field `failopen`"));
+    let typo = POLICY.settings_refusal(&serde_json::json!({"pools": [], "failopen": true}));
+    assert!(typo.contains("unknown field `failopen`"), "{typo}");
 }
 
 #[test]

@@ -129,34 +129,18 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         let v = policy.validate_settings(&settings(Some(file))).unwrap();
         assert!(v.valid, "{file}: {v:?}");
     }
-    let rules = policy
-        .validate_settings(&settings(Some("settings_invalid_workload_rules.yml")))
-        .unwrap();
-    assert!(!rules.valid);
     assert_eq!(
-        rules.message.as_deref(),
-        Some(
-            "workloadRules.readinessProbe.workloadTypes[0]: 'serving' is not a value the workload-type label may take (requiredLabels allows interactive, batch, training), so the rule would never apply"
-        )
+        POLICY.settings_refusal(&settings(Some("settings_invalid_workload_rules.yml"))),
+        "workloadRules.readinessProbe.workloadTypes[0]: 'serving' is not a value the workload-type label may take (requiredLabels allows interactive, batch, training), so the rule would never apply"
     );
     assert!(policy.validate_settings(&Value::Null).unwrap().valid);
 
-    let both = policy
-        .validate_settings(&settings(Some("settings_invalid_both.yml")))
-        .unwrap();
-    assert!(!both.valid);
     assert_eq!(
-        both.message.as_deref(),
-        Some(
-            "requiredLabels[0]: give allowedValues or pattern, not both (a value would have to satisfy both; put the values in allowedValues, or widen the pattern)"
-        )
+        POLICY.settings_refusal(&settings(Some("settings_invalid_both.yml"))),
+        "requiredLabels[0]: give allowedValues or pattern, not both (a value would have to satisfy both; put the values in allowedValues, or widen the pattern)"
     );
 
-    let typo = policy
-        .validate_settings(&settings(Some("settings_invalid_typo.yml")))
-        .unwrap();
-    assert!(!typo.valid);
-    let message = typo.message.unwrap();
+    let message = POLICY.settings_refusal(&settings(Some("settings_invalid_typo.yml")));
     assert!(
         message.starts_with("settings: unknown field `requireGpuLimit`, expected one of"),
         "{message}"
@@ -174,9 +158,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         ),
         (json!({"exemptNamespaces": ["*"]}), "exemptNamespaces[0]: "),
     ] {
-        let v = policy.validate_settings(&settings).unwrap();
-        assert!(!v.valid, "{settings}");
-        let m = v.message.unwrap_or_default();
+        let m = POLICY.settings_refusal(&settings);
         assert!(m.starts_with(prefix), "{settings}: {m}");
     }
 }
@@ -208,16 +190,9 @@ fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
     );
     assert_eq!(r.warnings.as_ref().map(Vec::len), Some(1));
     // The settings file that names the field.
-    let v = POLICY
-        .module()
-        .validate_settings(&settings(Some("settings_invalid_device_access.yml")))
-        .unwrap();
-    assert!(!v.valid);
     assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "deviceAccess.deviceHostPaths.paths[1]: '/dev/dri/' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
-        )
+        POLICY.settings_refusal(&settings(Some("settings_invalid_device_access.yml"))),
+        "deviceAccess.deviceHostPaths.paths[1]: '/dev/dri/' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
     );
 }
 

@@ -476,17 +476,14 @@ fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
 #[test]
 fn deployed_without_the_dra_grant_a_dra_pod_is_denied_not_routed() {
     // The ClusterAdmissionPolicy of a version without DRA: contextAwareResources: [].
-    let response = POLICY.ungranted(
-        &POLICY.request("deployment_dra_four_gpus.json"),
-        &POLICY.settings(SETTINGS),
+    let denial = POLICY.ungranted_denial(
+        "deployment_dra_four_gpus.json",
+        SETTINGS,
         "session_dra_four_gpus.yml",
     );
-    assert!(!response.allowed);
     assert_eq!(
-        response.message(),
-        Some(
-            "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
-        )
+        denial,
+        "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
     );
 }
 
@@ -1202,15 +1199,11 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         assert!(e.unconsumed_exchanges.is_empty());
     }
     // Deployed without the grant at all: denied too, never routed without its team.
-    let response = POLICY.ungranted(&req, &POLICY.settings(TEAM), "session_team_ml_a.yml");
-    assert!(!response.allowed);
+    let denial =
+        POLICY.ungranted_denial("deployment_interactive.json", TEAM, "session_team_ml_a.yml");
     assert!(
-        response
-            .message()
-            .unwrap()
-            .starts_with("namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: "),
-        "{:?}",
-        response.message()
+        denial.starts_with("namespace team-a cannot be read, so the team label gpu-admission/team of this workload cannot be set from the namespace's label team: cannot get v1/Namespace team-a: "),
+        "{denial}"
     );
 }
 

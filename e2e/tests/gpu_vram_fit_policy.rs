@@ -227,11 +227,11 @@ fn no_host_call_when_nothing_needs_the_registry() {
 #[test]
 fn without_context_aware_access_the_denial_names_the_fix() {
     // `kwctl run` without --allow-context-aware: the host refuses the ConfigMap.
-    let request = POLICY.request("deployment_registry_model.json");
-    let settings = POLICY.settings("settings_registry.yml");
-    let r = POLICY.ungranted(&request, &settings, "session_registry_found.yml");
-    assert!(!r.allowed);
-    let message = r.message().unwrap();
+    let message = POLICY.ungranted_denial(
+        "deployment_registry_model.json",
+        "settings_registry.yml",
+        "session_registry_found.yml",
+    );
     assert!(
         message.starts_with("the model registry ConfigMap gpu-system/gpu-models cannot be read ("),
         "{message}"

@@ -12,6 +12,13 @@ fn lookup() -> serde_json::Value {
     settings("settings_lookup_namespace.yml")
 }
 
+/// The message `pod_in_team_a.json` is denied with, host calls answered from `session`.
+fn denial_of_team_a(session: &str) -> String {
+    let response = evaluate_team_a(session).response;
+    assert!(!response.allowed, "{session}: allowed");
+    response.message().unwrap_or_default().to_string()
+}
+
 /// The fixture on the Pod of team-a with the Namespace lookup settings, the Namespace read
 /// from the session file.
 fn evaluate_team_a(session_file: &str) -> Evaluation {
@@ -42,23 +49,17 @@ fn success_exchange_with_allowed_namespace_accepts() {
 
 #[test]
 fn success_exchange_with_unlabelled_namespace_rejects() {
-    let response = evaluate_team_a("session_namespace_not_allowed.yml").response;
-    assert!(!response.allowed);
     assert_eq!(
-        response.message(),
-        Some("Namespace team-a is not labelled gpu-admission/allowed=true")
+        denial_of_team_a("session_namespace_not_allowed.yml"),
+        "Namespace team-a is not labelled gpu-admission/allowed=true"
     );
 }
 
 #[test]
 fn error_exchange_rejects_with_the_recorded_text() {
-    let response = evaluate_team_a("session_namespace_not_found.yml").response;
-    assert!(!response.allowed);
     assert_eq!(
-        response.message(),
-        Some(
-            "cannot read Namespace team-a: Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
-        )
+        denial_of_team_a("session_namespace_not_found.yml"),
+        "cannot read Namespace team-a: Host error: Callback evaluation failure: Cannot find v1/Namespace named 'team-a' inside of namespace 'None'"
     );
 }
 
@@ -79,13 +80,9 @@ fn mismatched_request_gives_the_replay_error() {
 
 #[test]
 fn exhausted_session_gives_the_empty_list_error() {
-    let response = evaluate_team_a("session_empty.yml").response;
-    assert!(!response.allowed);
     assert_eq!(
-        response.message(),
-        Some(
-            "cannot read Namespace team-a: Host error: Callback evaluation failure: the list of recorded responses is empty"
-        )
+        denial_of_team_a("session_empty.yml"),
+        "cannot read Namespace team-a: Host error: Callback evaluation failure: the list of recorded responses is empty"
     );
 }
 

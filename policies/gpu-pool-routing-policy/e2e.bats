@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # kwctl checks over test_data/, the same requests e2e/tests/gpu_pool_routing_policy.rs runs
-# through the project's harness. Needs kwctl on PATH and an annotated module:
+# through the project's harness: the cases of test_data/kwctl_cases.tsv, then those that read the
+# patch. Needs kwctl on PATH and an annotated module:
 #   make annotate && cd policies/gpu-pool-routing-policy && bats e2e.bats
 # Skipped cleanly when kwctl is not installed.
 
@@ -30,6 +31,10 @@ patch_lacks() {
   ops="$(patch_ops)"
   local output="$ops"
   lacks "$@"
+}
+
+@test "every case of kwctl_cases.tsv gives its answer" {
+  run_cases kwctl_cases.tsv run_policy
 }
 
 @test "Pod is routed: pool label, nodeSelector, toleration" {
@@ -66,45 +71,6 @@ patch_lacks() {
   done
 }
 
-@test "default pool routes what matches no pool, with a warning" {
-  route deployment_no_pool.json settings_default_pool.yml
-  allowed 'runs in the default pool batch'
-}
-
-@test "no pool and no default pool is denied" {
-  route deployment_no_pool.json
-  denied 'matches no GPU pool; pool interactive takes workload-type=interactive'
-}
-
-@test "contradictions are denied with the pool and the fix" {
-  route deployment_nodeselector_other_pool.json
-  matches "'interactive' points at the nodes of pool interactive, but the workload belongs to pool batch"
-  route deployment_affinity_other_pool.json
-  matches 'gpu-admission/node-pool In (training) points at the nodes of pool training'
-  route deployment_pool_label_spoofed.json
-  matches 'names pool interactive, but the workload.s labels place it in pool batch'
-  route deployment_toleration_other_pool.json
-  matches 'tolerates the taint of pool interactive (dedicated=interactive:NoSchedule)'
-  route deployment_priority_not_allowed.json
-  matches "'system-cluster-critical' is not allowed: pool batch allows batch-low, batch-high"
-  for request in deployment_nodeselector_other_pool.json deployment_affinity_other_pool.json deployment_pool_label_spoofed.json deployment_toleration_other_pool.json deployment_priority_not_allowed.json; do
-    route "$request"
-    denied
-  done
-}
-
-@test "overlapping pools are invalid settings" {
-  route deployment_no_pool.json settings_invalid_overlap.yml
-  [ "$status" -eq 1 ]
-  matches 'Provided settings are not valid: pools\[1\].selector: pool everything overlaps pool batch'
-}
-
-@test "an invalid toleration is invalid settings" {
-  route deployment_no_pool.json settings_invalid_toleration.yml
-  [ "$status" -eq 1 ]
-  matches 'pools\[0\].tolerations\[0\].value: operator Exists takes no value'
-}
-
 @test "DRA Pod and Deployment with 4 gpu.nvidia.com devices are routed like 4 nvidia.com/gpu" {
   route pod_dra_four_gpus.json settings.yml session_dra_four_gpus.yml
   allowed
@@ -112,18 +78,6 @@ patch_lacks() {
   route deployment_dra_four_gpus.json settings.yml session_dra_four_gpus.yml
   [ "$status" -eq 0 ]
   patch_matches '"path":"/spec/template/spec/priorityClassName","value":"interactive-high"'
-}
-
-@test "DRA claim template not found, forbidden, not granted, 40 requests: denied with the fix" {
-  for case in "pod_dra_four_gpus.json session_dra_not_found.yml" \
-              "deployment_dra_four_gpus.json session_dra_forbidden.yml" \
-              "deployment_dra_four_gpus.json session_dra_not_granted.yml"; do
-    set -- $case
-    route "$1" settings.yml "$2"
-    denied 'cannot be routed to its pool: resource claim .gpus. (ResourceClaimTemplate four-gpus) cannot be read.*contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate}'
-  done
-  route pod_dra_four_gpus.json settings.yml session_dra_forty_requests.yml
-  matches 'has 40 device requests; Kubernetes allows at most 32'
 }
 
 @test "a claim in a class that is not a GPU leaves the Pod alone" {
@@ -183,19 +137,6 @@ closed_lending_settings() {
   says "stays on pool interactive, which lends to pool batch (lent before, unchanged by this request)"
 }
 
-@test "a lendTo window that names no schedule is invalid settings" {
-  route deployment_batch.json settings_invalid_lending.yml
-  [ "$status" -eq 1 ]
-  matches "pools\[0\].lendTo\[0\].window: 'nights' names no schedule"
-}
-
-@test "an exception lets the research Deployment through; expired, the denial says so" {
-  route deployment_no_pool.json settings_exceptions.yml
-  allowed '"exception":"exception=research-spare-node owner=research-leads@example.com expires=2027-09-28T00:00:00Z"'
-  route deployment_no_pool.json settings_exceptions_expired.yml
-  denied '(exception research-spare-node (owner research-leads@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)'
-}
-
 @test "team label: stamped from the namespace on a Deployment, a Pod and an InferenceService" {
   route deployment_interactive.json settings_team.yml session_team_ml_a.yml
   allowed
@@ -217,13 +158,4 @@ closed_lending_settings() {
   route deployment_team_stamped_update.json settings_team.yml session_team_ml_b.yml
   patch_matches '"op":"replace","path":"/spec/template/metadata/labels/gpu-admission~1team","value":"ml-b"'
   matches 'set to ml-b, the team of namespace team-a (its label team); it was ml-a'
-}
-
-@test "team label: the Namespace not granted or not found is denied naming the class of failure" {
-  route deployment_interactive.json settings_team.yml session_team_not_granted.yml
-  denied 'namespace team-a cannot be read, so the team label'
-  says "cannot get v1/Namespace team-a: not granted to this policy: add {apiVersion: v1, kind: Namespace} to the ClusterAdmissionPolicy's contextAwareResources"
-  route deployment_interactive.json settings_team.yml session_team_not_found.yml
-  denied 'namespace team-a cannot be read, so the team label'
-  says "cannot get v1/Namespace team-a: not found (the host's error: "
 }

@@ -24,24 +24,22 @@ use serde_json::value::RawValue;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+/// A rule's decision: the request and policy `P`'s checked settings ([`Policy::check`]) to a
+/// verdict.
+pub trait Decide<P: Policy>: FnOnce(AdmissionRequest, &P::Checked) -> Verdict {}
+
+impl<P: Policy, F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict> Decide<P> for F {}
+
 /// The `validate` entry point: runs `decide` on the request and the settings of policy `P`,
 /// checked ([`Policy::check`]). `decide` is handed the request: a policy that changes the
 /// object moves it into its answer instead of copying it.
-pub fn validate<P, F>(payload: &[u8], decide: F) -> CallResult
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+pub fn validate<P: Policy, F: Decide<P>>(payload: &[u8], decide: F) -> CallResult {
     respond(evaluate::<P, F>(payload, decide))
 }
 
 /// Parses, checks the settings and decides, without serializing the answer (for native
 /// tests and benches).
-pub fn evaluate<P, F>(payload: &[u8], decide: F) -> Verdict
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+pub fn evaluate<P: Policy, F: Decide<P>>(payload: &[u8], decide: F) -> Verdict {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
@@ -50,15 +48,11 @@ where
 
 /// The `validate` entry point of a policy module: [`validate`], with the settings read and
 /// checked once per instance and kept in `cache` while the host sends the same settings text.
-pub fn validate_cached<P, F>(
+pub fn validate_cached<P: Policy, F: Decide<P>>(
     payload: &[u8],
     cache: &SettingsCache<P::Checked>,
     decide: F,
-) -> CallResult
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+) -> CallResult {
     respond(evaluate_cached::<P, F>(payload, cache, decide))
 }
 
@@ -69,16 +63,12 @@ where
 /// its second request on) are bumped too, and set their chunk aside for as long as they are
 /// kept; in policy-server every request runs on a fresh instance and reads its settings with
 /// the request.
-pub fn validate_in_arena<P, F>(
+pub fn validate_in_arena<P: Policy, F: Decide<P>>(
     arena: &RequestArena,
     payload: &[u8],
     cache: &SettingsCache<P::Checked>,
     decide: F,
-) -> CallResult
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+) -> CallResult {
     // An instance's first request is, in policy-server, its only one (see
     // `arena::leaving_released`).
     let first = !cache.asked_before();
@@ -96,15 +86,11 @@ where
 /// reads and checks them once. Verdicts, messages and codes are [`evaluate`]'s: a payload
 /// the fast path cannot read (whatever the reason) is read again the way [`evaluate`] reads
 /// it.
-pub fn evaluate_cached<P, F>(
+pub fn evaluate_cached<P: Policy, F: Decide<P>>(
     payload: &[u8],
     cache: &SettingsCache<P::Checked>,
     decide: F,
-) -> Verdict
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+) -> Verdict {
     if let Err(message) = limits::check_request(payload) {
         return Verdict::reject(message).with_code(413);
     }
@@ -264,11 +250,7 @@ fn invalid_settings<P: Policy>(e: &FieldError) -> Verdict {
 /// Reads the whole payload (request and typed settings) in one pass, checks the settings
 /// and decides; a payload that cannot be read is denied with code 400 and serde's message,
 /// with the field's path, and settings that do not check are denied naming the field.
-fn read_and_decide<P, F>(payload: &[u8], decide: F) -> Verdict
-where
-    P: Policy,
-    F: FnOnce(AdmissionRequest, &P::Checked) -> Verdict,
-{
+fn read_and_decide<P: Policy, F: Decide<P>>(payload: &[u8], decide: F) -> Verdict {
     match read_payload::<P::Settings>(payload) {
         Ok(p) => match checked::<P>(p.settings) {
             Ok(settings) => {

@@ -18,8 +18,9 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result, bail};
 use gpu_e2e::annotate;
+use gpu_e2e::flags::{FlagError, read_flags};
 use gpu_e2e::{
     ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, read_settings,
 };
@@ -77,69 +78,45 @@ enum Command {
     Annotate(AnnotateArgs),
 }
 
-/// Splits `--flag=value` and yields `(flag, value source)` pairs.
-struct Args<'a> {
-    it: std::slice::Iter<'a, String>,
-}
-
-impl<'a> Args<'a> {
-    /// The next argument, as `(flag or positional, inline value)`.
-    fn next_arg(&mut self) -> Option<(&'a str, Option<&'a str>)> {
-        let arg = self.it.next()?;
-        Some(match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ => (arg.as_str(), None),
-        })
+/// The one module of a command line: the last of `positionals`; any before it is an error.
+fn one_module(mut positionals: Vec<String>) -> Result<Option<PathBuf>> {
+    let module = positionals.pop();
+    if let Some(extra) = positionals.first() {
+        bail!("unexpected argument {extra:?}: only one module can be given");
     }
-
-    /// The value of `flag`: inline (`--flag=value`) or the next argument.
-    fn value(&mut self, flag: &str, inline: Option<&str>) -> Result<String> {
-        match inline {
-            Some(v) => Ok(v.to_string()),
-            None => self
-                .it
-                .next()
-                .cloned()
-                .ok_or_else(|| anyhow!("{flag} needs a value")),
-        }
-    }
-}
-
-fn set_module(module: &mut Option<PathBuf>, positional: &str) -> Result<()> {
-    if positional.starts_with('-') && positional != "-" {
-        bail!("unknown option {positional}");
-    }
-    if module.is_some() {
-        bail!("unexpected argument {positional:?}: only one module can be given");
-    }
-    *module = Some(positional.into());
-    Ok(())
+    Ok(module.map(PathBuf::from))
 }
 
 fn parse_args(args: &[String]) -> Result<Command> {
     let Some((subcommand, rest)) = args.split_first() else {
         bail!("missing subcommand");
     };
-    let mut args = Args { it: rest.iter() };
+    let mut modules = Vec::new();
+    let mut help = false;
     match subcommand.as_str() {
         "-h" | "--help" | "help" => Ok(Command::Help),
         "run" => {
             let mut run = RunArgs::default();
-            while let Some((flag, inline)) = args.next_arg() {
+            read_flags(rest, &mut modules, |flag, value| {
                 match flag {
-                    "-h" | "--help" => return Ok(Command::Help),
-                    "-r" | "--request-path" => run.request_path = Some(args.value(flag, inline)?),
+                    "-h" | "--help" => help = true,
+                    "-r" | "--request-path" => run.request_path = Some(value.get()?),
                     "-s" | "--settings-path" => {
-                        run.settings_path = Some(args.value(flag, inline)?.into());
+                        run.settings_path = Some(value.get()?.into());
                     }
-                    "--settings-json" => run.settings_json = Some(args.value(flag, inline)?),
+                    "--settings-json" => run.settings_json = Some(value.get()?),
                     "--replay-host-capabilities-interactions" => {
-                        run.replay_path = Some(args.value(flag, inline)?.into());
+                        run.replay_path = Some(value.get()?.into());
                     }
                     "--allow-context-aware" => run.allow_context_aware = true,
-                    positional => set_module(&mut run.module, positional)?,
+                    other => return Err(FlagError::unknown(other)),
                 }
+                Ok(())
+            })?;
+            if help {
+                return Ok(Command::Help);
             }
+            run.module = one_module(modules)?;
             if run.module.is_none() {
                 bail!("missing <module.wasm>");
             }
@@ -150,21 +127,26 @@ fn parse_args(args: &[String]) -> Result<Command> {
         }
         "annotate" => {
             let mut annotate = AnnotateArgs::default();
-            while let Some((flag, inline)) = args.next_arg() {
+            read_flags(rest, &mut modules, |flag, value| {
                 match flag {
-                    "-h" | "--help" => return Ok(Command::Help),
+                    "-h" | "--help" => help = true,
                     "-m" | "--metadata-path" => {
-                        annotate.metadata_path = Some(args.value(flag, inline)?.into());
+                        annotate.metadata_path = Some(value.get()?.into());
                     }
                     "-u" | "--usage-path" => {
-                        annotate.usage_path = Some(args.value(flag, inline)?.into());
+                        annotate.usage_path = Some(value.get()?.into());
                     }
                     "-o" | "--output-path" => {
-                        annotate.output_path = Some(args.value(flag, inline)?.into());
+                        annotate.output_path = Some(value.get()?.into());
                     }
-                    positional => set_module(&mut annotate.module, positional)?,
+                    other => return Err(FlagError::unknown(other)),
                 }
+                Ok(())
+            })?;
+            if help {
+                return Ok(Command::Help);
             }
+            annotate.module = one_module(modules)?;
             Ok(Command::Annotate(annotate))
         }
         other => bail!("unknown subcommand {other:?} (only `run` and `annotate` are supported)"),

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use gpu_e2e::{
-    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
-    read_admission_request, read_settings,
+    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
+    read_settings,
 };
 use serde_json::Value;
 
@@ -98,14 +98,32 @@ impl PolicyUnderTest {
         );
     }
 
-    /// The response to `request` when the policy is granted no context-aware resource (a
-    /// ClusterAdmissionPolicy without contextAwareResources, kwctl run without
-    /// --allow-context-aware), host calls answered from the session file.
-    pub fn ungranted(self, request: &Value, settings: &Value, session: &str) -> AdmissionResponse {
-        self.module()
+    /// The denial of the request file `request` when the policy is granted no context-aware
+    /// resource (a ClusterAdmissionPolicy without contextAwareResources, kwctl run without
+    /// --allow-context-aware), host calls answered from the session file: fails unless the
+    /// request is denied with a message.
+    pub fn ungranted_denial(self, request: &str, settings: &str, session: &str) -> String {
+        let response = self
+            .module()
             .with_context_aware_access(ContextAwareAccess::none())
-            .validate(request, settings, Some(self.session(session)))
-            .unwrap_or_else(|e| panic!("{e:#}"))
+            .validate(
+                &self.request(request),
+                &self.settings(settings),
+                Some(self.session(session)),
+            )
+            .unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(!response.allowed, "{request}: allowed without the grant");
+        response
+            .message()
+            .unwrap_or_else(|| panic!("{request}: denied without a message"))
+            .to_string()
+    }
+
+    /// The message the policy refuses `settings` with: fails if they are valid.
+    pub fn settings_refusal(self, settings: &Value) -> String {
+        let v = self.module().validate_settings(settings).unwrap();
+        assert!(!v.valid, "valid settings: {settings}");
+        v.message.unwrap_or_default()
     }
 
     /// Fails unless every file of `files` is valid settings.

@@ -25,6 +25,8 @@
 
 pub mod ceiling;
 pub mod checked;
+#[cfg(test)]
+pub(crate) mod fixtures;
 pub mod nodes;
 pub mod pool;
 pub mod read;

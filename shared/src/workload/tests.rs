@@ -15,6 +15,14 @@ fn workload(object: Value) -> Workload {
     Workload::from_object(&object, &presets::all()).unwrap()
 }
 
+/// Each template's location and how many pods it stands for.
+fn pods_per_template(w: &Workload) -> Vec<(String, u64)> {
+    w.templates
+        .iter()
+        .map(|t| (t.location.clone(), t.pods))
+        .collect()
+}
+
 #[rstest]
 #[case::deployment("apps/v1", "Deployment", json!({"replicas": 3, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 3)]
 #[case::statefulset("apps/v1", "StatefulSet", json!({"replicas": 2, "template": template(json!({"a": "1"}), 1)}), "spec.template.spec", 2)]
@@ -161,13 +169,8 @@ fn kserve_scale_to_zero_counts_one_replica_and_multinode_adds_workers() {
         "spec": {"predictor": {"minReplicas": 0, "containers": [],
                                "workerSpec": {"pipelineParallelSize": 3, "containers": []}}}
     }));
-    let pods: Vec<(String, u64)> = w
-        .templates
-        .iter()
-        .map(|t| (t.location.clone(), t.pods))
-        .collect();
     assert_eq!(
-        pods,
+        pods_per_template(&w),
         vec![
             ("spec.predictor".into(), 1),
             ("spec.predictor.workerSpec".into(), 2)
@@ -225,13 +228,8 @@ fn ray_cluster_head_and_every_worker_group() {
                     {"groupName": "small", "replicas": 2, "template": template(json!({}), 1)},
                     {"groupName": "big", "replicas": 3, "template": template(json!({}), 8)}]}
     }));
-    let pods: Vec<(String, u64)> = w
-        .templates
-        .iter()
-        .map(|t| (t.location.clone(), t.pods))
-        .collect();
     assert_eq!(
-        pods,
+        pods_per_template(&w),
         vec![
             ("spec.headGroupSpec.template.spec".into(), 1),
             ("spec.workerGroupSpecs[0].template.spec".into(), 2),

@@ -23,6 +23,33 @@ fn run<F: std::future::Future>(f: F) -> F::Output {
     oci::block_on(f).unwrap()
 }
 
+/// `sign::verify` of `uri` with the public half of `key`, requiring `required`.
+fn verify(
+    key: &p256::ecdsa::SigningKey,
+    uri: &str,
+    required: &BTreeMap<String, String>,
+) -> anyhow::Result<sign::Verified> {
+    run(sign::verify(
+        key.verifying_key(),
+        uri,
+        required,
+        Transport::Auto,
+    ))
+}
+
+/// [`verify`] fails, saying `expected`.
+fn refused(
+    key: &p256::ecdsa::SigningKey,
+    uri: &str,
+    required: &BTreeMap<String, String>,
+    expected: &str,
+) {
+    match verify(key, uri, required) {
+        Ok(_) => panic!("{uri} verified"),
+        Err(e) => assert!(e.to_string().contains(expected), "{uri}: {e:#}"),
+    }
+}
+
 /// The module with one more (empty) custom section: the same policy, another digest.
 fn changed(module: &[u8]) -> Vec<u8> {
     let mut out = module.to_vec();
@@ -76,25 +103,12 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
 
         // Verifies by tag and by digest, with the public key.
         for reference in [&uri, &pushed.immutable_ref] {
-            let verified = run(sign::verify(
-                key.verifying_key(),
-                reference,
-                &none,
-                Transport::Auto,
-            ))
-            .unwrap_or_else(|e| panic!("{name}: {reference}: {e:#}"));
+            let verified = verify(&key, reference, &none)
+                .unwrap_or_else(|e| panic!("{name}: {reference}: {e:#}"));
             assert_eq!(verified.immutable_ref, pushed.immutable_ref);
         }
         // Not with another key.
-        let err = run(sign::verify(
-            other.verifying_key(),
-            &uri,
-            &none,
-            Transport::Auto,
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("not signed by this key"), "{name}: {err}");
+        refused(&other, &uri, &none, "not signed by this key");
         // Signing again changes nothing (RFC 6979: the same signature).
         let again = run(sign::sign(&key, &uri, &none, Transport::Auto)).unwrap();
         assert!(again.already_signed, "{name}: signing twice added a layer");
@@ -167,42 +181,16 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
     run(sign::sign(&key, &uri, &none, Transport::Auto)).unwrap();
     let annotations = BTreeMap::from([("env".to_string(), "prod".to_string())]);
     run(sign::sign(&other, &uri, &annotations, Transport::Auto)).unwrap();
-    run(sign::verify(
-        key.verifying_key(),
-        &uri,
-        &none,
-        Transport::Auto,
-    ))
-    .unwrap();
-    let v = run(sign::verify(
-        other.verifying_key(),
-        &uri,
-        &annotations,
-        Transport::Auto,
-    ))
-    .unwrap();
+    verify(&key, &uri, &none).unwrap();
+    let v = verify(&other, &uri, &annotations).unwrap();
     assert_eq!(v.annotations, annotations);
     let wrong = BTreeMap::from([("env".to_string(), "dev".to_string())]);
-    let err = run(sign::verify(
-        other.verifying_key(),
-        &uri,
-        &wrong,
-        Transport::Auto,
-    ))
-    .unwrap_err();
-    assert!(err.to_string().contains("env=dev"), "{err}");
+    refused(&other, &uri, &wrong, "env=dev");
 
     // Never signed.
     let uri = format!("{addr}/x/unsigned:v1");
     run(oci::push(&annotated, &uri, Transport::Auto, false)).unwrap();
-    let err = run(sign::verify(
-        key.verifying_key(),
-        &uri,
-        &none,
-        Transport::Auto,
-    ))
-    .unwrap_err();
-    assert!(err.to_string().contains("no signature"), "{err}");
+    refused(&key, &uri, &none, "no signature");
 
     // Changed after signing: the tag now names another manifest, which has no signature...
     let uri = format!("{addr}/x/changed:v1");
@@ -216,14 +204,7 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
     ))
     .unwrap();
     assert_ne!(before.manifest_digest, after.manifest_digest);
-    let err = run(sign::verify(
-        key.verifying_key(),
-        &uri,
-        &none,
-        Transport::Auto,
-    ))
-    .unwrap_err();
-    assert!(err.to_string().contains("no signature"), "{err}");
+    refused(&key, &uri, &none, "no signature");
     // ...and the old signature copied to the new digest's tag names the old digest.
     let client = Client::new(ClientConfig {
         protocol: ClientProtocol::Http,
@@ -249,26 +230,14 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
         OCI_IMAGE_MEDIA_TYPE.parse().unwrap(),
     ))
     .unwrap();
-    let err = run(sign::verify(
-        key.verifying_key(),
+    refused(
+        &key,
         &uri,
         &none,
-        Transport::Auto,
-    ))
-    .unwrap_err();
-    assert!(
-        err.to_string()
-            .contains(&format!("not of {}", after.manifest_digest)),
-        "{err}"
+        &format!("not of {}", after.manifest_digest),
     );
     // The old digest still verifies: its signature is untouched.
-    run(sign::verify(
-        key.verifying_key(),
-        &before.immutable_ref,
-        &none,
-        Transport::Auto,
-    ))
-    .unwrap();
+    verify(&key, &before.immutable_ref, &none).unwrap();
     drop(registry);
 }
 

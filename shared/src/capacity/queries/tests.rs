@@ -1,19 +1,5 @@
 use super::*;
-use crate::selector::LabelSelector;
-use serde_json::json;
-
-fn pool() -> Pool {
-    Pool {
-        name: "a100".into(),
-        node_selector: serde_json::from_value::<LabelSelector>(json!({
-            "matchLabels": {"gpu-admission/pool": "a100"},
-            "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
-        }))
-        .unwrap(),
-        threshold_percent: 90,
-        ..Pool::default()
-    }
-}
+use crate::pools::fixtures::pool;
 
 #[test]
 fn pod_query_is_exact() {

@@ -1,26 +1,9 @@
 use super::*;
 use crate::capacity::queries::pod_query;
 use crate::pools::Pool;
+use crate::pools::fixtures::{names, pool};
 use crate::pools::nodes::node_query;
-use crate::selector::LabelSelector;
 use serde_json::json;
-
-fn pool() -> Pool {
-    Pool {
-        name: "a100".into(),
-        node_selector: serde_json::from_value::<LabelSelector>(json!({
-            "matchLabels": {"gpu-admission/pool": "a100"},
-            "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
-        }))
-        .unwrap(),
-        threshold_percent: 90,
-        ..Pool::default()
-    }
-}
-
-fn names() -> GpuResources<'static> {
-    GpuResources::default()
-}
 
 /// [`read_pool`] of [`pool`] (namespace `ml`, no demand) on a cluster answering `answers`
 /// in order; every answer must be asked for.

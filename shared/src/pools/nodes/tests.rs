@@ -1,24 +1,7 @@
 use super::*;
-use crate::selector::LabelSelector;
+use crate::pools::fixtures::{names, pool};
 use rstest::rstest;
 use serde_json::json;
-
-fn pool() -> Pool {
-    Pool {
-        name: "a100".into(),
-        node_selector: serde_json::from_value::<LabelSelector>(json!({
-            "matchLabels": {"gpu-admission/pool": "a100"},
-            "matchExpressions": [{"key": "nvidia.com/gpu.present", "operator": "Exists"}]
-        }))
-        .unwrap(),
-        threshold_percent: 90,
-        ..Pool::default()
-    }
-}
-
-fn names() -> GpuResources<'static> {
-    GpuResources::default()
-}
 
 #[test]
 fn node_query_is_exact() {

@@ -9,10 +9,11 @@ use crate::policy::{Policy, checked};
 use serde_json::{Value, json};
 
 // 2026-12-01 is a Tuesday.
-const TUESDAY_NOON: i64 = 1_796_126_400; // 12:00 UTC
-const TUESDAY_NIGHT: i64 = 1_796_162_400; // 22:00 UTC
+pub(crate) const TUESDAY_NOON: i64 = 1_796_126_400; // 12:00 UTC
+pub(crate) const TUESDAY_NIGHT: i64 = 1_796_162_400; // 22:00 UTC
 
-fn settings() -> Settings {
+/// Pool interactive lends its nodes to pool batch off-peak (20:00 to 07:00 UTC on weekdays).
+pub(crate) fn settings() -> Settings {
     let s: Settings = serde_json::from_value(json!({
         "schedules": {"off-peak": {"timeZone": "UTC", "windows": [
             {"days": ["Mon", "Tue", "Wed", "Thu", "Fri"], "from": "20:00", "to": "07:00"}]}},
@@ -48,7 +49,8 @@ fn request(operation: &str, object: Value, old: Value) -> AdmissionRequest {
     .unwrap()
 }
 
-fn at(now: i64, r: &AdmissionRequest) -> Verdict {
+/// The whole policy's verdict on `r` at `now`, with [`settings`].
+pub(crate) fn at(now: i64, r: &AdmissionRequest) -> Verdict {
     Routing::evaluate_at(
         r,
         &checked::<Routing>(&settings()),
@@ -57,20 +59,18 @@ fn at(now: i64, r: &AdmissionRequest) -> Verdict {
     )
 }
 
+/// The verdict on creating a [`job`] with `labels` at `now`.
+fn create_at(now: i64, labels: Value) -> Verdict {
+    at(now, &request("CREATE", job(labels), Value::Null))
+}
+
 fn template_of(v: &Verdict) -> Value {
     v.mutated_object.as_ref().expect("a mutation")["spec"]["template"].clone()
 }
 
 #[test]
 fn off_peak_batch_goes_to_the_lending_pool() {
-    let v = at(
-        TUESDAY_NIGHT,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "batch"})),
-            Value::Null,
-        ),
-    );
+    let v = create_at(TUESDAY_NIGHT, json!({"workload-type": "batch"}));
     assert!(v.allowed);
     let t = template_of(&v);
     assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "interactive");
@@ -90,14 +90,7 @@ fn off_peak_batch_goes_to_the_lending_pool() {
 
 #[test]
 fn at_peak_batch_stays_in_its_own_pool() {
-    let v = at(
-        TUESDAY_NOON,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "batch"})),
-            Value::Null,
-        ),
-    );
+    let v = create_at(TUESDAY_NOON, json!({"workload-type": "batch"}));
     let t = template_of(&v);
     assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "batch");
     assert_eq!(t["spec"]["priorityClassName"], "batch-low");
@@ -106,14 +99,7 @@ fn at_peak_batch_stays_in_its_own_pool() {
 
 #[test]
 fn interactive_work_is_never_lent() {
-    let v = at(
-        TUESDAY_NIGHT,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "interactive"})),
-            Value::Null,
-        ),
-    );
+    let v = create_at(TUESDAY_NIGHT, json!({"workload-type": "interactive"}));
     let t = template_of(&v);
     assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "interactive");
     assert_eq!(t["spec"]["priorityClassName"], "interactive-high");
@@ -121,14 +107,7 @@ fn interactive_work_is_never_lent() {
 
 #[test]
 fn a_lent_workload_is_left_alone_when_updated_after_the_window() {
-    let lent = template_of(&at(
-        TUESDAY_NIGHT,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "batch"})),
-            Value::Null,
-        ),
-    ));
+    let lent = template_of(&create_at(TUESDAY_NIGHT, json!({"workload-type": "batch"})));
     let mut object = job(json!({}));
     object["spec"]["template"] = lent;
     let v = at(
@@ -145,13 +124,9 @@ fn a_lent_workload_is_left_alone_when_updated_after_the_window() {
 
 #[test]
 fn a_pool_label_naming_the_own_pool_opts_out() {
-    let v = at(
+    let v = create_at(
         TUESDAY_NIGHT,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "batch", "gpu-admission/pool": "batch"})),
-            Value::Null,
-        ),
+        json!({"workload-type": "batch", "gpu-admission/pool": "batch"}),
     );
     let t = template_of(&v);
     assert_eq!(
@@ -197,14 +172,7 @@ fn lending_settings_are_validated_by_field() {
 /// stay on the lending pool (denying them would stop the CronJob or the rollout).
 #[test]
 fn objects_a_controller_creates_from_a_lent_template_stay_after_the_window() {
-    let lent = template_of(&at(
-        TUESDAY_NIGHT,
-        &request(
-            "CREATE",
-            job(json!({"workload-type": "batch"})),
-            Value::Null,
-        ),
-    ));
+    let lent = template_of(&create_at(TUESDAY_NIGHT, json!({"workload-type": "batch"})));
     let mut owned = job(json!({}));
     owned["spec"]["template"] = lent.clone();
     owned["metadata"]["ownerReferences"] = json!([{"apiVersion": "batch/v1", "kind": "CronJob",
@@ -222,27 +190,14 @@ fn objects_a_controller_creates_from_a_lent_template_stay_after_the_window() {
         "kind": {"group": "apps", "version": "v1", "kind": "ReplicaSet"}, "object": rs
     }))
     .unwrap();
-    let v = Routing::evaluate_at(
-        &r,
-        &checked::<Routing>(&settings()),
-        &NoCluster,
-        &FixedClock(TUESDAY_NOON),
-    );
+    let v = at(TUESDAY_NOON, &r);
     assert!(v.allowed, "{v:?}");
     assert!(v.mutated_object.is_none() && v.warnings.is_empty(), "{v:?}");
     // Without a controller, the same template created outside the window is not lent.
     rs = r.object.clone();
     rs["metadata"]["ownerReferences"] = json!([]);
     let r = AdmissionRequest { object: rs, ..r };
-    assert!(
-        !Routing::evaluate_at(
-            &r,
-            &checked::<Routing>(&settings()),
-            &NoCluster,
-            &FixedClock(TUESDAY_NOON)
-        )
-        .allowed
-    );
+    assert!(!at(TUESDAY_NOON, &r).allowed);
 }
 
 /// A bare Pod gets no priority class (its priority is resolved before webhooks run): the
@@ -258,12 +213,7 @@ fn a_lent_bare_pod_is_told_the_guest_priority_class() {
         "kind": {"group": "", "version": "v1", "kind": "Pod"}, "object": pod
     }))
     .unwrap();
-    let v = Routing::evaluate_at(
-        &r,
-        &checked::<Routing>(&settings()),
-        &NoCluster,
-        &FixedClock(TUESDAY_NIGHT),
-    );
+    let v = at(TUESDAY_NIGHT, &r);
     assert_eq!(
         v.warnings,
         vec![
@@ -277,36 +227,15 @@ fn a_lent_bare_pod_is_told_the_guest_priority_class() {
         object: told.clone(),
         ..r.clone()
     };
-    assert!(
-        Routing::evaluate_at(
-            &ok,
-            &checked::<Routing>(&settings()),
-            &NoCluster,
-            &FixedClock(TUESDAY_NIGHT)
-        )
-        .allowed
-    );
+    assert!(at(TUESDAY_NIGHT, &ok).allowed);
     told["spec"]["priorityClassName"] = json!("interactive-high");
     let own = AdmissionRequest {
         object: told,
         ..r.clone()
     };
-    assert!(
-        !Routing::evaluate_at(
-            &own,
-            &checked::<Routing>(&settings()),
-            &NoCluster,
-            &FixedClock(TUESDAY_NIGHT)
-        )
-        .allowed
-    );
+    assert!(!at(TUESDAY_NIGHT, &own).allowed);
     // At peak it joins its own pool and is told its own pool's class.
-    let v = Routing::evaluate_at(
-        &r,
-        &checked::<Routing>(&settings()),
-        &NoCluster,
-        &FixedClock(TUESDAY_NOON),
-    );
+    let v = at(TUESDAY_NOON, &r);
     assert!(v.warnings[0].starts_with(
         "spec.priorityClassName: pool batch runs its workloads with priority class batch-low"
     ));

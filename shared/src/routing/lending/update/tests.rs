@@ -3,52 +3,28 @@
 //! changed; a move onto it, or a change of a lent template, is denied with the reason.
 
 use super::super::super::AUDIT_LENT;
-use super::super::super::policy::Routing;
-use super::super::super::settings::Settings;
+use super::super::tests::{TUESDAY_NIGHT, TUESDAY_NOON, at, settings};
 use super::{Stay, stay};
-use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
-use crate::clock::FixedClock;
-use crate::cluster::NoCluster;
-use crate::policy::{Policy, checked};
+use crate::admission::{AdmissionRequest, Verdict};
 use serde_json::{Value, json};
 
-// 2026-12-01 is a Tuesday.
-const TUESDAY_NOON: i64 = 1_796_126_400; // 12:00 UTC
-const TUESDAY_NIGHT: i64 = 1_796_162_400; // 22:00 UTC
-
-fn settings() -> Settings {
-    let s: Settings = serde_json::from_value(json!({
-        "schedules": {"off-peak": {"timeZone": "UTC", "windows": [
-            {"days": ["Mon", "Tue", "Wed", "Thu", "Fri"], "from": "20:00", "to": "07:00"}]}},
-        "pools": [
-            {"name": "batch", "selector": {"matchLabels": {"workload-type": "batch"}},
-             "nodeSelector": {"gpu-admission/node-pool": "batch"},
-             "priorityClassName": "batch-low"},
-            {"name": "interactive", "selector": {"matchLabels": {"workload-type": "interactive"}},
-             "nodeSelector": {"gpu-admission/node-pool": "interactive"},
-             "priorityClassName": "interactive-high",
-             "lendTo": [{"pool": "batch", "window": "off-peak"}],
-             "guestPriorityClassName": "interactive-guest"}
-        ]
-    }))
-    .unwrap();
-    s.validate().unwrap();
-    s
-}
-
-/// A batch Deployment whose template is routed to `pool` (its pool label, node selector and
-/// priority class), running `image`.
+/// A batch Deployment whose template is routed to `pool` (its pool label, node selector,
+/// priority class and, on pool interactive, its toleration), running `image`.
 fn deployment(pool: &str, image: &str, replicas: u64) -> Value {
-    let class = if pool == "batch" {
-        "batch-low"
+    let (class, tolerations) = if pool == "batch" {
+        ("batch-low", json!([]))
     } else {
-        "interactive-guest"
+        (
+            "interactive-guest",
+            json!([{"key": "dedicated", "operator": "Equal", "value": "interactive", "effect": "NoSchedule"}]),
+        )
     };
     json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "embed", "namespace": "ml"},
         "spec": {"replicas": replicas, "template": {
             "metadata": {"labels": {"workload-type": "batch", "gpu-admission/pool": pool}},
             "spec": {"containers": [{"name": "c", "image": image, "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
-                     "nodeSelector": {"gpu-admission/node-pool": pool}, "priorityClassName": class}}}})
+                     "nodeSelector": {"gpu-admission/node-pool": pool}, "priorityClassName": class,
+                     "tolerations": tolerations}}}})
 }
 
 fn update(new: Value, old: Value) -> AdmissionRequest {
@@ -58,15 +34,6 @@ fn update(new: Value, old: Value) -> AdmissionRequest {
         "object": new, "oldObject": old
     }))
     .unwrap()
-}
-
-fn at(now: i64, r: &AdmissionRequest) -> Verdict {
-    Routing::evaluate_at(
-        r,
-        &checked::<Routing>(&settings()),
-        &NoCluster,
-        &FixedClock(now),
-    )
 }
 
 fn message(v: &Verdict) -> &str {
