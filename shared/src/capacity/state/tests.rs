@@ -1,6 +1,5 @@
 use super::*;
 use crate::capacity::queries::pod_query;
-use crate::pools::Pool;
 use crate::pools::fixtures::{names, pool};
 use crate::pools::nodes::node_query;
 use serde_json::json;
