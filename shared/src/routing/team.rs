@@ -21,10 +21,7 @@
 //! templates get no team label, and one set by hand is denied.
 
 pub use crate::cluster::namespace_request;
-use crate::cluster::{Cluster, HOST_ERROR_MAX, call};
-use crate::podspec::null_as_default;
-use serde::Deserialize;
-use std::collections::BTreeMap;
+use crate::cluster::{Cluster, FailureClass, HOST_ERROR_MAX, namespace_labels};
 use std::fmt;
 
 pub use crate::settings::TEAM_POD_LABEL_KEY;
@@ -37,20 +34,6 @@ pub struct NamespaceTeam {
     pub label_key: String,
     /// `None`: the namespace has no such label, or an empty one.
     pub team: Option<String>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct NamespaceObject {
-    #[serde(deserialize_with = "null_as_default")]
-    metadata: NamespaceMeta,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct NamespaceMeta {
-    #[serde(deserialize_with = "null_as_default")]
-    labels: BTreeMap<String, String>,
 }
 
 /// Reads the team of `namespace` through `cluster`. A request without a namespace makes no
@@ -68,24 +51,18 @@ pub fn read(
     if namespace.is_empty() {
         return Ok(out);
     }
-    let bytes = call(cluster, &namespace_request(namespace)).map_err(|failure| {
-        format!(
+    let labels = namespace_labels(cluster, namespace).map_err(|failure| match failure.class() {
+        FailureClass::Unreadable => format!(
+            "namespace {namespace}: the host's answer is not a readable Namespace ({}), so the team label {TEAM_POD_LABEL_KEY} of this workload cannot be set",
+            failure.raw(HOST_ERROR_MAX)
+        ),
+        _ => format!(
             "namespace {namespace} cannot be read, so the team label {TEAM_POD_LABEL_KEY} of this workload cannot be set from the namespace's label {label_key}: {} (the host's error: {})",
             failure.explanation(),
             failure.raw(HOST_ERROR_MAX)
-        )
+        ),
     })?;
-    let object: NamespaceObject = serde_json::from_slice(&bytes).map_err(|e| {
-        format!(
-            "namespace {namespace}: the host's answer is not a readable Namespace ({e}), so the team label {TEAM_POD_LABEL_KEY} of this workload cannot be set"
-        )
-    })?;
-    out.team = object
-        .metadata
-        .labels
-        .get(label_key)
-        .filter(|v| !v.is_empty())
-        .cloned();
+    out.team = labels.get(label_key).filter(|v| !v.is_empty()).cloned();
     Ok(out)
 }
 
