@@ -42,12 +42,14 @@ fn metadata_matches_the_crate_and_covers_every_builtin_kind() {
     );
     assert_eq!(m["mutating"], false);
     assert_eq!(m["backgroundAudit"], true);
-    // DRA: the claims and claim templates a pod template names, read to count their GPUs.
+    // DRA: the claims and claim templates a pod template names, read to count their GPUs;
+    // the Namespace, read by gpuAccessLabel and gpuSharing's namespaceSelector (off by default).
     assert_eq!(
         m["contextAwareResources"],
         json!([
             {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate"},
-            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"}
+            {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim"},
+            {"apiVersion": "v1", "kind": "Namespace"}
         ])
     );
     let mut covered = Vec::new();
@@ -154,6 +156,11 @@ fn setting_names() -> Vec<String> {
         max_gpus_per_pod: Some(1),
         max_gpus_per_container: Some(1),
         exceptions: vec![Default::default()],
+        gpu_access_label: Some(gpu_rules::labels::settings::RequiredLabel::present("k")),
+        gpu_sharing: gpu_rules::labels::tenancy::GpuSharing {
+            enabled: true,
+            ..Default::default()
+        },
         ..Settings::default()
     };
     serde_json::to_value(all)
