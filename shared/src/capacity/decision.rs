@@ -6,7 +6,7 @@
 //! a requested resource denies any demand for it (no division anywhere).
 
 use super::demand::PodShape;
-use super::reserve::ReserveCheck;
+use super::reserve::{Judged, ReserveCheck};
 use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
 use crate::pools::Ceiling;
@@ -357,8 +357,15 @@ pub fn decide_with(
             .checks
             .iter()
             .filter_map(|c| {
+                let judged = Judged {
+                    resource: &c.resource,
+                    allocatable: c.allocatable,
+                    limit: c.limit(),
+                    used: c.used,
+                    incoming: c.incoming,
+                };
                 ReserveCheck::of(
-                    c,
+                    judged,
                     inputs.reserve,
                     &snapshot.used_by_type,
                     inputs.workload_type,

@@ -2,7 +2,6 @@
 //! against the pool's threshold less what the other types' reserves keep and their pods
 //! do not hold yet. The reserved type is never judged against its own reserve.
 
-use super::decision::ResourceCheck;
 use crate::gpu::GpuCounts;
 use crate::pools::reserve::Amount;
 
@@ -22,6 +21,17 @@ pub struct ReserveCheck {
     pub incoming: u64,
 }
 
+/// One resource of a pool as its threshold judges it (a [`super::decision::ResourceCheck`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Judged<'a> {
+    pub resource: &'a str,
+    pub allocatable: u64,
+    /// The most the pool may hold under its threshold.
+    pub limit: u64,
+    pub used: u64,
+    pub incoming: u64,
+}
+
 /// The GPUs pods of each workload type hold in a pool: (type, GPUs per resource).
 pub type UseByType = [(String, GpuCounts)];
 
@@ -29,7 +39,7 @@ impl ReserveCheck {
     /// The reserves' check of `check` (a resource of the pool) for a workload of
     /// `workload_type`; `None` when no other type's reserve keeps anything from it.
     pub fn of(
-        check: &ResourceCheck,
+        check: Judged,
         reserve: &[(String, Amount)],
         by_type: &UseByType,
         workload_type: Option<&str>,
@@ -41,7 +51,7 @@ impl ReserveCheck {
                 let holds = by_type
                     .iter()
                     .find(|(x, _)| x == t)
-                    .and_then(|(_, used)| used.get(&check.resource).copied())
+                    .and_then(|(_, used)| used.get(check.resource).copied())
                     .unwrap_or(0);
                 (t.clone(), amount.gpus(check.allocatable), holds)
             })
@@ -54,11 +64,11 @@ impl ReserveCheck {
             .iter()
             .fold(0u64, |sum, (_, r, h)| sum.saturating_add(r - h));
         Some(ReserveCheck {
-            resource: check.resource.clone(),
+            resource: check.resource.to_string(),
             workload_type: workload_type.map(str::to_string),
             kept_for,
             held,
-            limit: check.limit(),
+            limit: check.limit,
             used: check.used,
             incoming: check.incoming,
         })
