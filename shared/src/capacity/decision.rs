@@ -6,10 +6,12 @@
 //! a requested resource denies any demand for it (no division anywhere).
 
 use super::demand::PodShape;
+use super::reserve::{Judged, ReserveCheck};
 use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
 use crate::pools::Ceiling;
 use crate::pools::ceiling::most;
+use crate::pools::reserve::Amount;
 use crate::settings::Action;
 use std::fmt;
 
@@ -38,6 +40,8 @@ pub struct PoolSnapshot {
     pub per_node: Option<Vec<NodeUse>>,
     /// True when `per_node[].used` was counted (usage from Pods with `spec.nodeName`).
     pub per_node_used: bool,
+    /// GPUs the pool's pods hold per workload type (read when the pool has reserves).
+    pub used_by_type: Vec<(String, GpuCounts)>,
 }
 
 /// One schedulable node of a pool.
@@ -195,6 +199,10 @@ pub struct Inputs<'a> {
     /// One pod of each template charged to the pool (the per-node checks).
     pub shapes: &'a [PodShape],
     pub fragmentation: Action,
+    /// The pool's reserves: (workload type, amount).
+    pub reserve: &'a [(String, Amount)],
+    /// The workload's type (`None`: no label, or templates of different types).
+    pub workload_type: Option<&'a str>,
 }
 
 impl Inputs<'_> {
@@ -205,6 +213,8 @@ impl Inputs<'_> {
             window: None,
             shapes: &[],
             fragmentation: Action::Warn,
+            reserve: &[],
+            workload_type: None,
         }
     }
 }
@@ -249,6 +259,8 @@ pub struct Decision {
     pub fragmentation: Action,
     /// What the pool's alternatives say, appended to a denial (set by the caller).
     pub alternatives: Option<String>,
+    /// What the pool's reserves keep from the workload, per resource they keep some of.
+    pub reserves: Vec<ReserveCheck>,
 }
 
 /// A pod bigger than every node of its pool.
@@ -338,7 +350,29 @@ pub fn decide_with(
         fragmented: Vec::new(),
         fragmentation: inputs.fragmentation,
         alternatives: None,
+        reserves: Vec::new(),
     };
+    if !inputs.reserve.is_empty() {
+        decision.reserves = decision
+            .checks
+            .iter()
+            .filter_map(|c| {
+                let judged = Judged {
+                    resource: &c.resource,
+                    allocatable: c.allocatable,
+                    limit: c.limit(),
+                    used: c.used,
+                    incoming: c.incoming,
+                };
+                ReserveCheck::of(
+                    judged,
+                    inputs.reserve,
+                    &snapshot.used_by_type,
+                    inputs.workload_type,
+                )
+            })
+            .collect();
+    }
     if let Some(nodes) = &snapshot.per_node {
         decision.check_nodes(snapshot, nodes, inputs.shapes);
     }
@@ -431,6 +465,7 @@ impl Decision {
     /// found) only warns.
     pub fn allowed(&self) -> bool {
         self.checks.iter().all(ResourceCheck::fits)
+            && self.reserves.iter().all(ReserveCheck::fits)
             && self.unschedulable.is_empty()
             && (self.fragmentation == Action::Warn || self.fragmented.is_empty())
     }
@@ -486,6 +521,19 @@ impl Decision {
             ));
         }
         let failing: Vec<&ResourceCheck> = self.checks.iter().filter(|c| !c.fits()).collect();
+        let kept: Vec<String> = self
+            .reserves
+            .iter()
+            .filter(|r| !r.fits())
+            .map(ReserveCheck::clause)
+            .collect();
+        if failing.is_empty() && !kept.is_empty() {
+            return Some(format!(
+                "pool {}: {}. Wait for capacity, lower replicas, or target another pool.",
+                self.pool,
+                kept.join("; ")
+            ));
+        }
         if failing.is_empty() {
             if self.fragmentation == Action::Deny && !self.fragmented.is_empty() {
                 return Some(format!(
@@ -578,6 +626,11 @@ impl Decision {
         self.checks
             .iter()
             .map(|c| format!("{}: {c}", self.pool))
+            .chain(
+                self.reserves
+                    .iter()
+                    .map(|r| format!("{}: {}", self.pool, r.audit())),
+            )
             .collect::<Vec<_>>()
             .join("; ")
     }

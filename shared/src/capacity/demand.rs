@@ -33,6 +33,9 @@ pub struct Demand {
     /// Per pool, the GPUs one pod of each charged template holds (templates with a
     /// fractional-GPU share are left out: their pods share devices), for the per-node checks.
     pub shapes: PoolShapes,
+    /// Per pool, the workload type (`workload-type` label) of each charged template, for
+    /// the pool's reserves.
+    pub types: PoolTypes,
     /// Every template that holds GPUs, whatever its pool (exempt and pool-less ones too):
     /// what namespace ResourceQuotas and team budgets count.
     pub templates: Vec<TemplateDemand>,
@@ -86,6 +89,17 @@ pub struct PodShape {
 
 /// Per pool: the pod shapes of the templates charged to it.
 pub type PoolShapes = BTreeMap<usize, Vec<PodShape>>;
+
+/// Per pool: the `workload-type` label of each template charged to it (`None`: absent).
+pub type PoolTypes = BTreeMap<usize, Vec<Option<String>>>;
+
+/// The workload type of the templates charged to a pool: their common `workload-type`,
+/// `None` when one has none or they differ (then every reserve keeps its GPUs from them).
+pub fn workload_type(types: Option<&Vec<Option<String>>>) -> Option<&str> {
+    let mut types = types?.iter();
+    let first = types.next()?.as_deref()?;
+    types.all(|t| t.as_deref() == Some(first)).then_some(first)
+}
 
 /// Per pool: (template location, its `priorityClassName`) of every template charged to it.
 pub type PoolClasses = BTreeMap<usize, Vec<(String, Option<String>)>>;
@@ -184,6 +198,12 @@ pub fn workload_demand(
                     .entry(i)
                     .or_default()
                     .push((t.location.clone(), t.spec.priority_class_name.clone()));
+                demand.types.entry(i).or_default().push(
+                    t.meta
+                        .labels
+                        .get(crate::labels::settings::WORKLOAD_TYPE_LABEL)
+                        .cloned(),
+                );
                 if pod.share.is_none() {
                     demand.shapes.entry(i).or_default().push(PodShape {
                         location: t.location.clone(),

@@ -42,6 +42,7 @@ pub mod pool_quotas;
 pub mod queries;
 pub mod queue;
 pub mod quotas;
+pub mod reserve;
 pub mod settings;
 pub mod state;
 pub mod teams;
@@ -62,7 +63,7 @@ use crate::policy::object_name;
 use crate::pools::CheckedPool;
 use crate::workload::Workload;
 use decision::Inputs;
-use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes};
+use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes, PoolTypes};
 use serde_json::Value;
 use state::PoolError;
 
@@ -103,6 +104,7 @@ enum Plan {
         per_pool: PoolDemand,
         classes: PoolClasses,
         shapes: PoolShapes,
+        types: PoolTypes,
         notes: Vec<(&'static str, String)>,
         /// What the request adds template by template (namespace quotas, team budgets).
         incoming: Incoming,
@@ -127,14 +129,15 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
     };
-    let (per_pool, classes, shapes, mut notes, incoming) = match plan {
+    let (per_pool, classes, shapes, types, mut notes, incoming) = match plan {
         Plan::Charge {
             per_pool,
             classes,
             shapes,
+            types,
             notes,
             incoming,
-        } => (per_pool, classes, shapes, notes, incoming),
+        } => (per_pool, classes, shapes, types, notes, incoming),
         Plan::Done(verdict) => return verdict,
         Plan::HostFailed { failure, context } => {
             return host_failure(settings, &context, &failure, Vec::new());
@@ -161,6 +164,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             namespace: &request.namespace,
             demand,
             shapes,
+            workload_type: demand::workload_type(types.get(index)),
             now,
         };
         match job.decide(pool) {
@@ -337,6 +341,8 @@ struct PoolJob<'a> {
     namespace: &'a str,
     demand: &'a crate::gpu::GpuCounts,
     shapes: &'a [demand::PodShape],
+    /// The request's workload type for the pool's reserves.
+    workload_type: Option<&'a str>,
     now: crate::clock::UnixSeconds,
 }
 
@@ -357,6 +363,8 @@ impl PoolJob<'_> {
             window: window.map(str::to_string),
             shapes: self.shapes,
             fragmentation: self.settings.fragmentation,
+            reserve: pool.reserve(),
+            workload_type: self.workload_type,
         };
         Ok(decide_with(&snapshot, self.demand, &pool, &inputs))
     }
@@ -495,6 +503,7 @@ fn object_plan(
 
     let classes = new.classes.clone();
     let shapes = new.shapes.clone();
+    let types = new.types.clone();
     let mut incoming = Incoming {
         new: new.templates.clone(),
         ..Incoming::default()
@@ -539,6 +548,7 @@ fn object_plan(
         per_pool,
         classes,
         shapes,
+        types,
         notes,
         incoming,
     }
@@ -724,6 +734,7 @@ fn scale_plan(
         per_pool: added.per_pool,
         classes: added.classes,
         shapes: added.shapes,
+        types: added.types,
         notes,
         incoming,
     }

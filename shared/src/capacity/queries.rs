@@ -74,14 +74,24 @@ fn masks(list: &[&str]) -> Option<BTreeSet<String>> {
     Some(list.iter().map(|s| s.to_string()).collect())
 }
 
-/// The pool's Pods in every namespace: pool label, not finished.
+/// The pool's Pods in every namespace: pool label, not finished; with their
+/// `workload-type` label when the pool has reserves.
 pub fn pod_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
+    let mut field_masks = masks(POD_FIELD_MASKS);
+    if !pool.reserve.is_empty()
+        && let Some(m) = field_masks.as_mut()
+    {
+        m.insert(format!(
+            "metadata.labels.{}",
+            crate::labels::settings::WORKLOAD_TYPE_LABEL
+        ));
+    }
     ClusterRequest::ListAll(ListAll {
         api_version: "v1".into(),
         kind: "Pod".into(),
         label_selector: Some(format!("{pool_label_key}={}", pool.name)),
         field_selector: Some(POD_FIELD_SELECTOR.into()),
-        field_masks: masks(POD_FIELD_MASKS),
+        field_masks,
     })
 }
 

@@ -4,12 +4,13 @@
 //! ([`super::pool_quotas`]).
 
 use super::decision::{CapacitySource, NodeUse, PoolSnapshot, UsageSource};
-use super::pods::parse_pods_on;
+use super::pods::{parse_pods_by_label, parse_pods_on};
 use super::pool_quotas::{QuotaTarget, parse_quotas, quota_usage};
 use super::queries::{pod_query, quota_query};
 use super::settings::{Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
+use crate::labels::settings::WORKLOAD_TYPE_LABEL;
 use crate::pools::{CheckedPool, read_offer};
 use std::fmt;
 
@@ -63,12 +64,18 @@ pub fn read_pool(
     match settings.usage_of(&pool) {
         Usage::Pods => {
             let pods_request = pod_query(&settings.pool_label_key, &pool);
-            let pods = call(cluster, &pods_request)?;
+            let pods_bytes = call(cluster, &pods_request)?;
             let nodes = per_node.unwrap_or_default();
-            let (pods, used) =
-                parse_pods_on(&pods, names, &nodes).map_err(|e| unreadable(&pods_request, &e))?;
+            let (pods, used) = parse_pods_on(&pods_bytes, names, &nodes)
+                .map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
+            if !pool.reserve().is_empty() {
+                // The same list, read again per workload type (pools with reserves only).
+                let by_type = parse_pods_by_label(&pods_bytes, names, WORKLOAD_TYPE_LABEL)
+                    .map_err(|e| unreadable(&pods_request, &e))?;
+                snapshot.used_by_type = by_type.per_value;
+            }
             if pool.capacity().is_none() {
                 snapshot.per_node = Some(
                     nodes

@@ -4,6 +4,7 @@ mod growth;
 mod namespace_quotas;
 mod queue;
 mod quotas;
+mod reserve;
 mod teams;
 mod upgrade;
 

@@ -6,6 +6,7 @@
 
 use super::ceiling::{Ceiling, settings_ceiling};
 use super::pool::Pool;
+use super::reserve::Amount;
 use crate::clock::UnixSeconds;
 use crate::gpu::GpuCounts;
 use crate::schedule::{self, Schedules};
@@ -25,6 +26,9 @@ pub struct PoolForm {
     /// `thresholds` whose window names a schedule: (index in `thresholds`, the schedule
     /// read). A window that names no schedule never holds, so it is left out.
     thresholds: Vec<(usize, schedule::Checked)>,
+    /// `reserve` read: (workload type, amount); entries that do not read are left out
+    /// (the gate's settings check refuses them).
+    reserve: Vec<(String, Amount)>,
 }
 
 impl PoolForm {
@@ -35,6 +39,11 @@ impl PoolForm {
             ceiling: settings_ceiling(pool),
             selector_query: pool.node_selector.to_query(),
             thresholds: Vec::new(),
+            reserve: pool
+                .reserve
+                .iter()
+                .filter_map(|(t, a)| Some((t.clone(), a.read().ok()?)))
+                .collect(),
         }
     }
 
@@ -136,6 +145,11 @@ impl<'a> CheckedPool<'a> {
                 (t.threshold_percent, Some(t.window.as_str()))
             })
             .unwrap_or((self.pool.threshold_percent, None))
+    }
+
+    /// `reserve` read: (workload type, amount), by type.
+    pub fn reserve(&self) -> &'a [(String, Amount)] {
+        &self.form.reserve
     }
 }
 

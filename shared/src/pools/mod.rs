@@ -5,7 +5,8 @@
 //!   Nodes (node selector) or declared `capacity`, its ceiling (`maxAllocatable`, a
 //!   Karpenter NodePool, a cluster-autoscaler node group), where its GPUs in use are
 //!   counted (`usage`, `priorityClasses`), its thresholds (by schedule window) and its
-//!   `alternatives`.
+//!   `alternatives`, its `reserve` per workload type.
+//! - [`reserve`]: GPUs a pool keeps for named workload types.
 //! - [`set`]: the pool set of a policy ([`PoolSet`]: `poolLabelKey` and `pools`): which
 //!   pools a pod template targets, and the checks of every pool ([`PoolChecks`] says what
 //!   the policy reads besides the pools: the gate's `usage` default and its schedules).
@@ -30,6 +31,7 @@ pub(crate) mod fixtures;
 pub mod nodes;
 pub mod pool;
 pub mod read;
+pub mod reserve;
 pub mod set;
 
 pub use ceiling::{Ceiling, CeilingSource};

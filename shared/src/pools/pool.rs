@@ -74,6 +74,11 @@ pub struct Pool {
     /// named in the denial.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub alternatives: Vec<String>,
+    /// GPUs kept for named workload types (the pods' `workload-type` label): per type, a
+    /// count or a percent of each resource. Other types are denied once they would eat
+    /// into a reserve its type does not fill (the capacity gate, `usage: pods`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub reserve: BTreeMap<String, super::reserve::ReserveText>,
 }
 
 impl Default for Pool {
@@ -90,6 +95,7 @@ impl Default for Pool {
             karpenter_node_pool: None,
             cluster_autoscaler: None,
             alternatives: Vec::new(),
+            reserve: BTreeMap::new(),
         }
     }
 }

@@ -1,0 +1,166 @@
+//! `evaluate` with `pools[].reserve`: GPUs kept for a workload type deny other types
+//! that would eat into them and take the reserved type; the settings check names the field.
+
+use super::*;
+use crate::admission::ValidateSettings;
+
+/// `settings()` with pool a100 keeping `reserve` (merged into its JSON).
+fn with_reserve(reserve: Value) -> Settings {
+    let mut v = serde_json::to_value(settings()).unwrap();
+    v["pools"][0]["reserve"] = reserve;
+    serde_json::from_value(v).unwrap()
+}
+
+/// Pods of pool a100: (workload type or "" for none, GPUs).
+fn typed_pods(pods: &[(&str, u64)]) -> String {
+    let items: Vec<Value> = pods
+        .iter()
+        .map(|(t, n)| {
+            let labels = if t.is_empty() {
+                json!({"gpu-admission/pool": "a100"})
+            } else {
+                json!({"gpu-admission/pool": "a100", "workload-type": t})
+            };
+            json!({"metadata": {"labels": labels},
+                   "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}]}})
+        })
+        .collect();
+    json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items}).to_string()
+}
+
+/// A Deployment of `replicas` pods of `gpus` each in pool a100, of `workload_type`.
+fn typed_deployment(replicas: u64, gpus: &str, workload_type: &str) -> AdmissionRequest {
+    let mut d = deployment(replicas, Some("a100"), gpus);
+    d["spec"]["template"]["metadata"]["labels"]["workload-type"] = json!(workload_type);
+    create(d)
+}
+
+/// Pool a100 with `reserve`: 64 GPUs, 36 held by batch pods and 4 by interactive ones.
+fn cluster(s: &Settings) -> Script {
+    let pool = s.pool_named("a100").unwrap().1;
+    Script::new(vec![
+        (node_query(pool), Ok(nodes(&[8; 8]))),
+        (
+            pod_query("gpu-admission/pool", pool),
+            Ok(typed_pods(&[
+                ("batch", 32),
+                ("batch", 4),
+                ("interactive", 4),
+            ])),
+        ),
+    ])
+}
+
+#[test]
+fn batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_it() {
+    let s = with_reserve(json!({"interactive": 16}));
+    s.validate().unwrap();
+    // 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch.
+    let v = run(&typed_deployment(4, "2", "batch"), &s, &cluster(&s));
+    assert!(!v.allowed, "{v:?}");
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
+        )
+    );
+    assert!(
+        v.audit_annotations["capacity"].ends_with(
+            "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over"
+        ),
+        "{}",
+        v.audit_annotations["capacity"]
+    );
+    // The same 8 GPUs for interactive work go into the reserve.
+    let v = run(&typed_deployment(4, "2", "interactive"), &s, &cluster(&s));
+    assert!(v.allowed, "{v:?}");
+    // Batch work that stays out of the reserve is accepted.
+    let v = run(&typed_deployment(2, "2", "batch"), &s, &cluster(&s));
+    assert!(v.allowed, "{v:?}");
+}
+
+#[test]
+fn a_workload_without_the_label_is_kept_out_of_every_reserve() {
+    // 25% of 64 = 16 for interactive, 4 held: 12 kept from an unlabelled workload too.
+    let s = with_reserve(json!({"interactive": "25%"}));
+    s.validate().unwrap();
+    let v = run(&run_request(), &s, &cluster(&s));
+    assert!(!v.allowed, "{v:?}");
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap()
+            .contains("this workload (no single workload-type) may use 45"),
+        "{v:?}"
+    );
+}
+
+fn run_request() -> AdmissionRequest {
+    create(deployment(4, Some("a100"), "2"))
+}
+
+#[test]
+fn a_filled_reserve_keeps_nothing() {
+    // Interactive pods hold 20 of their 16: nothing is kept, batch sees the threshold only.
+    let s = with_reserve(json!({"interactive": 16}));
+    let pool = s.pool_named("a100").unwrap().1;
+    let cluster = Script::new(vec![
+        (node_query(pool), Ok(nodes(&[8; 8]))),
+        (
+            pod_query("gpu-admission/pool", pool),
+            Ok(typed_pods(&[("batch", 20), ("interactive", 20)])),
+        ),
+    ]);
+    let v = run(&typed_deployment(4, "2", "batch"), &s, &cluster);
+    assert!(v.allowed, "{v:?}");
+    assert!(!v.audit_annotations["capacity"].contains("reserve"));
+}
+
+#[test]
+fn the_pod_list_of_a_pool_with_reserves_keeps_the_workload_type_label() {
+    let s = with_reserve(json!({"interactive": 16}));
+    let ClusterRequest::ListAll(list) = pod_query("gpu-admission/pool", &s.pools[0]) else {
+        panic!("a list of every namespace");
+    };
+    assert!(
+        list.field_masks
+            .unwrap()
+            .contains("metadata.labels.workload-type")
+    );
+    let ClusterRequest::ListAll(plain) = pod_query("gpu-admission/pool", &s.pools[1]) else {
+        panic!("a list of every namespace");
+    };
+    assert!(
+        !plain
+            .field_masks
+            .unwrap()
+            .iter()
+            .any(|m| m.starts_with("metadata"))
+    );
+}
+
+#[rstest]
+#[case::zero(json!({"interactive": 0}), "pools[0].reserve.interactive: '0' must be a whole number of GPUs above 0")]
+#[case::not_a_number(json!({"interactive": "lots"}), "pools[0].reserve.interactive: 'lots' must be a whole number")]
+#[case::percent_over(json!({"interactive": "101%"}), "pools[0].reserve.interactive: '101%' must be a whole percent from 1% to 100%")]
+#[case::percents_add_up(json!({"interactive": "60%", "serving": "50%"}), "pools[0].reserve: the percents reserved add up to 110%, more than the pool")]
+#[case::bad_type(json!({"inter active": 4}), "pools[0].reserve.inter active: 'inter active' is not a valid label value")]
+fn a_wrong_reserve_names_its_field(#[case] reserve: Value, #[case] message: &str) {
+    let err = with_reserve(reserve).validate().unwrap_err().to_string();
+    assert!(err.starts_with(message), "{err}");
+}
+
+#[test]
+fn a_reserve_needs_usage_from_pods() {
+    let mut s = with_reserve(json!({"interactive": 16}));
+    s.pools[0].usage = Some(Usage::Quotas);
+    s.pools[0].priority_classes = vec!["a100-high".into()];
+    s.pools[0].capacity = Some(serde_json::from_value(json!({"nvidia.com/gpu": 64})).unwrap());
+    let err = s.validate().unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "pools[0].reserve: a reserve counts what each workload type holds from the pool's Pods"
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,84 @@
+//! A pool's reserves: GPUs kept for named workload types (the value of the pods'
+//! `workload-type` label). Other types are denied once they would eat into a reserve the
+//! reserved type does not fill; the reserved type may use its own.
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// How much of a pool a reserve keeps, as written: a GPU count (`16`) or a percent of the
+/// pool's GPUs of each resource (`"25%"`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct ReserveText(pub String);
+
+impl<'de> Deserialize<'de> for ReserveText {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::podspec::QuantityText::deserialize(deserializer).map(|q| ReserveText(q.0))
+    }
+}
+
+/// A reserve read: GPUs of each resource, or a percent of the pool's GPUs of each resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    Gpus(u64),
+    Percent(u32),
+}
+
+impl ReserveText {
+    /// The amount, or what is wrong with the text.
+    pub fn read(&self) -> Result<Amount, String> {
+        let text = self.0.trim();
+        if let Some(p) = text.strip_suffix('%') {
+            return match p.trim().parse::<u32>() {
+                Ok(p) if (1..=100).contains(&p) => Ok(Amount::Percent(p)),
+                _ => Err(format!(
+                    "'{text}' must be a whole percent from 1% to 100%, e.g. 25%"
+                )),
+            };
+        }
+        match text.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Amount::Gpus(n)),
+            _ => Err(format!(
+                "'{text}' must be a whole number of GPUs above 0 (e.g. 16) or a percent (e.g. 25%)"
+            )),
+        }
+    }
+}
+
+impl Amount {
+    /// The GPUs kept of a resource of which the pool has `allocatable`.
+    pub fn gpus(self, allocatable: u64) -> u64 {
+        match self {
+            Amount::Gpus(n) => n,
+            Amount::Percent(p) => {
+                let n = u128::from(p) * u128::from(allocatable) / 100;
+                u64::try_from(n).unwrap_or(u64::MAX)
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Amount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Amount::Gpus(n) => write!(f, "{n}"),
+            Amount::Percent(p) => write!(f, "{p}%"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_and_percents_read_and_the_rest_is_refused() {
+        let read = |t: &str| ReserveText(t.into()).read();
+        assert_eq!(read("16"), Ok(Amount::Gpus(16)));
+        assert_eq!(read("25%"), Ok(Amount::Percent(25)));
+        assert!(read("0").unwrap_err().contains("above 0"));
+        assert!(read("120%").unwrap_err().contains("1% to 100%"));
+        assert!(read("1.5").is_err());
+        assert_eq!(Amount::Percent(25).gpus(30), 7);
+        assert_eq!(Amount::Gpus(16).gpus(8), 16);
+    }
+}

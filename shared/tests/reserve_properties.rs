@@ -1,0 +1,174 @@
+//! Property tests of `pools[].reserve` in the capacity gate's decision: a reserve never
+//! denies the type it reserves for more than the pool without it would (whatever other
+//! reserves the pool has), reserves never accept what the threshold denies, and the
+//! decision of any type stays monotonic in its demand. (Run natively; the unit tests also
+//! run in wasm.)
+#![cfg(not(target_arch = "wasm32"))]
+
+use gpu_rules::capacity::decision::{Inputs, decide_with};
+use gpu_rules::capacity::{Pool, PoolSnapshot};
+use gpu_rules::gpu::GpuCounts;
+use gpu_rules::pools::reserve::Amount;
+use gpu_rules::selector::LabelSelector;
+use proptest::prelude::*;
+
+const GPU: &str = "nvidia.com/gpu";
+const MIG: &str = "nvidia.com/mig-3g.40gb";
+const RESOURCES: [&str; 2] = [GPU, MIG];
+const TYPES: [&str; 3] = ["interactive", "serving", "batch"];
+
+fn pool(threshold_percent: u32) -> Pool {
+    Pool {
+        name: "a100".into(),
+        node_selector: LabelSelector::from_labels([(
+            "gpu-admission/pool".to_string(),
+            "a100".to_string(),
+        )]),
+        threshold_percent,
+        ..Pool::default()
+    }
+}
+
+fn counts(max: u64) -> impl Strategy<Value = GpuCounts> {
+    prop::collection::vec(0..=max, RESOURCES.len()).prop_map(|ns| {
+        RESOURCES
+            .iter()
+            .zip(ns)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| (r.to_string(), n))
+            .collect()
+    })
+}
+
+/// A pool's state: allocatable, GPUs held per workload type, and by unlabelled pods.
+fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
+    (
+        counts(256),
+        prop::collection::vec(counts(64), TYPES.len()),
+        counts(64),
+    )
+        .prop_map(|(allocatable, per_type, unlabelled)| {
+            let mut used = unlabelled;
+            for c in &per_type {
+                gpu_rules::gpu::add_into(&mut used, c);
+            }
+            PoolSnapshot {
+                nodes: 4,
+                schedulable_nodes: 4,
+                allocatable,
+                used,
+                used_by_type: TYPES.iter().map(|t| t.to_string()).zip(per_type).collect(),
+                ..PoolSnapshot::default()
+            }
+        })
+}
+
+fn amount() -> impl Strategy<Value = Amount> {
+    prop_oneof![
+        (1u64..128).prop_map(Amount::Gpus),
+        (1u32..=50).prop_map(Amount::Percent)
+    ]
+}
+
+/// Reserves for some of `TYPES`, in type order as the settings read them.
+fn reserves() -> impl Strategy<Value = Vec<(String, Amount)>> {
+    prop::collection::btree_map(
+        prop::sample::select(TYPES.to_vec()).prop_map(str::to_string),
+        amount(),
+        0..=TYPES.len(),
+    )
+    .prop_map(|m| m.into_iter().collect())
+}
+
+fn demand() -> impl Strategy<Value = GpuCounts> {
+    prop::collection::btree_map(
+        prop::sample::select(RESOURCES.to_vec()).prop_map(str::to_string),
+        1u64..64,
+        1..=2,
+    )
+}
+
+/// The workload's type: one of `TYPES`, or none.
+fn workload_type() -> impl Strategy<Value = Option<&'static str>> {
+    prop_oneof![
+        prop::sample::select(TYPES.to_vec()).prop_map(Some),
+        Just(None)
+    ]
+}
+
+fn allowed(
+    s: &PoolSnapshot,
+    d: &GpuCounts,
+    threshold: u32,
+    reserve: &[(String, Amount)],
+    workload_type: Option<&str>,
+) -> bool {
+    let p = pool(threshold);
+    let decision = decide_with(
+        s,
+        d,
+        &p,
+        &Inputs {
+            threshold_percent: threshold,
+            reserve,
+            workload_type,
+            ..Inputs::of(&p)
+        },
+    );
+    assert_eq!(
+        decision.allowed(),
+        decision.denial().is_none(),
+        "allowed() and denial() disagree: {decision:?}"
+    );
+    decision.allowed()
+}
+
+proptest! {
+    /// Adding a reserve for type X (or changing its amount) never changes the decision for
+    /// X's workloads: with no other reserve, X is judged as the pool without reserves judges it.
+    #[test]
+    fn a_reserve_never_denies_its_own_type(
+        s in snapshot(), d in demand(), threshold in 1u32..=100,
+        others in reserves(), x in prop::sample::select(TYPES.to_vec()), a in amount(),
+    ) {
+        let without: Vec<(String, Amount)> =
+            others.iter().filter(|(t, _)| t != x).cloned().collect();
+        let mut with = without.clone();
+        with.push((x.to_string(), a));
+        with.sort_by(|l, r| l.0.cmp(&r.0));
+        prop_assert_eq!(
+            allowed(&s, &d, threshold, &with, Some(x)),
+            allowed(&s, &d, threshold, &without, Some(x))
+        );
+        prop_assert_eq!(
+            allowed(&s, &d, threshold, &[(x.to_string(), a)], Some(x)),
+            allowed(&s, &d, threshold, &[], Some(x))
+        );
+    }
+
+    /// Reserves only ever deny more: what a pool with reserves accepts, the pool without
+    /// them accepts too.
+    #[test]
+    fn reserves_never_accept_what_the_threshold_denies(
+        s in snapshot(), d in demand(), threshold in 1u32..=100,
+        r in reserves(), t in workload_type(),
+    ) {
+        if allowed(&s, &d, threshold, &r, t) {
+            prop_assert!(allowed(&s, &d, threshold, &[], t));
+        }
+    }
+
+    /// For any type, with reserves, a denied demand stays denied when it grows.
+    #[test]
+    fn monotonic_in_demand_with_reserves(
+        s in snapshot(), d in demand(), threshold in 1u32..=100,
+        r in reserves(), t in workload_type(), extra in 1u64..32,
+    ) {
+        let (resource, _) = d.iter().next().map(|(k, v)| (k.clone(), *v)).unwrap();
+        let mut more = d.clone();
+        *more.get_mut(&resource).unwrap() += extra;
+        if !allowed(&s, &d, threshold, &r, t) {
+            prop_assert!(!allowed(&s, &more, threshold, &r, t));
+        }
+    }
+}
