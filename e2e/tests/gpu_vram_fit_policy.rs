@@ -367,7 +367,11 @@ fn metadata_is_valid_and_declares_the_configmap_read() {
     );
     assert_eq!(
         json["hostCapabilities"],
-        json!(["kubernetes/get_resource", "oci/v1/oci_manifest_config"])
+        json!([
+            "kubernetes/get_resource",
+            "kubernetes/list_resources_all",
+            "oci/v1/oci_manifest_config"
+        ])
     );
     let cargo = std::fs::read_to_string(POLICY.dir().join("Cargo.toml")).unwrap();
     let version = metadata.annotation("io.kubewarden.policy.version").unwrap();
