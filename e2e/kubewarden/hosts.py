@@ -432,7 +432,9 @@ class PolicyServer:
 
     def __init__(self, root, policies, env, kubeconfig=None, sources_path=None, workers=None,
                  log_level="info", ready_tries=1200, ready_interval=0.1, ports=None,
-                 verification_path=None):
+                 verification_path=None, cluster=None):
+        # cluster: fakeapi's Process, whose log ends a request's timeout error (did the host's call reach it?)
+        self.cluster = cluster
         self.policies_file = root / "policies.yml"
         self.policies_file.write_text("".join(p.yaml(pid) for pid, p in policies.items()))
         self.download_dir = root / "policy-server-download"
@@ -480,8 +482,9 @@ class PolicyServer:
         try:
             return http("POST", f"{self.url}/validate/{policy_id}", review, timeout=timeout)
         except TimeoutError as e:
+            cluster = (f"\nfakeapi's log ends:\n{self.cluster.log_tail(30)}" if self.cluster else "")
             raise HostError(f"POST /validate/{policy_id}: no answer in {timeout} s; policy-server's log ends:\n"
-                            f"{self.process.log_tail(60)}") from e
+                            f"{self.process.log_tail(60)}{cluster}") from e
 
     def validate(self, policy_id, review, timeout=30.0):
         """The AdmissionResponse policy-server returns for `review` (an AdmissionReview)."""
@@ -584,7 +587,8 @@ class Host:
     def start_policy_server(self, policies, fakeapi=None, **kwargs):
         server = PolicyServer(self.root, policies, self.env,
                               kubeconfig=fakeapi.kubeconfig if fakeapi else None,
-                              sources_path=self.sources_path, **kwargs)
+                              sources_path=self.sources_path, cluster=fakeapi.process if fakeapi else None,
+                              **kwargs)
         self.processes.append(server.process)
         return server
 
