@@ -46,11 +46,13 @@ help:
 setup:
 	@scripts/setup.sh
 
-## build: every policy as a release wasm module, copied to policies/<name>/policy.wasm. One cargo
+## build: every policy as a release wasm module, through wasm-opt -O3 (scripts/optimize-modules.sh),
+## copied to policies/<name>/policy.wasm. One cargo
 ## invocation: the policies share every dependency and feature, and their link-time optimisation runs
 ## in parallel.
 build: setup
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) $(addprefix -p ,$(POLICIES))
+	@scripts/optimize-modules.sh $(foreach p,$(POLICIES),$(RELEASE_DIR)/$(subst -,_,$(p)).wasm)
 	@for p in $(POLICIES); do \
 	  cp $(RELEASE_DIR)/$${p//-/_}.wasm policies/$$p/policy.wasm; \
 	  printf '    %s: %s bytes\n' "policies/$$p/policy.wasm" "$$(stat -c %s policies/$$p/policy.wasm)"; \
@@ -58,6 +60,7 @@ build: setup
 
 build-test-modules: setup
 	$(CARGO) build $(CARGO_FLAGS) --release --target $(WASM_TARGET) $(addprefix -p ,$(TEST_MODULES))
+	@scripts/optimize-modules.sh $(foreach p,$(POLICIES),$(RELEASE_DIR)/$(subst -,_,$(p)).wasm)
 
 ## run: build, then evaluate every policy on the examples listed in policies/<name>/examples.txt, with
 ## Kubewarden's kwctl (on PATH, or unpacked from ../shared/kubewarden into <target dir>/kubewarden) on the
@@ -295,9 +298,6 @@ soak: annotate
 ## Not part of `make test`. BENCH_FLAGS=--quick (a tenth of the calls), --skip-profiles, --skip-pools.
 BENCH_FLAGS ?=
 bench: annotate
-	@command -v wasm-opt >/dev/null || { echo "=== bench: installing binaryen (wasm-opt)"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
-	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq binaryen >/dev/null; }
 	@command -v hey >/dev/null || { echo "=== bench: installing hey (load generator)"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; $$SUDO apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq hey >/dev/null; }

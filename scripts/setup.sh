@@ -14,6 +14,7 @@ command -v docker-registry >/dev/null || need_apt+=(docker-registry)
 # Each policy's e2e.bats runs through kwctl when kwctl is on PATH; xz unpacks ../shared/kubewarden.
 command -v bats >/dev/null || need_apt+=(bats)
 command -v xz >/dev/null || need_apt+=(xz-utils)
+command -v wasm-opt >/dev/null || need_apt+=(binaryen)  # make build shrinks the modules (scripts/optimize-modules.sh)
 if ((${#need_apt[@]})); then
   echo "setup: installing ${need_apt[*]} (apt-get)"
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

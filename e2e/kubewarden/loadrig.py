@@ -88,8 +88,8 @@ def rss_kib(pid):
 # How a denial names a failed host call
 # --------------------------------------------------------------------------------------
 
-# The class of a failed host call, as the capacity gate and the autoscaler policy name it in
-# a denial (shared/src/cluster/failure.rs, FailureClass).
+# The class of a failed host call, as every policy names it in a denial
+# (shared/src/cluster/failure.rs, FailureClass).
 HOST_ERROR_CLASSES = {
     "not granted": "not granted to this policy",
     "rbac": "forbidden by RBAC",
@@ -98,23 +98,22 @@ HOST_ERROR_CLASSES = {
     "timeout": "API server timed out",
     "error": "API server error",
 }
-# The gate and the autoscaler policy name the class (shared/src/cluster/failure.rs); False
+# The policies name the class (shared/src/cluster/failure.rs); False
 # checks only that a denial is about a host call (for modules older than the classes, e.g.
 # through GPU_ADMISSION_MODULES_DIR).
 CLASSES_IN_MESSAGES = os.environ.get("GPU_ADMISSION_HOST_ERROR_CLASSES", "1") != "0"
 
 
-def host_failure_problem(response, host_class, classed=True):
+def host_failure_problem(response, host_class):
     """None when `response` denies for a failed host call of class `host_class` (a key of
-    HOST_ERROR_CLASSES), else what is wrong with it. `classed`: the policy names the class
-    (the gate and the autoscaler policy; VRAM fit and routing quote the host's error). The one
-    place that knows how the policies phrase it."""
+    HOST_ERROR_CLASSES), else what is wrong with it. The one place that knows how the policies
+    phrase it."""
     text = (response.get("status") or {}).get("message", "")
     if response.get("allowed") is not False:
         return "not denied"
     if not re.search(r"cannot (get|list|be read)", text):
         return "does not say what could not be read"
-    if CLASSES_IN_MESSAGES and classed and not _names_only(text, host_class):
+    if CLASSES_IN_MESSAGES and not _names_only(text, host_class):
         return f"does not name the class {HOST_ERROR_CLASSES[host_class]!r} (and no other)"
     return None
 

@@ -18,8 +18,8 @@ filled before it (the stale cases).
 
     python3 e2e/kubewarden/test_faults.py [-k PATTERN]   # make policy-server-faults
 
-Skipped, saying why, without policy-server on PATH or the annotated modules. The gate's and
-the autoscaler policy's denials must name the class of the failure (loadrig.HOST_ERROR_CLASSES);
+Skipped, saying why, without policy-server on PATH or the annotated modules. Every policy's
+denials must name the class of the failure (loadrig.HOST_ERROR_CLASSES);
 GPU_ADMISSION_HOST_ERROR_CLASSES=0 checks only that they are about a failed call (modules from
 before the classes, through GPU_ADMISSION_MODULES_DIR).
 """
@@ -174,8 +174,7 @@ class FaultsE2E(hosts.HostTestCase):
         return cls.server.validate(policy_id, hosts.admission_review(req), timeout=timeout)
 
     def assert_host_failure(self, response, host_class, label):
-        classed = label.startswith(("capacity", "autoscaler"))
-        problem = loadrig.host_failure_problem(response, host_class, classed)
+        problem = loadrig.host_failure_problem(response, host_class)
         self.assertIsNone(problem, f"{label}: {problem}: {response}")
 
     def wait_until_right(self, policy_id, req, allowed, what, says=None):

@@ -269,7 +269,7 @@ fn dra_claims_make_a_gpu_pod_and_an_unreadable_claim_is_denied() {
     assert_eq!(
         r.message(),
         Some(
-            "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (Host error: Callback evaluation failure: Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaimTemplate resources. The violation has been reported.); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account; the GPU rules cannot check GPUs they cannot count, so the workload is denied"
+            "Pod 'batch-eval-dra' breaks the GPU admission rules (1 problem): 1) resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} to the ClusterAdmissionPolicy's contextAwareResources); the GPU rules cannot check GPUs they cannot count, so the workload is denied"
         )
     );
 }

@@ -24,7 +24,7 @@
 //! A ResourceClaim named by several pods is shared by them; it is counted for each pod,
 //! which overstates what the pods hold together (the safe direction for every rule).
 
-use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use crate::cluster::{Cluster, ClusterRequest, FailureClass, GetResource, call};
 use crate::gpu::GpuCounts;
 use crate::podspec::null_as_default;
 use crate::settings::FieldError;
@@ -239,6 +239,9 @@ pub fn resolve(
     book
 }
 
+/// How much of the host's own text a message quotes when its failure has no known class.
+const RAW_HOST_TEXT_MAX: usize = 200;
+
 fn fetch(
     r: &ClaimRef,
     namespace: &str,
@@ -253,15 +256,16 @@ fn fetch(
         disable_cache: false,
         field_masks: Some(BTreeSet::from([r.devices_path().to_string()])),
     });
-    let bytes = cluster.call(&request).map_err(|e| {
-        let host = e.lines().next().unwrap_or("").trim().to_string();
-        format!(
-            "cannot be read ({host}); create it before the workload, and let the policy read it: contextAwareResources {{apiVersion: {}, kind: {}}} in the policy and get on {}s.{} for the policy server's service account",
-            settings.api_version,
-            r.kind(),
-            r.kind().to_lowercase(),
-            settings.api_version.split('/').next().unwrap_or("resource.k8s.io")
-        )
+    let bytes = call(cluster, &request).map_err(|failure| match failure.class() {
+        FailureClass::NotFound => {
+            "cannot be read (not found); create it before the workload".to_string()
+        }
+        FailureClass::Other => format!(
+            "cannot be read ({}; the host said: {})",
+            failure.reason(),
+            failure.raw(RAW_HOST_TEXT_MAX)
+        ),
+        _ => format!("cannot be read ({})", failure.reason()),
     })?;
     let object: ClaimObject = serde_json::from_slice(&bytes)
         .map_err(|e| format!("is not a readable {}: {e}", r.kind()))?;

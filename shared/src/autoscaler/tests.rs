@@ -589,7 +589,7 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
         assert_eq!(
             v.message.as_deref(),
             Some(
-                "HorizontalPodAutoscaler ml/llm: the GPUs of Deployment llm cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+                "HorizontalPodAutoscaler ml/llm: the GPUs of Deployment llm cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload"
             )
         );
     }

@@ -698,7 +698,7 @@ fn unreadable_dra_claim_is_denied_before_the_pool_is_read() {
     assert_eq!(
         v.message.as_deref(),
         Some(
-            "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload, and let the policy read it: contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} in the policy and get on resourceclaimtemplates.resource.k8s.io for the policy server's service account"
+            "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload"
         )
     );
     // Readable: 3 replicas x 4 devices are charged to the pool.

@@ -212,9 +212,8 @@ impl HostFailure {
     /// the raw host text: `cannot list v1/Node: not granted to this policy: add
     /// {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources`.
     pub fn explanation(&self) -> String {
-        let (verb, rbac_verbs, what) = match self.request.as_ref() {
+        let (verb, what) = match self.request.as_ref() {
             ClusterRequest::Get(g) => (
-                "get",
                 "get",
                 match &g.namespace {
                     Some(namespace) => {
@@ -224,8 +223,19 @@ impl HostFailure {
                 },
             ),
             ClusterRequest::ListAll(_) | ClusterRequest::ListInNamespace(_) => {
-                ("list", "list and watch", self.request.what())
+                ("list", self.request.what())
             }
+        };
+        format!("cannot {verb} {what}: {}", self.reason())
+    }
+
+    /// The class of failure and what to change, for a message that already names what was
+    /// read: `not granted to this policy: add {apiVersion: v1, kind: Node} to the
+    /// ClusterAdmissionPolicy's contextAwareResources`, `not found`, `forbidden by RBAC: ...`.
+    pub fn reason(&self) -> String {
+        let rbac_verbs = match self.request.as_ref() {
+            ClusterRequest::Get(_) => "get",
+            ClusterRequest::ListAll(_) | ClusterRequest::ListInNamespace(_) => "list and watch",
         };
         let (api_version, kind) = api_version_kind(&self.request);
         let group = api_version.rsplit_once('/').map(|(g, _)| g);
@@ -239,7 +249,7 @@ impl HostFailure {
         );
         let rbac = format!("grant the policy-server's ServiceAccount {rbac_verbs} on {on}");
         let reach = "policy-server could not read the cluster; the next request retries";
-        let why = match self.class() {
+        match self.class() {
             FailureClass::Unreadable => {
                 let (HostError::Unreadable(e) | HostError::Call(e)) = &self.error;
                 format!("the answer could not be read ({e})")
@@ -264,8 +274,7 @@ impl HostFailure {
             }
             FailureClass::ServerError(None) => format!("API server error: {reach}"),
             FailureClass::Other => format!("{context_aware} and {rbac}"),
-        };
-        format!("cannot {verb} {what}: {why}")
+        }
     }
 
     /// The host's own text on one line (whitespace runs as one space, without the stack

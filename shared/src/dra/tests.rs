@@ -207,13 +207,9 @@ fn resolve_reads_each_claim_once_with_a_field_mask() {
         .unwrap_err();
     assert!(err.contains("forbidden"), "{err}");
     assert!(!err.contains("backtrace"), "{err}");
-    assert!(
-        err.contains("contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}"),
-        "{err}"
-    );
-    assert!(
-        err.contains("get on resourceclaims.resource.k8s.io"),
-        "{err}"
+    assert_eq!(
+        err,
+        "cannot be read (forbidden by RBAC: grant the policy-server's ServiceAccount get on resourceclaims (apiGroup resource.k8s.io))"
     );
 }
 
@@ -310,7 +306,10 @@ fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
         message.contains("resource claim 'gpu' (ResourceClaimTemplate four-gpus) cannot be read"),
         "{message}"
     );
-    assert!(message.contains("contextAwareResources"), "{message}");
+    assert!(
+        message.contains("(not found); create it before the workload"),
+        "{message}"
+    );
     // maxGpusPerPod counts DRA devices.
     let capped = crate::labels::Settings {
         max_gpus_per_pod: Some(2),

@@ -748,9 +748,7 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
         "{message}"
     );
     assert!(
-        message.contains(
-            "contextAwareResources {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate}"
-        ),
+        message.ends_with("cannot be read (not found); create it before the workload"),
         "{message}"
     );
 

@@ -9,7 +9,7 @@
 
 use super::model::{Model, ModelEntry, ModelSpec};
 use super::yaml;
-use crate::cluster::{Cluster, ClusterRequest, GetResource};
+use crate::cluster::{Cluster, ClusterRequest, FailureClass, GetResource, call};
 use crate::settings::FieldError;
 use crate::vram::settings::invalid_settings;
 use serde::Deserialize;
@@ -217,12 +217,19 @@ fn short(error: &str) -> String {
 /// Reads and parses the registry ConfigMap: `(data key, entries)`.
 fn fetch(cluster: &dyn Cluster, r: &RegistryRef) -> Result<Loaded, String> {
     let what = r.what();
-    let bytes = cluster.call(&r.request()).map_err(|e| {
-        format!(
-            "the model registry {what} cannot be read ({}). Create it, list {{apiVersion: v1, kind: ConfigMap}} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace {} (settings.modelRegistry)",
-            short(&e),
-            r.namespace
-        )
+    let bytes = call(cluster, &r.request()).map_err(|failure| match failure.class() {
+        FailureClass::NotFound => format!(
+            "the model registry {what} cannot be read (not found): create it, or name another in settings.modelRegistry"
+        ),
+        FailureClass::Other => format!(
+            "the model registry {what} cannot be read ({}; the host said: {}) (settings.modelRegistry)",
+            failure.reason(),
+            short(&failure.raw(usize::MAX))
+        ),
+        _ => format!(
+            "the model registry {what} cannot be read ({}) (settings.modelRegistry)",
+            failure.reason()
+        ),
     })?;
     let malformed = |reason: String| {
         format!("the model registry {what} is malformed: {reason}; fix the ConfigMap")
@@ -397,9 +404,13 @@ mod tests {
 
     #[rstest]
     #[case::not_found(Err("Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'\nbacktrace...".to_string()),
-        "the model registry ConfigMap gpu-system/gpu-models cannot be read (Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'). Create it, list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace gpu-system (settings.modelRegistry)")]
+        "the model registry ConfigMap gpu-system/gpu-models cannot be read (not found): create it, or name another in settings.modelRegistry")]
     #[case::not_found_through_policy_evaluator(Err("Host error: Callback evaluation failure: Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'".to_string()),
-        "the model registry ConfigMap gpu-system/gpu-models cannot be read (Cannot find v1/ConfigMap named 'gpu-models' inside of namespace 'gpu-system'). Create it, list {apiVersion: v1, kind: ConfigMap} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace gpu-system (settings.modelRegistry)")]
+        "the model registry ConfigMap gpu-system/gpu-models cannot be read (not found): create it, or name another in settings.modelRegistry")]
+    #[case::not_granted(Err("Policy has not been granted access to Kubernetes resource: v1/ConfigMap".to_string()),
+        "the model registry ConfigMap gpu-system/gpu-models cannot be read (not granted to this policy: add {apiVersion: v1, kind: ConfigMap} to the ClusterAdmissionPolicy's contextAwareResources) (settings.modelRegistry)")]
+    #[case::unreachable(Err("error trying to connect: tcp connect error: Connection refused (os error 111)".to_string()),
+        "the model registry ConfigMap gpu-system/gpu-models cannot be read (API server unreachable (connection refused): policy-server could not read the cluster; the next request retries) (settings.modelRegistry)")]
     #[case::no_key(configmap(json!({"other": "x"})),
         "the model registry ConfigMap gpu-system/gpu-models is malformed: it has no data key models.yaml or models.json (keys present: other); fix the ConfigMap")]
     #[case::no_data(
