@@ -46,7 +46,7 @@ use crate::admission::Verdict;
 use crate::cluster::HOST_ERROR_MAX;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
-use crate::inventory::{self, Demand, Inventory, read_inventory};
+use crate::inventory::{self, Demand, Inventory, Refusal};
 use crate::scheduling::required_label_values;
 use crate::workload::Workload;
 use catalog::registry::Registry;
@@ -114,12 +114,12 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     // The GPU nodes (`nodeInventory`): read once, and the plans made again with the
     // memory they report.
     let inventory = if settings.node_inventory.enabled && new.plans.iter().any(Plan::uses_gpu) {
-        let inventory = &settings.node_inventory;
-        match read_inventory(
+        let product = narrow_to(&new.plans, settings, config);
+        match inventory::read_for(
             cluster,
-            &inventory.node_selector,
-            &inventory.label_keys,
+            &settings.node_inventory,
             &settings.gpu_resources(),
+            product.map(|p| (settings.product_label_key.as_str(), p)),
         ) {
             Ok(i) => Some(i),
             Err(f) => {
@@ -160,10 +160,21 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             String::new()
         };
         if let Some(inv) = &inventory
-            && let Some(denied) = offered(inv, plan, &settings.product_label_key)
+            && let Some((refusal, location)) = offered(inv, plan, &settings.product_label_key)
         {
-            rejections.push(format!("{prefix}{denied}"));
-            continue;
+            let text = format!("{prefix}{location}{}", refusal.message());
+            match no_matching_nodes(&refusal, plan, settings, config) {
+                Action::Deny => {
+                    rejections.push(text);
+                    continue;
+                }
+                Action::Warn => warnings.push(format!(
+                    "{text}: accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)"
+                )),
+                Action::Allow => audits.push(format!(
+                    "{text}: not checked against the nodes (nodeInventory.noMatchingNodes: allow)"
+                )),
+            }
         }
         let outcome = judge.unit(plan);
         warnings.extend(outcome.warnings.iter().map(|w| format!("{prefix}{w}")));
@@ -218,19 +229,67 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     verdict
 }
 
-/// The denial of a unit one of whose pods selects what no node offers.
-fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<String> {
+/// Why no node offers what one of a unit's pods selects, with the pod's location when the
+/// unit has several.
+fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<(Refusal, String)> {
     plan.gpu_members().find_map(|m| {
-        let denied = match &m.demand {
+        let refusal = match &m.demand {
             Ok(demand) => inventory::check(inventory, demand, product_key).err()?,
-            Err(e) => e.clone(),
+            Err(e) => Refusal::Denied(e.clone()),
         };
-        Some(if plan.members.len() > 1 {
-            format!("{}: {denied}", m.location)
+        let location = if plan.members.len() > 1 {
+            format!("{}: ", m.location)
         } else {
-            denied
-        })
+            String::new()
+        };
+        Some((refusal, location))
     })
+}
+
+/// What `nodeInventory.noMatchingNodes` makes of `refusal`: a denial for what the nodes
+/// that exist do not offer, and for a product that no node carries and the catalog does
+/// not know (a typo: nothing could create it); the setting otherwise.
+fn no_matching_nodes(
+    refusal: &Refusal,
+    plan: &Plan,
+    settings: &Settings,
+    config: &Config,
+) -> Action {
+    if let Refusal::Denied(_) = refusal {
+        return Action::Deny;
+    }
+    let known = |p: &String| config.catalog.product(p).is_some();
+    let unknown_only = plan.gpu_members().any(|m| {
+        matches!(&m.demand, Ok(Demand { products: Some(products), .. })
+            if !products.is_empty() && !products.iter().any(known))
+    });
+    if unknown_only {
+        Action::Deny
+    } else {
+        settings.node_inventory.no_matching_nodes
+    }
+}
+
+/// The one GPU product every GPU pod of the decision selects (a single value of
+/// `productLabelKey`), when it is one the policy knows (the catalog's or `gpuProducts`'
+/// names, their `-SHARED` forms; `poolProducts` name only those): the Nodes read are
+/// narrowed to it.
+/// Each distinct narrowed query is a watch policy-server keeps, so the products narrowed to
+/// are a fixed set, never what a request makes up.
+fn narrow_to<'p>(plans: &'p [Plan], settings: &Settings, config: &Config) -> Option<&'p str> {
+    let mut product: Option<&str> = None;
+    for m in plans.iter().flat_map(Plan::gpu_members) {
+        let Ok(demand) = &m.demand else {
+            return None;
+        };
+        let products = demand.products.as_ref().filter(|p| p.len() == 1)?;
+        let one = products.iter().next()?.as_str();
+        if product.is_some_and(|p| p != one) {
+            return None;
+        }
+        product = Some(one);
+    }
+    product.filter(|p| config.catalog.is_listed(p))
 }
 
 /// The unit with the least room, for the audit annotations.
