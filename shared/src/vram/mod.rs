@@ -46,7 +46,7 @@ use crate::admission::Verdict;
 use crate::cluster::HOST_ERROR_MAX;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
-use crate::inventory::{self, Demand, Inventory, Refusal};
+use crate::inventory::{self, Demand, Inventory, Refusal, Version};
 use crate::scheduling::required_label_values;
 use crate::workload::Workload;
 use catalog::registry::Registry;
@@ -114,7 +114,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     // The GPU nodes (`nodeInventory`): read once, and the plans made again with the
     // memory they report.
     let inventory = if settings.node_inventory.enabled && new.plans.iter().any(Plan::uses_gpu) {
-        let product = narrow_to(&new.plans, settings, config);
+        let product = narrow_to(&new.plans, config);
         match inventory::read_for(
             cluster,
             &settings.node_inventory,
@@ -160,7 +160,12 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             String::new()
         };
         if let Some(inv) = &inventory
-            && let Some((refusal, location)) = offered(inv, plan, &settings.product_label_key)
+            && let Some((refusal, location)) = offered(
+                inv,
+                plan,
+                &settings.product_label_key,
+                &image_versions(plan, settings.image_labels.enabled.then_some(&images)),
+            )
         {
             let text = format!("{prefix}{location}{}", refusal.message());
             match no_matching_nodes(&refusal, plan, settings, config) {
@@ -231,10 +236,26 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
 
 /// Why no node offers what one of a unit's pods selects, with the pod's location when the
 /// unit has several.
-fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<(Refusal, String)> {
+/// `from_images`: the least driver and CUDA versions the unit's images ask for, added to
+/// what each pod template asks for (the higher counts).
+fn offered(
+    inventory: &Inventory,
+    plan: &Plan,
+    product_key: &str,
+    from_images: &MinVersions,
+) -> Option<(Refusal, String)> {
     plan.gpu_members().find_map(|m| {
         let refusal = match &m.demand {
-            Ok(demand) => inventory::check(inventory, demand, product_key).err()?,
+            Ok(demand) => {
+                let mut demand = demand.clone();
+                for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
+                    .into_iter()
+                    .zip(from_images)
+                {
+                    *wanted = higher(wanted.take(), image.clone());
+                }
+                inventory::check(inventory, &demand, product_key).err()?
+            }
             Err(e) => Refusal::Denied(e.clone()),
         };
         let location = if plan.members.len() > 1 {
@@ -244,6 +265,34 @@ fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<(Ref
         };
         Some((refusal, location))
     })
+}
+
+/// The least driver and CUDA versions, each with where it was asked for.
+type MinVersions = [Option<(Version, String)>; 2];
+
+fn higher(a: Option<(Version, String)>, b: Option<(Version, String)>) -> Option<(Version, String)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The least driver and CUDA versions the labels of a unit's GPU container images ask for
+/// (`imageLabels`; the highest of each). An image whose config cannot be read adds none:
+/// the model step says why ([`judge`]).
+fn image_versions(plan: &Plan, images: Option<&Images<'_>>) -> MinVersions {
+    let mut out: MinVersions = [None, None];
+    let Some(images) = images else {
+        return out;
+    };
+    for image in &plan.images {
+        if let Ok(info) = images.info(image) {
+            for (slot, v) in out.iter_mut().zip(info.min_versions) {
+                *slot = higher(slot.take(), v);
+            }
+        }
+    }
+    out
 }
 
 /// What `nodeInventory.noMatchingNodes` makes of `refusal`: a denial for what the nodes
@@ -276,7 +325,7 @@ fn no_matching_nodes(
 /// narrowed to it.
 /// Each distinct narrowed query is a watch policy-server keeps, so the products narrowed to
 /// are a fixed set, never what a request makes up.
-fn narrow_to<'p>(plans: &'p [Plan], settings: &Settings, config: &Config) -> Option<&'p str> {
+fn narrow_to<'p>(plans: &'p [Plan], config: &Config) -> Option<&'p str> {
     let mut product: Option<&str> = None;
     for m in plans.iter().flat_map(Plan::gpu_members) {
         let Ok(demand) = &m.demand else {

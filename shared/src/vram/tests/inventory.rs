@@ -526,3 +526,60 @@ fn node_inventory_settings_are_checked() {
             .contains("unknown field `enable`")
     );
 }
+
+#[test]
+fn the_image_labels_ask_for_a_driver_and_cuda_version_too() {
+    let settings = with_nodes(json!({"imageLabels": {"enabled": true}}));
+    let object = |annotations: Value| {
+        deployment(
+            json!({"gpu-admission/model": "mid"}),
+            annotations,
+            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+        )
+    };
+    let api = |labels: Value| NodeApi {
+        images: FakeCluster::images(vec![("vllm/vllm-openai", Ok(labels))]),
+        ..nodes(&a100_80(81920))
+    };
+    // The A100s run driver 550.54.15 and CUDA 12.2.
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "560"})),
+        object(json!({})),
+    );
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "the pod needs driver version 560 or later (label io.gpu-admission.min-driver-version of image vllm/vllm-openai), and the newest driver on the nodes of NVIDIA-A100-SXM4-80GB that offer its GPUs is 550.54.15"
+        )
+    );
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-cuda-version": "12.4"})),
+        object(json!({})),
+    );
+    assert!(v.message.as_deref().unwrap().starts_with("the pod needs CUDA version 12.4 or later (label io.gpu-admission.min-cuda-version of image vllm/vllm-openai)"), "{v:?}");
+    // The higher of the image's and the template's asks counts.
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "535"})),
+        object(json!({"gpu-admission/min-driver-version": "555"})),
+    );
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap()
+            .contains("(annotation gpu-admission/min-driver-version on spec.template.spec)"),
+        "{v:?}"
+    );
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "550.54"})),
+        object(json!({"gpu-admission/min-driver-version": "535"})),
+    );
+    assert!(v.allowed, "{v:?}");
+    // Without imageLabels the image is not read.
+    let off = api(json!({"io.gpu-admission.min-driver-version": "560"}));
+    assert!(judged(&with_nodes(json!({})), &off, object(json!({}))).allowed);
+    assert!(off.images.image_calls.borrow().is_empty());
+}
