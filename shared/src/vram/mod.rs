@@ -159,26 +159,27 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         } else {
             String::new()
         };
-        if let Some(inv) = &inventory
-            && let Some((refusal, location)) = offered(
-                inv,
-                plan,
-                &settings.product_label_key,
-                &image_versions(plan, settings.image_labels.enabled.then_some(&images)),
-            )
-        {
-            let text = format!("{prefix}{location}{}", refusal.message());
-            match no_matching_nodes(&refusal, plan, settings, config) {
-                Action::Deny => {
-                    rejections.push(text);
-                    continue;
+        if let Some(inv) = &inventory {
+            let from_images =
+                image_versions(plan, settings.image_labels.enabled.then_some(&images));
+            let mut denied = false;
+            for (action, text) in offered(inv, plan, settings, config, &from_images) {
+                let text = format!("{prefix}{text}");
+                match action {
+                    Action::Deny => {
+                        rejections.push(text);
+                        denied = true;
+                    }
+                    Action::Warn => warnings.push(format!(
+                        "{text}: accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)"
+                    )),
+                    Action::Allow => audits.push(format!(
+                        "{text}: not checked against the nodes (nodeInventory.noMatchingNodes: allow)"
+                    )),
                 }
-                Action::Warn => warnings.push(format!(
-                    "{text}: accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)"
-                )),
-                Action::Allow => audits.push(format!(
-                    "{text}: not checked against the nodes (nodeInventory.noMatchingNodes: allow)"
-                )),
+            }
+            if denied {
+                continue;
             }
         }
         let outcome = judge.unit(plan);
@@ -234,37 +235,44 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     verdict
 }
 
-/// Why no node offers what one of a unit's pods selects, with the pod's location when the
-/// unit has several.
+/// What no node offers of what each of a unit's pods selects, with what
+/// [`no_matching_nodes`] makes of it, and the pod's location when the unit has several.
 /// `from_images`: the least driver and CUDA versions the unit's images ask for, added to
 /// what each pod template asks for (the higher counts).
 fn offered(
     inventory: &Inventory,
     plan: &Plan,
-    product_key: &str,
+    settings: &Settings,
+    config: &Config,
     from_images: &MinVersions,
-) -> Option<(Refusal, String)> {
-    plan.gpu_members().find_map(|m| {
-        let refusal = match &m.demand {
-            Ok(demand) => {
-                let mut demand = demand.clone();
-                for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
-                    .into_iter()
-                    .zip(from_images)
-                {
-                    *wanted = higher(wanted.take(), image.clone());
+) -> Vec<(Action, String)> {
+    plan.gpu_members()
+        .filter_map(|m| {
+            let (action, text) = match &m.demand {
+                Ok(demand) => {
+                    let mut demand = demand.clone();
+                    for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
+                        .into_iter()
+                        .zip(from_images)
+                    {
+                        *wanted = higher(wanted.take(), image.clone());
+                    }
+                    let refusal =
+                        inventory::check(inventory, &demand, &settings.product_label_key).err()?;
+                    (
+                        no_matching_nodes(&refusal, &demand, settings, config),
+                        refusal.message().to_string(),
+                    )
                 }
-                inventory::check(inventory, &demand, product_key).err()?
-            }
-            Err(e) => Refusal::Denied(e.clone()),
-        };
-        let location = if plan.members.len() > 1 {
-            format!("{}: ", m.location)
-        } else {
-            String::new()
-        };
-        Some((refusal, location))
-    })
+                Err(e) => (Action::Deny, e.clone()),
+            };
+            Some(if plan.members.len() > 1 {
+                (action, format!("{}: {text}", m.location))
+            } else {
+                (action, text)
+            })
+        })
+        .collect()
 }
 
 /// The least driver and CUDA versions, each with where it was asked for.
@@ -296,21 +304,19 @@ fn image_versions(plan: &Plan, images: Option<&Images<'_>>) -> MinVersions {
 }
 
 /// What `nodeInventory.noMatchingNodes` makes of `refusal`: a denial for what the nodes
-/// that exist do not offer, and for a product that no node carries and the catalog does
-/// not know (a typo: nothing could create it); the setting otherwise.
+/// that exist do not offer, and for products that no node carries and the catalog does
+/// not know (a typo: nothing could create them); the setting otherwise.
 fn no_matching_nodes(
     refusal: &Refusal,
-    plan: &Plan,
+    demand: &Demand,
     settings: &Settings,
     config: &Config,
 ) -> Action {
     if let Refusal::Denied(_) = refusal {
         return Action::Deny;
     }
-    let known = |p: &String| config.catalog.product(p).is_some();
-    let unknown_only = plan.gpu_members().any(|m| {
-        matches!(&m.demand, Ok(Demand { products: Some(products), .. })
-            if !products.is_empty() && !products.iter().any(known))
+    let unknown_only = demand.products.as_ref().is_some_and(|products| {
+        !products.is_empty() && !products.iter().any(|p| config.catalog.product(p).is_some())
     });
     if unknown_only {
         Action::Deny

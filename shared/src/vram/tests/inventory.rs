@@ -583,3 +583,31 @@ fn the_image_labels_ask_for_a_driver_and_cuda_version_too() {
     assert!(judged(&with_nodes(json!({})), &off, object(json!({}))).allowed);
     assert!(off.images.image_calls.borrow().is_empty());
 }
+
+#[test]
+fn every_pod_of_a_unit_is_matched_against_the_nodes() {
+    // The leader's product is on no node (warn); the worker asks for more L4s than a node has.
+    let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "ml"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
+            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3"))},
+            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4"))}}}});
+    let mut settings = with_nodes(json!({}));
+    settings.custom_kinds = serde_json::from_value(
+        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
+    )
+    .unwrap();
+    let v = judged(&settings, &nodes(&a100_80(81920)), object);
+    assert!(!v.allowed, "{v:?}");
+    let m = v.message.unwrap();
+    assert!(m.contains("the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable"), "{m}");
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.contains("no node offers GPU product 'NVIDIA-H100-80GB-HBM3'")),
+        "{:?}",
+        v.warnings
+    );
+}
