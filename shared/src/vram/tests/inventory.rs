@@ -381,7 +381,7 @@ fn a_cluster_with_no_gpu_node_now_follows_no_matching_nodes(
         "big",
         pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
     );
-    let v = judged(&settings, &nodes(&[cpu.clone()]), object);
+    let v = judged(&settings, &nodes(std::slice::from_ref(&cpu)), object);
     assert_eq!(v.allowed, allowed, "{v:?}");
     if !allowed {
         assert_eq!(
