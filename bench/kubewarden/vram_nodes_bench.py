@@ -3,18 +3,25 @@
 nodes costs per decision, a section of BENCHMARKS.md.
 
 For each size in --sizes (GPU pods in the cluster, default 1,000 and 10,000), one fakeapi serving
---nodes GPU nodes (default 2,500) with the labels GPU Feature Discovery and the GPU Operator put
-on a node (about 45 labels: policy_server_bench.full_node's plus the rest of GFD's) and the pods
-(policy_server_bench.full_pod: VRAM fit does not list them, they only make the cluster its size).
-One policy-server with VRAM fit twice: `off` (test_data/settings.yml: no host call) and `nodes`
-(test_data/settings_nodes.yml: settings.yml with nodeInventory enabled, nodeSelector
-nvidia.com/gpu.present=true: one
-list of the 2,500 Nodes per decision, from policy-server's reflector cache), and
-gpu-labels-policy (no host call) as the host's floor. Request: deployment_llama_8b_on_l4.json
-with its nodeSelector on the nodes' product (NVIDIA-A100-SXM4-80GB), accepted by both. For each:
-the first request after start-up (the reflector's initial list happens inside it), then hey at
-concurrency 1 and 4 sized to about --seconds, then a checked pass (verdict, and for `nodes` the
-fit annotation naming the memory the nodes report).
+--nodes GPU nodes (default 2,500) of four products (FLEET: 10% NVIDIA-A100-SXM4-80GB, 40%
+NVIDIA-H100-80GB-HBM3, 30% NVIDIA-L4, 20% NVIDIA-A10G) with the labels GPU Feature Discovery and the
+GPU Operator put on a node (about 45 labels: policy_server_bench.full_node's plus the rest of GFD's)
+and the pods (policy_server_bench.full_pod: VRAM fit does not list them, they only make the cluster
+its size). One policy-server with VRAM fit four times and gpu-labels-policy (no host call) as the
+host's floor:
+- `off`: test_data/settings.yml (no host call), the request below;
+- `accept`: test_data/settings_nodes.yml (nodeInventory on, nodeSelector nvidia.com/gpu.present=true),
+  deployment_llama_8b_on_l4.json with its nodeSelector on NVIDIA-A100-SXM4-80GB: the list is narrowed
+  to that product's nodes (10% of them), accepted;
+- `wide`: the same settings, the pod allowed on the A100-80GBs or the L4s (required node affinity, two
+  products): nothing narrows, every GPU node is listed (the cost of every decision before narrowing),
+  accepted;
+- `deny`: test_data/settings_nodes_deny.yml (noMatchingNodes: deny), the pod on NVIDIA-H200 (in the
+  catalog, on no node): the narrowed list is empty, then the whole list names the products there are,
+  denied.
+For each: the first request after start-up (a reflector's initial list happens inside it), then hey at
+concurrency 1 and 4 sized to about --seconds, then a checked pass (verdict, and the fit annotation
+naming the memory the nodes report, or the denial naming the products).
 
 The section replaces the one between <!-- vram-nodes:begin --> and <!-- vram-nodes:end --> in
 BENCHMARKS.md (appended when absent). Without kwctl/policy-server on PATH it prints SKIPPED.
@@ -43,6 +50,10 @@ BEGIN = "<!-- vram-nodes:begin -->"
 END = "<!-- vram-nodes:end -->"
 VRAM = psb.VRAM
 PRODUCT = "NVIDIA-A100-SXM4-80GB"
+ABSENT = "NVIDIA-H200"
+# (product, memory per GPU in MiB, share of the nodes in percent), in node order.
+FLEET = [(PRODUCT, 81920, 10), ("NVIDIA-H100-80GB-HBM3", 81559, 40), ("NVIDIA-L4", 23034, 30),
+         ("NVIDIA-A10G", 23028, 20)]
 
 # The GFD / GPU Operator labels full_node does not already carry.
 MORE_GFD_LABELS = {
@@ -66,48 +77,91 @@ MORE_GFD_LABELS = {
 }
 
 
-def gfd_node(i):
+def product_of(i, nodes):
+    """The FLEET product of node i of `nodes`, with its memory."""
+    edge = 0
+    for product, mib, percent in FLEET:
+        edge += nodes * percent // 100
+        if i < edge:
+            return product, mib
+    return FLEET[-1][:2]
+
+
+def fleet_counts(nodes):
+    counts = {}
+    for i in range(nodes):
+        p = product_of(i, nodes)[0]
+        counts[p] = counts.get(p, 0) + 1
+    return counts
+
+
+def gfd_node(i, nodes):
     node = psb.full_node(i)
+    product, mib = product_of(i, nodes)
     node["metadata"]["labels"].update(MORE_GFD_LABELS)
+    node["metadata"]["labels"].update({"nvidia.com/gpu.product": product, "nvidia.com/gpu.memory": str(mib)})
     return node
 
 
-def request():
+def request(products):
     r = hosts.read_json(psb.policy_file(VRAM, "test_data/deployment_llama_8b_on_l4.json"))
-    r["object"]["spec"]["template"]["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": PRODUCT}
+    spec = r["object"]["spec"]["template"]["spec"]
+    spec.pop("nodeSelector", None)
+    if len(products) == 1:
+        spec["nodeSelector"] = {"nvidia.com/gpu.product": products[0]}
+    else:
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "nvidia.com/gpu.product", "operator": "In", "values": products}]}]}}}
     return r
 
 
 def run_size(pods, args, log):
     rows = []
     module = psb.annotated(VRAM)
+    counts = fleet_counts(args.nodes)
     with hosts.Host("vram-nodes-bench") as host:
         t = time.monotonic()
-        objects = [gfd_node(i) for i in range(args.nodes)] + [psb.full_pod(i) for i in range(pods)]
+        objects = [gfd_node(i, args.nodes) for i in range(args.nodes)] + [psb.full_pod(i) for i in range(pods)]
         api = host.start_fakeapi(objects, poll_interval=1.0)
         snapshot_mib = api.snapshot.stat().st_size / 2**20
-        log(f"  {pods} pods / {args.nodes} nodes: snapshot {snapshot_mib:.1f} MiB, fakeapi up in "
+        log(f"  {pods} pods / {args.nodes} nodes {counts}: snapshot {snapshot_mib:.1f} MiB, fakeapi up in "
             f"{time.monotonic() - t:.1f} s")
         aware = hosts.context_aware_resources(module)
+
+        def vram(settings):
+            return hosts.PolicyEntry(f"file://{module}", settings=psb.policy_file(VRAM, f"test_data/{settings}"),
+                                     context_aware_resources=aware, host_capabilities=["kubernetes/*"])
         entries = {
-            "off": hosts.PolicyEntry(f"file://{module}", settings=psb.policy_file(VRAM, "test_data/settings.yml"), context_aware_resources=aware,
-                                     host_capabilities=["kubernetes/*"]),
-            "nodes": hosts.PolicyEntry(f"file://{module}", settings=psb.policy_file(VRAM, "test_data/settings_nodes.yml"), context_aware_resources=aware,
-                                       host_capabilities=["kubernetes/*"]),
+            "off": vram("settings.yml"),
+            "accept": vram("settings_nodes.yml"),
+            "wide": vram("settings_nodes.yml"),
+            "deny": vram("settings_nodes_deny.yml"),
             "floor": hosts.PolicyEntry(f"file://{psb.annotated(psb.LABELS)}", settings={}),
         }
         server = host.start_policy_server(entries, api)
         try:
             log(f"  policy-server ready in {server.startup_seconds:.1f} s")
-            review = hosts.admission_review(request())
-            floor_review = hosts.admission_review(hosts.read_json(psb.policy_file(psb.LABELS, psb.FLOOR_REQUEST)))
-            for pid, rev in (("nodes", review), ("off", review), ("floor", floor_review)):
-                def check(response, pid=pid):
-                    if not response.get("allowed"):
-                        return f"denied: {(response.get('status') or {}).get('message', '')[:300]}"
-                    fit = (response.get("auditAnnotations") or {}).get("vram-fit", "")
-                    if pid == "nodes" and f"(81920 MiB per GPU, reported by {args.nodes} nodes)" not in fit:
-                        return f"vram-fit {fit!r}"
+            one = hosts.admission_review(request([PRODUCT]))
+            reviews = {
+                "accept": (one, True, f"(81920 MiB per GPU, reported by {counts[PRODUCT]} nodes)"),
+                "wide": (hosts.admission_review(request([PRODUCT, "NVIDIA-L4"])), True,
+                         f"(23034 MiB per GPU, reported by {counts['NVIDIA-L4']} nodes)"),
+                "deny": (hosts.admission_review(request([ABSENT])), False,
+                         f"no node offers GPU product '{ABSENT}' (nvidia.com/gpu.product); the nodes offer "
+                         f"{PRODUCT} ({counts[PRODUCT]} nodes)"),
+                "off": (one, True, None),
+                "floor": (hosts.admission_review(hosts.read_json(psb.policy_file(psb.LABELS, psb.FLOOR_REQUEST))),
+                          True, None),
+            }
+            for pid, (rev, allowed, says) in reviews.items():
+                def check(response, allowed=allowed, says=says):
+                    if bool(response.get("allowed")) != allowed:
+                        return f"allowed={response.get('allowed')}: {(response.get('status') or {}).get('message', '')[:300]}"
+                    text = ((response.get("auditAnnotations") or {}).get("vram-fit", "") if allowed
+                            else (response.get("status") or {}).get("message", ""))
+                    if says and says not in text:
+                        return f"expected {says!r} in {text[:300]!r}"
                     return None
                 row = {"pods": pods, "nodes": args.nodes, "id": pid, "snapshot_mib": snapshot_mib}
                 t = time.monotonic()
@@ -125,10 +179,10 @@ def run_size(pods, args, log):
                 for c in (1, 4):
                     n = psb.sized(per_request, c, args.seconds, args.max_requests)
                     h = psb.run_hey(f"{server.url}/validate/{pid}", body, n, c)
-                    counts, problems = psb.checked_pass(server, pid, rev, c, max(4, 2 * c), check)
-                    row["runs"].append({"c": c, "n": n, **h, "verdicts": counts, "problems": problems})
+                    verdicts, problems = psb.checked_pass(server, pid, rev, c, max(4, 2 * c), check)
+                    row["runs"].append({"c": c, "n": n, **h, "verdicts": verdicts, "problems": problems})
                     log(f"  [{pid}] c={c}: {n} requests, p50 {h['p50'] * 1000:.1f} ms, p99 {h['p99'] * 1000:.1f} ms, "
-                        f"{h['rps']:.1f} req/s, HTTP {h['codes']}, checked {counts}"
+                        f"{h['rps']:.1f} req/s, HTTP {h['codes']}, checked {verdicts}"
                         f"{' ' + str(problems) if problems else ''}")
                 rows.append(row)
             rss = psb.peak_rss_mib(server.process.pid)
@@ -140,22 +194,30 @@ def run_size(pods, args, log):
 
 
 def section(rows, meta):
+    nodes = rows[0]["nodes"]
+    counts = fleet_counts(nodes)
+    fleet = ", ".join(f"{n:,} x {p}" for p, n in counts.items())
     out = [BEGIN, "", "## Real host: VRAM fit reading the GPU nodes (nodeInventory), policy-server 1.36", "",
            f"Written by `bench/kubewarden/vram_nodes_bench.py` on {meta['date']}; {meta['host']}; load average "
-           f"{meta['load_before']} before, {meta['load_after']} after (other work on the machine shows there); "
-           f"whole run {meta['seconds']:.0f} s. "
-           "VRAM fit in one policy-server twice, `off` (test_data/settings.yml, no host call) and `nodes` "
-           "(the same with `nodeInventory` on: one `list_resources_all` of the GPU Nodes per decision, "
-           "answered from policy-server's reflector cache), and gpu-labels-policy as the host's floor, over a "
-           "fakeapi cluster of GFD-labelled nodes (about 45 labels each) and GPU pods (not listed by VRAM fit: "
-           "they make the cluster its size). Request: `deployment_llama_8b_on_l4.json` with its nodeSelector on "
-           f"{PRODUCT}, accepted by both; every `nodes` answer checked to size the GPU by the memory the nodes "
-           "report. p50/p99 (nearest rank) and req/s from hey's per-request CSV; *first request*: the first "
-           "POST after start-up (for `nodes` the reflector's initial list of the Nodes is inside it).", "",
+           f"{meta['load_before']} before, {meta['load_after']} after (other work on the machine shows there: the "
+           f"machine is shared); whole run {meta['seconds']:.0f} s. A fakeapi cluster of {nodes:,} GFD-labelled "
+           f"GPU nodes (about 45 labels each: {fleet}) and GPU pods (not listed by VRAM fit: they make the cluster "
+           "its size); one policy-server with VRAM fit as `off` (test_data/settings.yml: no host call), `accept` "
+           f"(settings_nodes.yml; the pod selects {PRODUCT}: the list is narrowed to that product's nodes), "
+           f"`wide` (the same settings; the pod allows {PRODUCT} or NVIDIA-L4: nothing narrows, every GPU node "
+           "is listed, as every decision did before narrowing), `deny` (settings_nodes_deny.yml, noMatchingNodes: "
+           f"deny; the pod selects {ABSENT}, on no node: the narrowed list is empty, then the whole list names the "
+           "products), and gpu-labels-policy as the host's floor. Request: `deployment_llama_8b_on_l4.json` with "
+           "its product selection changed as said; every answer checked (verdict; fit annotation naming the "
+           "memory the nodes report, or the denial naming the products). p50/p99 (nearest rank) and req/s from "
+           "hey's per-request CSV; *first request*: the first POST after start-up (a reflector's initial list is "
+           "inside it).", "",
            "| pods | nodes | snapshot | policy | first request | c | requests | p50 | p99 | req/s | verdicts | policy-server peak RSS |",
            "|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|---:|"]
-    names = {"nodes": "VRAM fit, nodeInventory on", "off": "VRAM fit, nodeInventory off",
-             "floor": "floor (gpu-labels-policy)"}
+    names = {"accept": f"VRAM fit, nodeInventory, accept ({counts[PRODUCT]:,} nodes of the product listed)",
+             "wide": f"VRAM fit, nodeInventory, not narrowed (all {nodes:,} listed)",
+             "deny": f"VRAM fit, nodeInventory, deny (0 listed, then all {nodes:,})",
+             "off": "VRAM fit, nodeInventory off", "floor": "floor (gpu-labels-policy)"}
     for r in rows:
         for i, run in enumerate(r["runs"]):
             lead = (f"| {r['pods']:,} | {r['nodes']:,} | {r['snapshot_mib']:.0f} MiB | {names[r['id']]} | "
@@ -165,19 +227,24 @@ def section(rows, meta):
             out.append(f"{lead} | {run['c']} | {run['n']} | {run['p50'] * 1000:.1f} ms | {run['p99'] * 1000:.1f} ms | "
                        f"{run['rps']:.0f} | HTTP {run['codes']}; checked {verdicts}{problems} | "
                        f"{r['rss_mib']:.0f} MiB |")
+
     def p50(pid, c=1):
         return [run["p50"] * 1000 for r in rows if r["id"] == pid for run in r["runs"] if run["c"] == c]
 
     def span(values):
         return f"{min(values):.1f}-{max(values):.1f} ms" if values else "n/a"
 
-    out += ["", f"Reading: with `nodeInventory` on, a decision over {rows[0]['nodes']:,} GFD-labelled Nodes took "
-            f"{span(p50('nodes'))} (p50, concurrency 1) against {span(p50('off'))} off and {span(p50('floor'))} for "
-            "the floor. The list is answered from the reflector cache, but policy-server serializes every listed Node "
-            "(field masks do not touch `metadata`: all its labels and annotations) into JSON for every call, and the "
-            "module reads it all: the cost grows with the Nodes selected, not with the pods. Select only the GPU "
-            "nodes that matter with `nodeInventory.nodeSelector`; no list is made when the request has no GPU pod, "
-            "when the setting is off, or on an UPDATE that changes none of the policy's inputs.", "", END]
+    out += ["", f"Reading (p50, concurrency 1, over the pod counts): a decision whose pods select one product took "
+            f"{span(p50('accept'))} with {counts[PRODUCT]:,} nodes of it listed, against {span(p50('wide'))} when all "
+            f"{nodes:,} GPU nodes are listed, {span(p50('deny'))} on the denial path (an empty narrowed list, then "
+            f"all of them), {span(p50('off'))} off and {span(p50('floor'))} for the floor. policy-server serializes "
+            "every listed Node (field masks do not touch `metadata`: all its labels and annotations) for every call, "
+            "so the cost follows the nodes listed, not the pods: narrowing pays in proportion to the selected "
+            "product's share of the GPU nodes (a cluster of one product gains nothing), and a denial costs what "
+            "every decision cost before. Each narrowed selector is one more reflector (a watch, and the Nodes of "
+            "that product held once more) for the life of policy-server; VRAM fit narrows only to product names "
+            "of its catalog and `gpuProducts`, so their number is bounded by the products requests select from "
+            "that list.", "", END]
     return "\n".join(out)
 
 

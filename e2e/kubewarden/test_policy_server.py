@@ -24,6 +24,7 @@ import os
 import sys
 import time
 import unittest
+import urllib.parse
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -356,6 +357,9 @@ class PolicyServerE2E(hosts.HostTestCase):
             # its contextAwareResources, which must deny.
             "vram-nodes": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
                                 context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            # The same with noMatchingNodes: deny (every GPU node standing).
+            "vram-nodes-deny": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes_deny.yml"),
+                                     context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
             "vram-nodes-ungranted": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
                                           context_aware_resources=[r for r in aware[VRAM] if r["kind"] != "Node"],
                                           host_capabilities=["kubernetes/*"]),
@@ -629,11 +633,14 @@ class PolicyServerE2E(hosts.HostTestCase):
         down = "not counted: gfd-h100-down-0"
         # Fits the catalog's 81,920 MiB per A100-80GB, not the 76,000 its nodes report.
         self.check("vram", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, says=["big-70g"])
-        self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, warns=[down], says=[
+        # One known product selected: only its nodes are listed (the H100 whose device plugin is
+        # down is not among them).
+        r = self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False, says=[
             "the pod asks for 1 x NVIDIA-A100-SXM4-80GB (76000 MiB per GPU, reported by 2 nodes) = 66 GiB usable"])
-        # Not in the catalog: sized by its node.
+        self.assertFalse(any(down in w for w in r.get("warnings") or []), r)
+        # Not in the catalog: every GPU node listed, sized by its node.
         self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_rtx_pro.json", True, warns=[down])
-        self.check("vram-nodes", VRAM, "deployment_nodes_8b_on_a100_40gb.json", True, warns=[down])
+        self.check("vram-nodes", VRAM, "deployment_nodes_8b_on_a100_40gb.json", True)
         for name, message in [
             ("deployment_nodes_a100_80gb_absent.json",
              f"no node offers GPU product 'NVIDIA-A100-SXM4-80GB-HBM3' (nvidia.com/gpu.product); {offer}"),
@@ -650,10 +657,32 @@ class PolicyServerE2E(hosts.HostTestCase):
         ]:
             with self.subTest(name):
                 self.check("vram-nodes", VRAM, name, False, message=message)
+        # A catalog product on no node, with noMatchingNodes: deny (every GPU node standing).
+        self.check("vram-nodes-deny", VRAM, "deployment_nodes_h100_scale_from_zero.json", False, warns=[down],
+                   message=f"no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); {offer}")
         self.check("vram-nodes-ungranted", VRAM, "deployment_nodes_8b_on_a100_40gb.json", False, message=(
             "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the "
             "ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check "
             "(nodeInventory.enabled); the host's error is in the audit annotation host-error."))
+
+    def test_vram_fit_narrows_the_node_list_and_lets_a_product_scale_from_zero(self):
+        offer = ("the nodes offer NVIDIA-A100-SXM4-40GB (3 nodes), NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 "
+                 "(2 nodes), NVIDIA-RTX-PRO-6000-Blackwell (1 node)")
+        # A catalog product no node carries (its one node's device plugin is down): the narrowed
+        # list finds no GPU node, the whole list names the products; warn (default) accepts.
+        self.check("vram-nodes", VRAM, "deployment_nodes_h100_scale_from_zero.json", True, warns=[
+            f"no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); {offer}: accepted "
+            "without checking the nodes, as a node pool that scales from zero may create them "
+            "(nodeInventory.noMatchingNodes: warn)",
+            "not counted: gfd-h100-down-0"])
+        # The selectors policy-server asked fakeapi for (its log has each LIST's query): the narrowed
+        # ones and the whole one, nothing else for Nodes of these settings.
+        self.check("vram-nodes", VRAM, "deployment_nodes_70g_on_a100_80gb.json", False)
+        log = urllib.parse.unquote(self.fakeapi.process.log_path.read_text(errors="replace"))
+        for selector in [r"labelSelector=nvidia\.com/gpu\.present=true,nvidia\.com/gpu\.product=NVIDIA-A100-SXM4-80GB",
+                         r"labelSelector=nvidia\.com/gpu\.present=true,nvidia\.com/gpu\.product=NVIDIA-H100-80GB-HBM3",
+                         r"labelSelector=nvidia\.com/gpu\.present=true(?!,)"]:
+            self.assertRegex(log, selector, "the Node lists policy-server made")
 
     # -- gpu-capacity-gate-policy ------------------------------------------------------
 

@@ -286,10 +286,9 @@ load ../../e2e/bats/kwctl
 }
 
 @test "nodeInventory: the memory the nodes report sizes the GPUs, and the message says so" {
-  run_policy deployment_nodes_70g_on_a100_80gb.json settings_nodes.yml session_nodes_gfd.yml
+  run_policy deployment_nodes_70g_on_a100_80gb.json settings_nodes.yml session_nodes_gfd_a100_80gb.yml
   denied
   says 'the pod asks for 1 x NVIDIA-A100-SXM4-80GB (76000 MiB per GPU, reported by 2 nodes) = 66 GiB usable at 90%'
-  says 'not counted: gfd-h100-down-0'
   run_policy deployment_nodes_70g_on_rtx_pro.json settings_nodes.yml session_nodes_gfd.yml
   allowed
   says '1 x NVIDIA-RTX-PRO-6000-Blackwell (97887 MiB per GPU, reported by 1 node)'
@@ -302,10 +301,10 @@ load ../../e2e/bats/kwctl
   run_policy pod_mig_3g_40gb_llama_8b.json settings_nodes.yml session_nodes_gfd.yml
   denied
   says 'no node offers MIG profile 3g.40gb (nvidia.com/mig-3g.40gb)'
-  run_policy deployment_nodes_two_l4_per_pod.json settings_nodes.yml session_nodes_gfd.yml
+  run_policy deployment_nodes_two_l4_per_pod.json settings_nodes.yml session_nodes_gfd_l4.yml
   denied
   says 'no node of NVIDIA-L4 has more than 1 allocatable'
-  run_policy deployment_nodes_driver_too_old.json settings_nodes.yml session_nodes_gfd.yml
+  run_policy deployment_nodes_driver_too_old.json settings_nodes.yml session_nodes_gfd_a100_40gb.yml
   denied
   says 'the newest driver on the nodes of NVIDIA-A100-SXM4-40GB that offer its GPUs is 535.104.05'
 }

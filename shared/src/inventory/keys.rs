@@ -4,6 +4,11 @@
 use crate::settings::{FieldError, validate_label_key};
 use serde::Deserialize;
 
+/// The placeholder of [`LabelKeys::mig_memory`].
+pub const PROFILE: &str = "<profile>";
+/// GFD's label of a MIG profile's memory (mixed strategy).
+pub const DEFAULT_MIG_MEMORY: &str = "nvidia.com/mig-<profile>.memory";
+
 /// Node label keys (settings `nodeInventory.labelKeys`).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -35,6 +40,9 @@ pub struct LabelKeys {
     pub intel_memory_total: String,
     /// Intel: GPUs on the node (divides `intelMemoryTotal`).
     pub intel_count: String,
+    /// GFD (MIG strategy `mixed`): memory of one MIG device of a profile, MiB; the key with
+    /// `<profile>` where the profile goes (`nvidia.com/mig-<profile>.memory`).
+    pub mig_memory: String,
 }
 
 impl Default for LabelKeys {
@@ -55,6 +63,7 @@ impl Default for LabelKeys {
             intel_product: "gpu.intel.com/product".into(),
             intel_memory_total: "gpu.intel.com/memory.max".into(),
             intel_count: "gpu.intel.com/device.count".into(),
+            mig_memory: DEFAULT_MIG_MEMORY.into(),
         }
     }
 }
@@ -103,13 +112,36 @@ impl LabelKeys {
         self.named().map(|(_, k)| k)
     }
 
-    /// Each key empty or a valid label key; errors name `<field>.<key>`.
+    /// Each key empty or a valid label key (`migMemory`: with `<profile>` once, a valid key
+    /// once a profile is put there); errors name `<field>.<key>`.
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         for (name, key) in self.named() {
             if !key.is_empty() {
                 validate_label_key(&format!("{field}.{name}"), key)?;
             }
         }
+        if !self.mig_memory.is_empty() {
+            let f = format!("{field}.migMemory");
+            if self.mig_memory.matches(PROFILE).count() != 1 {
+                return Err(FieldError::new(
+                    f,
+                    format!(
+                        "'{}' must hold {PROFILE} once, where the MIG profile goes (like {DEFAULT_MIG_MEMORY})",
+                        self.mig_memory
+                    ),
+                ));
+            }
+            validate_label_key(&f, &self.mig_memory.replace(PROFILE, "1g.10gb"))?;
+        }
         Ok(())
+    }
+
+    /// The part of `key` where `migMemory` holds the profile, when `key` is a MIG memory
+    /// label (`nvidia.com/mig-1g.10gb.memory` -> `1g.10gb`).
+    pub fn mig_profile_of<'k>(&self, key: &'k str) -> Option<&'k str> {
+        let (before, after) = self.mig_memory.split_once(PROFILE)?;
+        key.strip_prefix(before)?
+            .strip_suffix(after)
+            .filter(|p| !p.is_empty())
     }
 }

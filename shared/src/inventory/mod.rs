@@ -27,13 +27,13 @@ pub mod settings;
 pub mod version;
 
 pub use keys::LabelKeys;
-pub use offer::{Demand, check};
+pub use offer::{Demand, Refusal, check};
 pub use parse::parse_inventory;
 pub use settings::InventorySettings;
 pub use version::Version;
 
 use crate::cluster::{Cluster, HostError, HostFailure, call};
-use crate::gpu::{GpuCounts, GpuResources};
+use crate::gpu::{GpuCounts, GpuResources, MigProfile};
 use crate::pools::nodes::nodes_by;
 use crate::selector::LabelSelector;
 use std::collections::BTreeMap;
@@ -64,6 +64,8 @@ pub struct GpuNode {
     pub cuda: Option<Version>,
     /// GPU resources allocatable (shared by nodes with the same allocatable text).
     pub allocatable: Rc<GpuCounts>,
+    /// Memory of one MIG device per profile (`1g.10gb`), MiB, as the node reports it.
+    pub mig_memory: BTreeMap<String, u64>,
 }
 
 /// What the nodes of one product offer.
@@ -111,6 +113,24 @@ impl Inventory {
         found
     }
 
+    /// The smallest memory of one MIG device of `profile` (`3g.40gb`, `03g.40gb` alike) the
+    /// nodes report, with how many report it; `None` when none does.
+    pub fn reported_mig_mib(&self, profile: &str) -> Option<(u64, u64)> {
+        let wanted = MigProfile::from_profile(profile);
+        let same =
+            |p: &str| p == profile || (wanted.is_some() && MigProfile::from_profile(p) == wanted);
+        let mut found: Option<(u64, u64)> = None;
+        for n in &self.gpu_nodes {
+            if let Some(m) = n.mig_memory.iter().find(|(p, _)| same(p)).map(|(_, m)| *m) {
+                found = Some(match found {
+                    Some((s, c)) => (s.min(m), c + 1),
+                    None => (m, 1),
+                });
+            }
+        }
+        found
+    }
+
     /// `a, b, c (+4 more)`: the device-plugin-down nodes, for a warning.
     pub fn plugin_down_names(&self, max: usize) -> Option<String> {
         if self.plugin_down.is_empty() {
@@ -128,6 +148,28 @@ impl Inventory {
         }
         Some(names)
     }
+}
+
+/// The Nodes one decision reads: `nodeSelector` narrowed to one GPU product when every GPU
+/// pod selects that product ([`InventorySettings::narrowed`]), and the whole of
+/// `nodeSelector` when the narrowed list has no GPU node (the denial path: the message
+/// names the products there are) or nothing narrows it. `product`: the product (on `key`)
+/// the caller narrows to; the caller keeps the products it narrows to a known, bounded
+/// set, since each distinct selector is a watch the host keeps for its lifetime.
+pub fn read_for(
+    cluster: &dyn Cluster,
+    settings: &InventorySettings,
+    names: &GpuResources,
+    product: Option<(&str, &str)>,
+) -> Result<Inventory, HostFailure> {
+    let keys = &settings.label_keys;
+    if let Some(narrowed) = product.and_then(|(key, p)| settings.narrowed(key, p)) {
+        let inventory = read_inventory(cluster, &narrowed, keys, names)?;
+        if !inventory.gpu_nodes.is_empty() {
+            return Ok(inventory);
+        }
+    }
+    read_inventory(cluster, &settings.node_selector, keys, names)
 }
 
 /// Reads the Nodes `selector` matches (one `list_resources_all`) into an [`Inventory`].

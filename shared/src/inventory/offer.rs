@@ -23,19 +23,39 @@ pub struct Demand {
     pub min_cuda: Option<(Version, String)>,
 }
 
-/// `Ok` when some node offers what `demand` selects, else the denial: what is missing and
+/// Why no node offers what a pod selects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No schedulable node carries a product the pod selects (or, selecting none, no
+    /// schedulable node has GPUs): nothing to compare with, and nodes that do not exist
+    /// yet (a node pool scaling from zero) may. The message names what there is.
+    NoMatchingNode(String),
+    /// Nodes of the selected products exist, and none offers the rest (a MIG profile, as
+    /// many GPUs per pod, the driver or CUDA version).
+    Denied(String),
+}
+
+impl Refusal {
+    pub fn message(&self) -> &str {
+        match self {
+            Refusal::NoMatchingNode(m) | Refusal::Denied(m) => m,
+        }
+    }
+}
+
+/// `Ok` when some node offers what `demand` selects, else why not: what is missing and
 /// what the nodes offer. `product_key` is the node label the pod selects products by.
-pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Result<(), String> {
+pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Result<(), Refusal> {
     let mut nodes: Vec<&GpuNode> = inventory.gpu_nodes.iter().collect();
     if nodes.is_empty() {
-        return Err(format!(
+        return Err(Refusal::NoMatchingNode(format!(
             "no schedulable node offers GPUs ({} nodes read{})",
             inventory.nodes,
             match inventory.plugin_down_names(5) {
                 Some(n) => format!("; with GPU labels but no allocatable GPU: {n}"),
                 None => String::new(),
             }
-        ));
+        )));
     }
     let mut of = String::new();
     if let Some(products) = &demand.products {
@@ -56,9 +76,9 @@ pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Resul
                 .find_map(|p| near(p, inventory))
                 .map(|n| format!(" (did you mean '{n}'?)"))
                 .unwrap_or_default();
-            return Err(format!(
+            return Err(Refusal::NoMatchingNode(format!(
                 "no node offers GPU product {asked} ({product_key}){hint}; the nodes offer {offered}"
-            ));
+            )));
         }
         nodes = matching;
         of = format!(
@@ -80,7 +100,7 @@ pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Resul
             && let Some(profile) = resource.strip_prefix(MIG_PREFIX)
         {
             let profiles = mig_profiles(&nodes);
-            return Err(format!(
+            return Err(Refusal::Denied(format!(
                 "no node{of} offers MIG profile {profile} ({resource}); {}",
                 if profiles.is_empty() {
                     format!(
@@ -90,17 +110,17 @@ pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Resul
                 } else {
                     format!("they offer {}", profiles.join(", "))
                 }
-            ));
+            )));
         }
         if most == 0 {
-            return Err(format!(
+            return Err(Refusal::Denied(format!(
                 "no node{of} offers {resource}; they offer {}",
                 resources(&nodes)
-            ));
+            )));
         }
-        return Err(format!(
+        return Err(Refusal::Denied(format!(
             "the pod asks for {n} {resource}, and no node{of} has more than {most} allocatable: ask for at most {most} per pod and split the work over more pods"
-        ));
+        )));
     }
     for (wanted, what, version) in [
         (
@@ -119,14 +139,14 @@ pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Resul
                 nodes.retain(|n| version(n).is_some_and(|v| v >= *least));
             }
             Some(v) => {
-                return Err(format!(
+                return Err(Refusal::Denied(format!(
                     "the pod needs {what} version {least} or later ({source}), and the newest {what} on the nodes{of} that offer its GPUs is {v}"
-                ));
+                )));
             }
             None => {
-                return Err(format!(
+                return Err(Refusal::Denied(format!(
                     "the pod needs {what} version {least} or later ({source}), and no node{of} that offers its GPUs reports its {what} version"
-                ));
+                )));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! A `NodeList` read into an [`Inventory`], item by item ([`crate::lists`]): each node's
-//! name, the labels [`LabelKeys`] names (the dozens of others GFD writes are skipped
+//! name, the labels [`LabelKeys`] names (with the MIG memory labels of every profile) (the dozens of others GFD writes are skipped
 //! unread), and its masked `spec` and `status.allocatable`, read as the capacity gate reads
 //! them ([`crate::pools::nodes::node_gpus`]).
 
@@ -8,8 +8,9 @@ use super::{GpuNode, Inventory, Version};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::lists::{ListError, for_each_item, json_string, lean, read_raw};
 use crate::pools::nodes::node_gpus;
+use serde::de::MapAccess;
 use serde_json::value::RawValue;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
 /// Reads a `NodeList` answer.
@@ -47,13 +48,23 @@ pub fn parse_inventory(
                 return Ok(());
             };
             let mut values: [Option<String>; at::N] = Default::default();
+            let mut mig_memory = BTreeMap::new();
             if let Some(raw) = labels {
-                for (i, v) in read_raw(raw.get(), lean::Object(lean::Labels(&wanted)))? {
+                let read = read_raw(
+                    raw.get(),
+                    lean::Object(NodeLabels {
+                        keys,
+                        wanted: &wanted,
+                    }),
+                )?;
+                for (i, v) in read.values {
                     values[i] = Some(v);
                 }
+                mig_memory = read.mig_memory;
             }
             let name = name.map_or(Ok(String::new()), |n| json_string(n.get()))?;
-            let node = node_of(name, &values, allocatable);
+            let mut node = node_of(name, &values, allocatable);
+            node.mig_memory = mig_memory;
             let has_gpus = node.allocatable.values().any(|n| *n > 0);
             if has_gpus {
                 inventory.gpu_nodes.push(node);
@@ -64,6 +75,46 @@ pub fn parse_inventory(
         },
     )?;
     Ok(inventory)
+}
+
+/// A node's labels: the values of the keys [`LabelKeys`] names (by index), and the MIG
+/// memory labels (`nvidia.com/mig-<profile>.memory`, MiB above 0); the others skipped.
+struct NodeLabels<'k> {
+    keys: &'k LabelKeys,
+    wanted: &'k [&'k str],
+}
+
+#[derive(Default)]
+struct ReadLabels {
+    values: Vec<(usize, String)>,
+    mig_memory: BTreeMap<String, u64>,
+}
+
+impl lean::Members for NodeLabels<'_> {
+    type Value = ReadLabels;
+    const WHAT: &'static str = "a map of labels";
+    fn member<'de, A: MapAccess<'de>>(
+        &self,
+        out: &mut ReadLabels,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        if let Some(i) = self.wanted.iter().position(|k| !k.is_empty() && *k == key) {
+            let value: String = map.next_value()?;
+            out.values.push((i, value));
+            return Ok(true);
+        }
+        let Some(profile) = self.keys.mig_profile_of(key) else {
+            return Ok(false);
+        };
+        let value: String = map.next_value()?;
+        if let Ok(mib) = value.trim().parse::<u64>()
+            && mib > 0
+        {
+            out.mig_memory.insert(profile.to_string(), mib);
+        }
+        Ok(true)
+    }
 }
 
 fn label(values: &[Option<String>], i: usize) -> Option<&str> {
@@ -111,6 +162,7 @@ fn node_of(name: String, values: &[Option<String>], allocatable: Rc<GpuCounts>) 
         driver,
         cuda,
         allocatable,
+        mig_memory: BTreeMap::new(),
     }
 }
 

@@ -4,7 +4,7 @@
 use super::LabelKeys;
 use super::version::Version;
 use crate::selector::LabelSelector;
-use crate::settings::{FieldError, read_node_selector, validate_label_key};
+use crate::settings::{Action, FieldError, read_node_selector, validate_label_key};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -29,6 +29,11 @@ pub struct InventorySettings {
     pub min_driver_version_key: String,
     /// Pod-template label or annotation giving the least CUDA version (`""` turns it off).
     pub min_cuda_version_key: String,
+    /// A GPU pod whose selected product no schedulable node carries (or, selecting none,
+    /// when no schedulable node has GPUs): `warn` (accept with a warning: a node pool that
+    /// scales from zero may create the nodes), `deny`, or `allow`. A product no node
+    /// carries and no catalog knows is denied whatever this says.
+    pub no_matching_nodes: Action,
 }
 
 impl Default for InventorySettings {
@@ -39,6 +44,7 @@ impl Default for InventorySettings {
             label_keys: LabelKeys::default(),
             min_driver_version_key: DEFAULT_MIN_DRIVER_KEY.into(),
             min_cuda_version_key: DEFAULT_MIN_CUDA_KEY.into(),
+            no_matching_nodes: Action::Warn,
         }
     }
 }
@@ -58,6 +64,25 @@ impl InventorySettings {
             }
         }
         Ok(())
+    }
+
+    /// The selector of the Nodes read when every GPU pod of a decision selects `product`
+    /// by `key`: `nodeSelector` and `key=product`. `None` when `key` is not a product label
+    /// the inventory reads (the narrowed nodes would not be those whose product it
+    /// compares), or when `nodeSelector` already fixes `key`.
+    pub fn narrowed(&self, key: &str, product: &str) -> Option<LabelSelector> {
+        let k = &self.label_keys;
+        let reads = [&k.product, &k.amd_product, &k.intel_product]
+            .iter()
+            .any(|p| !p.is_empty() && p.as_str() == key);
+        if !reads || self.node_selector.match_labels.contains_key(key) {
+            return None;
+        }
+        let mut selector = self.node_selector.clone();
+        selector
+            .match_labels
+            .insert(key.to_string(), product.to_string());
+        Some(selector)
     }
 
     /// The least driver and CUDA versions a pod template asks for (its label, else its

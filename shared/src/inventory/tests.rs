@@ -59,6 +59,120 @@ fn demand(products: &[&str], gpus: &[(&str, u64)]) -> Demand {
 
 const KEY: &str = "nvidia.com/gpu.product";
 
+/// [`super::check`] with the refusal's message.
+fn check(inventory: &Inventory, demand: &Demand, key: &str) -> Result<(), String> {
+    super::check(inventory, demand, key).map_err(|r| r.message().to_string())
+}
+
+#[test]
+fn no_node_of_the_product_is_told_apart_from_what_its_nodes_lack() {
+    let inv = parse(&[gfd_node("l1", "NVIDIA-L4", 23034, 1, "535.104.05")]);
+    let absent = super::check(
+        &inv,
+        &demand(&["NVIDIA-H100-80GB-HBM3"], &[("nvidia.com/gpu", 1)]),
+        KEY,
+    );
+    assert!(
+        matches!(absent, Err(Refusal::NoMatchingNode(_))),
+        "{absent:?}"
+    );
+    let none = super::check(&parse(&[]), &demand(&[], &[("nvidia.com/gpu", 1)]), KEY);
+    assert!(matches!(none, Err(Refusal::NoMatchingNode(_))), "{none:?}");
+    let too_many = super::check(&inv, &demand(&["NVIDIA-L4"], &[("nvidia.com/gpu", 2)]), KEY);
+    assert!(matches!(too_many, Err(Refusal::Denied(_))), "{too_many:?}");
+    let mig = super::check(&inv, &demand(&[], &[("nvidia.com/mig-1g.10gb", 1)]), KEY);
+    assert!(matches!(mig, Err(Refusal::Denied(_))), "{mig:?}");
+}
+
+#[test]
+fn mig_memory_labels_are_read_per_profile() {
+    let mut a = gfd_node("a", "NVIDIA-A100-SXM4-80GB", 81920, 0, "550.54");
+    let labels = a["metadata"]["labels"].as_object_mut().unwrap();
+    labels.insert("nvidia.com/mig.strategy".into(), json!("mixed"));
+    labels.insert("nvidia.com/mig-1g.10gb.memory".into(), json!("9728"));
+    labels.insert("nvidia.com/mig-1g.10gb.count".into(), json!("7"));
+    labels.insert("nvidia.com/mig-3g.40gb.memory".into(), json!("40192"));
+    labels.insert("nvidia.com/mig-2g.20gb.memory".into(), json!("none"));
+    a["status"]["allocatable"] =
+        json!({"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-3g.40gb": "1"});
+    let mut b = a.clone();
+    b["metadata"]["name"] = json!("b");
+    b["metadata"]["labels"]["nvidia.com/mig-1g.10gb.memory"] = json!("9856");
+    let inv = parse(&[a, b]);
+    assert_eq!(
+        inv.gpu_nodes[0].mig_memory,
+        BTreeMap::from([
+            ("1g.10gb".to_string(), 9728),
+            ("3g.40gb".to_string(), 40192)
+        ]),
+        "the count label and a value that is not a number are skipped"
+    );
+    assert_eq!(
+        inv.reported_mig_mib("1g.10gb"),
+        Some((9728, 2)),
+        "the smallest, by 2 nodes"
+    );
+    assert_eq!(
+        inv.reported_mig_mib("03g.40gb"),
+        Some((40192, 2)),
+        "NVIDIA's spelling"
+    );
+    assert_eq!(inv.reported_mig_mib("7g.80gb"), None);
+    let keys = LabelKeys {
+        mig_memory: String::new(),
+        ..LabelKeys::default()
+    };
+    let off = parse_inventory(node_list(&[]).as_bytes(), &keys, &GpuResources::default()).unwrap();
+    assert_eq!(off.reported_mig_mib("1g.10gb"), None);
+    for (bad, why) in [
+        ("nvidia.com/mig.memory", "must hold <profile> once"),
+        ("nvidia.com/<profile>/<profile>", "must hold <profile> once"),
+        ("bad key!<profile>", ""),
+    ] {
+        let e = LabelKeys {
+            mig_memory: bad.into(),
+            ..LabelKeys::default()
+        }
+        .validate("nodeInventory.labelKeys")
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("nodeInventory.labelKeys.migMemory") && e.contains(why),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_single_product_narrows_the_nodes_read() {
+    let settings = InventorySettings {
+        node_selector: LabelSelector::from_labels([(
+            "nvidia.com/gpu.present".to_string(),
+            "true".to_string(),
+        )]),
+        ..InventorySettings::default()
+    };
+    assert_eq!(
+        settings
+            .narrowed(KEY, "NVIDIA-L4")
+            .map(|s| s.to_query())
+            .as_deref(),
+        Some("nvidia.com/gpu.present=true,nvidia.com/gpu.product=NVIDIA-L4")
+    );
+    assert!(
+        settings.narrowed("example.com/gpu", "L4").is_none(),
+        "not a product label the inventory reads"
+    );
+    let fixed = InventorySettings {
+        node_selector: LabelSelector::from_labels([(KEY.to_string(), "NVIDIA-L4".to_string())]),
+        ..InventorySettings::default()
+    };
+    assert!(
+        fixed.narrowed(KEY, "NVIDIA-A10G").is_none(),
+        "nodeSelector fixes the product already"
+    );
+}
+
 #[test]
 fn gfd_labels_are_read() {
     let inv = parse(&[
@@ -417,4 +531,38 @@ mod properties {
             prop_assert!(before.is_err() || after.is_ok(), "before {:?}, after {:?}", before, after);
         }
     }
+}
+
+#[test]
+fn the_whole_list_is_read_only_when_the_narrowed_one_has_no_gpu_node() {
+    let settings = InventorySettings {
+        node_selector: LabelSelector::from_labels([(
+            "nvidia.com/gpu.present".to_string(),
+            "true".to_string(),
+        )]),
+        ..InventorySettings::default()
+    };
+    let names = GpuResources::default();
+    let narrow = nodes_by(&settings.narrowed(KEY, "NVIDIA-L4").unwrap());
+    let wide = nodes_by(&settings.node_selector);
+    let l4 = node_list(&[gfd_node("l1", "NVIDIA-L4", 23034, 1, "550.54")]);
+    let found = Script::new(vec![(narrow.clone(), Ok(l4.clone()))]);
+    let inv = read_for(&found, &settings, &names, Some((KEY, "NVIDIA-L4"))).unwrap();
+    assert_eq!(
+        (inv.gpu_nodes.len(), *found.calls.borrow()),
+        (1, 1),
+        "one list"
+    );
+    let mut down = gfd_node("l2", "NVIDIA-L4", 23034, 1, "550.54");
+    down["status"]["allocatable"]["nvidia.com/gpu"] = json!("0");
+    let empty = Script::new(vec![
+        (narrow, Ok(node_list(&[down]))),
+        (wide.clone(), Ok(l4.clone())),
+    ]);
+    let inv = read_for(&empty, &settings, &names, Some((KEY, "NVIDIA-L4"))).unwrap();
+    assert!(empty.done(), "then the whole list, to name what there is");
+    assert_eq!(inv.gpu_nodes.len(), 1);
+    let unnarrowed = Script::new(vec![(wide, Ok(l4))]);
+    read_for(&unnarrowed, &settings, &names, None).unwrap();
+    assert!(unnarrowed.done());
 }

@@ -96,8 +96,16 @@ pub fn advise(
     if let Some(s) = mig
         && pods == 1
         && let Some(profile) = STANDARD_MIG_PROFILES.iter().find(|p| {
+            // Larger than the profile asked for by the catalog too: its nodes may report
+            // less memory than the catalog gives it.
+            let asked = s
+                .device
+                .mig
+                .as_deref()
+                .and_then(|m| config.catalog.mig_profile(m));
             config.catalog.mig_profile(p).is_some_and(|mib| {
-                mib > s.device.mib && model.estimate(1).total_mib <= percent_of(mib, usable)
+                mib > s.device.mib.max(asked.unwrap_or(0))
+                    && model.estimate(1).total_mib <= percent_of(mib, usable)
             })
         })
     {

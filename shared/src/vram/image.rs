@@ -8,6 +8,7 @@
 
 use super::numbers::parse_thousandths;
 use crate::cluster::{Cluster, OciManifestConfig};
+use crate::inventory::Version;
 use crate::workload::At;
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,6 +19,10 @@ use std::collections::BTreeMap;
 pub const DEFAULT_MODEL_LABEL: &str = "io.gpu-admission.model";
 /// The default label giving the GPU memory (GiB) the image's model needs.
 pub const DEFAULT_VRAM_LABEL: &str = "io.gpu-admission.vram-gib";
+/// The default label giving the least driver version the image needs.
+pub const DEFAULT_MIN_DRIVER_LABEL: &str = "io.gpu-admission.min-driver-version";
+/// The default label giving the least CUDA version (of the driver) the image needs.
+pub const DEFAULT_MIN_CUDA_LABEL: &str = "io.gpu-admission.min-cuda-version";
 /// The most GiB an image label may give (as the registry's `vramGiB`).
 const MAX_VRAM_THOUSANDTHS: u64 = 1_000_000_000;
 
@@ -30,6 +35,11 @@ pub struct ImageLabelSettings {
     pub model_key: String,
     #[serde(rename = "vramGiBKey")]
     pub vram_gib_key: String,
+    /// The label giving the least driver version (checked against the nodes with
+    /// `nodeInventory`; `""` turns it off).
+    pub min_driver_version_key: String,
+    /// The label giving the least CUDA version (likewise).
+    pub min_cuda_version_key: String,
 }
 
 impl Default for ImageLabelSettings {
@@ -38,6 +48,8 @@ impl Default for ImageLabelSettings {
             enabled: false,
             model_key: DEFAULT_MODEL_LABEL.into(),
             vram_gib_key: DEFAULT_VRAM_LABEL.into(),
+            min_driver_version_key: DEFAULT_MIN_DRIVER_LABEL.into(),
+            min_cuda_version_key: DEFAULT_MIN_CUDA_LABEL.into(),
         }
     }
 }
@@ -50,6 +62,8 @@ pub struct ImageInfo {
     pub model: Option<String>,
     /// The GPU memory the image's model needs, in thousandths of a GiB.
     pub vram_gib_thousandths: Option<u64>,
+    /// The least driver and CUDA versions the image needs, with the label each is from.
+    pub min_versions: [Option<(Version, String)>; 2],
 }
 
 /// The image configs of one admission request, read on demand.
@@ -148,10 +162,28 @@ impl<'a> Images<'a> {
                 }
             }
         };
+        let mut min_versions: [Option<(Version, String)>; 2] = [None, None];
+        for (slot, key) in min_versions.iter_mut().zip([
+            &self.settings.min_driver_version_key,
+            &self.settings.min_cuda_version_key,
+        ]) {
+            if key.is_empty() {
+                continue;
+            }
+            if let Some(text) = label(key)? {
+                let v = Version::parse(&text).ok_or_else(|| {
+                    format!(
+                        "the label {key} of image {image} is '{text}', not a version like 535.104 (dotted whole numbers)"
+                    )
+                })?;
+                *slot = Some((v, format!("label {key} of image {image}")));
+            }
+        }
         Ok(ImageInfo {
             image: image.to_string(),
             model,
             vram_gib_thousandths,
+            min_versions,
         })
     }
 }
@@ -227,6 +259,33 @@ mod tests {
         .unwrap();
         assert_eq!(i.model.as_deref(), Some("meta-llama/Llama-3.1-8B-Instruct"));
         assert_eq!(i.vram_gib_thousandths, Some(20500));
+        let versions = info(answer(
+            json!({"io.gpu-admission.min-driver-version": "550.54",
+            "io.gpu-admission.min-cuda-version": "12.4"}),
+        ))
+        .unwrap();
+        assert_eq!(
+            versions.min_versions,
+            [
+                Some((
+                    Version::parse("550.54").unwrap(),
+                    "label io.gpu-admission.min-driver-version of image vllm/vllm-openai:v0.6.3"
+                        .to_string()
+                )),
+                Some((
+                    Version::parse("12.4").unwrap(),
+                    "label io.gpu-admission.min-cuda-version of image vllm/vllm-openai:v0.6.3"
+                        .to_string()
+                )),
+            ]
+        );
+        assert_eq!(
+            info(answer(
+                json!({"io.gpu-admission.min-cuda-version": "twelve"})
+            ))
+            .unwrap_err(),
+            "the label io.gpu-admission.min-cuda-version of image vllm/vllm-openai:v0.6.3 is 'twelve', not a version like 535.104 (dotted whole numbers)"
+        );
         let none = info(answer(Value::Null)).unwrap();
         assert_eq!((none.model, none.vram_gib_thousandths), (None, None));
     }

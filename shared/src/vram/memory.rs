@@ -1,7 +1,9 @@
 //! How much GPU memory a pod gets: its GPUs, and the memory of each.
 //!
 //! Memory per GPU, in order:
-//! 1. a MIG resource (`nvidia.com/mig-3g.40gb`): the profile's memory;
+//! 1. a MIG resource (`nvidia.com/mig-3g.40gb`): the profile's memory (when the policy
+//!    reads the nodes, the smallest their `nvidia.com/mig-<profile>.memory` labels report,
+//!    else the catalog's);
 //! 2. the GPU product the pod is restricted to by `nodeSelector` or required node
 //!    affinity on the product label (several allowed: the smallest);
 //! 3. the pool: the pod template's pool label (or a node selector on the same key) ->
@@ -165,10 +167,23 @@ fn whole_slices(
     let mut product: Option<Result<Resolved, String>> = None;
     for (resource, count) in gpus {
         if resource.starts_with(MIG_PREFIX) {
-            let device = lookup.catalog.mig_resource(resource).ok_or_else(|| {
+            let mut device = lookup.catalog.mig_resource(resource).ok_or_else(|| {
                 format!("{resource} is not a MIG profile name like nvidia.com/mig-3g.40gb")
             })?;
             let profile = device.mig.clone().unwrap_or_default();
+            let memory_from =
+                lookup
+                    .inventory
+                    .map(|inventory| match inventory.reported_mig_mib(&profile) {
+                        Some((mib, nodes)) => {
+                            device.mib = mib;
+                            format!("{mib} MiB per device, reported by {}", nodes_text(nodes))
+                        }
+                        None => format!(
+                            "{} MiB per device from the catalog: no node reports it",
+                            device.mib
+                        ),
+                    });
             slices.push(Slice {
                 resource: resource.clone(),
                 count: *count,
@@ -177,7 +192,7 @@ fn whole_slices(
                 device,
                 source: ProductSource::Mig,
                 share: None,
-                memory_from: None,
+                memory_from,
             });
             continue;
         }
@@ -326,12 +341,13 @@ fn product_memory(lookup: &Lookup<'_>, product: &str) -> Option<(DeviceMemory, O
                     mig: None,
                 },
             };
-            let by = if nodes == 1 {
-                "1 node".to_string()
-            } else {
-                format!("{nodes} nodes")
-            };
-            Some((device, Some(format!("{mib} MiB per GPU, reported by {by}"))))
+            Some((
+                device,
+                Some(format!(
+                    "{mib} MiB per GPU, reported by {}",
+                    nodes_text(nodes)
+                )),
+            ))
         }
         (None, Some(d)) => {
             let mib = d.mib;
@@ -343,6 +359,14 @@ fn product_memory(lookup: &Lookup<'_>, product: &str) -> Option<(DeviceMemory, O
             ))
         }
         (None, None) => None,
+    }
+}
+
+fn nodes_text(nodes: u64) -> String {
+    if nodes == 1 {
+        "1 node".to_string()
+    } else {
+        format!("{nodes} nodes")
     }
 }
 

@@ -46,7 +46,7 @@ use crate::admission::Verdict;
 use crate::cluster::HOST_ERROR_MAX;
 use crate::dra::{self, ClaimBook};
 use crate::gpu::{ContainerRole, GpuCounts, spec_gpus};
-use crate::inventory::{self, Demand, Inventory, read_inventory};
+use crate::inventory::{self, Demand, Inventory, Refusal, Version};
 use crate::scheduling::required_label_values;
 use crate::workload::Workload;
 use catalog::registry::Registry;
@@ -114,12 +114,12 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     // The GPU nodes (`nodeInventory`): read once, and the plans made again with the
     // memory they report.
     let inventory = if settings.node_inventory.enabled && new.plans.iter().any(Plan::uses_gpu) {
-        let inventory = &settings.node_inventory;
-        match read_inventory(
+        let product = narrow_to(&new.plans, config);
+        match inventory::read_for(
             cluster,
-            &inventory.node_selector,
-            &inventory.label_keys,
+            &settings.node_inventory,
             &settings.gpu_resources(),
+            product.map(|p| (settings.product_label_key.as_str(), p)),
         ) {
             Ok(i) => Some(i),
             Err(f) => {
@@ -159,11 +159,28 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         } else {
             String::new()
         };
-        if let Some(inv) = &inventory
-            && let Some(denied) = offered(inv, plan, &settings.product_label_key)
-        {
-            rejections.push(format!("{prefix}{denied}"));
-            continue;
+        if let Some(inv) = &inventory {
+            let from_images =
+                image_versions(plan, settings.image_labels.enabled.then_some(&images));
+            let mut denied = false;
+            for (action, text) in offered(inv, plan, settings, config, &from_images) {
+                let text = format!("{prefix}{text}");
+                match action {
+                    Action::Deny => {
+                        rejections.push(text);
+                        denied = true;
+                    }
+                    Action::Warn => warnings.push(format!(
+                        "{text}: accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)"
+                    )),
+                    Action::Allow => audits.push(format!(
+                        "{text}: not checked against the nodes (nodeInventory.noMatchingNodes: allow)"
+                    )),
+                }
+            }
+            if denied {
+                continue;
+            }
         }
         let outcome = judge.unit(plan);
         warnings.extend(outcome.warnings.iter().map(|w| format!("{prefix}{w}")));
@@ -218,19 +235,116 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     verdict
 }
 
-/// The denial of a unit one of whose pods selects what no node offers.
-fn offered(inventory: &Inventory, plan: &Plan, product_key: &str) -> Option<String> {
-    plan.gpu_members().find_map(|m| {
-        let denied = match &m.demand {
-            Ok(demand) => inventory::check(inventory, demand, product_key).err()?,
-            Err(e) => e.clone(),
-        };
-        Some(if plan.members.len() > 1 {
-            format!("{}: {denied}", m.location)
-        } else {
-            denied
+/// What no node offers of what each of a unit's pods selects, with what
+/// [`no_matching_nodes`] makes of it, and the pod's location when the unit has several.
+/// `from_images`: the least driver and CUDA versions the unit's images ask for, added to
+/// what each pod template asks for (the higher counts).
+fn offered(
+    inventory: &Inventory,
+    plan: &Plan,
+    settings: &Settings,
+    config: &Config,
+    from_images: &MinVersions,
+) -> Vec<(Action, String)> {
+    plan.gpu_members()
+        .filter_map(|m| {
+            let (action, text) = match &m.demand {
+                Ok(demand) => {
+                    let mut demand = demand.clone();
+                    for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
+                        .into_iter()
+                        .zip(from_images)
+                    {
+                        *wanted = higher(wanted.take(), image.clone());
+                    }
+                    let refusal =
+                        inventory::check(inventory, &demand, &settings.product_label_key).err()?;
+                    (
+                        no_matching_nodes(&refusal, &demand, settings, config),
+                        refusal.message().to_string(),
+                    )
+                }
+                Err(e) => (Action::Deny, e.clone()),
+            };
+            Some(if plan.members.len() > 1 {
+                (action, format!("{}: {text}", m.location))
+            } else {
+                (action, text)
+            })
         })
-    })
+        .collect()
+}
+
+/// The least driver and CUDA versions, each with where it was asked for.
+type MinVersions = [Option<(Version, String)>; 2];
+
+fn higher(a: Option<(Version, String)>, b: Option<(Version, String)>) -> Option<(Version, String)> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b.0 > a.0 { b } else { a }),
+        (a, b) => a.or(b),
+    }
+}
+
+/// The least driver and CUDA versions the labels of a unit's GPU container images ask for
+/// (`imageLabels`; the highest of each). An image whose config cannot be read adds none:
+/// the model step says why ([`judge`]).
+fn image_versions(plan: &Plan, images: Option<&Images<'_>>) -> MinVersions {
+    let mut out: MinVersions = [None, None];
+    let Some(images) = images else {
+        return out;
+    };
+    for image in &plan.images {
+        if let Ok(info) = images.info(image) {
+            for (slot, v) in out.iter_mut().zip(info.min_versions) {
+                *slot = higher(slot.take(), v);
+            }
+        }
+    }
+    out
+}
+
+/// What `nodeInventory.noMatchingNodes` makes of `refusal`: a denial for what the nodes
+/// that exist do not offer, and for products that no node carries and the catalog does
+/// not know (a typo: nothing could create them); the setting otherwise.
+fn no_matching_nodes(
+    refusal: &Refusal,
+    demand: &Demand,
+    settings: &Settings,
+    config: &Config,
+) -> Action {
+    if let Refusal::Denied(_) = refusal {
+        return Action::Deny;
+    }
+    let unknown_only = demand.products.as_ref().is_some_and(|products| {
+        !products.is_empty() && !products.iter().any(|p| config.catalog.product(p).is_some())
+    });
+    if unknown_only {
+        Action::Deny
+    } else {
+        settings.node_inventory.no_matching_nodes
+    }
+}
+
+/// The one GPU product every GPU pod of the decision selects (a single value of
+/// `productLabelKey`), when it is one the policy knows (the catalog's or `gpuProducts`'
+/// names, their `-SHARED` forms; `poolProducts` name only those): the Nodes read are
+/// narrowed to it.
+/// Each distinct narrowed query is a watch policy-server keeps, so the products narrowed to
+/// are a fixed set, never what a request makes up.
+fn narrow_to<'p>(plans: &'p [Plan], config: &Config) -> Option<&'p str> {
+    let mut product: Option<&str> = None;
+    for m in plans.iter().flat_map(Plan::gpu_members) {
+        let Ok(demand) = &m.demand else {
+            return None;
+        };
+        let products = demand.products.as_ref().filter(|p| p.len() == 1)?;
+        let one = products.iter().next()?.as_str();
+        if product.is_some_and(|p| p != one) {
+            return None;
+        }
+        product = Some(one);
+    }
+    product.filter(|p| config.catalog.is_listed(p))
 }
 
 /// The unit with the least room, for the audit annotations.

@@ -298,6 +298,11 @@ impl Settings {
         for (field, key) in [
             ("imageLabels.modelKey", &image.model_key),
             ("imageLabels.vramGiBKey", &image.vram_gib_key),
+            (
+                "imageLabels.minDriverVersionKey",
+                &image.min_driver_version_key,
+            ),
+            ("imageLabels.minCudaVersionKey", &image.min_cuda_version_key),
         ] {
             if key.len() > 253 || key.chars().any(|c| c.is_whitespace() || c.is_control()) {
                 return Err(FieldError::new(

@@ -160,6 +160,14 @@ impl GpuCatalog {
         None
     }
 
+    /// Whether `product` is one of the catalog's names (built in or from settings), or its
+    /// `-SHARED` form: a fixed set, unlike the `-MIG-<profile>` forms [`Self::product`]
+    /// also reads.
+    pub fn is_listed(&self, product: &str) -> bool {
+        let base = product.strip_suffix(SHARED_SUFFIX).unwrap_or(product);
+        self.exact(base).is_some()
+    }
+
     fn exact(&self, product: &str) -> Option<u64> {
         self.products.get(product).copied().or_else(|| {
             BUILTIN_PRODUCTS

@@ -6,7 +6,7 @@ use crate::inventory::tests::{gfd_node, node_list};
 
 fn with_nodes(extra: Value) -> Settings {
     let mut s = json!({"nodeInventory": {"enabled": true},
-        "models": {"big": {"vramGiB": 70}, "mid": {"vramGiB": 21}}});
+        "models": {"big": {"vramGiB": 70}, "mid": {"vramGiB": 21}, "small": {"vramGiB": 8.8}}});
     if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
         for (k, v) in extra {
             s.insert(k.clone(), v.clone());
@@ -15,15 +15,78 @@ fn with_nodes(extra: Value) -> Settings {
     serde_json::from_value(s).unwrap()
 }
 
-fn nodes(items: &[Value]) -> FakeCluster {
-    FakeCluster {
-        answer: Ok(serde_json::from_str(&node_list(items)).unwrap()),
-        ..FakeCluster::none()
+/// The API server's side of a Node list: the items whose labels match the label selector
+/// (`k=v` terms, as the policy writes them), recording each selector asked for; image
+/// configs from `images`.
+struct NodeApi {
+    items: Vec<Value>,
+    selectors: RefCell<Vec<String>>,
+    images: FakeCluster,
+}
+
+impl NodeApi {
+    fn selectors(&self) -> Vec<String> {
+        self.selectors.borrow().clone()
+    }
+
+    fn calls(&self) -> usize {
+        self.selectors.borrow().len()
     }
 }
 
-fn judged(settings: &Settings, cluster: &FakeCluster, object: Value) -> Verdict {
+impl Cluster for NodeApi {
+    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
+        let ClusterRequest::ListAll(list) = request else {
+            return Err(format!("not a Node list: {request:?}"));
+        };
+        assert_eq!(list.kind, "Node");
+        let selector = list.label_selector.clone().unwrap_or_default();
+        self.selectors.borrow_mut().push(selector.clone());
+        let terms: Vec<(&str, &str)> = selector
+            .split(',')
+            .filter(|t| !t.is_empty())
+            .map(|t| t.split_once('=').expect("k=v terms"))
+            .collect();
+        let matching: Vec<Value> = self
+            .items
+            .iter()
+            .filter(|n| {
+                terms
+                    .iter()
+                    .all(|(k, v)| n["metadata"]["labels"][*k] == json!(v))
+            })
+            .cloned()
+            .collect();
+        Ok(node_list(&matching).into_bytes())
+    }
+
+    fn oci_manifest_config(
+        &self,
+        request: &crate::cluster::OciManifestConfig,
+    ) -> Result<Vec<u8>, String> {
+        self.images.oci_manifest_config(request)
+    }
+}
+
+fn nodes(items: &[Value]) -> NodeApi {
+    NodeApi {
+        items: items.to_vec(),
+        selectors: RefCell::new(Vec::new()),
+        images: FakeCluster::none(),
+    }
+}
+
+fn judged(settings: &Settings, cluster: &dyn Cluster, object: Value) -> Verdict {
     evaluate(&request("CREATE", object), settings, cluster)
+}
+
+/// One GPU on an A100-SXM4-80GB or an L4 (required node affinity).
+fn two_products() -> Value {
+    let mut spec = pod_spec("nvidia.com/gpu", 1, None);
+    spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+          "values": ["NVIDIA-A100-SXM4-80GB", "NVIDIA-L4"]}]}]}}});
+    spec
 }
 
 fn a100_80(mib: u64) -> Vec<Value> {
@@ -166,7 +229,8 @@ fn a_selection_no_node_offers_is_denied_with_what_is_there(
     #[case] message: &str,
 ) {
     let object = deployment(json!({"gpu-admission/model": "mid"}), annotations, spec);
-    let v = judged(&with_nodes(json!({})), &nodes(&a100_80(81920)), object);
+    let deny = with_nodes(json!({"nodeInventory": {"enabled": true, "noMatchingNodes": "deny"}}));
+    let v = judged(&deny, &nodes(&a100_80(81920)), object);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(message));
 }
@@ -188,24 +252,204 @@ fn device_plugin_down_nodes_are_named_in_a_warning() {
     let mut down = gfd_node("h-down", "NVIDIA-H100-80GB-HBM3", 81559, 8, "550.54");
     down["status"]["allocatable"]["nvidia.com/gpu"] = json!("0");
     items.push(down);
-    let object = labelled(
+    let warning = "GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted: h-down";
+    // Selecting two products: every GPU node is read.
+    let any = labelled("small", two_products());
+    let v = judged(&with_nodes(json!({})), &nodes(&items), any);
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(v.warnings, vec![warning]);
+    // Selecting the A100s: only their nodes are read, and none of them is down.
+    let a100 = labelled(
         "big",
         pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
     );
-    let v = judged(&with_nodes(json!({})), &nodes(&items), object);
+    let v = judged(&with_nodes(json!({})), &nodes(&items), a100);
     assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.warnings,
-        vec![
-            "GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted: h-down"
-        ]
-    );
+    assert!(v.warnings.is_empty(), "{:?}", v.warnings);
+    // Selecting the H100s: their one node is down, so every node is read; none offers
+    // H100s, which noMatchingNodes (warn by default) lets through with a warning.
     let h100 = labelled(
         "mid",
         pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
     );
-    let denied = judged(&with_nodes(json!({})), &nodes(&items), h100);
+    let cluster = nodes(&items);
+    let v = judged(&with_nodes(json!({})), &cluster, h100.clone());
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(
+        v.warnings,
+        vec![
+            "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node): accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)",
+            warning
+        ]
+    );
+    assert_eq!(cluster.calls(), 2);
+    let deny = with_nodes(json!({"nodeInventory": {"enabled": true, "noMatchingNodes": "deny"}}));
+    let denied = judged(&deny, &nodes(&items), h100);
     assert!(!denied.allowed, "the H100s are not counted");
+}
+
+#[test]
+fn one_known_product_narrows_the_list_and_the_whole_list_names_what_is_there() {
+    let items = a100_80(81920);
+    let q = |p: &str| format!("nvidia.com/gpu.product={p}");
+    let selected = |product: Option<&str>| match product {
+        Some(_) => labelled("mid", pod_spec("nvidia.com/gpu", 1, product)),
+        None => labelled("small", two_products()),
+    };
+    for (product, allowed, selectors) in [
+        // In the catalog and on the nodes: the narrowed list only.
+        (
+            Some("NVIDIA-A100-SXM4-80GB"),
+            true,
+            vec![q("NVIDIA-A100-SXM4-80GB")],
+        ),
+        // In the catalog, on no node: the narrowed list, then the whole one.
+        (
+            Some("NVIDIA-H100-80GB-HBM3"),
+            true,
+            vec![q("NVIDIA-H100-80GB-HBM3"), String::new()],
+        ),
+        // Not a name the policy knows (a typo): never a selector of its own.
+        (Some("NVIDIA-A100-SXM4-80G"), false, vec![String::new()]),
+        // Two products selected: the whole list.
+        (None, true, vec![String::new()]),
+    ] {
+        let cluster = nodes(&items);
+        let v = judged(&with_nodes(json!({})), &cluster, selected(product));
+        assert_eq!(v.allowed, allowed, "{product:?}: {v:?}");
+        assert_eq!(cluster.selectors(), selectors, "{product:?}");
+    }
+    // Two pods selecting different products: the whole list, once.
+    let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "ml"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
+            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB"))},
+            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4"))}}}});
+    let cluster = nodes(&items);
+    let mut settings = with_nodes(json!({}));
+    settings.custom_kinds = serde_json::from_value(
+        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
+    )
+    .unwrap();
+    judged(&settings, &cluster, object);
+    assert_eq!(cluster.selectors(), vec![String::new()]);
+}
+
+#[test]
+fn a_product_of_gpu_products_narrows_too() {
+    let items = vec![gfd_node("rtx", "NVIDIA-RTX-PRO-6000", 97887, 4, "575.51")];
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-RTX-PRO-6000")),
+    );
+    let cluster = nodes(&items);
+    assert!(judged(&with_nodes(json!({})), &cluster, object.clone()).allowed);
+    assert_eq!(
+        cluster.selectors(),
+        vec![String::new()],
+        "unknown: the whole list"
+    );
+    let cluster = nodes(&items);
+    let listed = with_nodes(json!({"gpuProducts": {"NVIDIA-RTX-PRO-6000": 97887}}));
+    assert!(judged(&listed, &cluster, object).allowed);
+    assert_eq!(
+        cluster.selectors(),
+        vec!["nvidia.com/gpu.product=NVIDIA-RTX-PRO-6000"]
+    );
+}
+
+#[rstest]
+#[case::warn(json!({}), true, Some("no schedulable node offers GPUs (1 nodes read): accepted without checking the nodes, as a node pool that scales from zero may create them (nodeInventory.noMatchingNodes: warn)"))]
+#[case::allow(json!({"noMatchingNodes": "allow"}), true, None)]
+#[case::deny(json!({"noMatchingNodes": "deny"}), false, None)]
+fn a_cluster_with_no_gpu_node_now_follows_no_matching_nodes(
+    #[case] inventory: Value,
+    #[case] allowed: bool,
+    #[case] warning: Option<&str>,
+) {
+    let mut inv = json!({"enabled": true});
+    for (k, v) in inventory.as_object().unwrap() {
+        inv[k] = v.clone();
+    }
+    let settings = with_nodes(json!({"nodeInventory": inv}));
+    let cpu =
+        json!({"metadata": {"name": "cpu", "labels": {}}, "status": {"allocatable": {"cpu": "8"}}});
+    // A known product and no GPU node (a Karpenter pool scaled to zero): sized by the catalog.
+    let object = labelled(
+        "big",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+    );
+    let v = judged(&settings, &nodes(std::slice::from_ref(&cpu)), object);
+    assert_eq!(v.allowed, allowed, "{v:?}");
+    if !allowed {
+        assert_eq!(
+            v.message.as_deref(),
+            Some("no schedulable node offers GPUs (1 nodes read)")
+        );
+        return;
+    }
+    assert_eq!(v.warnings, warning.into_iter().collect::<Vec<_>>());
+    assert!(
+        v.audit_annotations[AUDIT_FIT]
+            .contains("(81920 MiB per GPU from the catalog: no node reports it)"),
+        "{:?}",
+        v.audit_annotations
+    );
+    if warning.is_none() {
+        assert!(
+            v.audit_annotations[AUDIT_FIT]
+                .contains("not checked against the nodes (nodeInventory.noMatchingNodes: allow)")
+        );
+    }
+    // A product neither on the nodes nor known to the policy is denied whatever it says.
+    let typo = labelled(
+        "mid",
+        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80G")),
+    );
+    let v = judged(&settings, &nodes(&[cpu]), typo);
+    assert!(!v.allowed, "{v:?}");
+}
+
+#[test]
+fn mig_devices_are_sized_by_the_memory_the_nodes_report() {
+    let mut mig = gfd_node("mig", "NVIDIA-A100-SXM4-80GB", 81920, 0, "550.54");
+    mig["metadata"]["labels"]["nvidia.com/mig.strategy"] = json!("mixed");
+    mig["metadata"]["labels"]["nvidia.com/mig-1g.10gb.memory"] = json!("9728");
+    mig["status"]["allocatable"] =
+        json!({"nvidia.com/mig-1g.10gb": "7", "nvidia.com/mig-2g.20gb": "1"});
+    let settings = with_nodes(json!({}));
+    let one = |resource: &str| labelled("small", pod_spec(resource, 1, None));
+    // The catalog's 10,240 MiB x 90% hold 8.8 GiB; the 9,728 the nodes report do not.
+    assert!(
+        judged(
+            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+            &FakeCluster::none(),
+            one("nvidia.com/mig-1g.10gb")
+        )
+        .allowed
+    );
+    let v = judged(
+        &settings,
+        &nodes(&[mig.clone()]),
+        one("nvidia.com/mig-1g.10gb"),
+    );
+    assert!(!v.allowed);
+    assert!(
+        v.message.as_deref().unwrap().contains("the pod asks for 1 x MIG 1g.10gb (9728 MiB per device, reported by 1 node) = 8.5 GiB usable at 90%. Request nvidia.com/mig-1g.12gb: 1, or"),
+        "{v:?}"
+    );
+    // No node reports 2g.20gb: the catalog's size, and the message says so.
+    let v = judged(&settings, &nodes(&[mig]), one("nvidia.com/mig-2g.20gb"));
+    assert!(v.allowed, "{v:?}");
+    assert!(
+        v.audit_annotations[AUDIT_FIT].contains(
+            "1 x MIG 2g.20gb (20480 MiB per device from the catalog: no node reports it)"
+        ),
+        "{:?}",
+        v.audit_annotations
+    );
 }
 
 #[test]
@@ -280,5 +524,90 @@ fn node_inventory_settings_are_checked() {
             .unwrap_err()
             .to_string()
             .contains("unknown field `enable`")
+    );
+}
+
+#[test]
+fn the_image_labels_ask_for_a_driver_and_cuda_version_too() {
+    let settings = with_nodes(json!({"imageLabels": {"enabled": true}}));
+    let object = |annotations: Value| {
+        deployment(
+            json!({"gpu-admission/model": "mid"}),
+            annotations,
+            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
+        )
+    };
+    let api = |labels: Value| NodeApi {
+        images: FakeCluster::images(vec![("vllm/vllm-openai", Ok(labels))]),
+        ..nodes(&a100_80(81920))
+    };
+    // The A100s run driver 550.54.15 and CUDA 12.2.
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "560"})),
+        object(json!({})),
+    );
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "the pod needs driver version 560 or later (label io.gpu-admission.min-driver-version of image vllm/vllm-openai), and the newest driver on the nodes of NVIDIA-A100-SXM4-80GB that offer its GPUs is 550.54.15"
+        )
+    );
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-cuda-version": "12.4"})),
+        object(json!({})),
+    );
+    assert!(v.message.as_deref().unwrap().starts_with("the pod needs CUDA version 12.4 or later (label io.gpu-admission.min-cuda-version of image vllm/vllm-openai)"), "{v:?}");
+    // The higher of the image's and the template's asks counts.
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "535"})),
+        object(json!({"gpu-admission/min-driver-version": "555"})),
+    );
+    assert!(
+        v.message
+            .as_deref()
+            .unwrap()
+            .contains("(annotation gpu-admission/min-driver-version on spec.template.spec)"),
+        "{v:?}"
+    );
+    let v = judged(
+        &settings,
+        &api(json!({"io.gpu-admission.min-driver-version": "550.54"})),
+        object(json!({"gpu-admission/min-driver-version": "535"})),
+    );
+    assert!(v.allowed, "{v:?}");
+    // Without imageLabels the image is not read.
+    let off = api(json!({"io.gpu-admission.min-driver-version": "560"}));
+    assert!(judged(&with_nodes(json!({})), &off, object(json!({}))).allowed);
+    assert!(off.images.image_calls.borrow().is_empty());
+}
+
+#[test]
+fn every_pod_of_a_unit_is_matched_against_the_nodes() {
+    // The leader's product is on no node (warn); the worker asks for more L4s than a node has.
+    let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "ml"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
+            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3"))},
+            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4"))}}}});
+    let mut settings = with_nodes(json!({}));
+    settings.custom_kinds = serde_json::from_value(
+        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
+    )
+    .unwrap();
+    let v = judged(&settings, &nodes(&a100_80(81920)), object);
+    assert!(!v.allowed, "{v:?}");
+    let m = v.message.unwrap();
+    assert!(m.contains("the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable"), "{m}");
+    assert!(
+        v.warnings
+            .iter()
+            .any(|w| w.contains("no node offers GPU product 'NVIDIA-H100-80GB-HBM3'")),
+        "{:?}",
+        v.warnings
     );
 }
