@@ -199,28 +199,13 @@ fn value_aliases(v: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
-/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
-/// characters.
-fn short(error: &str) -> String {
-    let line = error.lines().next().unwrap_or("").trim();
-    let line = line.strip_prefix("Host error: ").unwrap_or(line);
-    let line = line
-        .strip_prefix("Callback evaluation failure: ")
-        .unwrap_or(line);
-    match line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line.to_string(),
-    }
-}
-
 /// Reads and parses the registry ConfigMap: `(data key, entries)`.
 fn fetch(cluster: &dyn Cluster, r: &RegistryRef) -> Result<Loaded, String> {
     let what = r.what();
     let bytes = cluster.call(&r.request()).map_err(|e| {
         format!(
             "the model registry {what} cannot be read ({}). Create it, list {{apiVersion: v1, kind: ConfigMap}} in the policy's contextAwareResources, and let the policy server's service account get configmaps in namespace {} (settings.modelRegistry)",
-            short(&e),
+            crate::cluster::short_error(&e),
             r.namespace
         )
     })?;
