@@ -47,6 +47,7 @@ const fn case(
     kind: &'static str,
     request: &'static str,
     settings: Option<&'static str>,
+    session: Option<&'static str>,
     intent: Outcome,
 ) -> Case {
     Case {
@@ -54,7 +55,7 @@ const fn case(
         kind,
         request,
         settings,
-        session: None,
+        session,
         intent,
     }
 }
@@ -71,213 +72,35 @@ pub const STATIC_POLICIES: &[&str] = &[LABELS, ROUTING, VRAM];
 use Outcome::{Accept, Deny, Patch};
 
 /// Every measured request.
+// One line a case: policy, kind shown, request, settings, replay session, intent.
+#[rustfmt::skip]
 pub const CASES: &[Case] = &[
-    case(
-        LABELS,
-        "Pod",
-        "test_data/pod_gpu_labelled.json",
-        None,
-        Accept,
-    ),
-    case(
-        LABELS,
-        "Pod",
-        "test_data/pod_gpu_missing_labels.json",
-        None,
-        Deny,
-    ),
-    case(
-        LABELS,
-        "Deployment",
-        "test_data/deployment_labelled.json",
-        None,
-        Accept,
-    ),
-    case(
-        LABELS,
-        "Deployment",
-        "test_data/deployment_missing_team.json",
-        None,
-        Deny,
-    ),
-    case(
-        LABELS,
-        "InferenceService",
-        "test_data/inferenceservice_labelled.json",
-        Some("test_data/settings_custom_kinds.yml"),
-        Accept,
-    ),
-    case(
-        LABELS,
-        "InferenceService",
-        "test_data/inferenceservice_missing_labels.json",
-        Some("test_data/settings_custom_kinds.yml"),
-        Deny,
-    ),
-    case(
-        ROUTING,
-        "Pod",
-        "test_data/pod_batch.json",
-        Some("test_data/settings.yml"),
-        Patch,
-    ),
-    case(
-        ROUTING,
-        "Deployment",
-        "test_data/deployment_interactive.json",
-        Some("test_data/settings.yml"),
-        Patch,
-    ),
-    case(
-        ROUTING,
-        "Deployment",
-        "test_data/deployment_no_gpu.json",
-        Some("test_data/settings.yml"),
-        Accept,
-    ),
-    case(
-        ROUTING,
-        "Deployment",
-        "test_data/deployment_nodeselector_other_pool.json",
-        Some("test_data/settings.yml"),
-        Deny,
-    ),
-    case(
-        ROUTING,
-        "InferenceService",
-        "test_data/inferenceservice_interactive.json",
-        Some("test_data/settings.yml"),
-        Patch,
-    ),
-    case(
-        ROUTING,
-        "Deployment (lending window)",
-        "test_data/deployment_batch.json",
-        Some("test_data/settings_lending.yml"),
-        Patch,
-    ),
-    case(
-        VRAM,
-        "Pod",
-        "test_data/pod_mig_3g_40gb_llama_8b.json",
-        Some("test_data/settings.yml"),
-        Accept,
-    ),
-    case(
-        VRAM,
-        "Deployment",
-        "test_data/deployment_llama_8b_on_l4.json",
-        Some("test_data/settings.yml"),
-        Accept,
-    ),
-    case(
-        VRAM,
-        "Deployment",
-        "test_data/deployment_llama_70b_on_2_a10g.json",
-        Some("test_data/settings.yml"),
-        Deny,
-    ),
-    case(
-        VRAM,
-        "InferenceService",
-        "test_data/inferenceservice_multinode_llama_70b.json",
-        Some("test_data/settings.yml"),
-        Accept,
-    ),
-    case(
-        VRAM,
-        "InferenceService",
-        "test_data/inferenceservice_llama_70b_on_2_l40s.json",
-        Some("test_data/settings.yml"),
-        Deny,
-    ),
-    Case {
-        session: Some("test_data/session_registry_found.yml"),
-        ..case(
-            VRAM,
-            "Deployment (registry ConfigMap)",
-            "test_data/deployment_registry_model.json",
-            Some("test_data/settings_registry.yml"),
-            Accept,
-        )
-    },
-    case(
-        CAPACITY,
-        "Pod (owned, not charged)",
-        "test_data/pod_owned_by_replicaset.json",
-        Some("test_data/settings.yml"),
-        Accept,
-    ),
-    Case {
-        session: Some("test_data/session_a100_below.yml"),
-        ..case(
-            CAPACITY,
-            "Deployment",
-            "test_data/deployment_a100_4x2.json",
-            Some("test_data/settings.yml"),
-            Accept,
-        )
-    },
-    Case {
-        session: Some("test_data/session_a100_below.yml"),
-        ..case(
-            CAPACITY,
-            "Deployment (peak window)",
-            "test_data/deployment_a100_4x2.json",
-            Some("test_data/settings_peak.yml"),
-            Deny,
-        )
-    },
-    Case {
-        session: Some("test_data/session_a100_over.yml"),
-        ..case(
-            CAPACITY,
-            "Deployment",
-            "test_data/deployment_a100_4x2.json",
-            Some("test_data/settings.yml"),
-            Deny,
-        )
-    },
-    Case {
-        session: Some("test_data/session_h100_below.yml"),
-        ..case(
-            CAPACITY,
-            "InferenceService",
-            "test_data/inferenceservice_h100.json",
-            Some("test_data/settings.yml"),
-            Accept,
-        )
-    },
-    Case {
-        session: Some("test_data/session_deployment_a100.yml"),
-        ..case(
-            AUTOSCALER,
-            "HorizontalPodAutoscaler",
-            "test_data/hpa_external_gpu_deployment.json",
-            Some("test_data/settings.yml"),
-            Accept,
-        )
-    },
-    Case {
-        session: Some("test_data/session_deployment_a100.yml"),
-        ..case(
-            AUTOSCALER,
-            "HorizontalPodAutoscaler",
-            "test_data/hpa_max_replicas_over_pool.json",
-            Some("test_data/settings.yml"),
-            Deny,
-        )
-    },
-    Case {
-        session: Some("test_data/session_deployment_a100.yml"),
-        ..case(
-            AUTOSCALER,
-            "ScaledObject (warning)",
-            "test_data/scaledobject_cpu.json",
-            Some("test_data/settings.yml"),
-            Accept,
-        )
-    },
+    case(LABELS, "Pod", "test_data/pod_gpu_labelled.json", None, None, Accept),
+    case(LABELS, "Pod", "test_data/pod_gpu_missing_labels.json", None, None, Deny),
+    case(LABELS, "Deployment", "test_data/deployment_labelled.json", None, None, Accept),
+    case(LABELS, "Deployment", "test_data/deployment_missing_team.json", None, None, Deny),
+    case(LABELS, "InferenceService", "test_data/inferenceservice_labelled.json", Some("test_data/settings_custom_kinds.yml"), None, Accept),
+    case(LABELS, "InferenceService", "test_data/inferenceservice_missing_labels.json", Some("test_data/settings_custom_kinds.yml"), None, Deny),
+    case(ROUTING, "Pod", "test_data/pod_batch.json", Some("test_data/settings.yml"), None, Patch),
+    case(ROUTING, "Deployment", "test_data/deployment_interactive.json", Some("test_data/settings.yml"), None, Patch),
+    case(ROUTING, "Deployment", "test_data/deployment_no_gpu.json", Some("test_data/settings.yml"), None, Accept),
+    case(ROUTING, "Deployment", "test_data/deployment_nodeselector_other_pool.json", Some("test_data/settings.yml"), None, Deny),
+    case(ROUTING, "InferenceService", "test_data/inferenceservice_interactive.json", Some("test_data/settings.yml"), None, Patch),
+    case(ROUTING, "Deployment (lending window)", "test_data/deployment_batch.json", Some("test_data/settings_lending.yml"), None, Patch),
+    case(VRAM, "Pod", "test_data/pod_mig_3g_40gb_llama_8b.json", Some("test_data/settings.yml"), None, Accept),
+    case(VRAM, "Deployment", "test_data/deployment_llama_8b_on_l4.json", Some("test_data/settings.yml"), None, Accept),
+    case(VRAM, "Deployment", "test_data/deployment_llama_70b_on_2_a10g.json", Some("test_data/settings.yml"), None, Deny),
+    case(VRAM, "InferenceService", "test_data/inferenceservice_multinode_llama_70b.json", Some("test_data/settings.yml"), None, Accept),
+    case(VRAM, "InferenceService", "test_data/inferenceservice_llama_70b_on_2_l40s.json", Some("test_data/settings.yml"), None, Deny),
+    case(VRAM, "Deployment (registry ConfigMap)", "test_data/deployment_registry_model.json", Some("test_data/settings_registry.yml"), Some("test_data/session_registry_found.yml"), Accept),
+    case(CAPACITY, "Pod (owned, not charged)", "test_data/pod_owned_by_replicaset.json", Some("test_data/settings.yml"), None, Accept),
+    case(CAPACITY, "Deployment", "test_data/deployment_a100_4x2.json", Some("test_data/settings.yml"), Some("test_data/session_a100_below.yml"), Accept),
+    case(CAPACITY, "Deployment (peak window)", "test_data/deployment_a100_4x2.json", Some("test_data/settings_peak.yml"), Some("test_data/session_a100_below.yml"), Deny),
+    case(CAPACITY, "Deployment", "test_data/deployment_a100_4x2.json", Some("test_data/settings.yml"), Some("test_data/session_a100_over.yml"), Deny),
+    case(CAPACITY, "InferenceService", "test_data/inferenceservice_h100.json", Some("test_data/settings.yml"), Some("test_data/session_h100_below.yml"), Accept),
+    case(AUTOSCALER, "HorizontalPodAutoscaler", "test_data/hpa_external_gpu_deployment.json", Some("test_data/settings.yml"), Some("test_data/session_deployment_a100.yml"), Accept),
+    case(AUTOSCALER, "HorizontalPodAutoscaler", "test_data/hpa_max_replicas_over_pool.json", Some("test_data/settings.yml"), Some("test_data/session_deployment_a100.yml"), Deny),
+    case(AUTOSCALER, "ScaledObject (warning)", "test_data/scaledobject_cpu.json", Some("test_data/settings.yml"), Some("test_data/session_deployment_a100.yml"), Accept),
 ];
 
 /// A case with its files read.

@@ -481,38 +481,39 @@ class PolicyServerE2E(hosts.HostTestCase):
             req["namespace"] = req["object"]["metadata"]["namespace"] = namespace
             return req
 
-        with self.subTest("a namespace with the access label"):
-            self.check("labels-access", LABELS, "pod_gpu_labelled.json (gpu-tenant-a)", True,
-                       req=in_namespace("pod_gpu_labelled.json", "gpu-tenant-a"))
-        with self.subTest("a namespace without it"):
-            self.check("labels-access", LABELS, "pod_gpu_labelled.json (gpu-tenant-b)", False,
-                       req=in_namespace("pod_gpu_labelled.json", "gpu-tenant-b"), message=(
-                           "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) namespace gpu-tenant-b may "
-                           "not use GPUs: its Namespace has no label gpu-admission/gpu-access (gpuAccessLabel), which "
-                           "the cluster admins set on the namespaces allowed GPUs; ask them to set "
-                           "gpu-admission/gpu-access: <one of true> on it, or run the workload without GPUs"))
+        access_denied = (
+            "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) namespace gpu-tenant-b may "
+            "not use GPUs: its Namespace has no label gpu-admission/gpu-access (gpuAccessLabel), which "
+            "the cluster admins set on the namespaces allowed GPUs; ask them to set "
+            "gpu-admission/gpu-access: <one of true> on it, or run the workload without GPUs")
+        sharing_denied = (
+            "Pod 'eval-sweep' breaks the GPU admission rules (1 problem): 1) shares a GPU through KAI "
+            "Scheduler fractions (0.5 of one GPU through KAI Scheduler), which gpuSharing.allow does not "
+            "allow to workload-type=batch in namespace shared-lab (KAI Scheduler fractions is allowed to "
+            "workload-type=interactive; namespaces matching gpu-admission/tenant-trust=trusted); ask for "
+            "whole GPUs instead, or share through MIG")
+        # (subtest, policy id, request, namespace, allowed, the whole message of a denial)
+        for subtest, policy_id, name, namespace, allowed, message in [
+            ("a namespace with the access label", "labels-access", "pod_gpu_labelled.json", "gpu-tenant-a",
+             True, None),
+            ("a namespace without it", "labels-access", "pod_gpu_labelled.json", "gpu-tenant-b",
+             False, access_denied),
+            ("a KAI fraction for interactive work", "labels-sharing", "pod_kai_gpu_sharing_labelled.json",
+             "shared-lab", True, None),
+            ("a KAI fraction for batch work in an untrusted namespace", "labels-sharing",
+             "pod_kai_fraction_batch.json", "shared-lab", False, sharing_denied),
+            ("a KAI fraction for batch work in a trusted namespace", "labels-sharing",
+             "pod_kai_fraction_batch.json", "trusted-lab", True, None),
+        ]:
+            with self.subTest(subtest):
+                self.check(policy_id, LABELS, f"{name} ({namespace})", allowed,
+                           req=in_namespace(name, namespace), message=message)
         with self.subTest("a namespace that does not exist: not found, fail closed"):
             r = self.check("labels-access", LABELS, "pod_gpu_labelled.json (nowhere)", False,
                            req=in_namespace("pod_gpu_labelled.json", "nowhere"), says=[
                                "whether namespace nowhere may use GPUs (gpuAccessLabel gpu-admission/gpu-access) "
                                "cannot be checked: cannot get v1/Namespace nowhere: not found"])
             self.assertTrue((r.get("auditAnnotations") or {}).get("host-error"), r)
-        with self.subTest("a KAI fraction for interactive work"):
-            self.check("labels-sharing", LABELS, "pod_kai_gpu_sharing_labelled.json", True,
-                       req=in_namespace("pod_kai_gpu_sharing_labelled.json", "shared-lab"))
-        with self.subTest("a KAI fraction for batch work in an untrusted namespace"):
-            self.check("labels-sharing", LABELS, "pod_kai_fraction_batch.json (shared-lab)", False,
-                       req=in_namespace("pod_kai_fraction_batch.json", "shared-lab"), message=(
-                           "Pod 'eval-sweep' breaks the GPU admission rules (1 problem): 1) shares a GPU through KAI "
-                           "Scheduler fractions (0.5 of one GPU through KAI Scheduler), which gpuSharing.allow does not "
-                           "allow to workload-type=batch in namespace shared-lab (KAI Scheduler fractions is allowed to "
-                           "workload-type=interactive; namespaces matching gpu-admission/tenant-trust=trusted); ask for "
-                           "whole GPUs instead, or share through MIG"))
-        with self.subTest("a KAI fraction for batch work in a trusted namespace"):
-            self.check("labels-sharing", LABELS, "pod_kai_fraction_batch.json (trusted-lab)", True,
-                       req=in_namespace("pod_kai_fraction_batch.json", "trusted-lab"))
-
-    # -- gpu-pool-routing-policy ------------------------------------------------------
 
     def routed(self, name, expected_ops=None):
         """Checks a routed request's patch (exact ops, sorted by path, when given), then applies

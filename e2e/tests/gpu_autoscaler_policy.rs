@@ -14,7 +14,7 @@ use common::manifests::{
     rbac_names, yaml_documents,
 };
 use gpu_e2e::ReplaySession;
-use serde_json::{Value, json};
+use serde_json::json;
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-autoscaler-policy");
 
@@ -53,15 +53,12 @@ fn every_test_data_file_has_a_case() {
 #[test]
 fn host_calls_carry_the_capacity_gates_requests() {
     let eval = POLICY.evaluate("hpa_external_gpu_deployment.json", S, A100);
-    let payloads: Vec<Value> = eval
-        .host_calls
-        .iter()
-        .map(|c| serde_json::from_str(&c.payload).unwrap())
-        .collect();
     assert_eq!(
-        payloads,
+        eval.calls(),
         vec![
-            json!({"api_version": "apps/v1", "kind": "Deployment", "name": "llm-a100",
+            (
+                "get_resource",
+                json!({"api_version": "apps/v1", "kind": "Deployment", "name": "llm-a100",
                 "namespace": "ml-serving", "disable_cache": false,
                 "field_masks": ["spec.template.metadata.annotations.gpu-fraction",
                     "spec.template.metadata.annotations.gpu-fraction-num-devices",
@@ -71,10 +68,14 @@ fn host_calls_carry_the_capacity_gates_requests() {
                     "spec.template.spec.initContainers.resources", "spec.template.spec.initContainers.restartPolicy",
                     "spec.template.spec.nodeSelector", "spec.template.spec.priorityClassName",
                     "spec.template.spec.resourceClaims", "spec.template.spec.resources",
-                    "spec.template.spec.schedulerName"]}),
-            json!({"api_version": "v1", "kind": "Node",
+                    "spec.template.spec.schedulerName"]})
+            ),
+            (
+                "list_resources_all",
+                json!({"api_version": "v1", "kind": "Node",
                 "label_selector": "gpu-admission/pool=a100", "field_selector": null,
-                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]}),
+                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]})
+            ),
         ]
     );
 }

@@ -54,30 +54,24 @@ fn host_calls_carry_the_exact_selectors_and_masks() {
         S,
         Some("session_a100_below.yml"),
     );
-    let payloads: Vec<Value> = eval
-        .host_calls
-        .iter()
-        .map(|c| serde_json::from_str(&c.payload).unwrap())
-        .collect();
     assert_eq!(
-        eval.host_calls
-            .iter()
-            .map(|c| c.operation.as_str())
-            .collect::<Vec<_>>(),
-        vec!["list_resources_all", "list_resources_all"]
-    );
-    assert_eq!(
-        payloads,
+        eval.calls(),
         vec![
-            serde_json::json!({"api_version": "v1", "kind": "Node",
+            (
+                "list_resources_all",
+                serde_json::json!({"api_version": "v1", "kind": "Node",
                 "label_selector": "gpu-admission/pool=a100", "field_selector": null,
-                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]}),
-            serde_json::json!({"api_version": "v1", "kind": "Pod",
+                "field_masks": ["spec.taints", "spec.unschedulable", "status.allocatable"]})
+            ),
+            (
+                "list_resources_all",
+                serde_json::json!({"api_version": "v1", "kind": "Pod",
                 "label_selector": "gpu-admission/pool=a100",
                 "field_selector": "status.phase!=Succeeded,status.phase!=Failed",
                 "field_masks": ["spec.containers.resources", "spec.ephemeralContainers.resources",
                                 "spec.initContainers.resources", "spec.initContainers.restartPolicy",
-                                "spec.nodeName", "spec.resources"]}),
+                                "spec.nodeName", "spec.resources"]})
+            ),
         ]
     );
 }

@@ -15,7 +15,7 @@ mod failure;
 mod namespace;
 
 pub use failure::{
-    FailureClass, HOST_ERROR_MAX, HostError, HostFailure, Unreachable, call, classify,
+    FailureClass, HOST_ERROR_MAX, HostError, HostFailure, Unreachable, call, classify, short_error,
 };
 pub use namespace::{namespace_labels, namespace_request};
 

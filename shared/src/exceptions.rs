@@ -264,10 +264,12 @@ fn days_left(seconds: i64) -> String {
 #[cfg(test)]
 mod tests;
 
-/// The exception settings every policy has (`exceptions`, `maxExceptionDays`).
+/// The exception settings a policy with exceptions has (`exceptions`, `maxExceptionDays`),
+/// and the custom kinds it reads a workload's labels with (`customKinds`).
 pub trait HasExceptions {
     fn exceptions(&self) -> &[Exception];
     fn max_exception_days(&self) -> u32;
+    fn custom_kinds(&self) -> &[crate::workload::CustomKind];
 
     /// Settings validation of the exceptions, against the policy's rule names, at the
     /// host's time.
@@ -283,7 +285,8 @@ pub trait HasExceptions {
     }
 }
 
-/// `impl HasExceptions` for a settings type with `exceptions` and `maxExceptionDays`.
+/// `impl HasExceptions` for a settings type with `exceptions`, `maxExceptionDays` and
+/// `customKinds`.
 macro_rules! impl_has_exceptions {
     ($settings:ty) => {
         impl $crate::exceptions::HasExceptions for $settings {
@@ -292,6 +295,9 @@ macro_rules! impl_has_exceptions {
             }
             fn max_exception_days(&self) -> u32 {
                 self.max_exception_days
+            }
+            fn custom_kinds(&self) -> &[$crate::workload::CustomKind] {
+                &self.custom_kinds
             }
         }
     };
@@ -309,7 +315,6 @@ pub fn excuse(
     rule_names: &[&str],
     rule: &str,
     request: &AdmissionRequest,
-    custom_kinds: &[crate::settings::CustomKind],
     clock: &dyn Clock,
 ) -> Verdict {
     if verdict.allowed || verdict.code.is_some() || settings.exceptions().is_empty() {
@@ -326,7 +331,7 @@ pub fn excuse(
     ) else {
         return verdict;
     };
-    let Ok(workload) = Workload::from_object(&request.object, custom_kinds) else {
+    let Ok(workload) = Workload::from_object(&request.object, settings.custom_kinds()) else {
         return verdict;
     };
     let labels: Vec<&BTreeMap<String, String>> = if workload.templates.is_empty() {

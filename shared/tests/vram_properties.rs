@@ -19,6 +19,17 @@ fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Clust
     let checked = VramFit::check(Box::new(settings.clone())).expect("generated settings are valid");
     VramFit::evaluate(request, &checked, cluster)
 }
+
+/// The verdict on a CREATE of `object` in namespace ml, with no cluster to read.
+fn create(object: Value, settings: &Settings) -> Verdict {
+    let request: AdmissionRequest = serde_json::from_value(json!({
+        "uid": "u", "operation": "CREATE", "namespace": "ml",
+        "kind": {"group": "", "version": "v1", "kind": object["kind"]},
+        "object": object,
+    }))
+    .unwrap();
+    evaluate(&request, settings, &NoCluster)
+}
 use gpu_rules::workload::presets;
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -325,14 +336,7 @@ impl Case {
     }
 
     fn evaluate(&self, settings: &Settings, n: u64) -> Verdict {
-        let object = self.object(n);
-        let request: AdmissionRequest = serde_json::from_value(json!({
-            "uid": "u", "operation": "CREATE", "namespace": "ml",
-            "kind": {"group": "", "version": "v1", "kind": object["kind"]},
-            "object": object,
-        }))
-        .unwrap();
-        evaluate(&request, settings, &NoCluster)
+        create(self.object(n), settings)
     }
 
     /// MiB the model needs with `n` GPUs (or MIG devices) per pod. The tensor-parallel
@@ -531,9 +535,7 @@ proptest! {
     /// larger MIG profile) is accepted when applied.
     #[test]
     fn proposed_fixes_are_accepted(c in case(), n in 1u64..=4) {
-        let settings = c.settings();
-        let v = c.evaluate(&settings, n);
-        let message = v.message.unwrap_or_default();
+        let message = c.evaluate(&c.settings(), n).message.unwrap_or_default();
         for (resource, count, product) in proposed_fixes(&message) {
             let device = match (resource.as_str(), product) {
                 ("nvidia.com/gpu", Some(p)) if p == "TEST-GPU" => c.device.clone(),
@@ -596,14 +598,7 @@ fn with_args(mut object: Value, args: &[String]) -> Value {
 impl Case {
     /// The verdict for `n` GPUs per pod with the server running `args`.
     fn evaluate_with(&self, settings: &Settings, n: u64, args: &[String]) -> Verdict {
-        let object = with_args(self.object(n), args);
-        let request: AdmissionRequest = serde_json::from_value(json!({
-            "uid": "u", "operation": "CREATE", "namespace": "ml",
-            "kind": {"group": "", "version": "v1", "kind": object["kind"]},
-            "object": object,
-        }))
-        .unwrap();
-        evaluate(&request, settings, &NoCluster)
+        create(with_args(self.object(n), args), settings)
     }
 }
 

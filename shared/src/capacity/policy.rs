@@ -4,6 +4,7 @@
 use super::check::Checked;
 use super::settings::{RULE_NAMES, Settings};
 use crate::admission::Verdict;
+use crate::exceptions::HasExceptions;
 use crate::policy::{
     Admission, GET_RESOURCE, LIST_RESOURCES_ALL, LIST_RESOURCES_BY_NAMESPACE, Policy,
 };
@@ -17,6 +18,7 @@ impl Policy for CapacityGate {
     const HOST_CALLS: u8 = GET_RESOURCE | LIST_RESOURCES_ALL | LIST_RESOURCES_BY_NAMESPACE;
     type Settings = Settings;
     type Checked = Checked;
+    const RULE_NAMES: &'static [&'static str] = &RULE_NAMES;
 
     fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         Checked::new(settings).map(Box::new)
@@ -36,16 +38,7 @@ impl Policy for CapacityGate {
         super::decide(a)
     }
 
-    fn excuse(verdict: Verdict, a: Admission<'_, Checked>) -> Verdict {
-        let s = a.settings;
-        crate::exceptions::excuse(
-            verdict,
-            &**s,
-            &RULE_NAMES,
-            RULE_NAMES[0],
-            a.request,
-            &s.custom_kinds,
-            a.clock,
-        )
+    fn exceptions(settings: &Checked) -> Option<&dyn HasExceptions> {
+        Some(&**settings)
     }
 }

@@ -297,6 +297,21 @@ impl HostFailure {
     }
 }
 
+/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
+/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
+/// characters.
+pub fn short_error(error: &str) -> String {
+    let line = error.lines().next().unwrap_or("").trim();
+    let line = line.strip_prefix("Host error: ").unwrap_or(line);
+    let line = line
+        .strip_prefix("Callback evaluation failure: ")
+        .unwrap_or(line);
+    match line.char_indices().nth(200) {
+        Some((i, _)) => format!("{}...", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
 fn api_version_kind(request: &ClusterRequest) -> (&str, &str) {
     match request {
         ClusterRequest::Get(r) => (&r.api_version, &r.kind),

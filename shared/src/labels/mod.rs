@@ -81,7 +81,6 @@ pub fn decide(a: crate::policy::Admission<'_, Settings>) -> Verdict {
             &settings::RULE_NAMES,
             "gpuRequests",
             request,
-            &settings.custom_kinds,
             clock,
         );
     }

@@ -12,6 +12,7 @@ pub use describe::{describe, object_name, request_namespace, unreadable};
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::Cluster;
+use crate::exceptions::HasExceptions;
 use crate::settings::{FieldError, NamespaceList};
 use serde::de::DeserializeOwned;
 
@@ -64,6 +65,9 @@ pub trait Policy {
     /// The settings checked, in the form the rules take (schedules, windows, percentages
     /// and the like as typed values): what the settings cache keeps.
     type Checked;
+    /// The rules its `exceptions` may name; the default [`Policy::excuse`] excuses denials
+    /// of the first. None by default.
+    const RULE_NAMES: &'static [&'static str] = &[];
 
     /// The settings checked (the first field found wrong, as `validate_settings` says it),
     /// in their checked form. Boxed: settings are large, and a policy module's frames are
@@ -96,9 +100,27 @@ pub trait Policy {
     /// The policy's rules, for a request it judges in a namespace it does not exempt.
     fn decide(a: Admission<'_, Self::Checked>) -> Verdict;
 
-    /// `verdict` with the denials the policy's exceptions excuse (none by default).
-    fn excuse(verdict: Verdict, _a: Admission<'_, Self::Checked>) -> Verdict {
-        verdict
+    /// The settings' exceptions (and the custom kinds a workload's labels are read with),
+    /// for the default [`Policy::excuse`]; none by default.
+    fn exceptions(_settings: &Self::Checked) -> Option<&dyn HasExceptions> {
+        None
+    }
+
+    /// `verdict` with the denials the policy's exceptions excuse: by default, a denial
+    /// without a code, as one of the first of [`Policy::RULE_NAMES`], for a workload one of
+    /// [`Policy::exceptions`] covers ([`crate::exceptions::excuse`]).
+    fn excuse(verdict: Verdict, a: Admission<'_, Self::Checked>) -> Verdict {
+        match (Self::exceptions(a.settings), Self::RULE_NAMES.first()) {
+            (Some(settings), Some(rule)) => crate::exceptions::excuse(
+                verdict,
+                settings,
+                Self::RULE_NAMES,
+                rule,
+                a.request,
+                a.clock,
+            ),
+            _ => verdict,
+        }
     }
 
     /// The opening every policy shares: the verdict on a request it does not judge or from

@@ -6,6 +6,7 @@ use super::settings::{Checked, RULE_NAMES, Settings};
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::SystemClock;
 use crate::cluster::Cluster;
+use crate::exceptions::HasExceptions;
 use crate::policy::{Admission, GET_RESOURCE, Policy};
 use crate::settings::{FieldError, NamespaceList};
 
@@ -17,6 +18,7 @@ impl Policy for Routing {
     const HOST_CALLS: u8 = GET_RESOURCE;
     type Settings = Settings;
     type Checked = Checked;
+    const RULE_NAMES: &'static [&'static str] = &RULE_NAMES;
 
     fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         Checked::new(settings).map(Box::new)
@@ -40,17 +42,8 @@ impl Policy for Routing {
         super::decide(a)
     }
 
-    fn excuse(verdict: Verdict, a: Admission<'_, Checked>) -> Verdict {
-        let s = a.settings;
-        crate::exceptions::excuse(
-            verdict,
-            &**s,
-            &RULE_NAMES,
-            RULE_NAMES[0],
-            a.request,
-            &s.custom_kinds,
-            a.clock,
-        )
+    fn exceptions(settings: &Checked) -> Option<&dyn HasExceptions> {
+        Some(&**settings)
     }
 
     /// [`super::prepare`], then the change written into the request's own object.

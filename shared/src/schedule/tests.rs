@@ -1,5 +1,6 @@
 use super::*;
 use jiff::civil::date;
+use rstest::rstest;
 
 fn at(zone: &str, y: i16, mo: i8, d: i8, h: i8, mi: i8) -> UnixSeconds {
     date(y, mo, d)
@@ -14,7 +15,8 @@ fn utc(y: i16, mo: i8, d: i8, h: i8, mi: i8) -> UnixSeconds {
     at("UTC", y, mo, d, h, mi)
 }
 
-fn schedule(zone: &str, days: &[&str], from: &str, to: &str) -> Checked {
+/// A schedule of one window, unchecked.
+fn one_window(zone: &str, days: &[&str], from: &str, to: &str) -> Schedule {
     Schedule {
         time_zone: zone.into(),
         windows: vec![Window {
@@ -23,8 +25,12 @@ fn schedule(zone: &str, days: &[&str], from: &str, to: &str) -> Checked {
             to: to.into(),
         }],
     }
-    .check("schedules.s")
-    .unwrap()
+}
+
+fn schedule(zone: &str, days: &[&str], from: &str, to: &str) -> Checked {
+    one_window(zone, days, from, to)
+        .check("schedules.s")
+        .unwrap()
 }
 
 // 2026-11-30 is a Monday.
@@ -104,65 +110,33 @@ fn daylight_saving_days_follow_the_wall_clock() {
     assert!(nine.contains(at("UTC", 2026, 12, 7, 8, 0)));
 }
 
-#[test]
-fn every_mistake_names_its_field() {
-    let check = |zone: &str, days: &[&str], from: &str, to: &str| {
-        Schedule {
-            time_zone: zone.into(),
-            windows: vec![Window {
-                days: days.iter().map(|d| d.to_string()).collect(),
-                from: from.into(),
-                to: to.into(),
-            }],
-        }
+#[rstest]
+#[case::unknown_zone("Mars/Olympus", &["Mon"], "09:00", "10:00", "schedules.peak.timeZone: 'Mars/Olympus' is not a time zone")]
+#[case::no_zone("", &["Mon"], "09:00", "10:00", "schedules.peak.timeZone: give a time zone")]
+#[case::offset_past_24_hours("+25:00", &["Mon"], "09:00", "10:00", "schedules.peak.timeZone: '+25:00' is not an offset")]
+#[case::offset_one_digit_hour("+5:30", &["Mon"], "09:00", "10:00", "schedules.peak.timeZone: '+5:30' is not an offset")]
+#[case::from_hour_25("UTC", &["Mon"], "25:00", "10:00", "schedules.peak.windows[0].from: '25:00' is not a time")]
+#[case::from_24_00("UTC", &["Mon"], "24:00", "10:00", "schedules.peak.windows[0].from: '24:00' is not a time")]
+#[case::to_one_digit_hour("UTC", &["Mon"], "09:00", "9:30", "schedules.peak.windows[0].to: '9:30' is not a time")]
+#[case::no_day("UTC", &[], "09:00", "10:00", "schedules.peak.windows[0].days: give at least one day")]
+#[case::unknown_day("UTC", &["Monday", "Funday"], "09:00", "10:00", "schedules.peak.windows[0].days[1]: 'Funday' is not a day")]
+#[case::empty_window("UTC", &["Mon"], "09:00", "09:00", "schedules.peak.windows[0]: from and to are both 09:00")]
+fn every_mistake_names_its_field(
+    #[case] zone: &str,
+    #[case] days: &[&str],
+    #[case] from: &str,
+    #[case] to: &str,
+    #[case] starts: &str,
+) {
+    let err = one_window(zone, days, from, to)
         .check("schedules.peak")
         .unwrap_err()
-        .to_string()
-    };
-    for (err, starts) in [
-        (
-            check("Mars/Olympus", &["Mon"], "09:00", "10:00"),
-            "schedules.peak.timeZone: 'Mars/Olympus' is not a time zone",
-        ),
-        (
-            check("", &["Mon"], "09:00", "10:00"),
-            "schedules.peak.timeZone: give a time zone",
-        ),
-        (
-            check("+25:00", &["Mon"], "09:00", "10:00"),
-            "schedules.peak.timeZone: '+25:00' is not an offset",
-        ),
-        (
-            check("+5:30", &["Mon"], "09:00", "10:00"),
-            "schedules.peak.timeZone: '+5:30' is not an offset",
-        ),
-        (
-            check("UTC", &["Mon"], "25:00", "10:00"),
-            "schedules.peak.windows[0].from: '25:00' is not a time",
-        ),
-        (
-            check("UTC", &["Mon"], "24:00", "10:00"),
-            "schedules.peak.windows[0].from: '24:00' is not a time",
-        ),
-        (
-            check("UTC", &["Mon"], "09:00", "9:30"),
-            "schedules.peak.windows[0].to: '9:30' is not a time",
-        ),
-        (
-            check("UTC", &[], "09:00", "10:00"),
-            "schedules.peak.windows[0].days: give at least one day",
-        ),
-        (
-            check("UTC", &["Monday", "Funday"], "09:00", "10:00"),
-            "schedules.peak.windows[0].days[1]: 'Funday' is not a day",
-        ),
-        (
-            check("UTC", &["Mon"], "09:00", "09:00"),
-            "schedules.peak.windows[0]: from and to are both 09:00",
-        ),
-    ] {
-        assert!(err.starts_with(starts), "{err}");
-    }
+        .to_string();
+    assert!(err.starts_with(starts), "{err}");
+}
+
+#[test]
+fn a_schedule_without_windows_names_its_field() {
     let empty = Schedule {
         time_zone: "UTC".into(),
         windows: vec![],

@@ -105,7 +105,7 @@ impl<'a> Images<'a> {
             .map_err(|e| {
                 format!(
                     "the config of image {image} cannot be read ({}): check that the image exists and that the policy server can pull from its registry (imageLabels)",
-                    short(&e)
+                    crate::cluster::short_error(&e)
                 )
             })
             .and_then(|bytes| self.parse(image, &bytes));
@@ -185,21 +185,6 @@ impl<'a> Images<'a> {
             vram_gib_thousandths,
             min_versions,
         })
-    }
-}
-
-/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
-/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
-/// characters.
-fn short(error: &str) -> String {
-    let line = error.lines().next().unwrap_or("").trim();
-    let line = line.strip_prefix("Host error: ").unwrap_or(line);
-    let line = line
-        .strip_prefix("Callback evaluation failure: ")
-        .unwrap_or(line);
-    match line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line.to_string(),
     }
 }
 

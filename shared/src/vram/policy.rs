@@ -4,6 +4,7 @@
 
 use super::settings::{Checked, RULE_NAMES, Settings};
 use crate::admission::Verdict;
+use crate::exceptions::HasExceptions;
 use crate::policy::{Admission, GET_RESOURCE, LIST_RESOURCES_ALL, OCI_MANIFEST_CONFIG, Policy};
 use crate::settings::{FieldError, NamespaceList};
 
@@ -15,6 +16,7 @@ impl Policy for VramFit {
     const HOST_CALLS: u8 = GET_RESOURCE | OCI_MANIFEST_CONFIG | LIST_RESOURCES_ALL;
     type Settings = Settings;
     type Checked = Checked;
+    const RULE_NAMES: &'static [&'static str] = &RULE_NAMES;
 
     fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         settings.check_models()?;
@@ -36,16 +38,7 @@ impl Policy for VramFit {
         super::decide(a)
     }
 
-    fn excuse(verdict: Verdict, a: Admission<'_, Checked>) -> Verdict {
-        let s = a.settings;
-        crate::exceptions::excuse(
-            verdict,
-            &**s,
-            &RULE_NAMES,
-            RULE_NAMES[0],
-            a.request,
-            &s.custom_kinds,
-            a.clock,
-        )
+    fn exceptions(settings: &Checked) -> Option<&dyn HasExceptions> {
+        Some(&**settings)
     }
 }

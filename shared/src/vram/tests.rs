@@ -130,6 +130,19 @@ fn labelled(model: &str, spec: Value) -> Value {
     deployment(json!({"gpu-admission/model": model}), json!({}), spec)
 }
 
+/// A Deployment labelled `model` on `gpus` x `product` (nvidia.com/gpu).
+fn model_on(model: &str, gpus: u64, product: &str) -> Value {
+    labelled(model, pod_spec("nvidia.com/gpu", gpus, Some(product)))
+}
+
+/// The message of `v`, which must deny.
+fn denial(v: &Verdict) -> &str {
+    assert!(!v.allowed, "{v:?}");
+    v.message
+        .as_deref()
+        .unwrap_or_else(|| panic!("no message: {v:?}"))
+}
+
 /// The policy on `request`, with `settings` checked.
 fn evaluate(request: &AdmissionRequest, settings: &Settings, cluster: &dyn Cluster) -> Verdict {
     use crate::policy::{Policy, checked};
@@ -161,10 +174,7 @@ fn design_example_70b_on_two_a10g_is_rejected_with_the_fix() {
 fn a_fitting_model_is_accepted_with_the_numbers() {
     let v = run(
         &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-        ),
+        model_on("llama-3.1-8b", 1, "NVIDIA-L4"),
     );
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty(), "{v:?}");
@@ -277,10 +287,7 @@ fn qwen_on_eight_gpus_replicates_kv_heads_and_warns_about_tensor_parallel() {
     // 8 GPUs > 4 KV heads: the KV cache doubles; 8 does not divide 28 attention heads.
     let v = run(
         &settings_with(json!({})),
-        labelled(
-            "qwen2.5-7b",
-            pod_spec("nvidia.com/gpu", 8, Some("NVIDIA-L4")),
-        ),
+        model_on("qwen2.5-7b", 8, "NVIDIA-L4"),
     );
     assert!(v.allowed);
     assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "31716");
@@ -319,12 +326,8 @@ fn mig_slices_do_not_add_up() {
         &settings_with(json!({})),
         labelled("llama-3.1-8b", pod_spec("nvidia.com/mig-1g.10gb", 4, None)),
     );
-    assert!(!v.allowed);
     assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("asks for 4 x MIG 1g.10gb (MIG devices do not combine: counted as one per pod) = 9 GiB usable"),
+        denial(&v).contains("asks for 4 x MIG 1g.10gb (MIG devices do not combine: counted as one per pod) = 9 GiB usable"),
         "{v:?}"
     );
 }
@@ -343,17 +346,10 @@ fn mig_profile_memory_can_be_overridden() {
 fn time_sliced_gpus_count_once() {
     let v = run(
         &settings_with(json!({})),
-        labelled(
-            "qwen2.5-7b",
-            pod_spec("nvidia.com/gpu", 4, Some("NVIDIA-A10G-SHARED")),
-        ),
+        model_on("qwen2.5-7b", 4, "NVIDIA-A10G-SHARED"),
     );
-    assert!(!v.allowed);
     assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod) = 20 GiB usable"),
+        denial(&v).contains("4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod) = 20 GiB usable"),
         "{v:?}"
     );
 }
@@ -366,13 +362,7 @@ fn time_sliced_replicas_are_one_device_for_tensor_parallelism() {
     // Qwen2.5-7B has 4 KV heads: at tensor parallel 8 it would need 31,716 MiB.
     let s = settings_with(json!({}));
     for n in [1, 2, 8, 16] {
-        let v = run(
-            &s,
-            labelled(
-                "qwen2.5-7b",
-                pod_spec("nvidia.com/gpu", n, Some("NVIDIA-L40S-SHARED")),
-            ),
-        );
+        let v = run(&s, model_on("qwen2.5-7b", n, "NVIDIA-L40S-SHARED"));
         assert!(v.allowed, "{n} replicas: {v:?}");
         assert_eq!(v.audit_annotations[AUDIT_NEED_MIB], "23831", "{n} replicas");
         assert!(v.warnings.is_empty(), "no tensor-parallel warning: {v:?}");
@@ -414,95 +404,62 @@ fn pools_give_the_product_and_are_suggested() {
     );
 }
 
-#[rstest]
-#[case::deny(json!({}), false, 0)]
-#[case::warn(json!({"unknownGpu": "warn"}), true, 1)]
-#[case::allow(json!({"unknownGpu": "allow"}), true, 0)]
-fn unknown_gpu_follows_the_setting(
-    #[case] extra: Value,
-    #[case] allowed: bool,
-    #[case] warnings: usize,
-) {
-    let v = run(
-        &settings_with(extra),
-        labelled("llama-3.1-8b", pod_spec("nvidia.com/gpu", 1, None)),
-    );
-    assert_eq!((v.allowed, v.warnings.len()), (allowed, warnings), "{v:?}");
-    if allowed {
-        assert_eq!(
-            v.audit_annotations[AUDIT_FIT],
-            "not checked: the GPU type of spec.template.spec is unknown"
-        );
-    } else {
-        assert_eq!(
-            v.message.as_deref(),
-            Some(
-                "cannot check that model meta-llama/Llama-3.1-8B-Instruct fits: the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product> (e.g. NVIDIA-L4, NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3) or a pool with the pod label gpu-admission/pool"
-            )
-        );
-    }
+/// What a verdict of [`what_is_not_checked_follows_the_setting`] says, checked whole.
+enum Says {
+    Message(&'static str),
+    Fit(&'static str),
+    Warning(&'static str),
+    Nothing,
+}
+
+const UNKNOWN_GPU: &str = "cannot check that model meta-llama/Llama-3.1-8B-Instruct fits: the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product> (e.g. NVIDIA-L4, NVIDIA-A100-SXM4-80GB, NVIDIA-H100-80GB-HBM3) or a pool with the pod label gpu-admission/pool";
+const GPU_NOT_CHECKED: &str = "not checked: the GPU type of spec.template.spec is unknown";
+const UNKNOWN_MODEL: &str = "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to the policy's models setting (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)";
+const MODEL_NOT_CHECKED: &str =
+    "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)";
+const NO_MODEL: &str = "this GPU workload names no model, so its GPU memory cannot be checked: add the pod-template label gpu-admission/model: <model> or the annotation gpu-admission/model (for ids with '/', like meta-llama/Llama-3.1-8B-Instruct)";
+const NO_MODEL_NOT_CHECKED: &str = "not checked: the workload names no model";
+
+fn unknown_gpu() -> Value {
+    labelled("llama-3.1-8b", pod_spec("nvidia.com/gpu", 1, None))
+}
+
+fn unknown_model() -> Value {
+    model_on("gpt-j-6b", 1, "NVIDIA-L4")
+}
+
+fn no_model() -> Value {
+    deployment(
+        json!({"app": "train"}),
+        json!({}),
+        pod_spec("nvidia.com/gpu", 8, None),
+    )
 }
 
 #[rstest]
-#[case::deny(json!({}), false, 0)]
-#[case::warn(json!({"unknownModel": "warn"}), true, 1)]
-#[case::allow(json!({"unknownModel": "allow"}), true, 0)]
-fn unknown_model_follows_the_setting(
+#[case::unknown_gpu_deny(unknown_gpu(), json!({}), false, 0, Says::Message(UNKNOWN_GPU))]
+#[case::unknown_gpu_warn(unknown_gpu(), json!({"unknownGpu": "warn"}), true, 1, Says::Fit(GPU_NOT_CHECKED))]
+#[case::unknown_gpu_allow(unknown_gpu(), json!({"unknownGpu": "allow"}), true, 0, Says::Fit(GPU_NOT_CHECKED))]
+#[case::unknown_model_deny(unknown_model(), json!({}), false, 0, Says::Message(UNKNOWN_MODEL))]
+#[case::unknown_model_warn(unknown_model(), json!({"unknownModel": "warn"}), true, 1, Says::Warning(MODEL_NOT_CHECKED))]
+#[case::unknown_model_allow(unknown_model(), json!({"unknownModel": "allow"}), true, 0, Says::Nothing)]
+#[case::no_model_allow_by_default(no_model(), json!({}), true, 0, Says::Fit(NO_MODEL_NOT_CHECKED))]
+#[case::no_model_warn(no_model(), json!({"noModel": "warn"}), true, 1, Says::Fit(NO_MODEL_NOT_CHECKED))]
+#[case::no_model_deny(no_model(), json!({"noModel": "deny"}), false, 0, Says::Message(NO_MODEL))]
+fn what_is_not_checked_follows_the_setting(
+    #[case] object: Value,
     #[case] extra: Value,
     #[case] allowed: bool,
     #[case] warnings: usize,
+    #[case] says: Says,
 ) {
-    let v = run(
-        &settings_with(extra),
-        labelled("gpt-j-6b", pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4"))),
-    );
+    let v = run(&settings_with(extra), object);
     assert_eq!((v.allowed, v.warnings.len()), (allowed, warnings), "{v:?}");
-    if allowed && warnings == 1 {
-        assert_eq!(
-            v.warnings[0],
-            "GPU memory not checked: model 'gpt-j-6b' is not in the model registry (unknownModel: warn)"
-        );
-    }
-    if !allowed {
-        assert_eq!(
-            v.message.as_deref(),
-            Some(
-                "model 'gpt-j-6b' (label gpu-admission/model on spec.template.spec) is not in the model registry, so its GPU memory cannot be checked: name a registered model, or ask the cluster admins to add it to the policy's models setting (vramGiB, or parametersBillions, dtype, layers, kvHeads, headDim, contextLength)"
-            )
-        );
-    }
-}
-
-#[rstest]
-#[case::allow_by_default(json!({}), true, 0)]
-#[case::warn(json!({"noModel": "warn"}), true, 1)]
-#[case::deny(json!({"noModel": "deny"}), false, 0)]
-fn no_model_follows_the_setting(
-    #[case] extra: Value,
-    #[case] allowed: bool,
-    #[case] warnings: usize,
-) {
-    let v = run(
-        &settings_with(extra),
-        deployment(
-            json!({"app": "train"}),
-            json!({}),
-            pod_spec("nvidia.com/gpu", 8, None),
-        ),
-    );
-    assert_eq!((v.allowed, v.warnings.len()), (allowed, warnings), "{v:?}");
-    if !allowed {
-        assert_eq!(
-            v.message.as_deref(),
-            Some(
-                "this GPU workload names no model, so its GPU memory cannot be checked: add the pod-template label gpu-admission/model: <model> or the annotation gpu-admission/model (for ids with '/', like meta-llama/Llama-3.1-8B-Instruct)"
-            )
-        );
-    } else {
-        assert_eq!(
-            v.audit_annotations[AUDIT_FIT],
-            "not checked: the workload names no model"
-        );
+    match says {
+        Says::Message(m) => assert_eq!(v.message.as_deref(), Some(m)),
+        Says::Fit(fit) => assert_eq!(v.audit_annotations[AUDIT_FIT], fit),
+        Says::Warning(w) => assert_eq!(v.warnings[0], w),
+        Says::Nothing => {}
     }
 }
 
@@ -568,10 +525,7 @@ fn one_more_gpu_never_turns_a_fit_into_a_misfit(
     }));
     let accepted: Vec<u64> = (1..=10)
         .filter(|n| {
-            let object = labelled(
-                "m",
-                pod_spec("nvidia.com/gpu", *n, Some("NVIDIA-H100-80GB-HBM3")),
-            );
+            let object = model_on("m", *n, "NVIDIA-H100-80GB-HBM3");
             run(&s, object).allowed
         })
         .collect();
@@ -606,6 +560,19 @@ fn leader_worker_set_is_judged_on_the_whole_group() {
     );
 }
 
+/// The 70B model on 2 L40S per pod, from its storageUri (`workers`: pipeline size, GPUs each).
+fn kserve_70b_on_l40s(s: &Settings, workers: Option<(u64, u64)>) -> Verdict {
+    run(
+        s,
+        inference_service(
+            "hf://meta-llama/Llama-3.1-70B-Instruct",
+            2,
+            "NVIDIA-L40S",
+            workers,
+        ),
+    )
+}
+
 fn inference_service(
     storage_uri: &str,
     gpus: u64,
@@ -631,21 +598,9 @@ fn inference_service(
 fn kserve_model_uri_and_model_resources_are_read() {
     let s = settings_with(json!({}));
     // The label names a 2 GiB model, but the URI is what is loaded.
-    let v = run(
-        &s,
-        inference_service(
-            "hf://meta-llama/Llama-3.1-70B-Instruct",
-            2,
-            "NVIDIA-L40S",
-            None,
-        ),
-    );
-    assert!(!v.allowed);
+    let v = kserve_70b_on_l40s(&s, None);
     assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .starts_with("model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB"),
+        denial(&v).starts_with("model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB"),
         "{v:?}"
     );
     let fits = run(
@@ -676,15 +631,7 @@ fn kserve_model_uri_and_model_resources_are_read() {
 fn kserve_multi_node_is_judged_on_head_and_workers() {
     let s = settings_with(json!({}));
     // 1 head + 2 workers, 2 L40S each: 6 x 46,068 x 90% = 248,767 MiB >= 170,653.
-    let v = run(
-        &s,
-        inference_service(
-            "hf://meta-llama/Llama-3.1-70B-Instruct",
-            2,
-            "NVIDIA-L40S",
-            Some((3, 2)),
-        ),
-    );
+    let v = kserve_70b_on_l40s(&s, Some((3, 2)));
     assert!(v.allowed, "{v:?}");
     assert!(
         v.audit_annotations[AUDIT_FIT].contains(
@@ -747,9 +694,8 @@ fn a_group_naming_two_models_is_rejected() {
 fn every_kind_is_checked(#[case] object: Value) {
     // Qwen2.5-7B (23,831 MiB) does not fit one A10G (20,725 MiB usable), whatever the kind.
     let v = run(&settings_with(json!({})), object);
-    assert!(!v.allowed);
     assert!(
-        v.message.as_deref().unwrap().contains("the pod asks for 1 x NVIDIA-A10G = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-A10G"),
+        denial(&v).contains("the pod asks for 1 x NVIDIA-A10G = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-A10G"),
         "{v:?}"
     );
 }
@@ -776,9 +722,8 @@ fn gpus_in_init_and_ephemeral_containers_count_and_request_problems_are_denied()
     let half = json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
         "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "0.5"}}}]});
     let v = run(&s, labelled("llama-3.1-8b", half));
-    assert!(!v.allowed);
     assert!(
-        v.message.as_deref().unwrap().starts_with(
+        denial(&v).starts_with(
             "the GPU request cannot be counted: container 'c' asks for nvidia.com/gpu:"
         ),
         "{v:?}"
@@ -807,13 +752,7 @@ fn non_gpu_workloads_and_other_operations_pass_without_host_calls() {
 #[test]
 fn exempt_namespaces_are_not_checked() {
     let s = settings_with(json!({"exemptNamespaces": ["ml"]}));
-    let v = run(
-        &s,
-        labelled(
-            "llama-3.1-70b",
-            pod_spec("nvidia.com/gpu", 1, Some("Tesla-T4")),
-        ),
-    );
+    let v = run(&s, model_on("llama-3.1-70b", 1, "Tesla-T4"));
     assert!(v.allowed);
     assert_eq!(
         v.audit_annotations[crate::policy::AUDIT_EXEMPT],
@@ -836,10 +775,7 @@ fn unconfigured_custom_kinds_are_noted() {
 #[test]
 fn updates_that_change_nothing_relevant_pass_and_others_are_judged() {
     let s = settings_with(json!({}));
-    let old = labelled(
-        "llama-3.1-70b",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-    );
+    let old = model_on("llama-3.1-70b", 1, "NVIDIA-L4");
     let mut relabelled = old.clone();
     relabelled["metadata"]["labels"] = json!({"team": "a"});
     relabelled["spec"]["replicas"] = json!(0);
@@ -868,30 +804,19 @@ fn the_registry_configmap_is_read_once_and_only_when_needed() {
         "Worker": {"template": {"metadata": {"labels": {"gpu-admission/model": "phi-4"}}, "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4"))}}}}});
     let v = evaluate(&request("CREATE", job), &s, &cluster);
     assert_eq!(cluster.calls(), 1, "two units, one host call");
-    assert!(!v.allowed);
     assert!(
-        v.message.as_deref().unwrap().starts_with("spec.pytorchReplicaSpecs.Worker.template.spec: model phi-4 needs 32 GiB GPU memory (as given in the model registry); the pod asks for 1 x NVIDIA-L4"),
+        denial(&v).starts_with("spec.pytorchReplicaSpecs.Worker.template.spec: model phi-4 needs 32 GiB GPU memory (as given in the model registry); the pod asks for 1 x NVIDIA-L4"),
         "{v:?}"
     );
     // The ConfigMap overrides the settings entry of the same alias.
     let cluster = FakeCluster::registry("llama-3.1-8b: {vramGiB: 64}\n");
     let v = evaluate(
-        &request(
-            "CREATE",
-            labelled(
-                "llama-3.1-8b",
-                pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-            ),
-        ),
+        &request("CREATE", model_on("llama-3.1-8b", 1, "NVIDIA-L4")),
         &s,
         &cluster,
     );
-    assert!(!v.allowed);
     assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .starts_with("model llama-3.1-8b needs 64 GiB"),
+        denial(&v).starts_with("model llama-3.1-8b needs 64 GiB"),
         "{v:?}"
     );
 }
@@ -907,19 +832,12 @@ fn a_missing_registry_configmap_is_a_clear_denial() {
         ..FakeCluster::none()
     };
     let v = evaluate(
-        &request(
-            "CREATE",
-            labelled(
-                "llama-3.1-8b",
-                pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-            ),
-        ),
+        &request("CREATE", model_on("llama-3.1-8b", 1, "NVIDIA-L4")),
         &s,
         &cluster,
     );
-    assert!(!v.allowed);
     assert!(
-        v.message.as_deref().unwrap().starts_with(
+        denial(&v).starts_with(
             "the model registry ConfigMap gpu-system/gpu-models cannot be read (not found)"
         ),
         "{v:?}"
@@ -958,10 +876,7 @@ fn invalid_settings_reject_rather_than_guess() {
 #[test]
 fn usable_percent_changes_the_verdict() {
     // Llama-3.1-8B needs 17,975 MiB; one L4 is 23,034 MiB: fits at 90% (20,730), not at 75% (17,275).
-    let object = labelled(
-        "llama-3.1-8b",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-    );
+    let object = model_on("llama-3.1-8b", 1, "NVIDIA-L4");
     assert!(
         run(
             &settings_with(json!({"usableMemoryPercent": 90})),
@@ -975,13 +890,7 @@ fn usable_percent_changes_the_verdict() {
 #[test]
 fn custom_products_from_settings() {
     let s = settings_with(json!({"gpuProducts": {"NVIDIA-RTX-PRO-6000": 97887}}));
-    let v = run(
-        &s,
-        labelled(
-            "mixtral-8x7b",
-            pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-RTX-PRO-6000")),
-        ),
-    );
+    let v = run(&s, model_on("mixtral-8x7b", 2, "NVIDIA-RTX-PRO-6000"));
     assert!(v.allowed, "{v:?}");
 }
 
@@ -993,21 +902,9 @@ fn kserve_model_gpus_count_with_a_written_out_description_too() {
         t.containers.clear();
     }
     let s = settings_with(json!({"customKinds": [kserve]}));
-    let v = run(
-        &s,
-        inference_service(
-            "hf://meta-llama/Llama-3.1-70B-Instruct",
-            2,
-            "NVIDIA-L40S",
-            None,
-        ),
-    );
-    assert!(!v.allowed);
+    let v = kserve_70b_on_l40s(&s, None);
     assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("the pod asks for 2 x NVIDIA-L40S = 80 GiB usable at 90%"),
+        denial(&v).contains("the pod asks for 2 x NVIDIA-L40S = 80 GiB usable at 90%"),
         "{v:?}"
     );
 }

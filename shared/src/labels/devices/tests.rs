@@ -197,15 +197,34 @@ fn long_values_are_cut_in_the_message() {
     );
 }
 
-#[test]
-fn the_variable_list_is_configurable_and_the_rule_switchable() {
-    let spec = json!({"containers": [with(app("0"), "env", json!([
-        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "MY_DEVICES", "value": "3"}]))]});
+/// A rule's list configured (`configure`) catches what the defaults let through, and the rule
+/// switched off (`switch_off`) lets it through again.
+#[rstest]
+#[case::device_env_vars(
+    json!({"containers": [with(app("0"), "env", json!([
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}, {"name": "MY_DEVICES", "value": "3"}]))]}),
+    |s: &mut Settings| s.device_access.device_env_vars.names = vec!["MY_DEVICES".into()],
+    "container 'app' sets MY_DEVICES=3, which",
+    |s: &mut Settings| s.device_access.device_env_vars.enabled = false,
+)]
+#[case::device_host_paths(
+    json!({"containers": [app("1")], "volumes": [
+        {"name": "a", "hostPath": {"path": "/dev/nvidia0"}}, {"name": "b", "hostPath": {"path": "/dev/hl0"}}]}),
+    |s: &mut Settings| s.device_access.device_host_paths.paths = vec!["/dev/hl".into()],
+    "volume 'b' mounts the host path /dev/hl0, a GPU device",
+    |s: &mut Settings| s.device_access.device_host_paths.enabled = false,
+)]
+fn a_rule_is_configurable_and_switchable(
+    #[case] spec: Value,
+    #[case] configure: fn(&mut Settings),
+    #[case] problem: &str,
+    #[case] switch_off: fn(&mut Settings),
+) {
     let mut s = Settings::default();
-    s.device_access.device_env_vars.names = vec!["MY_DEVICES".into()];
+    configure(&mut s);
     let v = evaluate(&pod(spec.clone()), &s);
-    assert!(one_problem(&v).starts_with("container 'app' sets MY_DEVICES=3, which"));
-    s.device_access.device_env_vars.enabled = false;
+    assert!(one_problem(&v).starts_with(problem), "{v:?}");
+    switch_off(&mut s);
     assert_eq!(evaluate(&pod(spec), &s), Verdict::accept());
 }
 
@@ -279,6 +298,16 @@ fn privileged_and_host_paths_away_from_gpus_pass(#[case] spec: Value) {
     assert_eq!(decide(spec), Verdict::accept());
 }
 
+/// Where a device host path is denied: on GPU nodes (a pod that tolerates the GPU taint), and
+/// in a pod that targets no GPU, since a device path is GPU access by itself: a pod that requests
+/// no GPU, tolerates no GPU taint and selects no GPU node lands on any untainted GPU node and
+/// opens its GPUs there.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    GpuNodes,
+    NoGpu,
+}
+
 #[rstest]
 #[case::device(
     "/dev/nvidia0",
@@ -320,68 +349,48 @@ fn privileged_and_host_paths_away_from_gpus_pass(#[case] spec: Value) {
     "//dev//dri",
     "//dev//dri, a GPU device (deviceAccess.deviceHostPaths: /dev/dri)"
 )]
-fn device_host_paths_on_gpu_nodes_are_denied(#[case] path: &str, #[case] what: &str) {
-    let v = decide(
-        json!({"containers": [app("0")], "tolerations": gpu_toleration(),
-        "volumes": [{"name": "dev", "hostPath": {"path": path, "type": "CharDevice"}}]}),
-    );
-    let m = message(&v);
-    assert!(
-        m.contains(&format!(
-            "2) volume 'dev' mounts the host path {what}, into a pod that tolerates the GPU taint nvidia.com/gpu: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts"
-        )),
-        "{m}"
-    );
-}
-
-/// A device path is GPU access by itself: a pod that requests no GPU, tolerates no GPU
-/// taint and selects no GPU node lands on any untainted GPU node and opens its GPUs there.
-#[rstest]
-#[case::device(
-    "/dev/nvidia0",
-    "/dev/nvidia0, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
-)]
-#[case::control(
-    "/dev/nvidiactl",
-    "/dev/nvidiactl, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
-)]
 #[case::uvm(
     "/dev/nvidia-uvm",
     "/dev/nvidia-uvm, a GPU device (deviceAccess.deviceHostPaths: /dev/nvidia)"
-)]
-#[case::render_node(
-    "/dev/dri/renderD128",
-    "/dev/dri/renderD128, a GPU device (deviceAccess.deviceHostPaths: /dev/dri)"
 )]
 #[case::dri(
     "/dev/dri",
     "/dev/dri, a GPU device (deviceAccess.deviceHostPaths: /dev/dri)"
 )]
-#[case::kfd(
-    "/dev/kfd",
-    "/dev/kfd, a GPU device (deviceAccess.deviceHostPaths: /dev/kfd)"
-)]
-#[case::accel(
+#[case::accel_accel0(
     "/dev/accel0",
     "/dev/accel0, a GPU device (deviceAccess.deviceHostPaths: /dev/accel)"
 )]
-#[case::dev(
-    "/dev",
-    "/dev, which contains GPU devices (deviceAccess.deviceHostPaths: /dev/nvidia)"
-)]
-#[case::root(
-    "/",
-    "/, which contains GPU devices (deviceAccess.deviceHostPaths: /dev/nvidia)"
-)]
-fn device_host_paths_are_denied_in_pods_that_target_no_gpu(#[case] path: &str, #[case] what: &str) {
-    let v = decide(json!({"containers": [app("0")],
-        "volumes": [{"name": "dev", "hostPath": {"path": path}}]}));
-    assert_eq!(
-        one_problem(&v),
-        format!(
-            "volume 'dev' mounts the host path {what}, into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts"
-        )
-    );
+fn device_host_paths_are_denied(
+    #[case] path: &str,
+    #[case] what: &str,
+    #[values(Target::GpuNodes, Target::NoGpu)] target: Target,
+) {
+    match target {
+        Target::GpuNodes => {
+            let v = decide(
+                json!({"containers": [app("0")], "tolerations": gpu_toleration(),
+                "volumes": [{"name": "dev", "hostPath": {"path": path, "type": "CharDevice"}}]}),
+            );
+            let m = message(&v);
+            assert!(
+                m.contains(&format!(
+                    "2) volume 'dev' mounts the host path {what}, into a pod that tolerates the GPU taint nvidia.com/gpu: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts"
+                )),
+                "{m}"
+            );
+        }
+        Target::NoGpu => {
+            let v = decide(json!({"containers": [app("0")],
+                "volumes": [{"name": "dev", "hostPath": {"path": path}}]}));
+            assert_eq!(
+                one_problem(&v),
+                format!(
+                    "volume 'dev' mounts the host path {what}, into a pod that requests no GPU but can be scheduled onto any GPU node without a taint: every container that mounts it reaches GPUs no request counts; remove the volume and request the GPUs as a resource, or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts"
+                )
+            );
+        }
+    }
 }
 
 #[test]
@@ -413,18 +422,6 @@ fn device_host_paths_without_gpu_targeting_keep_the_exemptions() {
     );
     // The rule switched off.
     let mut s = Settings::default();
-    s.device_access.device_host_paths.enabled = false;
-    assert_eq!(evaluate(&pod(spec), &s), Verdict::accept());
-}
-
-#[test]
-fn host_path_rule_is_configurable_and_switchable() {
-    let spec = json!({"containers": [app("1")], "volumes": [
-        {"name": "a", "hostPath": {"path": "/dev/nvidia0"}}, {"name": "b", "hostPath": {"path": "/dev/hl0"}}]});
-    let mut s = Settings::default();
-    s.device_access.device_host_paths.paths = vec!["/dev/hl".into()];
-    let v = evaluate(&pod(spec.clone()), &s);
-    assert!(one_problem(&v).starts_with("volume 'b' mounts the host path /dev/hl0, a GPU device"));
     s.device_access.device_host_paths.enabled = false;
     assert_eq!(evaluate(&pod(spec), &s), Verdict::accept());
 }

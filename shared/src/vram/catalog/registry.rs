@@ -199,21 +199,6 @@ fn value_aliases(v: &Value) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// The host's error, short: its first line without the prefixes waPC (`Host error: `) and
-/// policy-evaluator (`Callback evaluation failure: `) put before the reason, at most 200
-/// characters.
-fn short(error: &str) -> String {
-    let line = error.lines().next().unwrap_or("").trim();
-    let line = line.strip_prefix("Host error: ").unwrap_or(line);
-    let line = line
-        .strip_prefix("Callback evaluation failure: ")
-        .unwrap_or(line);
-    match line.char_indices().nth(200) {
-        Some((i, _)) => format!("{}...", &line[..i]),
-        None => line.to_string(),
-    }
-}
-
 /// Reads and parses the registry ConfigMap: `(data key, entries)`.
 fn fetch(cluster: &dyn Cluster, r: &RegistryRef) -> Result<Loaded, String> {
     let what = r.what();
@@ -224,7 +209,7 @@ fn fetch(cluster: &dyn Cluster, r: &RegistryRef) -> Result<Loaded, String> {
         FailureClass::Other => format!(
             "the model registry {what} cannot be read ({}; the host said: {}) (settings.modelRegistry)",
             failure.reason(),
-            short(&failure.raw(usize::MAX))
+            crate::cluster::short_error(&failure.raw(usize::MAX))
         ),
         _ => format!(
             "the model registry {what} cannot be read ({}) (settings.modelRegistry)",
