@@ -1,8 +1,38 @@
 //! A pool's reserves: GPUs kept for named workload types (the value of the pods'
 //! `workload-type` label). Other types are denied once they would eat into a reserve the
-//! reserved type does not fill; the reserved type may use its own.
+//! reserved type does not fill; the reserved type may use its own. By schedule window
+//! ([`WindowReserve`]: reserves kept at peak only). The same amounts say a pool's
+//! `headroom`, kept free for no one.
 
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// A pool's reserves inside a time window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct WindowReserve {
+    /// A name in `schedules`.
+    pub window: String,
+    /// Replaces the pool's `reserve` while the window holds "now": per workload type, a
+    /// count or a percent.
+    pub reserve: BTreeMap<String, ReserveText>,
+}
+
+/// The reserves in force for a pool: (workload type, amount), the schedule window that set
+/// them (`None`: `reserve`), and the pool's headroom.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InForce<'a> {
+    pub reserve: &'a [(String, Amount)],
+    pub window: Option<&'a str>,
+    pub headroom: Option<Amount>,
+}
+
+impl InForce<'_> {
+    /// True when nothing is kept (no reserve in force, no headroom).
+    pub fn is_empty(&self) -> bool {
+        self.reserve.is_empty() && self.headroom.is_none()
+    }
+}
 
 /// How much of a pool a reserve keeps, as written: a GPU count (`16`) or a percent of the
 /// pool's GPUs of each resource (`"25%"`).
