@@ -5,9 +5,9 @@
 
 use super::settings::{Settings, Usage};
 use crate::gpu::GpuCounts;
-use crate::pools::reserve::{Amount, InForce, ReserveText};
+use crate::pools::reserve::{InForce, check_form};
 use crate::schedule;
-use crate::settings::{FieldError, check_window_ref, validate_label_value};
+use crate::settings::{FieldError, check_window_ref};
 use std::collections::BTreeMap;
 
 /// What a pool's reserves keep from a workload, for one resource.
@@ -191,75 +191,39 @@ pub fn validate(
     schedules: &BTreeMap<String, schedule::Checked>,
 ) -> Result<(), FieldError> {
     for (i, pool) in settings.pools.iter().enumerate() {
-        if let Some(headroom) = &pool.headroom {
-            let field = format!("pools[{i}].headroom");
-            headroom.read().map_err(|e| FieldError::new(&field, e))?;
-        }
+        check_form(&format!("pools[{i}]"), pool)?;
         if !pool.has_reserves() {
             continue;
         }
-        let field = format!("pools[{i}].reserve");
         if settings.usage_of(pool) != Usage::Pods {
             let field = if pool.reserve.is_empty() {
                 format!("pools[{i}].reserveWindows")
             } else {
-                field
+                format!("pools[{i}].reserve")
             };
             return Err(FieldError::new(
                 field,
                 "a reserve counts what each workload type holds from the pool's Pods; set the pool's usage to pods (ResourceQuotas do not say which workload type holds what)",
             ));
         }
-        validate_amounts(&field, &pool.reserve)?;
         let defined: Vec<&str> = schedules.keys().map(String::as_str).collect();
         for (k, w) in pool.reserve_windows.iter().enumerate() {
-            let field = format!("pools[{i}].reserveWindows[{k}]");
+            let field = format!("pools[{i}].reserveWindows[{k}].window");
             let valid = schedules.contains_key(&w.window);
-            check_window_ref(&format!("{field}.window"), &w.window, valid, &defined)?;
+            check_window_ref(&field, &w.window, valid, &defined)?;
             if pool.reserve_windows[..k]
                 .iter()
                 .any(|o| o.window == w.window)
             {
                 return Err(FieldError::new(
-                    format!("{field}.window"),
+                    field,
                     format!(
                         "'{}' is listed twice; the first entry whose window holds now wins, so the second would never apply",
                         w.window
                     ),
                 ));
             }
-            validate_amounts(&format!("{field}.reserve"), &w.reserve)?;
         }
-    }
-    Ok(())
-}
-
-/// One set of reserves (`field`: where it is): types that are label values, amounts that
-/// read, percents at most 100 together.
-fn validate_amounts(
-    field: &str,
-    reserve: &BTreeMap<String, ReserveText>,
-) -> Result<(), FieldError> {
-    let mut percents = 0u32;
-    for (workload_type, amount) in reserve {
-        let at = format!("{field}.{workload_type}");
-        if workload_type.is_empty() {
-            return Err(FieldError::new(
-                at,
-                "name a workload type (a value of the workload-type label), e.g. interactive",
-            ));
-        }
-        validate_label_value(&at, workload_type)?;
-        match amount.read().map_err(|e| FieldError::new(&at, e))? {
-            Amount::Percent(p) => percents += p,
-            Amount::Gpus(_) => {}
-        }
-    }
-    if percents > 100 {
-        return Err(FieldError::new(
-            field,
-            format!("the percents reserved add up to {percents}%, more than the pool"),
-        ));
     }
     Ok(())
 }
