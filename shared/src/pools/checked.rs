@@ -54,7 +54,7 @@ impl PoolForm {
             thresholds: Vec::new(),
             reserve: read_reserve(&pool.reserve),
             reserve_windows: Vec::new(),
-            headroom: pool.headroom.as_ref().and_then(|h| h.read().ok()),
+            headroom: pool.headroom().and_then(|h| h.read().ok()),
         }
     }
 

@@ -177,6 +177,11 @@ impl Pool {
         self.capacity.as_ref().map(counts_of)
     }
 
+    /// The headroom as written (an empty text, as forms send, is none).
+    pub fn headroom(&self) -> Option<&super::reserve::ReserveText> {
+        self.headroom.as_ref().filter(|h| !h.0.trim().is_empty())
+    }
+
     /// True when the pool keeps GPUs for workload types, in any window.
     pub fn has_reserves(&self) -> bool {
         !self.reserve.is_empty() || self.reserve_windows.iter().any(|w| !w.reserve.is_empty())

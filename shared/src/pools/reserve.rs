@@ -131,7 +131,7 @@ pub fn check_amounts(
 /// field, `pools[i]`): amounts that read, types that are label values, windows named. Which
 /// schedules exist and where GPUs in use are counted are the capacity gate's to check.
 pub fn check_form(field: &str, pool: &super::Pool) -> Result<(), FieldError> {
-    if let Some(headroom) = &pool.headroom {
+    if let Some(headroom) = pool.headroom() {
         let at = format!("{field}.headroom");
         headroom.read().map_err(|e| FieldError::new(&at, e))?;
     }

@@ -319,6 +319,10 @@ fn a_wrong_headroom_names_its_field() {
         err.starts_with("pools[1].headroom: '0' must be a whole number of GPUs above 0"),
         "{err}"
     );
+    // An empty headroom, as forms send, is none.
+    s.pools[1].headroom = Some(ReserveText(String::new()));
+    s.validate().unwrap();
+    assert!(s.pools[1].headroom().is_none());
 }
 
 #[test]
