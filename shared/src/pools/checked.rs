@@ -29,12 +29,17 @@ pub struct PoolForm {
     /// `reserve` read: (workload type, amount); entries that do not read are left out
     /// (the gate's settings check refuses them).
     reserve: Vec<(String, Amount)>,
-    /// `reserveWindows` whose window names a schedule: (window, the schedule read, the
-    /// reserve read).
-    reserve_windows: Vec<(String, schedule::Checked, Vec<(String, Amount)>)>,
+    /// `reserveWindows` whose window names a schedule.
+    reserve_windows: Vec<ReserveWindow>,
     /// `headroom` read (`None`: none, or it does not read).
     headroom: Option<Amount>,
 }
+
+/// A `reserveWindows` entry read: (window, its schedule read, the reserve read).
+type ReserveWindow = (String, schedule::Checked, Reserve);
+
+/// A set of reserves read: (workload type, amount).
+type Reserve = Vec<(String, Amount)>;
 
 /// A map of reserves read: (workload type, amount), entries that do not read left out.
 fn read_reserve(reserve: &BTreeMap<String, super::reserve::ReserveText>) -> Vec<(String, Amount)> {
