@@ -289,7 +289,8 @@ soak: annotate
 ## of every policy in 5 interleaved rounds (bench/kubewarden/kwctl_bench.py --rounds 5: one run on a 2-core VM
 ## moves by 20-60%, so ours and Kubewarden's are compared over rounds run in the same minutes) and the policies through policy-server over HTTP with
 ## `hey` (bench/kubewarden/policy_server_bench.py), and what guest work costs there (bench/kubewarden/host_cost.py),
-## each in its own section. Kubewarden's own policies beside
+## and how far a pool ends above its threshold when 16 admissions race for its last 8 GPUs, with and without
+## pools[].headroom (bench/kubewarden/overshoot_bench.py), each in its own section. Kubewarden's own policies beside
 ## ours (no Kubewarden code is kept here; in guest-work, kwctl_bench and policy_server_bench alike):
 ## KUBEWARDEN_LABELS_POLICY=<module> adds labels-policy next to the labels
 ## policy, KUBEWARDEN_MUTATING_POLICY=<module> capabilities-psp next to routing; build both (labels-policy.wasm,
@@ -315,6 +316,7 @@ bench: annotate
 	  python3 bench/kubewarden/kwctl_bench.py --rounds 5 --out BENCHMARKS.md; \
 	  python3 bench/kubewarden/policy_server_bench.py --out BENCHMARKS.md; \
 	  python3 bench/kubewarden/host_cost.py --out BENCHMARKS.md; \
+	  python3 bench/kubewarden/overshoot_bench.py --rounds 5 --out BENCHMARKS.md; \
 	else echo "bench: SKIPPED the real-host figures: no kwctl and policy-server (../shared/kubewarden/install.sh DIR)"; fi
 
 ## fuzz: every cargo-fuzz target in fuzz/ (fuzz/README.md), one at a time, FUZZ_SECONDS each

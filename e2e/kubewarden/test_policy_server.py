@@ -242,6 +242,22 @@ def gfd_nodes():
     return [{"apiVersion": "v1", "kind": "Node", **n} for n in json.loads(payload)["items"]]
 
 
+DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+
+
+def reserve_settings(open_now):
+    """The capacity gate keeping 16 GPUs of pool a100 for interactive work in window `peak` only,
+    a window computed when the test starts: open now (yesterday, today and tomorrow, all day,
+    UTC: it holds however long the test runs) or closed now (all day, three days from today:
+    no day within one of today)."""
+    today = time.gmtime().tm_wday
+    days = [DAYS[(today + d) % 7] for d in ((-1, 0, 1) if open_now else (3,))]
+    return {"poolLabelKey": POOL, "checkNamespaceQuotas": False,
+            "schedules": {"peak": {"timeZone": "UTC", "windows": [{"days": days, "from": "00:00", "to": "24:00"}]}},
+            "pools": [{"name": "a100", "nodeSelector": {"matchLabels": {POOL: "a100"}}, "thresholdPercent": 90,
+                       "reserveWindows": [{"window": "peak", "reserve": {"interactive": 16}}]}]}
+
+
 # --------------------------------------------------------------------------------------
 # Expected answers (the messages the policies' own e2e tests assert)
 # --------------------------------------------------------------------------------------
@@ -380,6 +396,13 @@ class PolicyServerE2E(hosts.HostTestCase):
                                                 settings=test_data(AUTOSCALER, "settings_scale_from_zero.yml"),
                                                 context_aware_resources=aware[AUTOSCALER],
                                                 host_capabilities=["kubernetes/*"]),
+            # Pool a100 keeps 16 GPUs for interactive work in a window open now, or closed now.
+            "capacity-reserve-peak": entry(cls.modules[CAPACITY], settings=reserve_settings(open_now=True),
+                                           context_aware_resources=aware[CAPACITY],
+                                           host_capabilities=["kubernetes/*"]),
+            "capacity-reserve-offpeak": entry(cls.modules[CAPACITY], settings=reserve_settings(open_now=False),
+                                              context_aware_resources=aware[CAPACITY],
+                                              host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -705,6 +728,21 @@ class PolicyServerE2E(hosts.HostTestCase):
         for name, allowed, message, capacity in cases:
             with self.subTest(name):
                 self.check("capacity", CAPACITY, name, allowed, message=message, audit={"capacity": capacity})
+
+    def test_capacity_reserve_by_window(self):
+        # Pool a100: 56 allocatable, 40 held by pods without a workload-type, 50 under 90%.
+        with self.subTest("peak: batch denied by the interactive reserve"):
+            self.check("capacity-reserve-peak", CAPACITY, "deployment_a100_4x2_batch.json", False, message=(
+                "pool a100: 16 nvidia.com/gpu are kept for workload types interactive (16 reserved in window "
+                "peak, 0 held by its pods); this workload (workload-type batch) may use 34 of the 50 under the "
+                "threshold, 40 are in use, room for 0 more, it asks for 8. Wait for capacity, lower replicas, or "
+                "target another pool."))
+        with self.subTest("peak: interactive accepted into its reserve"):
+            self.check("capacity-reserve-peak", CAPACITY, "deployment_a100_4x2_interactive.json", True,
+                       audit={"capacity": A100_FITS})
+        with self.subTest("off peak: batch accepted, nothing kept"):
+            self.check("capacity-reserve-offpeak", CAPACITY, "deployment_a100_4x2_batch.json", True,
+                       audit={"capacity": A100_FITS})
 
     def test_capacity_without_cluster_reads(self):
         with self.subTest("pod_owned_by_replicaset.json"):

@@ -1,44 +1,22 @@
 //! Property tests of `pools[].reserve` in the capacity gate's decision: a reserve never
 //! denies the type it reserves for more than the pool without it would (whatever other
-//! reserves the pool has), reserves never accept what the threshold denies, and the
-//! decision of any type stays monotonic in its demand. (Run natively; the unit tests also
-//! run in wasm.)
+//! reserves the pool has), reserves never accept what the threshold denies, the decision
+//! of any type stays monotonic in its demand, a `headroom` only ever denies more, and a
+//! window's reserves decide as the same reserves outside any window. The pool generators
+//! are `capacity_properties`' ([`pool_gen`]). (Run natively; the unit tests also run in
+//! wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
+use gpu_rules::capacity::PoolSnapshot;
 use gpu_rules::capacity::decision::{Inputs, decide_with};
-use gpu_rules::capacity::{Pool, PoolSnapshot};
 use gpu_rules::gpu::GpuCounts;
-use gpu_rules::pools::reserve::Amount;
-use gpu_rules::selector::LabelSelector;
+use gpu_rules::pools::reserve::{Amount, InForce};
 use proptest::prelude::*;
 
-const GPU: &str = "nvidia.com/gpu";
-const MIG: &str = "nvidia.com/mig-3g.40gb";
-const RESOURCES: [&str; 2] = [GPU, MIG];
+mod pool_gen;
+use pool_gen::{counts, demand, pool};
+
 const TYPES: [&str; 3] = ["interactive", "serving", "batch"];
-
-fn pool(threshold_percent: u32) -> Pool {
-    Pool {
-        name: "a100".into(),
-        node_selector: LabelSelector::from_labels([(
-            "gpu-admission/pool".to_string(),
-            "a100".to_string(),
-        )]),
-        threshold_percent,
-        ..Pool::default()
-    }
-}
-
-fn counts(max: u64) -> impl Strategy<Value = GpuCounts> {
-    prop::collection::vec(0..=max, RESOURCES.len()).prop_map(|ns| {
-        RESOURCES
-            .iter()
-            .zip(ns)
-            .filter(|(_, n)| *n > 0)
-            .map(|(r, n)| (r.to_string(), n))
-            .collect()
-    })
-}
 
 /// A pool's state: allocatable, GPUs held per workload type, and by unlabelled pods.
 fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
@@ -80,14 +58,6 @@ fn reserves() -> impl Strategy<Value = Vec<(String, Amount)>> {
     .prop_map(|m| m.into_iter().collect())
 }
 
-fn demand() -> impl Strategy<Value = GpuCounts> {
-    prop::collection::btree_map(
-        prop::sample::select(RESOURCES.to_vec()).prop_map(str::to_string),
-        1u64..64,
-        1..=2,
-    )
-}
-
 /// The workload's type: one of `TYPES`, or none.
 fn workload_type() -> impl Strategy<Value = Option<&'static str>> {
     prop_oneof![
@@ -101,6 +71,25 @@ fn allowed(
     d: &GpuCounts,
     threshold: u32,
     reserve: &[(String, Amount)],
+    workload_type: Option<&str>,
+) -> bool {
+    allowed_in(
+        s,
+        d,
+        threshold,
+        InForce {
+            reserve,
+            ..InForce::default()
+        },
+        workload_type,
+    )
+}
+
+fn allowed_in(
+    s: &PoolSnapshot,
+    d: &GpuCounts,
+    threshold: u32,
+    reserve: InForce,
     workload_type: Option<&str>,
 ) -> bool {
     let p = pool(threshold);
@@ -170,5 +159,32 @@ proptest! {
         if !allowed(&s, &d, threshold, &r, t) {
             prop_assert!(!allowed(&s, &more, threshold, &r, t));
         }
+    }
+
+    /// A headroom only ever denies more, for every type, with or without reserves; and the
+    /// pool without a headroom accepts what the pool with one accepts.
+    #[test]
+    fn a_headroom_never_accepts_what_the_pool_without_it_denies(
+        s in snapshot(), d in demand(), threshold in 1u32..=100,
+        r in reserves(), t in workload_type(), h in amount(),
+    ) {
+        let with = InForce { reserve: &r, window: None, headroom: Some(h) };
+        let without = InForce { reserve: &r, window: None, headroom: None };
+        if allowed_in(&s, &d, threshold, with, t) {
+            prop_assert!(allowed_in(&s, &d, threshold, without, t));
+        }
+    }
+
+    /// The window that set the reserves in force changes the words, never the decision.
+    #[test]
+    fn a_window_reserve_decides_as_the_same_reserve_without_a_window(
+        s in snapshot(), d in demand(), threshold in 1u32..=100,
+        r in reserves(), t in workload_type(),
+    ) {
+        let in_window = InForce { reserve: &r, window: Some("peak"), headroom: None };
+        prop_assert_eq!(
+            allowed_in(&s, &d, threshold, in_window, t),
+            allowed(&s, &d, threshold, &r, t)
+        );
     }
 }

@@ -9,10 +9,12 @@
 //! `clusterAutoscaler`). The pools are checked as the gate checks them
 //! ([`crate::pools::PoolSet::check`]), but for what refers to the gate's own settings:
 //! `thresholds[].window` (the gate's `schedules`) and `priorityClasses` against `usage`
-//! (the gate's default) are checked for their form only. `thresholdPercent`, `thresholds`,
-//! `usage`, `priorityClasses` and `alternatives` are not used here: an autoscaler's bound
-//! is what the pool can hold at all; the gate brakes at its threshold when the scale-up
-//! happens.
+//! (the gate's default) are checked for their form only, and so are `reserve`,
+//! `reserveWindows` and `headroom`. `thresholdPercent`, `thresholds`, `usage`,
+//! `priorityClasses`, `alternatives`, the reserves and the headroom are not used here: an
+//! autoscaler's bound is what the pool can hold at all; the gate brakes at its threshold
+//! (less what the reserves in force keep from the workload's type, and the headroom) when
+//! the scale-up happens.
 
 use crate::pools::{CheckedPool, PoolChecks, PoolForm, PoolSet};
 use crate::settings::{
@@ -134,6 +136,9 @@ impl ValidateSettings for Settings {
             default_usage: None,
             schedules: None,
         })?;
+        for (i, pool) in self.pools.iter().enumerate() {
+            crate::pools::reserve::check_form(&format!("pools[{i}]"), pool)?;
+        }
         for (i, m) in self.namespace_max_gpus.iter().enumerate() {
             let field = format!("namespaceMaxGpus[{i}]");
             if m.namespaces.0.is_empty() {
@@ -244,7 +249,9 @@ mod tests {
         let pools = json!([
             {"name": "a100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "a100"}},
              "maxAllocatable": {"nvidia.com/gpu": 64}, "alternatives": ["batch"],
-             "thresholds": [{"window": "peak", "thresholdPercent": 80}]},
+             "thresholds": [{"window": "peak", "thresholdPercent": 80}],
+             "reserve": {"interactive": 8}, "headroom": "5%",
+             "reserveWindows": [{"window": "peak", "reserve": {"interactive": "25%"}}]},
             {"name": "h100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "h100"}},
              "karpenterNodePool": "h100-spot"},
             {"name": "batch", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "batch"}},
@@ -268,6 +275,13 @@ mod tests {
             ("/0/alternatives", json!(["spot"])),
             ("/0/thresholds/0/thresholdPercent", json!(0)),
             ("/1/karpenterNodePool", json!("H100 Spot")),
+            ("/0/reserve/interactive", json!("lots")),
+            ("/0/reserve", json!({"inter active": 4})),
+            ("/0/headroom", json!(0)),
+            (
+                "/0/reserveWindows/0/reserve",
+                json!({"interactive": "60%", "serving": "50%"}),
+            ),
         ] {
             let wrong = with(pools.clone(), pointer, value);
             let gate_error = gate(&wrong).validate().unwrap_err().to_string();

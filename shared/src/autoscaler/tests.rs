@@ -191,6 +191,26 @@ fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
     );
 }
 
+/// The gate's reserves and headroom on the pool change nothing here: 32 x 2 fit the pool's
+/// 64 GPUs although other types than interactive may use only 64 - 16 - 8 of them.
+#[test]
+fn reserves_and_headroom_do_not_bound_max_replicas() {
+    let mut pools = settings_json()["pools"].clone();
+    pools[0]["reserve"] = json!({"interactive": 16});
+    pools[0]["headroom"] = json!(8);
+    let s = with(settings_json(), "pools", pools);
+    crate::settings::ValidateSettings::validate(&s).unwrap();
+    let script = || {
+        Script::new(vec![
+            (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+            (a100_nodes(), Ok(nodes(&[8; 8]))),
+        ])
+    };
+    assert!(run(&create(hpa(32, external())), &s, &script()).allowed);
+    let v = run(&create(hpa(40, external())), &s, &script());
+    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+}
+
 #[test]
 fn a_declared_capacity_needs_no_node_list() {
     let script = Script::new(vec![(

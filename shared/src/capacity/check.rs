@@ -9,7 +9,7 @@ use crate::pools::checked::{forms_with_thresholds, named_schedules};
 use crate::pools::{CheckedPool, PoolChecks, PoolForm};
 use crate::settings::{
     Action, FieldError, UnreadableCluster, ValidateSettings, validate_label_key,
-    validate_label_value, validate_object_name,
+    validate_object_name,
 };
 
 /// The gate's settings in the form its rules take: the settings as written (through
@@ -81,7 +81,7 @@ impl ValidateSettings for Settings {
             default_usage: Some(self.usage),
             schedules: Some(&schedules),
         })?;
-        validate_reserves(self)?;
+        super::reserve::validate(self, &schedules)?;
         super::queue::validate(self)?;
         let warn_or_deny = [Action::Warn, Action::Deny];
         self.fragmentation
@@ -137,45 +137,4 @@ impl ValidateSettings for Settings {
         }
         super::teams::validate_settings(self)
     }
-}
-
-/// `pools[].reserve`: each type a label value, each amount a count or a percent, the
-/// percents of a pool at most 100 together, and the pool's usage counted from its Pods
-/// (ResourceQuotas do not say which workload type holds what).
-fn validate_reserves(settings: &Settings) -> Result<(), FieldError> {
-    use crate::pools::reserve::Amount;
-    for (i, pool) in settings.pools.iter().enumerate() {
-        if pool.reserve.is_empty() {
-            continue;
-        }
-        let field = format!("pools[{i}].reserve");
-        if settings.usage_of(pool) != super::settings::Usage::Pods {
-            return Err(FieldError::new(
-                field,
-                "a reserve counts what each workload type holds from the pool's Pods; set the pool's usage to pods (ResourceQuotas do not say which workload type holds what)",
-            ));
-        }
-        let mut percents = 0u32;
-        for (workload_type, amount) in &pool.reserve {
-            let at = format!("{field}.{workload_type}");
-            if workload_type.is_empty() {
-                return Err(FieldError::new(
-                    at,
-                    "name a workload type (a value of the workload-type label), e.g. interactive",
-                ));
-            }
-            validate_label_value(&at, workload_type)?;
-            match amount.read().map_err(|e| FieldError::new(&at, e))? {
-                Amount::Percent(p) => percents += p,
-                Amount::Gpus(_) => {}
-            }
-        }
-        if percents > 100 {
-            return Err(FieldError::new(
-                field,
-                format!("the percents reserved add up to {percents}%, more than the pool"),
-            ));
-        }
-    }
-    Ok(())
 }

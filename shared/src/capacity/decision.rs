@@ -11,7 +11,7 @@ use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
 use crate::pools::Ceiling;
 use crate::pools::ceiling::most;
-use crate::pools::reserve::Amount;
+use crate::pools::reserve::InForce;
 use crate::settings::Action;
 use std::fmt;
 
@@ -199,8 +199,8 @@ pub struct Inputs<'a> {
     /// One pod of each template charged to the pool (the per-node checks).
     pub shapes: &'a [PodShape],
     pub fragmentation: Action,
-    /// The pool's reserves: (workload type, amount).
-    pub reserve: &'a [(String, Amount)],
+    /// The pool's reserves in force and its headroom.
+    pub reserve: InForce<'a>,
     /// The workload's type (`None`: no label, or templates of different types).
     pub workload_type: Option<&'a str>,
 }
@@ -213,7 +213,7 @@ impl Inputs<'_> {
             window: None,
             shapes: &[],
             fragmentation: Action::Warn,
-            reserve: &[],
+            reserve: InForce::default(),
             workload_type: None,
         }
     }

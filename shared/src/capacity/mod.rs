@@ -363,7 +363,7 @@ impl PoolJob<'_> {
             window: window.map(str::to_string),
             shapes: self.shapes,
             fragmentation: self.settings.fragmentation,
-            reserve: pool.reserve(),
+            reserve: pool.reserve_at(self.now),
             workload_type: self.workload_type,
         };
         Ok(decide_with(&snapshot, self.demand, &pool, &inputs))

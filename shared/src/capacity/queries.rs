@@ -78,7 +78,7 @@ fn masks(list: &[&str]) -> Option<BTreeSet<String>> {
 /// `workload-type` label when the pool has reserves.
 pub fn pod_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
     let mut field_masks = masks(POD_FIELD_MASKS);
-    if !pool.reserve.is_empty()
+    if pool.has_reserves()
         && let Some(m) = field_masks.as_mut()
     {
         m.insert(format!(

@@ -70,7 +70,7 @@ pub fn read_pool(
                 .map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
-            if !pool.reserve().is_empty() {
+            if pool.has_reserves() {
                 // The same list, read again per workload type (pools with reserves only).
                 let by_type = parse_pods_by_label(&pods_bytes, names, WORKLOAD_TYPE_LABEL)
                     .map_err(|e| unreadable(&pods_request, &e))?;

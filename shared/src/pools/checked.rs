@@ -6,7 +6,7 @@
 
 use super::ceiling::{Ceiling, settings_ceiling};
 use super::pool::Pool;
-use super::reserve::Amount;
+use super::reserve::{Amount, InForce};
 use crate::clock::UnixSeconds;
 use crate::gpu::GpuCounts;
 use crate::schedule::{self, Schedules};
@@ -29,6 +29,24 @@ pub struct PoolForm {
     /// `reserve` read: (workload type, amount); entries that do not read are left out
     /// (the gate's settings check refuses them).
     reserve: Vec<(String, Amount)>,
+    /// `reserveWindows` whose window names a schedule.
+    reserve_windows: Vec<ReserveWindow>,
+    /// `headroom` read (`None`: none, or it does not read).
+    headroom: Option<Amount>,
+}
+
+/// A `reserveWindows` entry read: (window, its schedule read, the reserve read).
+type ReserveWindow = (String, schedule::Checked, Reserve);
+
+/// A set of reserves read: (workload type, amount).
+type Reserve = Vec<(String, Amount)>;
+
+/// A map of reserves read: (workload type, amount), entries that do not read left out.
+fn read_reserve(reserve: &BTreeMap<String, super::reserve::ReserveText>) -> Vec<(String, Amount)> {
+    reserve
+        .iter()
+        .filter_map(|(t, a)| Some((t.clone(), a.read().ok()?)))
+        .collect()
 }
 
 impl PoolForm {
@@ -39,11 +57,9 @@ impl PoolForm {
             ceiling: settings_ceiling(pool),
             selector_query: pool.node_selector.to_query(),
             thresholds: Vec::new(),
-            reserve: pool
-                .reserve
-                .iter()
-                .filter_map(|(t, a)| Some((t.clone(), a.read().ok()?)))
-                .collect(),
+            reserve: read_reserve(&pool.reserve),
+            reserve_windows: Vec::new(),
+            headroom: pool.headroom().and_then(|h| h.read().ok()),
         }
     }
 
@@ -58,27 +74,40 @@ impl PoolForm {
             .enumerate()
             .filter_map(|(i, t)| schedules.get(&t.window).map(|s| (i, s.clone())))
             .collect();
+        let reserve_windows = pool
+            .reserve_windows
+            .iter()
+            .filter_map(|w| {
+                let schedule = schedules.get(&w.window)?.clone();
+                Some((w.window.clone(), schedule, read_reserve(&w.reserve)))
+            })
+            .collect();
         PoolForm {
             thresholds,
+            reserve_windows,
             ..PoolForm::new(pool)
         }
     }
 }
 
-/// The schedules `pools`' thresholds name, read (a name no schedule has is left out: its
+/// The schedules `pools`' thresholds and reserve windows name, read (a name no schedule has is left out: its
 /// window never holds). The error names the schedule's field (`schedules.peak.timeZone`).
 pub fn named_schedules(
     pools: &[Pool],
     schedules: &Schedules,
 ) -> Result<BTreeMap<String, schedule::Checked>, FieldError> {
     let mut read = BTreeMap::new();
-    for t in pools.iter().flat_map(|p| &p.thresholds) {
-        if read.contains_key(&t.window) {
+    let windows = pools.iter().flat_map(|p| {
+        let thresholds = p.thresholds.iter().map(|t| &t.window);
+        thresholds.chain(p.reserve_windows.iter().map(|w| &w.window))
+    });
+    for window in windows {
+        if read.contains_key(window) {
             continue;
         }
-        if let Some(s) = schedules.get(&t.window) {
-            let checked = s.check(&format!("schedules.{}", t.window))?;
-            read.insert(t.window.clone(), checked);
+        if let Some(s) = schedules.get(window) {
+            let checked = s.check(&format!("schedules.{window}"))?;
+            read.insert(window.clone(), checked);
         }
     }
     Ok(read)
@@ -147,9 +176,21 @@ impl<'a> CheckedPool<'a> {
             .unwrap_or((self.pool.threshold_percent, None))
     }
 
-    /// `reserve` read: (workload type, amount), by type.
-    pub fn reserve(&self) -> &'a [(String, Amount)] {
-        &self.form.reserve
+    /// The reserves in force at `now`: those of the first of `reserveWindows` whose
+    /// window holds `now` (with its name), else `reserve`; and the headroom.
+    pub fn reserve_at(&self, now: UnixSeconds) -> InForce<'a> {
+        let (reserve, window) = self
+            .form
+            .reserve_windows
+            .iter()
+            .find(|(_, schedule, _)| schedule.contains(now))
+            .map(|(w, _, r)| (r.as_slice(), Some(w.as_str())))
+            .unwrap_or((self.form.reserve.as_slice(), None));
+        InForce {
+            reserve,
+            window,
+            headroom: self.form.headroom,
+        }
     }
 }
 

@@ -1,6 +1,6 @@
 //! What one pool is: its name (the value of the pool label), how its Nodes are found, its
 //! declared capacity or its ceiling, where its GPUs in use are counted, its thresholds,
-//! and the pools to suggest when it is full.
+//! the pools to suggest when it is full, its reserves and headroom.
 
 use crate::gpu::GpuCounts;
 use crate::selector::LabelSelector;
@@ -79,6 +79,15 @@ pub struct Pool {
     /// into a reserve its type does not fill (the capacity gate, `usage: pods`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reserve: BTreeMap<String, super::reserve::ReserveText>,
+    /// Reserves by time window: the first entry whose window holds "now" replaces `reserve`
+    /// (a reserve kept at peak only: `reserve` empty, one entry for the peak window).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reserve_windows: Vec<super::reserve::WindowReserve>,
+    /// GPUs (a count or a percent of each resource) kept free under the threshold for
+    /// everyone: admissions that race on the same snapshot of the pool eat into it before
+    /// they take the pool over its threshold (the capacity gate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<super::reserve::ReserveText>,
 }
 
 impl Default for Pool {
@@ -96,6 +105,8 @@ impl Default for Pool {
             cluster_autoscaler: None,
             alternatives: Vec::new(),
             reserve: BTreeMap::new(),
+            reserve_windows: Vec::new(),
+            headroom: None,
         }
     }
 }
@@ -164,6 +175,16 @@ impl Pool {
     /// not whole numbers count as 0 (the settings check refuses them).
     pub fn declared_capacity(&self) -> Option<GpuCounts> {
         self.capacity.as_ref().map(counts_of)
+    }
+
+    /// The headroom as written (an empty text, as forms send, is none).
+    pub fn headroom(&self) -> Option<&super::reserve::ReserveText> {
+        self.headroom.as_ref().filter(|h| !h.0.trim().is_empty())
+    }
+
+    /// True when the pool keeps GPUs for workload types, in any window.
+    pub fn has_reserves(&self) -> bool {
+        !self.reserve.is_empty() || self.reserve_windows.iter().any(|w| !w.reserve.is_empty())
     }
 }
 

@@ -1,8 +1,39 @@
 //! A pool's reserves: GPUs kept for named workload types (the value of the pods'
 //! `workload-type` label). Other types are denied once they would eat into a reserve the
-//! reserved type does not fill; the reserved type may use its own.
+//! reserved type does not fill; the reserved type may use its own. By schedule window
+//! ([`WindowReserve`]: reserves kept at peak only). The same amounts say a pool's
+//! `headroom`, kept free for no one.
 
+use crate::settings::{FieldError, validate_label_value};
 use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+
+/// A pool's reserves inside a time window.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct WindowReserve {
+    /// A name in `schedules`.
+    pub window: String,
+    /// Replaces the pool's `reserve` while the window holds "now": per workload type, a
+    /// count or a percent.
+    pub reserve: BTreeMap<String, ReserveText>,
+}
+
+/// The reserves in force for a pool: (workload type, amount), the schedule window that set
+/// them (`None`: `reserve`), and the pool's headroom.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InForce<'a> {
+    pub reserve: &'a [(String, Amount)],
+    pub window: Option<&'a str>,
+    pub headroom: Option<Amount>,
+}
+
+impl InForce<'_> {
+    /// True when nothing is kept (no reserve in force, no headroom).
+    pub fn is_empty(&self) -> bool {
+        self.reserve.is_empty() && self.headroom.is_none()
+    }
+}
 
 /// How much of a pool a reserve keeps, as written: a GPU count (`16`) or a percent of the
 /// pool's GPUs of each resource (`"25%"`).
@@ -64,6 +95,58 @@ impl std::fmt::Display for Amount {
             Amount::Percent(p) => write!(f, "{p}%"),
         }
     }
+}
+
+/// One set of reserves (`field`: where it is): types that are label values, amounts that
+/// read, percents at most 100 together.
+pub fn check_amounts(
+    field: &str,
+    reserve: &BTreeMap<String, ReserveText>,
+) -> Result<(), FieldError> {
+    let mut percents = 0u32;
+    for (workload_type, amount) in reserve {
+        let at = format!("{field}.{workload_type}");
+        if workload_type.is_empty() {
+            return Err(FieldError::new(
+                at,
+                "name a workload type (a value of the workload-type label), e.g. interactive",
+            ));
+        }
+        validate_label_value(&at, workload_type)?;
+        match amount.read().map_err(|e| FieldError::new(&at, e))? {
+            Amount::Percent(p) => percents += p,
+            Amount::Gpus(_) => {}
+        }
+    }
+    if percents > 100 {
+        return Err(FieldError::new(
+            field,
+            format!("the percents reserved add up to {percents}%, more than the pool"),
+        ));
+    }
+    Ok(())
+}
+
+/// The form of a pool's `reserve`, `reserveWindows` and `headroom` (`field`: the pool's
+/// field, `pools[i]`): amounts that read, types that are label values, windows named. Which
+/// schedules exist and where GPUs in use are counted are the capacity gate's to check.
+pub fn check_form(field: &str, pool: &super::Pool) -> Result<(), FieldError> {
+    if let Some(headroom) = pool.headroom() {
+        let at = format!("{field}.headroom");
+        headroom.read().map_err(|e| FieldError::new(&at, e))?;
+    }
+    check_amounts(&format!("{field}.reserve"), &pool.reserve)?;
+    for (k, w) in pool.reserve_windows.iter().enumerate() {
+        let at = format!("{field}.reserveWindows[{k}]");
+        if w.window.trim().is_empty() {
+            return Err(FieldError::new(
+                format!("{at}.window"),
+                "must name a schedule of the capacity gate",
+            ));
+        }
+        check_amounts(&format!("{at}.reserve"), &w.reserve)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

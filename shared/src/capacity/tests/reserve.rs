@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
+use crate::pools::reserve::ReserveText;
 
 /// `settings()` with pool a100 keeping `reserve` (merged into its JSON).
 fn with_reserve(reserve: Value) -> Settings {
@@ -161,6 +162,186 @@ fn a_reserve_needs_usage_from_pods() {
         err.starts_with(
             "pools[0].reserve: a reserve counts what each workload type holds from the pool's Pods"
         ),
+        "{err}"
+    );
+}
+
+// -- reserves by schedule window, headroom, exceptions -----------------------------------
+
+/// `settings()` with schedule `peak` (Mon-Fri 08:00-20:00 Berlin) and pool a100 keeping
+/// 16 GPUs for interactive work in that window only.
+fn peak_reserve() -> Settings {
+    let mut v = serde_json::to_value(settings()).unwrap();
+    v["schedules"] = json!({
+        "peak": {"timeZone": "Europe/Berlin", "windows": [{"days": ["Mon", "Tue", "Wed", "Thu", "Fri"], "from": "08:00", "to": "20:00"}]}
+    });
+    v["pools"][0]["reserveWindows"] = json!([{"window": "peak", "reserve": {"interactive": 16}}]);
+    let s: Settings = serde_json::from_value(v).unwrap();
+    s.validate().unwrap();
+    s
+}
+
+/// Tuesday 2026-12-01 at `hh:00` UTC (Berlin is UTC+1 in December).
+fn tuesday(hh: i64) -> crate::clock::FixedClock {
+    crate::clock::FixedClock(1_796_083_200 + hh * 3600)
+}
+
+fn run_at(req: &AdmissionRequest, s: &Settings, at: &crate::clock::FixedClock) -> Verdict {
+    // Prepared as a host prepares settings that checked (exceptions end relative to `at`).
+    let checked = CapacityGate::prepare(Box::new(s.clone())).unwrap();
+    let cluster = cluster(s);
+    let v = CapacityGate::evaluate_at(req, &checked, &cluster, at);
+    assert!(cluster.done(), "host calls left unmade");
+    v
+}
+
+#[rstest]
+#[case::at_peak(9, false)]
+#[case::before_peak(6, true)]
+#[case::evening(19, true)]
+fn a_window_reserve_keeps_gpus_at_peak_only(#[case] hh: i64, #[case] allowed: bool) {
+    let s = peak_reserve();
+    let batch = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(hh));
+    assert_eq!(batch.allowed, allowed, "{batch:?}");
+    if !allowed {
+        assert_eq!(
+            batch.message.as_deref(),
+            Some(
+                "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved in window peak, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
+            )
+        );
+    } else {
+        assert!(
+            !batch.audit_annotations["capacity"].contains("reserve"),
+            "{batch:?}"
+        );
+    }
+    // Interactive work goes into the reserve, at peak or not.
+    assert!(run_at(&typed_deployment(4, "2", "interactive"), &s, &tuesday(hh)).allowed);
+}
+
+#[test]
+fn the_first_window_that_holds_replaces_the_pools_reserve() {
+    let mut s = peak_reserve();
+    // Outside peak the pool's own reserve keeps 4 for serving; at peak the window's only.
+    s.pools[0].reserve = serde_json::from_value(json!({"serving": 4})).unwrap();
+    let off_peak = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(6));
+    assert!(
+        off_peak.audit_annotations["capacity"]
+            .contains("reserve nvidia.com/gpu: 4 kept for serving (4 reserved, 0 held by its pods) from workload-type batch, fits"),
+        "{off_peak:?}"
+    );
+    let peak = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(9));
+    assert!(!peak.allowed);
+    assert!(!peak.message.unwrap().contains("serving"));
+}
+
+#[test]
+fn a_headroom_keeps_gpus_free_for_everyone() {
+    // 40 of 64 in use, limit 57; a headroom of 10 leaves 47: 8 more would be 48.
+    let mut s = settings();
+    s.pools[0].headroom = Some(ReserveText("10".into()));
+    s.validate().unwrap();
+    let v = run(&typed_deployment(4, "2", "interactive"), &s, &cluster(&s));
+    assert!(!v.allowed, "{v:?}");
+    assert_eq!(
+        v.message.as_deref(),
+        Some(
+            "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
+        )
+    );
+    assert!(
+        v.audit_annotations["capacity"].ends_with(
+            "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over"
+        ),
+        "{}",
+        v.audit_annotations["capacity"]
+    );
+    assert!(run(&typed_deployment(3, "2", "interactive"), &s, &cluster(&s)).allowed);
+}
+
+#[test]
+fn a_headroom_adds_to_the_reserves_kept_from_other_types() {
+    // 5% of 64 = 3 of headroom, 12 kept for interactive: batch may use 57 - 15 = 42.
+    let mut s = with_reserve(json!({"interactive": 16}));
+    s.pools[0].headroom = Some(ReserveText("5%".into()));
+    s.validate().unwrap();
+    let v = run(&typed_deployment(2, "2", "batch"), &s, &cluster(&s));
+    assert!(!v.allowed, "{v:?}");
+    assert!(
+        v.message.as_deref().unwrap().starts_with(
+            "pool a100: 15 nvidia.com/gpu are kept: 3 free as headroom against admissions that race on the same snapshot of the pool, 12 for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 42 of the 57"
+        ),
+        "{v:?}"
+    );
+    assert!(v.audit_annotations["capacity"].ends_with("reserve nvidia.com/gpu: 15 kept (3 as headroom) for interactive (16 reserved, 4 held by its pods) from workload-type batch, over"));
+    assert!(run(&typed_deployment(1, "2", "batch"), &s, &cluster(&s)).allowed);
+}
+
+#[test]
+fn an_exception_for_the_capacity_rule_excuses_a_reserve_denial() {
+    let mut v = serde_json::to_value(with_reserve(json!({"interactive": 16}))).unwrap();
+    v["exceptions"] = json!([{"name": "quarter-end", "namespaces": ["ml-batch"], "rules": ["capacity"],
+        "owner": "ops@example.com", "reason": "quarter-end reports", "expires": "2099-01-31"}]);
+    v["maxExceptionDays"] = json!(366);
+    let s: Settings = serde_json::from_value(v).unwrap();
+    let mut req = typed_deployment(4, "2", "batch");
+    req.namespace = "ml-batch".into();
+    let at = crate::clock::FixedClock(4_073_500_800 - 100 * 86_400); // 100 days before
+    let verdict = run_at(&req, &s, &at);
+    assert!(verdict.allowed, "{verdict:?}");
+    assert!(
+        verdict.audit_annotations[crate::exceptions::AUDIT_EXCUSED]
+            .contains("kept for workload types interactive"),
+        "{verdict:?}"
+    );
+    // Another namespace is still denied.
+    assert!(!run_at(&typed_deployment(4, "2", "batch"), &s, &at).allowed);
+}
+
+#[rstest]
+#[case::no_schedule(json!([{"window": "night", "reserve": {"interactive": 4}}]), "pools[0].reserveWindows[0].window: 'night' names no schedule")]
+#[case::twice(json!([{"window": "peak", "reserve": {"interactive": 4}}, {"window": "peak", "reserve": {"serving": 4}}]), "pools[0].reserveWindows[1].window: 'peak' is listed twice")]
+#[case::bad_amount(json!([{"window": "peak", "reserve": {"interactive": "1.5"}}]), "pools[0].reserveWindows[0].reserve.interactive: '1.5' must be a whole number")]
+fn a_wrong_reserve_window_names_its_field(#[case] windows: Value, #[case] message: &str) {
+    let mut s = peak_reserve();
+    s.pools[0].reserve_windows = serde_json::from_value(windows).unwrap();
+    let err = s.validate().unwrap_err().to_string();
+    assert!(err.starts_with(message), "{err}");
+}
+
+#[test]
+fn a_wrong_headroom_names_its_field() {
+    let mut s = settings();
+    s.pools[1].headroom = Some(ReserveText("0".into()));
+    let err = s.validate().unwrap_err().to_string();
+    assert!(
+        err.starts_with("pools[1].headroom: '0' must be a whole number of GPUs above 0"),
+        "{err}"
+    );
+    // An empty headroom, as forms send, is none.
+    s.pools[1].headroom = Some(ReserveText(String::new()));
+    s.validate().unwrap();
+    assert!(s.pools[1].headroom().is_none());
+}
+
+#[test]
+fn a_window_reserve_needs_usage_from_pods_and_lists_the_workload_type() {
+    let mut s = peak_reserve();
+    let ClusterRequest::ListAll(list) = pod_query("gpu-admission/pool", &s.pools[0]) else {
+        panic!("a list of every namespace");
+    };
+    assert!(
+        list.field_masks
+            .unwrap()
+            .contains("metadata.labels.workload-type")
+    );
+    s.pools[0].usage = Some(Usage::Quotas);
+    s.pools[0].priority_classes = vec!["a100-high".into()];
+    s.pools[0].capacity = Some(serde_json::from_value(json!({"nvidia.com/gpu": 64})).unwrap());
+    let err = s.validate().unwrap_err().to_string();
+    assert!(
+        err.starts_with("pools[0].reserveWindows: a reserve counts"),
         "{err}"
     );
 }
