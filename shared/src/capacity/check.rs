@@ -82,6 +82,7 @@ impl ValidateSettings for Settings {
             schedules: Some(&schedules),
         })?;
         validate_reserves(self)?;
+        super::brake::validate_settings(self)?;
         super::queue::validate(self)?;
         let warn_or_deny = [Action::Warn, Action::Deny];
         self.fragmentation

@@ -79,6 +79,10 @@ pub struct Pool {
     /// into a reserve its type does not fill (the capacity gate, `usage: pods`).
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub reserve: BTreeMap<String, super::reserve::ReserveText>,
+    /// Deny new work while the pool has held `thresholdPercent` of its GPUs for the whole
+    /// of the last `for` (the capacity gate, `usage: pods`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sustained: Option<super::sustained::Sustained>,
 }
 
 impl Default for Pool {
@@ -96,6 +100,7 @@ impl Default for Pool {
             cluster_autoscaler: None,
             alternatives: Vec::new(),
             reserve: BTreeMap::new(),
+            sustained: None,
         }
     }
 }
