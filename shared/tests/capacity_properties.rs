@@ -11,7 +11,7 @@
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::capacity::decision::decide;
-use gpu_rules::capacity::{CapacitySource, Pool, PoolSnapshot, Settings, UsageSource};
+use gpu_rules::capacity::{CapacitySource, PoolSnapshot, Settings, UsageSource};
 use gpu_rules::policies::CapacityGate;
 use gpu_rules::policy::Policy;
 
@@ -27,38 +27,11 @@ fn evaluate(
 }
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
-use gpu_rules::selector::LabelSelector;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
-const GPU: &str = "nvidia.com/gpu";
-const MIG: &str = "nvidia.com/mig-3g.40gb";
-const AMD: &str = "amd.com/gpu";
-const RESOURCES: [&str; 3] = [GPU, MIG, AMD];
-const POOL_KEY: &str = "gpu-admission/pool";
-
-fn pool(threshold_percent: u32) -> Pool {
-    Pool {
-        name: "a100".into(),
-        node_selector: LabelSelector::from_labels([(POOL_KEY.to_string(), "a100".to_string())]),
-        threshold_percent,
-        ..Pool::default()
-    }
-}
-
-/// Per resource: 0 (absent) or a count, so pools that offer nothing of a resource appear.
-fn counts(max: u64) -> impl Strategy<Value = GpuCounts> {
-    prop::collection::vec(prop_oneof![1 => Just(0u64), 4 => 0..=max], RESOURCES.len()).prop_map(
-        |ns| {
-            RESOURCES
-                .iter()
-                .zip(ns)
-                .filter(|(_, n)| *n > 0)
-                .map(|(r, n)| (r.to_string(), n))
-                .collect()
-        },
-    )
-}
+mod capacity_gen;
+use capacity_gen::*;
 
 fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
     (counts(256), counts(300), 0u64..40).prop_map(|(allocatable, used, pods)| PoolSnapshot {
@@ -69,15 +42,6 @@ fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
         used,
         ..PoolSnapshot::default()
     })
-}
-
-/// A demand of 1 to 3 resources, each at least 1.
-fn demand() -> impl Strategy<Value = GpuCounts> {
-    prop::collection::btree_map(
-        prop::sample::select(RESOURCES.to_vec()).prop_map(str::to_string),
-        1u64..64,
-        1..=3,
-    )
 }
 
 fn allowed(s: &PoolSnapshot, d: &GpuCounts, threshold: u32) -> bool {

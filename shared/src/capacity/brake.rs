@@ -22,7 +22,6 @@ use crate::clock::{UnixSeconds, duration_text, rfc3339};
 use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::exceptions::{Exceptions, Lookup};
 use crate::gpu::GpuCounts;
-use crate::settings::FieldError;
 use crate::workload::{At, Workload};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -252,44 +251,6 @@ pub fn team_of(
         .and_then(|l| l.get(&settings.team_label_key))
         .and_then(Value::as_str)
         .map(str::to_string))
-}
-
-/// `burstBrakes` and `pools[].sustained`: each brake's count and window, the team brake's
-/// `teamLabelKey`, and pools whose pods the rules read (`usage: pods`).
-pub fn validate_settings(settings: &Settings) -> Result<(), FieldError> {
-    let usage_pods = |i: usize, field: &str| {
-        let pool = &settings.pools[i];
-        if settings.usage_of(pool) == super::settings::Usage::Pods {
-            return Ok(());
-        }
-        Err(FieldError::new(
-            field,
-            format!(
-                "pools[{i}] ({}) counts its GPUs in use from ResourceQuotas (usage: quotas), which do not say when pods were created; this rule reads the pool's Pods: set the pool's usage to pods",
-                pool.name
-            ),
-        ))
-    };
-    if let Some(brakes) = settings.burst_brakes.as_ref().filter(|b| b.any()) {
-        brakes.validate()?;
-        if brakes.team().is_some() && settings.team_label_key.is_empty() {
-            return Err(FieldError::new(
-                "burstBrakes.perTeam",
-                "a team brake finds the team of a namespace by its label teamLabelKey; set teamLabelKey",
-            ));
-        }
-        for i in 0..settings.pools.len() {
-            usage_pods(i, "burstBrakes")?;
-        }
-    }
-    for (i, pool) in settings.pools.iter().enumerate() {
-        if let Some(s) = pool.sustained.as_ref().filter(|s| s.is_set()) {
-            let field = format!("pools[{i}].sustained");
-            s.validate(&field)?;
-            usage_pods(i, &field)?;
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

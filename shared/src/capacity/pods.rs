@@ -103,7 +103,7 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
 
 /// The raw `spec` members a pod's GPUs depend on: `containers`, `initContainers`,
 /// `ephemeralContainers`, `resources`.
-pub(super) type SpecParts<'a> = [Option<&'a str>; 4];
+pub(crate) type SpecParts<'a> = [Option<&'a str>; 4];
 
 /// What [`count_pods_labelled`] reads of a pod: its [`SpecParts`], `spec.nodeName` and the
 /// counted label.
@@ -274,7 +274,7 @@ pub fn parse_pods_by_label(
 
 /// The effective GPU request of one masked pod spec, given by the raw values of its
 /// members `containers`, `initContainers`, `ephemeralContainers` and `resources`.
-pub(super) fn spec_gpus(
+pub(crate) fn spec_gpus(
     parts: &SpecParts,
     names: &GpuResources,
 ) -> Result<GpuCounts, serde_json::Error> {

@@ -9,6 +9,7 @@
 //! ```
 
 use crate::clock::parse_duration;
+use crate::pools::{Pool, Usage};
 use crate::settings::FieldError;
 use serde::{Deserialize, Serialize};
 
@@ -94,4 +95,46 @@ impl BurstBrakes {
         }
         Ok(())
     }
+}
+
+/// `burstBrakes` and `pools[].sustained`: each brake's count and window, the team brake's
+/// `teamLabelKey`, and the pools whose pods the rules read (`pools`: index, pool, where
+/// its GPUs in use come from), which must count them from Pods.
+pub fn validate<'a>(
+    brakes: Option<&BurstBrakes>,
+    team_label_key: &str,
+    pools: impl Iterator<Item = (usize, &'a Pool, Usage)>,
+) -> Result<(), FieldError> {
+    let brakes = brakes.filter(|b| b.any());
+    if let Some(b) = brakes {
+        b.validate()?;
+        if b.team().is_some() && team_label_key.is_empty() {
+            return Err(FieldError::new(
+                "burstBrakes.perTeam",
+                "a team brake finds the team of a namespace by its label teamLabelKey; set teamLabelKey",
+            ));
+        }
+    }
+    for (i, pool, usage) in pools {
+        let sustained = pool.sustained.as_ref().filter(|s| s.is_set());
+        let field = match (brakes, sustained) {
+            (_, Some(s)) => {
+                let field = format!("pools[{i}].sustained");
+                s.validate(&field)?;
+                field
+            }
+            (Some(_), None) => "burstBrakes".to_string(),
+            (None, None) => continue,
+        };
+        if usage != Usage::Pods {
+            return Err(FieldError::new(
+                field,
+                format!(
+                    "pools[{i}] ({}) counts its GPUs in use from ResourceQuotas (usage: quotas), which do not say when pods were created; this rule reads the pool's Pods: set the pool's usage to pods",
+                    pool.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
