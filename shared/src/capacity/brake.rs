@@ -67,8 +67,6 @@ pub struct BrakeCheck {
     pub limit: u64,
     /// The window, in seconds.
     pub per: i64,
-    /// `now - per`: pods created after it are counted.
-    pub since: UnixSeconds,
     /// When enough counted pods have left the window for the workload to fit; `None` when
     /// it fits, or when it alone asks for more than the brake allows.
     pub retry_at: Option<UnixSeconds>,
@@ -96,14 +94,13 @@ impl BrakeCheck {
             ),
         };
         format!(
-            "{} was admitted {} {} in the last {} ({} {} created since {}); with this workload's {} that is {}, over its burst brake of {} per {} ({}): {when}",
+            "{} was admitted {} {} in the last {} ({} {}); with this workload's {} that is {}, over its burst brake of {} per {} ({}): {when}",
             self.scope.text(),
             self.admitted,
             self.resource,
             duration_text(self.per),
             self.pods,
             if self.pods == 1 { "pod" } else { "pods" },
-            rfc3339(self.since),
             self.incoming,
             self.after(),
             self.limit,
@@ -165,7 +162,6 @@ pub fn check(
             incoming: *n,
             limit: brake.gpus,
             per,
-            since,
             retry_at: None,
         };
         if !check.fits() && *n <= brake.gpus {

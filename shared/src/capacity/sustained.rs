@@ -15,7 +15,7 @@
 
 use super::decision::ResourceCheck;
 use super::timeline::PodTimes;
-use crate::clock::{UnixSeconds, duration_text, rfc3339};
+use crate::clock::{UnixSeconds, duration_text};
 use crate::pools::sustained::Sustained;
 
 /// The rule name exceptions give to excuse it.
@@ -52,31 +52,29 @@ impl SustainedCheck {
 
     pub fn clause(&self) -> String {
         format!(
-            "at least {} of its {} {} ({}) have been held for the whole of the last {} (by pods created at or before {} and still there), at or above its sustained limit of {}% for {} (pools[].sustained); it takes new work once that load falls below {}%",
+            "at least {} of its {} {} ({}) have been held for the whole of the last {} (by pods created before then and still there), at or above its sustained limit of {}% for {} (pools[].sustained); it takes new work once that load falls below {}%",
             self.held,
             self.capacity,
             self.resource,
             self.percent(),
             duration_text(self.lasting),
-            rfc3339(self.since),
             self.threshold_percent,
             duration_text(self.lasting),
             self.threshold_percent
         )
     }
 
-    /// `a100: sustained nvidia.com/gpu held 40 of 64 (62.5%) since 2026-..., limit 95% for 2m, fits`.
+    /// `a100: sustained nvidia.com/gpu held 40 of 64 (62.5%) for 2m, limit 95%, fits`.
     pub fn audit(&self) -> String {
         format!(
-            "{}: sustained {} held {} of {} ({}) since {}, limit {}% for {}, {}",
+            "{}: sustained {} held {} of {} ({}) for {}, limit {}%, {}",
             self.pool,
             self.resource,
             self.held,
             self.capacity,
             self.percent(),
-            rfc3339(self.since),
-            self.threshold_percent,
             duration_text(self.lasting),
+            self.threshold_percent,
             if self.fits() { "fits" } else { "over" }
         )
     }
