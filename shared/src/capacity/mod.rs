@@ -213,7 +213,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
     let mut denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
-    denials.extend(pace.found.denials.drain(..));
+    denials.append(&mut pace.found.denials);
     notes.extend(pace.into_notes());
     let mut warnings: Vec<String> = decisions.iter().filter_map(Decision::warning).collect();
     // Namespace quotas and team budgets, reported with the pools' denials.
