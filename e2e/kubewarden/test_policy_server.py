@@ -231,7 +231,55 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
         objects.append({"apiVersion": "v1", "kind": "Namespace",
                         "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}})
     objects += gfd_nodes()
+    objects += brake_objects()
     return objects
+
+
+# The burst brakes' pool l40s (BRAKE_SETTINGS): pods created minutes before the snapshot is
+# written, so "recent" holds for the whole run (the window is an hour).
+STARTED = int(time.time())
+BRAKE_SETTINGS = {
+    "poolLabelKey": POOL,
+    "pools": [{"name": "l40s", "nodeSelector": {"matchLabels": {POOL: "l40s"}}, "thresholdPercent": 90}],
+    "burstBrakes": {"perNamespace": {"gpus": 16, "per": "1h"}, "perTeam": {"gpus": 24, "per": "1h"}},
+    "checkNamespaceQuotas": False,
+}
+# (name, namespace, GPUs, seconds before STARTED): brake-a and brake-b are team t1, brake-c team t2;
+# the pod of 3 hours ago is out of the window.
+BRAKE_PODS = [("brake-a-0", "brake-a", 8, 120), ("brake-a-1", "brake-a", 4, 60), ("brake-b-0", "brake-b", 8, 90),
+              ("brake-b-old", "brake-b", 8, 3 * 3600), ("brake-c-0", "brake-c", 8, 30)]
+BRAKE_TEAMS = {"brake-a": "t1", "brake-b": "t1", "brake-c": "t2"}
+
+
+def rfc3339(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def brake_objects():
+    """Pool l40s (8 nodes x 8 GPUs), its pods with creationTimestamps before STARTED and the team
+    label routing stamps, and the Namespaces with their team label."""
+    l40s = {POOL: "l40s", "nvidia.com/gpu.product": "NVIDIA-L40S"}
+    objects = [node(f"gpu-l40s-{i}", l40s, {GPU: "8"}) for i in range(8)]
+    for i, (name, namespace, gpus, ago) in enumerate(BRAKE_PODS):
+        p = pod(name, namespace, {POOL: "l40s", "gpu-admission/team": BRAKE_TEAMS[namespace]}, gpus, f"gpu-l40s-{i}")
+        p["metadata"]["creationTimestamp"] = rfc3339(STARTED - ago)
+        objects.append(p)
+    for namespace, team in BRAKE_TEAMS.items():
+        objects.append({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": namespace, "labels": {"gpu-admission/team": team}}})
+    return objects
+
+
+def brake_request(namespace):
+    """The capacity gate's deployment_a100_4x2.json (4 x 2 GPUs) in `namespace`, in pool l40s."""
+    req = request(CAPACITY, "deployment_a100_4x2.json")
+    req["uid"] = f"brake-{namespace}"
+    req["namespace"] = namespace
+    obj = req["object"]
+    obj["metadata"]["namespace"] = namespace
+    obj["spec"]["template"]["metadata"]["labels"][POOL] = "l40s"
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {POOL: "l40s"}
+    return req
 
 
 def gfd_nodes():
@@ -403,6 +451,9 @@ class PolicyServerE2E(hosts.HostTestCase):
             "capacity-reserve-offpeak": entry(cls.modules[CAPACITY], settings=reserve_settings(open_now=False),
                                               context_aware_resources=aware[CAPACITY],
                                               host_capabilities=["kubernetes/*"]),
+            # Burst brakes in pool l40s (BRAKE_SETTINGS): pods by creationTimestamp, the Namespace's team.
+            "capacity-brakes": entry(cls.modules[CAPACITY], settings=BRAKE_SETTINGS,
+                                     context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -818,6 +869,30 @@ class PolicyServerE2E(hosts.HostTestCase):
             self.fakeapi.write(cluster())
         accepted = self.wait_for_verdict("capacity-quotas", req, True, "the quota back at 24")
         self.assertEqual(accepted["auditAnnotations"]["capacity"], QUOTAS_FIT, accepted)
+
+    def test_capacity_burst_brakes(self):
+        # brake-a admitted 12 GPUs within the hour (8 of them 120 s before STARTED, which leave
+        # the window an hour after their creation): 12 + 8 is over its 16.
+        again = rfc3339(STARTED - 120 + 3600)
+        with self.subTest("a namespace over its brake"):
+            self.check("capacity-brakes", CAPACITY, "brake-a", False, req=brake_request("brake-a"), message=(
+                "pool l40s: namespace brake-a was admitted 12 nvidia.com/gpu in the last 1h (2 pods); with this "
+                "workload's 8 that is 20, over its burst brake of 16 per 1h (burstBrakes.perNamespace): it may try "
+                f"again at {again} (when enough of those pods have left the window, if nothing else is admitted "
+                "meanwhile); team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods); with this workload's 8 "
+                "that is 28, over its burst brake of 24 per 1h (burstBrakes.perTeam): it may try again at "
+                f"{again} (when enough of those pods have left the window, if nothing else is admitted meanwhile)."))
+        with self.subTest("its sibling namespace of the team: under its own brake, over the team's"):
+            # brake-b: 8 within the hour (its pod of 3 hours ago is out): 16 of 16 fits; team t1 does not.
+            response = self.check("capacity-brakes", CAPACITY, "brake-b", False, req=brake_request("brake-b"),
+                                  says=["pool l40s: team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods)"])
+            self.assertNotIn("namespace brake-b was admitted", response["status"]["message"])
+            self.assertIn("namespace brake-b nvidia.com/gpu admitted 8 + incoming 8 = 16 of 16 per 1h, fits",
+                          response["auditAnnotations"]["burst-brake"])
+        with self.subTest("a namespace of another team"):
+            self.check("capacity-brakes", CAPACITY, "brake-c", True, req=brake_request("brake-c"), audit={
+                "burst-brake": "l40s: namespace brake-c nvidia.com/gpu admitted 8 + incoming 8 = 16 of 16 per 1h, "
+                               "fits; l40s: team t2 nvidia.com/gpu admitted 8 + incoming 8 = 16 of 24 per 1h, fits"})
 
     def wait_for_verdict(self, policy_id, req, allowed, what):
         """Sends `req` until its verdict is `allowed` (bounded tries); the last response."""

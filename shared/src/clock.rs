@@ -111,6 +111,43 @@ pub fn parse_end(text: &str) -> Option<UnixSeconds> {
     Some(at - offset)
 }
 
+/// A duration as settings write it: one or more `<whole number><unit>` with unit `s`, `m`
+/// or `h` (`90s`, `10m`, `1h30m`), in seconds; `None` for anything else (and above a year).
+pub fn parse_duration(text: &str) -> Option<i64> {
+    let mut total: i64 = 0;
+    let mut number: Option<i64> = None;
+    for c in text.trim().chars() {
+        match c {
+            '0'..='9' => {
+                let digit = i64::from(c as u8 - b'0');
+                number = Some(number.unwrap_or(0).checked_mul(10)?.checked_add(digit)?);
+            }
+            's' | 'm' | 'h' => {
+                let unit = match c {
+                    's' => 1,
+                    'm' => 60,
+                    _ => 3600,
+                };
+                total = total.checked_add(number.take()?.checked_mul(unit)?)?;
+            }
+            _ => return None,
+        }
+    }
+    (number.is_none() && total <= 366 * 86_400 && !text.trim().is_empty()).then_some(total)
+}
+
+/// Seconds as a duration's text: `10m`, `1h30m`, `90s` -> `1m30s`, `0s`.
+pub fn duration_text(seconds: i64) -> String {
+    let (h, m, s) = (seconds / 3600, seconds % 3600 / 60, seconds % 60);
+    let mut out = String::new();
+    for (n, unit) in [(h, 'h'), (m, 'm'), (s, 's')] {
+        if n != 0 {
+            out.push_str(&format!("{n}{unit}"));
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +158,36 @@ mod tests {
         assert_eq!(FixedClock(5).now(), 5);
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339(1_796_083_200), "2026-12-01T00:00:00Z");
+    }
+
+    #[test]
+    fn durations_read_and_print() {
+        for (text, seconds) in [
+            ("10m", 600),
+            ("90s", 90),
+            ("1h30m", 5400),
+            (" 2m ", 120),
+            ("0s", 0),
+        ] {
+            assert_eq!(parse_duration(text), Some(seconds), "{text}");
+        }
+        for bad in [
+            "",
+            "10",
+            "m",
+            "10 m",
+            "1.5m",
+            "10d",
+            "-1m",
+            "9999999999999999999s",
+            "367h0m0s9000h",
+        ] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+        assert_eq!(duration_text(600), "10m");
+        assert_eq!(duration_text(5400), "1h30m");
+        assert_eq!(duration_text(90), "1m30s");
+        assert_eq!(duration_text(0), "0s");
     }
 
     #[test]

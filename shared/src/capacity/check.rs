@@ -82,6 +82,14 @@ impl ValidateSettings for Settings {
             schedules: Some(&schedules),
         })?;
         super::reserve::validate(self, &schedules)?;
+        super::settings::brakes::validate(
+            self.burst_brakes.as_ref(),
+            &self.team_label_key,
+            self.pools
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (i, p, self.usage_of(p))),
+        )?;
         super::queue::validate(self)?;
         let warn_or_deny = [Action::Warn, Action::Deny];
         self.fragmentation

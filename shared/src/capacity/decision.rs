@@ -42,6 +42,8 @@ pub struct PoolSnapshot {
     pub per_node_used: bool,
     /// GPUs the pool's pods hold per workload type (read when the pool has reserves).
     pub used_by_type: Vec<(String, GpuCounts)>,
+    /// When the pool's pods were created (read for burst brakes and sustained rules).
+    pub pod_times: Option<super::timeline::PodTimes>,
 }
 
 /// One schedulable node of a pool.

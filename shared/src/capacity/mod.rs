@@ -47,6 +47,11 @@ pub mod settings;
 pub mod state;
 pub mod teams;
 pub mod upgrade;
+// Burst brakes and sustained rules: when the pools' pods were created.
+pub mod brake;
+pub mod pace;
+pub mod sustained;
+pub mod timeline;
 
 pub use crate::pools::{Ceiling, CeilingSource};
 pub use check::Checked;
@@ -145,6 +150,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     };
 
     let mut decisions = Vec::new();
+    let mut pace = pace::Pace::new(cluster, settings, request, now);
     for (index, demand) in &per_pool {
         let Some(pool) = settings.pool(*index) else {
             continue;
@@ -167,8 +173,21 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             workload_type: demand::workload_type(types.get(index)),
             now,
         };
-        match job.decide(pool) {
-            Ok(decision) => decisions.push((decision, job)),
+        match job.read_and_decide(pool) {
+            Ok((decision, snapshot)) => {
+                if let Some(times) = &snapshot.pod_times
+                    && let Err(failure) = pace.judge(
+                        &pool.name,
+                        times,
+                        demand,
+                        &decision.checks,
+                        pool.sustained.as_ref(),
+                    )
+                {
+                    return host_failure(settings, &context, &failure, notes);
+                }
+                decisions.push((decision, job))
+            }
             Err(PoolError::Host(failure)) => {
                 return host_failure(settings, &context, &failure, notes);
             }
@@ -194,6 +213,8 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
     let mut denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
+    denials.append(&mut pace.found.denials);
+    notes.extend(pace.into_notes());
     let mut warnings: Vec<String> = decisions.iter().filter_map(Decision::warning).collect();
     // Namespace quotas and team budgets, reported with the pools' denials.
     match namespace_checks(request, settings, &names, cluster, &incoming) {
@@ -349,6 +370,11 @@ struct PoolJob<'a> {
 impl PoolJob<'_> {
     /// Reads `pool` and decides at the threshold in force now.
     fn decide(&self, pool: CheckedPool) -> Result<Decision, PoolError> {
+        self.read_and_decide(pool).map(|(decision, _)| decision)
+    }
+
+    /// [`PoolJob::decide`], with the pool's state read.
+    fn read_and_decide(&self, pool: CheckedPool) -> Result<(Decision, PoolSnapshot), PoolError> {
         let snapshot = state::read_pool(
             self.cluster,
             self.settings,
@@ -366,7 +392,8 @@ impl PoolJob<'_> {
             reserve: pool.reserve_at(self.now),
             workload_type: self.workload_type,
         };
-        Ok(decide_with(&snapshot, self.demand, &pool, &inputs))
+        let decision = decide_with(&snapshot, self.demand, &pool, &inputs);
+        Ok((decision, snapshot))
     }
 
     /// The sentence a denial of `pool` ends with: the first of its alternatives with room

@@ -103,7 +103,7 @@ fn count_pods<'a>(bytes: &'a [u8], names: &GpuResources) -> Result<PodCounts<'a>
 
 /// The raw `spec` members a pod's GPUs depend on: `containers`, `initContainers`,
 /// `ephemeralContainers`, `resources`.
-type SpecParts<'a> = [Option<&'a str>; 4];
+pub(crate) type SpecParts<'a> = [Option<&'a str>; 4];
 
 /// What [`count_pods_labelled`] reads of a pod: its [`SpecParts`], `spec.nodeName` and the
 /// counted label.
@@ -274,7 +274,10 @@ pub fn parse_pods_by_label(
 
 /// The effective GPU request of one masked pod spec, given by the raw values of its
 /// members `containers`, `initContainers`, `ephemeralContainers` and `resources`.
-fn spec_gpus(parts: &SpecParts, names: &GpuResources) -> Result<GpuCounts, serde_json::Error> {
+pub(crate) fn spec_gpus(
+    parts: &SpecParts,
+    names: &GpuResources,
+) -> Result<GpuCounts, serde_json::Error> {
     let [containers, init, ephemeral, resources] = *parts;
     let list = |raw: Option<&str>| {
         raw.map_or_else(|| Ok(Vec::new()), |r| read_raw(r, lean::Containers(names)))

@@ -7,6 +7,8 @@ use crate::settings::{Action, UnreadableCluster, policy_settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod brakes;
+
 pub use crate::pools::{DEFAULT_THRESHOLD_PERCENT, Pool, Usage};
 pub use crate::settings::DEFAULT_POOL_LABEL_KEY;
 
@@ -82,6 +84,10 @@ policy_settings! {
         /// replace the settings' for the same team.
         #[serde(skip_serializing_if = "Option::is_none")]
         pub team_budgets_config_map: Option<ConfigMapRef> = None,
+        /// At most so many GPUs newly admitted per namespace and per team within a window
+        /// ([`super::brake`]).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pub burst_brakes: Option<brakes::BurstBrakes> = None,
     }
 }
 
@@ -201,8 +207,10 @@ impl Settings {
     }
 }
 
-/// The rule names `exceptions[].rules` may give.
-pub const RULE_NAMES: [&str; 1] = ["capacity"];
+/// The rule names `exceptions[].rules` may give: `capacity` excuses every denial of the
+/// gate; `burstBrake` and `sustained` only those rules' ([`super::brake`],
+/// [`super::sustained`]).
+pub const RULE_NAMES: [&str; 3] = ["capacity", "burstBrake", "sustained"];
 
 crate::exceptions::impl_has_exceptions!(Settings);
 

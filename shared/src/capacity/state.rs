@@ -6,7 +6,7 @@
 use super::decision::{CapacitySource, NodeUse, PoolSnapshot, UsageSource};
 use super::pods::{parse_pods_by_label, parse_pods_on};
 use super::pool_quotas::{QuotaTarget, parse_quotas, quota_usage};
-use super::queries::{pod_query, quota_query};
+use super::queries::quota_query;
 use super::settings::{Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
@@ -63,7 +63,7 @@ pub fn read_pool(
     }
     match settings.usage_of(&pool) {
         Usage::Pods => {
-            let pods_request = pod_query(&settings.pool_label_key, &pool);
+            let pods_request = super::timeline::pod_query(settings, &pool);
             let pods_bytes = call(cluster, &pods_request)?;
             let nodes = per_node.unwrap_or_default();
             let (pods, used) = parse_pods_on(&pods_bytes, names, &nodes)
@@ -75,6 +75,13 @@ pub fn read_pool(
                 let by_type = parse_pods_by_label(&pods_bytes, names, WORKLOAD_TYPE_LABEL)
                     .map_err(|e| unreadable(&pods_request, &e))?;
                 snapshot.used_by_type = by_type.per_value;
+            }
+            if super::timeline::wanted(settings, &pool) {
+                // The same list, read again for when its pods were created.
+                snapshot.pod_times = Some(
+                    super::timeline::read(&pods_bytes, names, namespace)
+                        .map_err(|e| unreadable(&pods_request, &e))?,
+                );
             }
             if pool.capacity().is_none() {
                 snapshot.per_node = Some(

@@ -1,5 +1,6 @@
 //! `evaluate` end to end, with a scripted cluster that checks every host call.
 
+mod brake;
 mod growth;
 mod namespace_quotas;
 mod queue;

@@ -7,6 +7,7 @@
 //!   counted (`usage`, `priorityClasses`), its thresholds (by schedule window) and its
 //!   `alternatives`, its `reserve` per workload type.
 //! - [`reserve`]: GPUs a pool keeps for named workload types.
+//! - [`sustained`]: a pool's sustained rule (held above a percent for a while).
 //! - [`set`]: the pool set of a policy ([`PoolSet`]: `poolLabelKey` and `pools`): which
 //!   pools a pod template targets, and the checks of every pool ([`PoolChecks`] says what
 //!   the policy reads besides the pools: the gate's `usage` default and its schedules).
@@ -33,6 +34,7 @@ pub mod pool;
 pub mod read;
 pub mod reserve;
 pub mod set;
+pub mod sustained;
 
 pub use ceiling::{Ceiling, CeilingSource};
 pub use checked::{CheckedPool, PoolForm};

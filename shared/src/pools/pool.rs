@@ -88,6 +88,10 @@ pub struct Pool {
     /// they take the pool over its threshold (the capacity gate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headroom: Option<super::reserve::ReserveText>,
+    /// Deny new work while the pool has held `thresholdPercent` of its GPUs for the whole
+    /// of the last `for` (the capacity gate, `usage: pods`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sustained: Option<super::sustained::Sustained>,
 }
 
 impl Default for Pool {
@@ -107,6 +111,7 @@ impl Default for Pool {
             reserve: BTreeMap::new(),
             reserve_windows: Vec::new(),
             headroom: None,
+            sustained: None,
         }
     }
 }

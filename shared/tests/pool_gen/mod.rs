@@ -1,5 +1,5 @@
 //! The pool generators the capacity gate's property tests share (`capacity_properties`,
-//! `reserve_properties`): a pool at a threshold, GPU counts over three resources (a
+//! `reserve_properties`, `brake_properties`): a pool at a threshold, GPU counts over three resources (a
 //! resource absent now and then), and a demand of one to three resources.
 #![allow(dead_code)]
 

@@ -1,0 +1,189 @@
+//! When a pool's pods were created: what the burst brakes ([`super::brake`]) and the
+//! sustained rule ([`super::sustained`]) read from the pool's Pod list, the list the gate
+//! reads anyway (no other host call).
+//!
+//! A Pod's `metadata.creationTimestamp` is set by the API server when the pod is created
+//! (users cannot set it) and never changes; the list holds the pods that exist and have
+//! not finished. So the list tells, for each pod still there, since when it exists; it
+//! says nothing of pods that finished or were deleted.
+
+use super::pods::{SpecParts, spec_gpus};
+use super::settings::Settings;
+use crate::clock::{UnixSeconds, parse_end};
+use crate::cluster::ClusterRequest;
+use crate::gpu::{GpuCounts, GpuResources};
+use crate::lists::{ListError, for_each_item, json_string, raw_str};
+use crate::pools::Pool;
+use crate::settings::TEAM_POD_LABEL_KEY;
+use serde_json::value::RawValue;
+use std::collections::HashMap;
+
+/// One pod of the pool that holds GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PodTime {
+    /// `metadata.creationTimestamp`; `None` when absent or unreadable.
+    pub created: Option<UnixSeconds>,
+    /// True when the pod is in the request's namespace.
+    pub in_namespace: bool,
+    /// Its team label (index in [`PodTimes::teams`]).
+    pub team: Option<usize>,
+    /// Its GPUs (index in [`PodTimes::shapes`]).
+    pub shape: usize,
+}
+
+/// The pool's pods that hold GPUs, with when they were created.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PodTimes {
+    pub pods: Vec<PodTime>,
+    /// The GPUs of each distinct pod spec.
+    pub shapes: Vec<GpuCounts>,
+    /// The distinct values of the team label.
+    pub teams: Vec<String>,
+}
+
+impl PodTimes {
+    /// The GPUs of `resource` one pod holds.
+    pub fn gpus(&self, pod: &PodTime, resource: &str) -> u64 {
+        self.shapes[pod.shape].get(resource).copied().unwrap_or(0)
+    }
+
+    /// The index of team `team`, if some pod carries it.
+    pub fn team_index(&self, team: &str) -> Option<usize> {
+        self.teams.iter().position(|t| t == team)
+    }
+}
+
+/// True when the gate reads when the pool's pods were created: a burst brake is set, or
+/// the pool has a sustained rule.
+pub fn wanted(settings: &Settings, pool: &Pool) -> bool {
+    settings.burst_brakes.as_ref().is_some_and(|b| b.any())
+        || pool.sustained.as_ref().is_some_and(|s| s.is_set())
+}
+
+/// What crosses the host boundary for each Pod besides its GPUs when [`wanted`]: its
+/// namespace, creation time and team label (policy-server never masks metadata; these
+/// keep them where a host does).
+pub fn masks() -> [String; 3] {
+    [
+        "metadata.creationTimestamp".into(),
+        "metadata.namespace".into(),
+        format!("metadata.labels.{TEAM_POD_LABEL_KEY}"),
+    ]
+}
+
+/// The pool's Pod query ([`super::queries::pod_query`]), with [`masks`] when [`wanted`].
+pub fn pod_query(settings: &Settings, pool: &Pool) -> ClusterRequest {
+    let mut query = super::queries::pod_query(&settings.pool_label_key, pool);
+    if wanted(settings, pool)
+        && let ClusterRequest::ListAll(list) = &mut query
+        && let Some(m) = list.field_masks.as_mut()
+    {
+        m.extend(masks());
+    }
+    query
+}
+
+/// Reads the pods of a `PodList` that hold GPUs: when each was created, whether it is in
+/// `namespace`, its team label, its GPUs (each distinct spec read once).
+pub fn read<'a>(
+    bytes: &'a [u8],
+    names: &GpuResources,
+    namespace: &str,
+) -> Result<PodTimes, ListError> {
+    let mut out = PodTimes::default();
+    let mut seen: HashMap<SpecParts<'a>, usize> = HashMap::new();
+    let paths: [&[&str]; 7] = [
+        &["spec", "containers"],
+        &["spec", "initContainers"],
+        &["spec", "ephemeralContainers"],
+        &["spec", "resources"],
+        &["metadata", "namespace"],
+        &["metadata", "creationTimestamp"],
+        &["metadata", "labels", TEAM_POD_LABEL_KEY],
+    ];
+    let on_pod = |[containers, init, ephemeral, resources, ns, created, team]: [Option<&'a RawValue>;
+                      7]|
+     -> Result<(), ListError> {
+        let key: SpecParts = [containers, init, ephemeral, resources].map(|p| p.map(RawValue::get));
+        let shape = match seen.get(&key) {
+            Some(s) => *s,
+            None => {
+                let gpus = spec_gpus(&key, names)?;
+                let s = if gpus.is_empty() {
+                    usize::MAX
+                } else {
+                    out.shapes.push(gpus);
+                    out.shapes.len() - 1
+                };
+                seen.insert(key, s);
+                s
+            }
+        };
+        if shape == usize::MAX {
+            return Ok(());
+        }
+        let text = |raw: Option<&RawValue>| -> Result<Option<String>, ListError> {
+            raw.map(|r| match raw_str(r.get()) {
+                Some(t) => Ok(t.to_string()),
+                None => json_string(r.get()),
+            })
+            .transpose()
+        };
+        let in_namespace = ns.is_some_and(|r| raw_str(r.get()) == Some(namespace))
+            || text(ns)?.as_deref() == Some(namespace);
+        let team = match text(team)? {
+            Some(t) => Some(match out.teams.iter().position(|x| *x == t) {
+                Some(i) => i,
+                None => {
+                    out.teams.push(t);
+                    out.teams.len() - 1
+                }
+            }),
+            None => None,
+        };
+        let created = text(created).ok().flatten().and_then(|t| parse_end(&t));
+        out.pods.push(PodTime {
+            created,
+            in_namespace,
+            team,
+            shape,
+        });
+        Ok(())
+    };
+    for_each_item(bytes, paths, on_pod)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pods_are_read_with_their_creation_namespace_and_team() {
+        let list = json!({"items": [
+            {"metadata": {"namespace": "ml-a", "creationTimestamp": "2026-12-01T00:00:10Z",
+                          "labels": {"gpu-admission/team": "ml"}},
+             "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}},
+            {"metadata": {"namespace": "ml-b", "creationTimestamp": "yesterday"},
+             "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "2"}}}]}},
+            {"metadata": {"namespace": "ml-a", "creationTimestamp": "2026-12-01T00:00:00Z"},
+             "spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}}
+        ]})
+        .to_string();
+        let names = GpuResources::default();
+        let t = read(list.as_bytes(), &names, "ml-a").unwrap();
+        // The pod without GPUs is left out; both GPU pods share one shape.
+        assert_eq!(t.pods.len(), 2);
+        assert_eq!(t.shapes.len(), 1);
+        assert_eq!(t.pods[0].created, Some(1_796_083_210));
+        assert!(t.pods[0].in_namespace);
+        assert_eq!(t.pods[0].team, t.team_index("ml"));
+        assert_eq!(t.gpus(&t.pods[0], "nvidia.com/gpu"), 2);
+        assert_eq!(
+            (t.pods[1].created, t.pods[1].in_namespace, t.pods[1].team),
+            (None, false, None)
+        );
+        assert!(read(b"{\"items\": 3}", &names, "ml-a").is_err());
+    }
+}
