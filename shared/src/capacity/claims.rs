@@ -279,11 +279,14 @@ pub fn read(
     count_claims(&claims, &referenced, dra).map_err(unreadable)
 }
 
+/// A host call and its answer.
+type Answered = (ClusterRequest, Result<Vec<u8>, String>);
+
 /// A cluster that answers the claim list once per decision, whichever pools ask for it
 /// (the pools a workload targets, their alternatives), and passes every other call on.
 pub struct Memo<'a> {
     inner: &'a dyn Cluster,
-    claims: RefCell<Option<(ClusterRequest, Result<Vec<u8>, String>)>>,
+    claims: RefCell<Option<Answered>>,
 }
 
 impl<'a> Memo<'a> {
