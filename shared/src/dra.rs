@@ -22,7 +22,10 @@
 //! mapped is not a GPU (a documented pass: NICs, FPGAs, storage).
 //!
 //! A ResourceClaim named by several pods is shared by them; it is counted for each pod,
-//! which overstates what the pods hold together (the safe direction for every rule).
+//! which overstates what the pods hold together (the safe direction for every rule). What
+//! allocated claims of running pods hold (each claim once) is the capacity gate's
+//! `countDraClaims` ([`crate::capacity::claims`]), with the same class rule
+//! ([`request_resource`]).
 
 use crate::cluster::{Cluster, ClusterRequest, GetResource};
 use crate::gpu::GpuCounts;
