@@ -13,6 +13,10 @@ cache and its per-request instances).
      quotas         usage: quotas, capacity declared: only the pool's ResourceQuotas are listed
      nodes-quotas   usage: quotas, capacity measured: Nodes and ResourceQuotas (the node list's cost)
      pods-declared  usage: pods, capacity declared: Pods only (the pod list's cost)
+     pods-dra       today's default with countDraClaims: Nodes, Pods (with their claim names) and
+                    every ResourceClaim. Each pod of the pool also holds one allocated claim made
+                    from a template (named in its status), of an RDMA NIC: the gate reads every
+                    claim as it would a GPU claim, and every mode sees the same GPU numbers
    Each gets the first request after start-up (latency and verdict, under the default 2 s
    evaluation deadline), then hey POSTing the gate's GPU Deployment CREATE
    (test_data/deployment_a100_4x2.json; its copy with priorityClassName a100-high for the quota
@@ -42,7 +46,7 @@ Without kwctl/policy-server on PATH it prints one SKIPPED line and exits 0; hey 
 with apt-get when missing.
 
 usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [--sizes 1000,10000]
-                                               [--modes pods,quotas,nodes-quotas,pods-declared]
+                                               [--modes pods,quotas,nodes-quotas,pods-declared,pods-dra]
                                                [--seconds S] [--max-requests N] [--rounds R]
                                                [--capacity-only | --skip-static | --skip-capacity]
 """
@@ -108,6 +112,7 @@ MODES = {
     "quotas": ("quotas", True, "ResourceQuotas"),
     "nodes-quotas": ("quotas", False, "Nodes + ResourceQuotas"),
     "pods-declared": ("pods", True, "Pods"),
+    "pods-dra": ("pods", False, "Nodes + Pods + ResourceClaims"),
 }
 
 # (policy id, policy, kind, request, settings, expected verdict): the GPU Pod and GPU
@@ -174,7 +179,8 @@ def _pod_status(i, container, image):
     conditions = [{"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": "2026-08-17T09:14:02Z"}
                   for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady", "PodScheduled")]
     ip = f"10.244.{i // 250 % 250}.{i % 250}"
-    return {"phase": "Running", "qosClass": "Guaranteed", "hostIP": f"10.0.{i // 8 // 250 % 250}.{i // 8 % 250}",
+    return {"phase": "Running", "qosClass": "Guaranteed",
+            "resourceClaimStatuses": [{"name": "nic", "resourceClaimName": claim_name(i)}], "hostIP": f"10.0.{i // 8 // 250 % 250}.{i // 8 % 250}",
             "podIP": ip, "podIPs": [{"ip": ip}], "startTime": "2026-08-17T09:12:46Z", "conditions": conditions,
             "containerStatuses": [{"name": container, "ready": True, "restartCount": 0, "started": True,
                                    "image": image, "imageID": f"{image}@sha256:{'6c0e4e8f' * 8}",
@@ -199,6 +205,7 @@ def _common_spec(i):
                             {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute",
                              "tolerationSeconds": 300}],
             "nodeName": f"gpu-{POOL}-{i // GPUS_PER_NODE}", "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+            "resourceClaims": [{"name": "nic", "resourceClaimTemplateName": "rdma-nic"}],
             "serviceAccountName": "default", "serviceAccount": "default", "schedulerName": "default-scheduler",
             "priority": 0, "securityContext": {}, "terminationGracePeriodSeconds": 30, "enableServiceLinks": True,
             "preemptionPolicy": "PreemptLowerPriority"}
@@ -304,6 +311,33 @@ def full_node(i):
                        "images": images}}
 
 
+def claim_name(i):
+    return f"pod-{i:06d}-nic-x7k2p"
+
+
+def claim(i):
+    """The claim the claim controller made for pod i from ResourceClaimTemplate rdma-nic, allocated
+    and reserved for the pod: one device of an RDMA NIC class (no GPU)."""
+    team = f"team-{i % TEAMS}"
+    node = f"gpu-{POOL}-{i // GPUS_PER_NODE}"
+    request = {"name": "nic", "exactly": {"deviceClassName": "rdma.example.com", "allocationMode": "ExactCount",
+                                          "count": 1}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": claim_name(i), "generateName": f"pod-{i:06d}-nic-", "namespace": team,
+                         "uid": f"9d8c7b6a-5f4e-3d2c-1b0a-{i:012d}", "creationTimestamp": "2026-08-17T09:12:44Z",
+                         "annotations": {"resource.kubernetes.io/pod-claim-name": "nic"},
+                         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": f"pod-{i:06d}",
+                                              "uid": f"3f1e2d3c-4b5a-6978-8a9b-{i:012d}", "controller": True,
+                                              "blockOwnerDeletion": True}]},
+            "spec": {"devices": {"requests": [request]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "nic", "driver": "rdma.example.com", "pool": node, "device": f"nic-{i % GPUS_PER_NODE}"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                    {"key": "metadata.name", "operator": "In", "values": [node]}]}]}},
+                "reservedFor": [{"resource": "pods", "name": f"pod-{i:06d}",
+                                 "uid": f"3f1e2d3c-4b5a-6978-8a9b-{i:012d}"}]}}
+
+
 def quota(namespace, used, i):
     """The pool's ResourceQuota in `namespace` as the API server holds it: labelled with the pool,
     scoped to its PriorityClasses, counting `used` GPUs (and the CPU and memory of those pods)."""
@@ -332,7 +366,7 @@ def quotas_for(pods):
 
 def pool(pods):
     return ([full_node(i) for i in range(nodes_for(pods))] + [full_pod(i) for i in range(pods)]
-            + quotas_for(pods))
+            + quotas_for(pods) + [claim(i) for i in range(pods)])
 
 
 def mode_settings(mode, pods):
@@ -341,6 +375,8 @@ def mode_settings(mode, pods):
     usage, declared, _ = MODES[mode]
     if mode == "pods":
         return policy_file(CAPACITY, "test_data/settings.yml")
+    if mode == "pods-dra":
+        return policy_file(CAPACITY, "test_data/settings_count_dra_claims.yml")
     a100 = {"name": POOL, "nodeSelector": {"matchLabels": {POOL_LABEL: POOL}}, "thresholdPercent": THRESHOLD,
             "usage": usage}
     if declared:

@@ -232,6 +232,7 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
                         "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name, **labels}}})
     objects += gfd_nodes()
     objects += brake_objects()
+    objects += dra_pool()
     return objects
 
 
@@ -280,6 +281,53 @@ def brake_request(namespace):
     obj["spec"]["template"]["metadata"]["labels"][POOL] = "l40s"
     obj["spec"]["template"]["spec"]["nodeSelector"] = {POOL: "l40s"}
     return req
+
+
+def dra_pool():
+    """Pool a100-dra (DRA_SETTINGS): 4 nodes x 8 GPUs = 32 allocatable, and gpu-dra-down, which
+    carries GPU Feature Discovery's labels but reports 0 nvidia.com/gpu (its device plugin is
+    down). Its pods request no GPU resource: they hold GPUs through allocated ResourceClaims,
+    three of 8 (one made from a template, named in its pod's status), one of 4 shared by two
+    pods (counted once): 28 in use; one more pod's claim is pending (counts nothing)."""
+    labels = {POOL: "a100-dra", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/gpu.count": "8"}
+    objects = [node(f"gpu-dra-{i}", labels, {GPU: "8"}) for i in range(4)]
+    objects.append(node("gpu-dra-down", labels, {GPU: "0"}))
+
+    def dra_pod(name, claim, generated=False, phase="Running"):
+        p = pod(name, "ml-serving", {POOL: "a100-dra"}, 0, None if phase == "Pending" else "gpu-dra-0",
+                phase=phase)
+        del p["spec"]["containers"][0]["resources"]["limits"][GPU]
+        if generated:
+            p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "eight-gpus"}]
+            p["status"]["resourceClaimStatuses"] = [{"name": "gpus", "resourceClaimName": claim}]
+        else:
+            p["spec"]["resourceClaims"] = [{"name": "gpus", "resourceClaimName": claim}]
+        return p
+
+    def claim(name, devices, allocated=True):
+        c = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": "ml-serving"},
+             "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                 "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": devices}}]}}}
+        if allocated:
+            c["status"] = {"allocation": {"devices": {"results": [
+                {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "gpu-dra-0", "device": f"gpu-{d}"}
+                for d in range(devices)]}},
+                "reservedFor": [{"resource": "pods", "name": name, "uid": "00000000-0000-4000-8000-000000000001"}]}
+        return c
+
+    objects += [dra_pod("dra-work-0", "dra-gpus-0"), dra_pod("dra-work-1", "dra-gpus-1"),
+                dra_pod("dra-work-2", "dra-work-2-gpus-k7x2q", generated=True),
+                dra_pod("dra-team-0", "dra-shared"), dra_pod("dra-team-1", "dra-shared"),
+                dra_pod("dra-pending-0", "dra-pending", phase="Pending")]
+    objects += [claim("dra-gpus-0", 8), claim("dra-gpus-1", 8), claim("dra-work-2-gpus-k7x2q", 8),
+                claim("dra-shared", 4), claim("dra-pending", 8, allocated=False)]
+    return objects
+
+
+# The capacity gate counting the claims of pool a100-dra (dra_pool).
+DRA_SETTINGS = {"pools": [{"name": "a100-dra", "nodeSelector": {"matchLabels": {POOL: "a100-dra"}}}],
+                "countDraClaims": True, "checkNamespaceQuotas": False}
 
 
 def gfd_nodes():
@@ -454,6 +502,9 @@ class PolicyServerE2E(hosts.HostTestCase):
             # Burst brakes in pool l40s (BRAKE_SETTINGS): pods by creationTimestamp, the Namespace's team.
             "capacity-brakes": entry(cls.modules[CAPACITY], settings=BRAKE_SETTINGS,
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            # countDraClaims: pool a100-dra, whose pods hold their GPUs through ResourceClaims.
+            "capacity-dra": entry(cls.modules[CAPACITY], settings=DRA_SETTINGS,
+                                  context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
             "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
                                      context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
@@ -794,6 +845,23 @@ class PolicyServerE2E(hosts.HostTestCase):
         with self.subTest("off peak: batch accepted, nothing kept"):
             self.check("capacity-reserve-offpeak", CAPACITY, "deployment_a100_4x2_batch.json", True,
                        audit={"capacity": A100_FITS})
+    def test_capacity_counts_allocated_dra_claims(self):
+        # 4 x 2 GPUs into pool a100-dra: 28 in use through claims (the shared one once), 32
+        # allocatable (gpu-dra-down offers nothing, and is named).
+        req = copy.deepcopy(request(CAPACITY, "deployment_a100_4x2.json"))
+        for labels in (req["object"]["metadata"].setdefault("labels", {}),
+                       req["object"]["spec"]["template"]["metadata"]["labels"]):
+            labels[POOL] = "a100-dra"
+        req["object"]["spec"]["template"]["spec"].pop("nodeSelector", None)
+        self.check("capacity-dra", CAPACITY, "deployment_a100_4x2.json (pool a100-dra)", False, req=req,
+                   message="pool a100-dra: nvidia.com/gpu would be 36 of 32 allocatable (112.5%) with this "
+                           "workload's 8 (28 in use), above the 90% threshold (room for 0 more). Wait for "
+                           "capacity, lower replicas, or target another pool.",
+                   audit={"dra-claims": "a100-dra: 4 of 5 ResourceClaims of the pool's pods allocated, holding "
+                                        "28 nvidia.com/gpu (1 shared by several pods, counted once; 1 not "
+                                        "allocated, not counted)"},
+                   warns=["pool a100-dra: GPU nodes with GPU labels but no allocatable GPU (is their device "
+                          "plugin down?), not counted as capacity: gpu-dra-down"])
 
     def test_capacity_without_cluster_reads(self):
         with self.subTest("pod_owned_by_replicaset.json"):

@@ -22,7 +22,10 @@
 //! mapped is not a GPU (a documented pass: NICs, FPGAs, storage).
 //!
 //! A ResourceClaim named by several pods is shared by them; it is counted for each pod,
-//! which overstates what the pods hold together (the safe direction for every rule).
+//! which overstates what the pods hold together (the safe direction for every rule). What
+//! allocated claims of running pods hold (each claim once) is the capacity gate's
+//! `countDraClaims` ([`crate::capacity::claims`]), with the same class rule
+//! ([`request_resource`]).
 
 use crate::cluster::{Cluster, ClusterRequest, FailureClass, GetResource, call};
 use crate::gpu::GpuCounts;
@@ -329,8 +332,9 @@ pub struct DeviceRequest {
 
 impl DeviceRequest {
     /// The request's own device class and count: `exactly`, or the v1beta1 fields.
-    fn exact(&self) -> ExactRequest {
+    pub fn exact(&self) -> ExactRequest {
         self.exactly.clone().unwrap_or_else(|| ExactRequest {
+            name: String::new(),
             device_class_name: self.device_class_name.clone(),
             allocation_mode: self.allocation_mode.clone(),
             count: self.count,
@@ -342,6 +346,10 @@ impl DeviceRequest {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ExactRequest {
+    /// The name of a `firstAvailable` alternative (an allocation result names it
+    /// `<request>/<alternative>`); empty for `exactly`.
+    #[serde(deserialize_with = "null_as_default")]
+    pub name: String,
     pub device_class_name: Option<String>,
     pub allocation_mode: Option<String>,
     pub count: Option<i64>,
@@ -440,7 +448,7 @@ fn request_gpus(
     let Some(class) = r.device_class_name.as_deref().filter(|c| !c.is_empty()) else {
         return Ok(out);
     };
-    let Some(resource) = settings.gpu_resource(class) else {
+    let Some(resource) = request_resource(r, settings) else {
         return Ok(out);
     };
     match r.allocation_mode.as_deref().unwrap_or("ExactCount") {
@@ -462,20 +470,39 @@ fn request_gpus(
             "request {name} asks for {n} {class} devices; give a count from 1 to {MAX_DEVICES_PER_REQUEST}"
         ));
     }
-    let mut resource = resource.to_string();
     for s in &r.selectors {
-        let Some(cel) = &s.cel else { continue };
-        if let Some(p) = attribute_equals(&cel.expression, "productName") {
-            products.insert(p);
-        }
-        if resource == "nvidia.com/mig"
-            && let Some(profile) = attribute_equals(&cel.expression, "profile")
+        if let Some(p) = s
+            .cel
+            .as_ref()
+            .and_then(|cel| attribute_equals(&cel.expression, "productName"))
         {
-            resource = format!("{}{profile}", crate::gpu::MIG_PREFIX);
+            products.insert(p);
         }
     }
     out.insert(resource, n as u64);
     Ok(out)
+}
+
+/// The GPU resource one device of request `r` counts as: its device class's
+/// ([`DraSettings::gpu_resource`]), a `mig.nvidia.com` device as the MIG profile its
+/// selector names (`nvidia.com/mig-3g.40gb`); `None` when its class is not a GPU class.
+/// Both what a claim asks for ([`count`]) and what an allocated claim holds
+/// ([`crate::capacity::claims`]) are counted by it.
+pub fn request_resource(r: &ExactRequest, settings: &DraSettings) -> Option<String> {
+    let class = r.device_class_name.as_deref().filter(|c| !c.is_empty())?;
+    let mut resource = settings.gpu_resource(class)?.to_string();
+    if resource == "nvidia.com/mig" {
+        for s in &r.selectors {
+            if let Some(profile) = s
+                .cel
+                .as_ref()
+                .and_then(|cel| attribute_equals(&cel.expression, "profile"))
+            {
+                resource = format!("{}{profile}", crate::gpu::MIG_PREFIX);
+            }
+        }
+    }
+    Some(resource)
 }
 
 /// The value in `device.attributes['<driver>'].<attribute> == '<value>'` (either quote,

@@ -9,29 +9,23 @@
 //! unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
+
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::capacity::decision::decide;
 use gpu_rules::capacity::{CapacitySource, PoolSnapshot, Settings, UsageSource};
 use gpu_rules::policies::CapacityGate;
 use gpu_rules::policy::Policy;
 
-/// The gate on `request`, its settings checked (the generated settings are valid).
-fn evaluate(
-    request: &gpu_rules::admission::AdmissionRequest,
-    settings: &Settings,
-    cluster: &dyn gpu_rules::cluster::Cluster,
-) -> gpu_rules::admission::Verdict {
-    let checked = CapacityGate::check(Box::new(settings.clone()))
-        .unwrap_or_else(|e| panic!("invalid settings: {e}"));
-    CapacityGate::evaluate(request, &checked, cluster)
-}
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 mod pool_gen;
-use pool_gen::{GPU, POOL_KEY, RESOURCES, counts, demand, pool};
+use pool_gen::{
+    FakeCluster, GPU, Node, POOL_KEY, RESOURCES, counts, create_deployment, demand, evaluate, nodes,
+    pool,
+};
 
 fn snapshot() -> impl Strategy<Value = PoolSnapshot> {
     (counts(256), counts(300), 0u64..40).prop_map(|(allocatable, used, pods)| PoolSnapshot {
@@ -173,45 +167,6 @@ proptest! {
     }
 }
 
-/// Answers the gate's host calls by what they read (`v1/Node`, `v1/Pod`, ...) from generated
-/// lists; fails any other call.
-struct FakeCluster {
-    answers: Vec<(&'static str, String)>,
-}
-
-impl FakeCluster {
-    fn new<const N: usize>(answers: [(&'static str, String); N]) -> Self {
-        FakeCluster {
-            answers: answers.into(),
-        }
-    }
-}
-
-impl Cluster for FakeCluster {
-    fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-        let what = request.what();
-        self.answers
-            .iter()
-            .find(|(kind, _)| *kind == what.as_str())
-            .map(|(_, body)| body.clone().into_bytes())
-            .ok_or_else(|| format!("unexpected host call for {what}"))
-    }
-}
-
-/// One generated Node: its allocatable GPUs and whether it takes new pods.
-#[derive(Debug, Clone)]
-struct Node {
-    gpus: u64,
-    cordoned: bool,
-}
-
-fn nodes() -> impl Strategy<Value = Vec<Node>> {
-    prop::collection::vec(
-        (0u64..=8, prop::bool::weighted(0.15)).prop_map(|(gpus, cordoned)| Node { gpus, cordoned }),
-        0..8,
-    )
-}
-
 /// One generated Pod of the pool: the GPUs of each app container and of one init container.
 #[derive(Debug, Clone)]
 struct PoolPod {
@@ -274,20 +229,6 @@ fn gate_settings(threshold: u32) -> Settings {
     serde_json::from_value(json!({"checkNamespaceQuotas": false, "pools": [
         {"name": "a100", "nodeSelector": {"matchLabels": {POOL_KEY: "a100"}}, "thresholdPercent": threshold}
     ]}))
-    .unwrap()
-}
-
-fn create_deployment(replicas: u64, gpus_per_pod: u64) -> AdmissionRequest {
-    serde_json::from_value(json!({
-        "uid": "u", "operation": "CREATE", "namespace": "ml", "name": "llm",
-        "kind": {"group": "apps", "version": "v1", "kind": "Deployment"},
-        "object": {"apiVersion": "apps/v1", "kind": "Deployment",
-                   "metadata": {"name": "llm", "namespace": "ml"},
-                   "spec": {"replicas": replicas, "template": {
-                       "metadata": {"labels": {"app": "llm", POOL_KEY: "a100"}},
-                       "spec": {"containers": [{"name": "server",
-                           "resources": {"limits": {GPU: gpus_per_pod.to_string()}}}]}}}}
-    }))
     .unwrap()
 }
 

@@ -44,6 +44,11 @@ pub struct PoolSnapshot {
     pub used_by_type: Vec<(String, GpuCounts)>,
     /// When the pool's pods were created (read for burst brakes and sustained rules).
     pub pod_times: Option<super::timeline::PodTimes>,
+    /// What the allocated DRA claims of the pool's pods hold, counted in `used`
+    /// (`countDraClaims`).
+    pub claims: Option<super::claims::ClaimUse>,
+    /// Schedulable nodes with GPU labels and no allocatable GPU (device plugin down).
+    pub plugin_down: Vec<String>,
 }
 
 /// One schedulable node of a pool.
@@ -263,6 +268,9 @@ pub struct Decision {
     pub alternatives: Option<String>,
     /// What the pool's reserves keep from the workload, per resource they keep some of.
     pub reserves: Vec<ReserveCheck>,
+    /// The snapshot's DRA claims counted and device-plugin-down nodes, for notes.
+    pub claims: Option<super::claims::ClaimUse>,
+    pub plugin_down: Vec<String>,
 }
 
 /// A pod bigger than every node of its pool.
@@ -353,6 +361,8 @@ pub fn decide_with(
         fragmentation: inputs.fragmentation,
         alternatives: None,
         reserves: Vec::new(),
+        claims: snapshot.claims.clone(),
+        plugin_down: snapshot.plugin_down.clone(),
     };
     if !inputs.reserve.is_empty() {
         decision.reserves = decision

@@ -34,6 +34,7 @@
 //! fix, unless `unreadableCluster: warn` is set (`failOpen: true` in the old spelling).
 
 pub mod check;
+pub mod claims;
 pub mod decision;
 pub mod demand;
 pub mod pods;
@@ -101,6 +102,8 @@ pub mod audit {
     pub const QUOTA: &str = "quota";
     /// The team's budget checked: how the team was found, per limit used, incoming, limit.
     pub const TEAM: &str = "team";
+    /// The allocated DRA ResourceClaims of the pools' pods counted (`countDraClaims`).
+    pub const DRA_CLAIMS: &str = "dra-claims";
 }
 
 /// What a request charges, or why it is decided without looking at the cluster.
@@ -125,7 +128,10 @@ enum Plan {
 /// cluster state through `cluster` at the time `clock` tells (thresholds by schedule
 /// window).
 pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
-    let (request, settings, cluster, clock) = (a.request, a.settings, a.cluster, a.clock);
+    let (request, settings, clock) = (a.request, a.settings, a.clock);
+    // The claim list (countDraClaims) is read once, whichever pools ask for it.
+    let memo = claims::Memo::new(a.cluster);
+    let cluster: &dyn Cluster = &memo;
     let now = clock.now();
     let names = settings.gpu_resources();
     let plan = match request.sub_resource.as_str() {
@@ -212,6 +218,13 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
     }
     let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
+    let counted = decisions
+        .iter()
+        .filter_map(|d| Some((d.pool.as_str(), d.claims.as_ref()?)));
+    notes.extend(claims::audit(counted).map(|text| (audit::DRA_CLAIMS, text)));
+    notes.extend(decisions.iter().filter_map(|d| {
+        crate::pools::plugin_down_warning(&d.pool, &d.plugin_down).map(|w| (audit::WARNING, w))
+    }));
     let mut denials: Vec<String> = decisions.iter().filter_map(Decision::denial).collect();
     denials.append(&mut pace.found.denials);
     notes.extend(pace.into_notes());

@@ -74,6 +74,10 @@ policy_settings! {
         /// [`Settings::on_unreadable_namespace_quotas`].
         #[serde(skip_serializing_if = "Option::is_none")]
         pub unreadable_namespace_quotas: Option<Action> = None,
+        /// Count the GPUs the allocated DRA ResourceClaims of a pool's Pods hold in its
+        /// usage (pools with `usage: pods`; [`super::claims`]). Off by default: it needs
+        /// `list`/`watch` on `resourceclaims`, which the gate did not need before.
+        pub count_dra_claims: bool = false,
         /// The Namespace label naming a namespace's team (team budgets).
         pub team_label_key: String = crate::settings::TEAM_POD_LABEL_KEY.to_string(),
         /// GPU budgets per team: limits per GPU resource, and per pool (as written; read by

@@ -1,8 +1,10 @@
 //! Reading a pool's state for the capacity gate: what it offers
 //! ([`crate::pools::read_offer`]: its Nodes or declared capacity, and its ceiling), then
-//! its GPUs in use, from its Pods ([`super::pods`]) or from its ResourceQuotas
+//! its GPUs in use, from its Pods ([`super::pods`]) and, with `countDraClaims`, the
+//! allocated DRA claims they reference ([`super::claims`]), or from its ResourceQuotas
 //! ([`super::pool_quotas`]).
 
+use super::claims;
 use super::decision::{CapacitySource, NodeUse, PoolSnapshot, UsageSource};
 use super::pods::{parse_pods_by_label, parse_pods_on};
 use super::pool_quotas::{QuotaTarget, parse_quotas, quota_usage};
@@ -50,6 +52,7 @@ pub fn read_pool(
     let mut snapshot = PoolSnapshot {
         allocatable: offer.allocatable,
         ceiling: offer.ceiling,
+        plugin_down: offer.plugin_down,
         ..PoolSnapshot::default()
     };
     let mut per_node = None;
@@ -63,13 +66,21 @@ pub fn read_pool(
     }
     match settings.usage_of(&pool) {
         Usage::Pods => {
-            let pods_request = super::timeline::pod_query(settings, &pool);
+            let mut pods_request = super::timeline::pod_query(settings, &pool);
+            if settings.count_dra_claims {
+                pods_request = claims::with_claim_masks(pods_request);
+            }
             let pods_bytes = call(cluster, &pods_request)?;
             let nodes = per_node.unwrap_or_default();
             let (pods, used) = parse_pods_on(&pods_bytes, names, &nodes)
                 .map_err(|e| unreadable(&pods_request, &e))?;
             snapshot.pods = pods.pods;
             snapshot.used = pods.used;
+            if settings.count_dra_claims {
+                let held = claims::read(cluster, &pods_bytes, &settings.dra)?;
+                crate::gpu::add_into(&mut snapshot.used, &held.gpus);
+                snapshot.claims = Some(held);
+            }
             if pool.has_reserves() {
                 // The same list, read again per workload type (pools with reserves only).
                 let by_type = parse_pods_by_label(&pods_bytes, names, WORKLOAD_TYPE_LABEL)

@@ -7,6 +7,7 @@ use super::checked::CheckedPool;
 use super::nodes::{NodeTotals, node_list, parse_nodes};
 use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
+use crate::inventory::{Inventory, LabelKeys, parse_inventory};
 
 /// What a pool offers now and what it can grow to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,6 +18,9 @@ pub struct Offer {
     pub nodes: Option<NodeTotals>,
     /// The pool's ceiling, when it has one.
     pub ceiling: Option<Ceiling>,
+    /// Schedulable nodes that carry GPU labels but report no allocatable GPU (their
+    /// device plugin is down): they offer nothing.
+    pub plugin_down: Vec<String>,
 }
 
 impl Offer {
@@ -34,16 +38,29 @@ pub fn read_offer(
     pool: CheckedPool,
     names: &GpuResources,
 ) -> Result<Offer, HostFailure> {
-    let (allocatable, nodes) = match pool.capacity() {
-        Some(declared) => (declared.clone(), None),
+    let (allocatable, nodes, plugin_down) = match pool.capacity() {
+        Some(declared) => (declared.clone(), None, Vec::new()),
         None => {
             let request = node_list(pool.selector_query());
             let bytes = call(cluster, &request)?;
-            let nodes = parse_nodes(&bytes, names).map_err(|e| HostFailure {
+            let unreadable = |e: crate::lists::ListError| HostFailure {
                 request: Box::new(request.clone()),
                 error: HostError::Unreadable(e.to_string()),
-            })?;
-            (nodes.allocatable.clone(), Some(nodes))
+            };
+            let nodes = parse_nodes(&bytes, names).map_err(unreadable)?;
+            // Only a schedulable node without GPUs makes the labels worth reading.
+            let plugin_down = if nodes
+                .per_node
+                .iter()
+                .any(|n| !n.allocatable.values().any(|g| *g > 0))
+            {
+                parse_inventory(&bytes, &LabelKeys::default(), names)
+                    .map_err(unreadable)?
+                    .plugin_down
+            } else {
+                Vec::new()
+            };
+            (nodes.allocatable.clone(), Some(nodes), plugin_down)
         }
     };
     let ceiling = read_ceiling(cluster, pool, names)?;
@@ -51,6 +68,20 @@ pub fn read_offer(
         allocatable,
         nodes,
         ceiling,
+        plugin_down,
+    })
+}
+
+/// The warning naming a pool's device-plugin-down nodes (at most 5, then how many more).
+pub fn plugin_down_warning(pool: &str, plugin_down: &[String]) -> Option<String> {
+    let inventory = Inventory {
+        plugin_down: plugin_down.to_vec(),
+        ..Inventory::default()
+    };
+    inventory.plugin_down_names(5).map(|names| {
+        format!(
+            "pool {pool}: GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted as capacity: {names}"
+        )
     })
 }
 
