@@ -9,12 +9,9 @@
 //! unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
-
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::capacity::decision::decide;
 use gpu_rules::capacity::{CapacitySource, PoolSnapshot, Settings, UsageSource};
-use gpu_rules::policies::CapacityGate;
-use gpu_rules::policy::Policy;
 
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
@@ -23,8 +20,8 @@ use serde_json::{Value, json};
 
 mod pool_gen;
 use pool_gen::{
-    FakeCluster, GPU, Node, POOL_KEY, RESOURCES, counts, create_deployment, demand, evaluate, nodes,
-    pool,
+    FakeCluster, GPU, Node, POOL_KEY, RESOURCES, counts, create_deployment, demand, evaluate,
+    nodes, pool,
 };
 
 fn snapshot() -> impl Strategy<Value = PoolSnapshot> {

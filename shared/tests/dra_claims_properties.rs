@@ -6,9 +6,9 @@
 
 mod pool_gen;
 
-use pool_gen::{FakeCluster, GPU, Node, POOL_KEY, create_deployment, evaluate, nodes};
 use gpu_rules::admission::Verdict;
 use gpu_rules::capacity::Settings;
+use pool_gen::{FakeCluster, GPU, Node, POOL_KEY, create_deployment, evaluate, nodes};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

@@ -6,15 +6,15 @@
 #![allow(dead_code)]
 
 use gpu_rules::admission::AdmissionRequest;
+use gpu_rules::capacity::Pool;
 use gpu_rules::capacity::Settings;
 use gpu_rules::cluster::{Cluster, ClusterRequest};
+use gpu_rules::gpu::GpuCounts;
 use gpu_rules::policies::CapacityGate;
 use gpu_rules::policy::Policy;
-use serde_json::json;
-use gpu_rules::capacity::Pool;
-use gpu_rules::gpu::GpuCounts;
 use gpu_rules::selector::LabelSelector;
 use proptest::prelude::*;
+use serde_json::json;
 
 pub const GPU: &str = "nvidia.com/gpu";
 pub const MIG: &str = "nvidia.com/mig-3g.40gb";
@@ -54,7 +54,6 @@ pub fn demand() -> impl Strategy<Value = GpuCounts> {
         1..=3,
     )
 }
-
 
 /// The gate on `request`, its settings checked (the generated settings are valid).
 pub fn evaluate(
