@@ -39,6 +39,11 @@ TRUST_CONFIG = SHARED / "kubewarden" / "offline-sigstore-trust-config.json"
 POLICIES_DIR = REPO / "policies"
 
 METADATA_SECTION = "io.kubewarden.metadata"
+# Seconds a test waits for policy-server's answer to one request. Generous: policy-server
+# answers a first list of a kind only when its reflector has the list, and its reflectors can
+# stall for tens of seconds when a first list fails (kubewarden/adm-controller#1320); two runs
+# out of about ten here and in CI waited more than 30 s once.
+REQUEST_TIMEOUT = 120.0
 
 
 class HostError(Exception):
@@ -476,9 +481,11 @@ class PolicyServer:
     def _ready(self):
         return http("GET", f"http://127.0.0.1:{self.readiness_port}/readiness", timeout=2)[0] == 200
 
-    def validate_raw(self, policy_id, review, timeout=30.0):
+    def validate_raw(self, policy_id, review, timeout=None):
         """(HTTP status, body bytes) of POST /validate/<policy_id>; no answer in `timeout`
-        seconds is a HostError with the end of policy-server's log."""
+        seconds (default REQUEST_TIMEOUT) is a HostError with the end of policy-server's and
+        fakeapi's logs."""
+        timeout = REQUEST_TIMEOUT if timeout is None else timeout
         try:
             return http("POST", f"{self.url}/validate/{policy_id}", review, timeout=timeout)
         except TimeoutError as e:
@@ -486,7 +493,7 @@ class PolicyServer:
             raise HostError(f"POST /validate/{policy_id}: no answer in {timeout} s; policy-server's log ends:\n"
                             f"{self.process.log_tail(60)}{cluster}") from e
 
-    def validate(self, policy_id, review, timeout=30.0):
+    def validate(self, policy_id, review, timeout=None):
         """The AdmissionResponse policy-server returns for `review` (an AdmissionReview)."""
         status, body = self.validate_raw(policy_id, review, timeout)
         if status != 200:
