@@ -15,15 +15,12 @@
 
 use super::settings::Settings;
 use super::settings::brakes::Brake;
-use super::teams::namespace_query;
 use super::timeline::{PodTime, PodTimes};
 use crate::admission::AdmissionRequest;
 use crate::clock::{UnixSeconds, duration_text, rfc3339};
-use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::exceptions::{Exceptions, Lookup};
 use crate::gpu::GpuCounts;
-use crate::workload::{At, Workload};
-use serde_json::Value;
+use crate::workload::Workload;
 use std::collections::BTreeMap;
 
 /// The rule name exceptions give to excuse the brakes.
@@ -228,25 +225,6 @@ pub fn excuse(
         },
         Lookup::None => Excuse::default(),
     }
-}
-
-/// The team of `namespace`: its Namespace's label `teamLabelKey`.
-pub fn team_of(
-    cluster: &dyn Cluster,
-    settings: &Settings,
-    namespace: &str,
-) -> Result<Option<String>, HostFailure> {
-    let request = namespace_query(namespace);
-    let bytes = call(cluster, &request)?;
-    let object: Value = serde_json::from_slice(&bytes).map_err(|e| HostFailure {
-        request: Box::new(request.clone()),
-        error: HostError::Unreadable(e.to_string()),
-    })?;
-    Ok(object
-        .at("/metadata/labels")
-        .and_then(|l| l.get(&settings.team_label_key))
-        .and_then(Value::as_str)
-        .map(str::to_string))
 }
 
 #[cfg(test)]

@@ -133,7 +133,7 @@ impl<'a> Pace<'a> {
         }
         if let Some(b) = brakes.team() {
             if self.team.is_none() {
-                self.team = Some(brake::team_of(
+                self.team = Some(super::teams::team_of(
                     self.cluster,
                     self.settings,
                     &self.request.namespace,

@@ -161,6 +161,26 @@ impl PoolLimit {
     }
 }
 
+/// The team of `namespace`: its Namespace's label `teamLabelKey` (team budgets found by
+/// label, and the team burst brake).
+pub fn team_of(
+    cluster: &dyn Cluster,
+    settings: &Settings,
+    namespace: &str,
+) -> Result<Option<String>, HostFailure> {
+    let request = namespace_query(namespace);
+    let bytes = call(cluster, &request)?;
+    let object: Value = serde_json::from_slice(&bytes).map_err(|e| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Unreadable(e.to_string()),
+    })?;
+    Ok(object
+        .at("/metadata/labels")
+        .and_then(|l| l.get(&settings.team_label_key))
+        .and_then(Value::as_str)
+        .map(str::to_string))
+}
+
 /// The request's Namespace (cluster-scoped), for its team label.
 pub fn namespace_query(namespace: &str) -> ClusterRequest {
     ClusterRequest::Get(GetResource {
@@ -664,23 +684,13 @@ fn find_team(
     if !by_label || settings.team_label_key.is_empty() {
         return Ok(None);
     }
-    let request = namespace_query(namespace);
-    let bytes = call(cluster, &request)?;
-    let object: Value = serde_json::from_slice(&bytes).map_err(|e| HostFailure {
-        request: Box::new(request.clone()),
-        error: HostError::Unreadable(e.to_string()),
-    })?;
     let key = &settings.team_label_key;
-    let Some(team) = object
-        .at("/metadata/labels")
-        .and_then(|l| l.get(key))
-        .and_then(Value::as_str)
-    else {
+    let Some(team) = team_of(cluster, settings, namespace)? else {
         return Ok(None);
     };
     Ok(all
         .iter()
-        .position(|(t, b, _)| t == team && b.namespaces.is_empty())
+        .position(|(t, b, _)| *t == team && b.namespaces.is_empty())
         .and_then(|i| found(&mut all, i, Membership::Label(key.clone()))))
 }
 
