@@ -278,6 +278,8 @@ mod tests {
             ("/0/reserve/interactive", json!("lots")),
             ("/0/reserve", json!({"inter active": 4})),
             ("/0/headroom", json!(0)),
+            ("/0/headroom", json!("95%")),
+            ("/0/reserve", json!({"interactive": "96%"})),
             (
                 "/0/reserveWindows/0/reserve",
                 json!({"interactive": "60%", "serving": "50%"}),

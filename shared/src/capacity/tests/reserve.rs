@@ -151,6 +151,20 @@ fn a_wrong_reserve_names_its_field(#[case] reserve: Value, #[case] message: &str
     assert!(err.starts_with(message), "{err}");
 }
 
+#[rstest]
+#[case::headroom_at_the_threshold(json!({}), json!("90%"), "pools[0].headroom: 90% keeps 90% of the pool free, at or above what its highest threshold (90%) lets it hold (90%): no workload could ever be admitted; keep less free (e.g. 5%)")]
+#[case::headroom_and_reserve_over_the_pool(json!({"interactive": "95%"}), json!("10%"), "pools[0].reserve: with the headroom (10%), the reserves keep 105% of the pool, more than the whole pool (100%): lower the reserves or the headroom")]
+fn headroom_and_reserves_leave_room(
+    #[case] reserve: Value,
+    #[case] headroom: Value,
+    #[case] message: &str,
+) {
+    let mut v = serde_json::to_value(with_reserve(reserve)).unwrap();
+    v["pools"][0]["headroom"] = headroom;
+    let s: Settings = serde_json::from_value(v).unwrap();
+    assert_eq!(s.validate().unwrap_err().to_string(), message);
+}
+
 #[test]
 fn a_reserve_needs_usage_from_pods() {
     let mut s = with_reserve(json!({"interactive": 16}));
