@@ -246,10 +246,13 @@ BRAKE_SETTINGS = {
     "checkNamespaceQuotas": False,
 }
 # (name, namespace, GPUs, seconds before STARTED): brake-a and brake-b are team t1, brake-c team t2;
-# the pod of 3 hours ago is out of the window.
+# the pod of 3 hours ago is out of the window. brake-a's pods are Deployment serve's, brake-b-0 is Job
+# train's (BRAKE_OWNERS).
 BRAKE_PODS = [("brake-a-0", "brake-a", 8, 120), ("brake-a-1", "brake-a", 4, 60), ("brake-b-0", "brake-b", 8, 90),
               ("brake-b-old", "brake-b", 8, 3 * 3600), ("brake-c-0", "brake-c", 8, 30)]
 BRAKE_TEAMS = {"brake-a": "t1", "brake-b": "t1", "brake-c": "t2"}
+BRAKE_OWNERS = {"brake-a-0": ("ReplicaSet", "serve-7f8d9"), "brake-a-1": ("ReplicaSet", "serve-7f8d9"),
+                "brake-b-0": ("Job", "train")}
 
 
 def rfc3339(seconds):
@@ -264,6 +267,13 @@ def brake_objects():
     for i, (name, namespace, gpus, ago) in enumerate(BRAKE_PODS):
         p = pod(name, namespace, {POOL: "l40s", "gpu-admission/team": BRAKE_TEAMS[namespace]}, gpus, f"gpu-l40s-{i}")
         p["metadata"]["creationTimestamp"] = rfc3339(STARTED - ago)
+        if name in BRAKE_OWNERS:
+            kind, owner = BRAKE_OWNERS[name]
+            p["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1" if kind == "ReplicaSet" else "batch/v1",
+                                                 "kind": kind, "name": owner, "uid": f"uid-{owner}",
+                                                 "controller": True}]
+            if kind == "ReplicaSet":
+                p["metadata"]["labels"]["pod-template-hash"] = owner.rsplit("-", 1)[1]
         objects.append(p)
     for namespace, team in BRAKE_TEAMS.items():
         objects.append({"apiVersion": "v1", "kind": "Namespace",
@@ -944,16 +954,16 @@ class PolicyServerE2E(hosts.HostTestCase):
         again = rfc3339(STARTED - 120 + 3600)
         with self.subTest("a namespace over its brake"):
             self.check("capacity-brakes", CAPACITY, "brake-a", False, req=brake_request("brake-a"), message=(
-                "pool l40s: namespace brake-a was admitted 12 nvidia.com/gpu in the last 1h (2 pods); with this "
+                "pool l40s: namespace brake-a was admitted 12 nvidia.com/gpu in the last 1h (2 pods: 12 by deployment serve); with this "
                 "workload's 8 that is 20, over its burst brake of 16 per 1h (burstBrakes.perNamespace): it may try "
                 f"again at {again} (when enough of those pods have left the window, if nothing else is admitted "
-                "meanwhile); team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods); with this workload's 8 "
+                "meanwhile); team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods: 12 by deployment serve, 8 by job train); with this workload's 8 "
                 "that is 28, over its burst brake of 24 per 1h (burstBrakes.perTeam): it may try again at "
                 f"{again} (when enough of those pods have left the window, if nothing else is admitted meanwhile)."))
         with self.subTest("its sibling namespace of the team: under its own brake, over the team's"):
             # brake-b: 8 within the hour (its pod of 3 hours ago is out): 16 of 16 fits; team t1 does not.
             response = self.check("capacity-brakes", CAPACITY, "brake-b", False, req=brake_request("brake-b"),
-                                  says=["pool l40s: team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods)"])
+                                  says=["pool l40s: team t1 was admitted 20 nvidia.com/gpu in the last 1h (3 pods: 12 by deployment serve, 8 by job train)"])
             self.assertNotIn("namespace brake-b was admitted", response["status"]["message"])
             self.assertIn("namespace brake-b nvidia.com/gpu admitted 8 + incoming 8 = 16 of 16 per 1h, fits",
                           response["auditAnnotations"]["burst-brake"])

@@ -1,7 +1,7 @@
 //! Property tests of the burst brakes (`burstBrakes`): the brake is monotonic in recent
 //! admissions: one more pod admitted within the window, or a pod created later than it
 //! was, never turns a denial into an acceptance; and a denial's time to try again is when
-//! the workload fits. (Run natively; the unit tests also run in wasm.)
+//! the workload fits; the owner workloads a denial names hold what it counts. (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::capacity::brake::{BrakeCheck, Scope, check};
@@ -32,8 +32,12 @@ fn times(pods: &[(i64, bool, GpuCounts)]) -> PodTimes {
             in_namespace: *in_namespace,
             team: None,
             shape: t.shapes.len() - 1,
+            owner: t.pods.len() % 3,
         });
     }
+    t.owners = ["deployment llm", "job train", "pod notebook"]
+        .map(String::from)
+        .to_vec();
     t
 }
 
@@ -112,6 +116,24 @@ proptest! {
                     let before = judge(&pods, &brake, &only(c.incoming), t - 1);
                     prop_assert!(!before[0].fits(), "at {}: {before:?}", t - 1);
                 }
+            }
+        }
+    }
+
+    /// The owner workloads a check names hold exactly the GPUs it counts, most first, and
+    /// its denial names at most three of them.
+    #[test]
+    fn the_workloads_named_hold_what_is_counted(
+        pods in pods(), brake in brake(), incoming in demand(),
+    ) {
+        for c in judge(&pods, &brake, &incoming, NOW) {
+            let held: u64 = c.workloads.iter().map(|(_, g)| g).sum();
+            prop_assert_eq!(held, c.admitted);
+            prop_assert!(c.workloads.windows(2).all(|w| w[0].1 >= w[1].1), "{:?}", c.workloads);
+            if !c.fits() {
+                let clause = c.clause();
+                let named = c.workloads.iter().filter(|(w, _)| clause.contains(w.as_str())).count();
+                prop_assert_eq!(named, c.workloads.len().min(3), "{}", clause);
             }
         }
     }

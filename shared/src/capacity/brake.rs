@@ -8,7 +8,8 @@
 //! the window and still there, plus what the workload adds now. The check is `admitted +
 //! incoming <= gpus`; a denial says when the workload may try again: the moment enough of
 //! the counted pods leave the window for it to fit (if nothing else is admitted
-//! meanwhile). A pod without a readable creation time counts as created now.
+//! meanwhile). A pod without a readable creation time counts as created now. The denial
+//! names the owner workloads of the counted pods, most GPUs first.
 //!
 //! The request's team is the value of its Namespace's label `teamLabelKey` (read with
 //! `get_resource`, once per request, only when a team brake is set).
@@ -59,6 +60,8 @@ pub struct BrakeCheck {
     pub admitted: u64,
     /// How many pods those are.
     pub pods: u64,
+    /// Their owner workloads and the GPUs of each, most first (then by name).
+    pub workloads: Vec<(String, u64)>,
     pub incoming: u64,
     /// The brake's `gpus`.
     pub limit: u64,
@@ -91,19 +94,40 @@ impl BrakeCheck {
             ),
         };
         format!(
-            "{} was admitted {} {} in the last {} ({} {}); with this workload's {} that is {}, over its burst brake of {} per {} ({}): {when}",
+            "{} was admitted {} {} in the last {} ({} {}{}); with this workload's {} that is {}, over its burst brake of {} per {} ({}): {when}",
             self.scope.text(),
             self.admitted,
             self.resource,
             duration_text(self.per),
             self.pods,
             if self.pods == 1 { "pod" } else { "pods" },
+            self.workloads_text(),
             self.incoming,
             self.after(),
             self.limit,
             duration_text(self.per),
             self.scope.field()
         )
+    }
+
+    /// `: 8 by deployment llm, 4 by job train`: the owner workloads of the counted pods, at most
+    /// [`NAMED_WORKLOADS`] (then how many more); empty when no pod is counted.
+    fn workloads_text(&self) -> String {
+        if self.workloads.is_empty() {
+            return String::new();
+        }
+        let named: Vec<String> = self
+            .workloads
+            .iter()
+            .take(NAMED_WORKLOADS)
+            .map(|(w, g)| format!("{g} by {w}"))
+            .collect();
+        let more = match self.workloads.len().saturating_sub(NAMED_WORKLOADS) {
+            0 => String::new(),
+            1 => " and 1 more workload".to_string(),
+            n => format!(" and {n} more workloads"),
+        };
+        format!(": {}{more}", named.join(", "))
     }
 
     /// `a100: namespace ml-a nvidia.com/gpu admitted 24 + incoming 8 = 32 of 32 per 10m, fits`.
@@ -123,6 +147,9 @@ impl BrakeCheck {
     }
 }
 
+/// How many owner workloads a denial names.
+pub const NAMED_WORKLOADS: usize = 3;
+
 /// `brake` judged against the pods of `times` that `counted` selects, for each resource
 /// the workload adds (`incoming`) to pool `pool`, at `now`.
 pub fn check(
@@ -139,23 +166,33 @@ pub fn check(
     let mut checks = Vec::new();
     for (resource, n) in incoming.iter().filter(|(_, n)| **n > 0) {
         // (the moment the pod leaves the window, its GPUs)
+        let mut by_owner: BTreeMap<usize, u64> = BTreeMap::new();
         let mut recent: Vec<(UnixSeconds, u64)> = times
             .pods
             .iter()
             .filter(|p| counted(p) && p.created.is_none_or(|c| c > since))
-            .map(|p| {
-                let created = p.created.unwrap_or(now);
-                (created.saturating_add(per), times.gpus(p, resource))
+            .filter_map(|p| {
+                let gpus = times.gpus(p, resource);
+                (gpus > 0).then(|| {
+                    let owned = by_owner.entry(p.owner).or_default();
+                    *owned = owned.saturating_add(gpus);
+                    (p.created.unwrap_or(now).saturating_add(per), gpus)
+                })
             })
-            .filter(|(_, g)| *g > 0)
             .collect();
         let admitted = recent.iter().fold(0u64, |s, (_, g)| s.saturating_add(*g));
+        let mut workloads: Vec<(String, u64)> = by_owner
+            .into_iter()
+            .map(|(o, g)| (times.owners.get(o).cloned().unwrap_or_default(), g))
+            .collect();
+        workloads.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let mut check = BrakeCheck {
             scope: scope.clone(),
             pool: pool.to_string(),
             resource: resource.clone(),
             admitted,
             pods: recent.len() as u64,
+            workloads,
             incoming: *n,
             limit: brake.gpus,
             per,

@@ -5,7 +5,8 @@
 //! A Pod's `metadata.creationTimestamp` is set by the API server when the pod is created
 //! (users cannot set it) and never changes; the list holds the pods that exist and have
 //! not finished. So the list tells, for each pod still there, since when it exists; it
-//! says nothing of pods that finished or were deleted.
+//! says nothing of pods that finished or were deleted. Each pod's owner workload (its
+//! controller, a ReplicaSet read as its Deployment) says whose admissions those were.
 
 use super::pods::{SpecParts, spec_gpus};
 use super::settings::Settings;
@@ -29,6 +30,8 @@ pub struct PodTime {
     pub team: Option<usize>,
     /// Its GPUs (index in [`PodTimes::shapes`]).
     pub shape: usize,
+    /// Its owner workload (index in [`PodTimes::owners`]).
+    pub owner: usize,
 }
 
 /// The pool's pods that hold GPUs, with when they were created.
@@ -39,6 +42,8 @@ pub struct PodTimes {
     pub shapes: Vec<GpuCounts>,
     /// The distinct values of the team label.
     pub teams: Vec<String>,
+    /// The distinct owner workloads, as [`owner_text`] names them.
+    pub owners: Vec<String>,
 }
 
 impl PodTimes {
@@ -60,15 +65,57 @@ pub fn wanted(settings: &Settings, pool: &Pool) -> bool {
         || pool.sustained.as_ref().is_some_and(|s| s.is_set())
 }
 
+/// The label a Deployment's ReplicaSet puts on its pods: the ReplicaSet is named
+/// `<deployment>-<hash>`.
+const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
 /// What crosses the host boundary for each Pod besides its GPUs when [`wanted`]: its
-/// namespace, creation time and team label (policy-server never masks metadata; these
-/// keep them where a host does).
-pub fn masks() -> [String; 3] {
+/// namespace, creation time, team label and owner workload (policy-server never masks
+/// metadata; these keep them where a host does).
+pub fn masks() -> [String; 6] {
     [
         "metadata.creationTimestamp".into(),
         "metadata.namespace".into(),
         format!("metadata.labels.{TEAM_POD_LABEL_KEY}"),
+        "metadata.name".into(),
+        "metadata.ownerReferences".into(),
+        format!("metadata.labels.{POD_TEMPLATE_HASH}"),
     ]
+}
+
+/// A pod's owner workload as messages name it: its controller (`deployment llm` for a
+/// ReplicaSet `llm-<hash>` whose pods carry that hash, `statefulset db`, `job train`), or
+/// `pod <name>` when it has none. `owner_references` is the pod's `ownerReferences`.
+pub fn owner_text(owner_references: Option<&str>, hash: Option<&str>, name: &str) -> String {
+    #[derive(serde::Deserialize)]
+    struct Owner {
+        #[serde(default)]
+        kind: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        controller: bool,
+    }
+    let owners: Vec<Owner> = owner_references
+        .and_then(|o| serde_json::from_str(o).ok())
+        .unwrap_or_default();
+    match owners
+        .into_iter()
+        .find(|o| o.controller && !o.name.is_empty())
+    {
+        Some(o) => {
+            let deployment = (o.kind == "ReplicaSet")
+                .then(|| hash.and_then(|h| o.name.strip_suffix(h)?.strip_suffix('-')))
+                .flatten()
+                .filter(|d| !d.is_empty());
+            match deployment {
+                Some(d) => format!("deployment {d}"),
+                None => format!("{} {}", o.kind.to_ascii_lowercase(), o.name),
+            }
+        }
+        None if name.is_empty() => "pod (unnamed)".to_string(),
+        None => format!("pod {name}"),
+    }
 }
 
 /// The pool's Pod query ([`super::queries::pod_query`]), with [`masks`] when [`wanted`].
@@ -84,7 +131,8 @@ pub fn pod_query(settings: &Settings, pool: &Pool) -> ClusterRequest {
 }
 
 /// Reads the pods of a `PodList` that hold GPUs: when each was created, whether it is in
-/// `namespace`, its team label, its GPUs (each distinct spec read once).
+/// `namespace`, its team label, its owner workload, its GPUs (each distinct spec read
+/// once).
 pub fn read<'a>(
     bytes: &'a [u8],
     names: &GpuResources,
@@ -92,7 +140,8 @@ pub fn read<'a>(
 ) -> Result<PodTimes, ListError> {
     let mut out = PodTimes::default();
     let mut seen: HashMap<SpecParts<'a>, usize> = HashMap::new();
-    let paths: [&[&str]; 7] = [
+    let mut owners: HashMap<String, usize> = HashMap::new();
+    let paths: [&[&str]; 10] = [
         &["spec", "containers"],
         &["spec", "initContainers"],
         &["spec", "ephemeralContainers"],
@@ -100,9 +149,22 @@ pub fn read<'a>(
         &["metadata", "namespace"],
         &["metadata", "creationTimestamp"],
         &["metadata", "labels", TEAM_POD_LABEL_KEY],
+        &["metadata", "name"],
+        &["metadata", "ownerReferences"],
+        &["metadata", "labels", POD_TEMPLATE_HASH],
     ];
-    let on_pod = |[containers, init, ephemeral, resources, ns, created, team]: [Option<&'a RawValue>;
-                      7]|
+    let on_pod = |[
+        containers,
+        init,
+        ephemeral,
+        resources,
+        ns,
+        created,
+        team,
+        name,
+        owner_refs,
+        hash,
+    ]: [Option<&'a RawValue>; 10]|
      -> Result<(), ListError> {
         let key: SpecParts = [containers, init, ephemeral, resources].map(|p| p.map(RawValue::get));
         let shape = match seen.get(&key) {
@@ -142,11 +204,22 @@ pub fn read<'a>(
             None => None,
         };
         let created = text(created).ok().flatten().and_then(|t| parse_end(&t));
+        let owner = owner_text(
+            owner_refs.map(RawValue::get),
+            text(hash).ok().flatten().as_deref(),
+            text(name).ok().flatten().as_deref().unwrap_or(""),
+        );
+        let next = out.owners.len();
+        let owner = *owners.entry(owner).or_insert_with_key(|o| {
+            out.owners.push(o.clone());
+            next
+        });
         out.pods.push(PodTime {
             created,
             in_namespace,
             team,
             shape,
+            owner,
         });
         Ok(())
     };
@@ -185,5 +258,48 @@ mod tests {
             (None, false, None)
         );
         assert!(read(b"{\"items\": 3}", &names, "ml-a").is_err());
+    }
+
+    #[rstest::rstest]
+    #[case::replicaset_of_a_deployment(
+        Some(r#"[{"kind":"ReplicaSet","name":"llm-7d9f8","controller":true}]"#),
+        Some("7d9f8"),
+        "deployment llm"
+    )]
+    #[case::replicaset_without_its_hash(
+        Some(r#"[{"kind":"ReplicaSet","name":"llm-7d9f8","controller":true}]"#),
+        None,
+        "replicaset llm-7d9f8"
+    )]
+    #[case::the_controller_among_owners(
+        Some(r#"[{"kind":"ConfigMap","name":"x"},{"kind":"StatefulSet","name":"db","controller":true}]"#), None, "statefulset db")]
+    #[case::no_controller(Some(r#"[{"kind":"Job","name":"train"}]"#), None, "pod p-0")]
+    #[case::malformed(Some("{"), None, "pod p-0")]
+    #[case::none(None, None, "pod p-0")]
+    fn a_pods_owner_workload_is_its_controller(
+        #[case] owners: Option<&str>,
+        #[case] hash: Option<&str>,
+        #[case] want: &str,
+    ) {
+        assert_eq!(owner_text(owners, hash, "p-0"), want);
+    }
+
+    #[test]
+    fn pods_of_one_workload_share_an_owner() {
+        let pod = |name: &str, rs: &str| {
+            json!({"metadata": {"name": name, "namespace": "ml-a",
+                                "labels": {"pod-template-hash": "abc12"},
+                                "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "controller": true}]},
+                   "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}})
+        };
+        let list = json!({"items": [pod("llm-1", "llm-abc12"), pod("llm-2", "llm-abc12"),
+                                    pod("db-0", "db-abc12")]})
+        .to_string();
+        let t = read(list.as_bytes(), &GpuResources::default(), "ml-a").unwrap();
+        assert_eq!(t.owners, ["deployment llm", "deployment db"]);
+        assert_eq!(
+            t.pods.iter().map(|p| p.owner).collect::<Vec<_>>(),
+            [0, 0, 1]
+        );
     }
 }

@@ -13,10 +13,12 @@ fn times(created: &[Option<i64>]) -> PodTimes {
                 in_namespace: true,
                 team: None,
                 shape: 0,
+                owner: 0,
             })
             .collect(),
         shapes: vec![GpuCounts::from([("nvidia.com/gpu".to_string(), 2)])],
         teams: Vec::new(),
+        owners: vec!["deployment llm".into()],
     }
 }
 

@@ -31,15 +31,27 @@ fn brakes() -> Settings {
 }
 
 /// Pods of pool a100: (namespace, team label or "", GPUs, created seconds before NOW).
+/// Those of namespace ml belong to Deployment llm, those of ml-b to Job train; the others
+/// have no owner.
 fn timed_pods(pods: &[(&str, &str, u64, i64)]) -> String {
     let items: Vec<Value> = pods
         .iter()
-        .map(|(ns, team, n, ago)| {
+        .enumerate()
+        .map(|(i, (ns, team, n, ago))| {
             let mut labels = json!({"gpu-admission/pool": "a100"});
             if !team.is_empty() {
                 labels["gpu-admission/team"] = json!(team);
             }
-            json!({"metadata": {"namespace": ns, "labels": labels,
+            let owners = match *ns {
+                "ml" => {
+                    labels["pod-template-hash"] = json!("5c6f7");
+                    json!([{"kind": "ReplicaSet", "name": "llm-5c6f7", "controller": true}])
+                }
+                "ml-b" => json!([{"kind": "Job", "name": "train", "controller": true}]),
+                _ => json!([]),
+            };
+            json!({"metadata": {"name": format!("{ns}-{i}"), "namespace": ns, "labels": labels,
+                                "ownerReferences": owners,
                                 "creationTimestamp": rfc3339(NOW - ago)},
                    "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": n.to_string()}}}]}})
         })
@@ -128,7 +140,7 @@ fn a_namespace_over_its_brake_is_denied_with_when_it_may_try_again() {
     assert!(!v.allowed, "{v:?}");
     assert_eq!(
         v.message.as_deref().unwrap(),
-        "pool a100: namespace ml was admitted 24 nvidia.com/gpu in the last 10m (3 pods); with this workload's 10 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile); team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods); with this workload's 10 that is 50, over its burst brake of 48 per 10m (burstBrakes.perTeam): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile)."
+        "pool a100: namespace ml was admitted 24 nvidia.com/gpu in the last 10m (3 pods: 24 by deployment llm); with this workload's 10 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile); team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods: 24 by deployment llm, 16 by job train); with this workload's 10 that is 50, over its burst brake of 48 per 10m (burstBrakes.perTeam): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile)."
     );
     // The pool itself has room: only the brakes deny.
     assert!(v.audit_annotations["capacity"].ends_with("fits"));
