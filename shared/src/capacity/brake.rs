@@ -166,7 +166,7 @@ pub fn check(
     let mut checks = Vec::new();
     for (resource, n) in incoming.iter().filter(|(_, n)| **n > 0) {
         // (the moment the pod leaves the window, its GPUs)
-        let mut by_owner: BTreeMap<usize, u64> = BTreeMap::new();
+        let mut by_owner: Vec<u64> = vec![0; times.owners.len()];
         let mut recent: Vec<(UnixSeconds, u64)> = times
             .pods
             .iter()
@@ -174,16 +174,20 @@ pub fn check(
             .filter_map(|p| {
                 let gpus = times.gpus(p, resource);
                 (gpus > 0).then(|| {
-                    let owned = by_owner.entry(p.owner).or_default();
-                    *owned = owned.saturating_add(gpus);
+                    if let Some(owned) = by_owner.get_mut(p.owner) {
+                        *owned = owned.saturating_add(gpus);
+                    }
                     (p.created.unwrap_or(now).saturating_add(per), gpus)
                 })
             })
             .collect();
         let admitted = recent.iter().fold(0u64, |s, (_, g)| s.saturating_add(*g));
-        let mut workloads: Vec<(String, u64)> = by_owner
-            .into_iter()
-            .map(|(o, g)| (times.owners.get(o).cloned().unwrap_or_default(), g))
+        let mut workloads: Vec<(String, u64)> = times
+            .owners
+            .iter()
+            .zip(by_owner)
+            .filter(|(_, g)| *g > 0)
+            .map(|(o, g)| (o.clone(), g))
             .collect();
         workloads.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let mut check = BrakeCheck {

@@ -87,30 +87,30 @@ pub fn masks() -> [String; 6] {
 /// ReplicaSet `llm-<hash>` whose pods carry that hash, `statefulset db`, `job train`), or
 /// `pod <name>` when it has none. `owner_references` is the pod's `ownerReferences`.
 pub fn owner_text(owner_references: Option<&str>, hash: Option<&str>, name: &str) -> String {
-    #[derive(serde::Deserialize)]
-    struct Owner {
-        #[serde(default)]
-        kind: String,
-        #[serde(default)]
-        name: String,
-        #[serde(default)]
-        controller: bool,
-    }
-    let owners: Vec<Owner> = owner_references
+    let owners: serde_json::Value = owner_references
         .and_then(|o| serde_json::from_str(o).ok())
         .unwrap_or_default();
-    match owners
-        .into_iter()
-        .find(|o| o.controller && !o.name.is_empty())
-    {
+    let owners = owners.as_array().map(Vec::as_slice).unwrap_or_default();
+    let field = |o: &serde_json::Value, key: &str| -> String {
+        o.get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let controller = owners.iter().find(|o| {
+        o.get("controller").and_then(serde_json::Value::as_bool) == Some(true)
+            && !field(o, "name").is_empty()
+    });
+    match controller {
         Some(o) => {
-            let deployment = (o.kind == "ReplicaSet")
-                .then(|| hash.and_then(|h| o.name.strip_suffix(h)?.strip_suffix('-')))
+            let (kind, owner) = (field(o, "kind"), field(o, "name"));
+            let deployment = (kind == "ReplicaSet")
+                .then(|| hash.and_then(|h| owner.strip_suffix(h)?.strip_suffix('-')))
                 .flatten()
                 .filter(|d| !d.is_empty());
             match deployment {
                 Some(d) => format!("deployment {d}"),
-                None => format!("{} {}", o.kind.to_ascii_lowercase(), o.name),
+                None => format!("{} {owner}", kind.to_ascii_lowercase()),
             }
         }
         None if name.is_empty() => "pod (unnamed)".to_string(),
@@ -140,7 +140,8 @@ pub fn read<'a>(
 ) -> Result<PodTimes, ListError> {
     let mut out = PodTimes::default();
     let mut seen: HashMap<SpecParts<'a>, usize> = HashMap::new();
-    let mut owners: HashMap<String, usize> = HashMap::new();
+    // (each distinct `ownerReferences` text, or name of a pod without one, read once)
+    let mut owners: HashMap<&'a str, usize> = HashMap::new();
     let paths: [&[&str]; 10] = [
         &["spec", "containers"],
         &["spec", "initContainers"],
@@ -204,16 +205,19 @@ pub fn read<'a>(
             None => None,
         };
         let created = text(created).ok().flatten().and_then(|t| parse_end(&t));
-        let owner = owner_text(
-            owner_refs.map(RawValue::get),
-            text(hash).ok().flatten().as_deref(),
-            text(name).ok().flatten().as_deref().unwrap_or(""),
-        );
-        let next = out.owners.len();
-        let owner = *owners.entry(owner).or_insert_with_key(|o| {
-            out.owners.push(o.clone());
-            next
-        });
+        let key = owner_refs.or(name).map_or("", RawValue::get);
+        let owner = match owners.get(key) {
+            Some(o) => *o,
+            None => {
+                out.owners.push(owner_text(
+                    owner_refs.map(RawValue::get),
+                    text(hash).ok().flatten().as_deref(),
+                    text(name).ok().flatten().as_deref().unwrap_or(""),
+                ));
+                owners.insert(key, out.owners.len() - 1);
+                out.owners.len() - 1
+            }
+        };
         out.pods.push(PodTime {
             created,
             in_namespace,
