@@ -110,14 +110,20 @@ fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
     v
 }
 
+/// The host's answers for Deployment llm (2 nvidia.com/gpu per replica) in pool a100 (8
+/// nodes of 8 GPUs).
+fn llm_on_a100() -> Script {
+    Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ])
+}
+
 const CPU_ONLY: &str = "HorizontalPodAutoscaler ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
 
 #[test]
 fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(10, cpu())), &settings(), &script);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(CPU_ONLY));
@@ -153,10 +159,7 @@ fn hpa_without_metrics_scales_on_cpu() {
 
 #[test]
 fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(32, external())), &settings(), &script);
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty());
@@ -170,18 +173,12 @@ const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidi
 
 #[test]
 fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(40, external())), &settings(), &script);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(TOO_MANY));
     // Both findings in one message.
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(40, cpu())), &settings(), &script);
     let message = v.message.unwrap();
     assert!(message.starts_with(CPU_ONLY), "{message}");
@@ -200,12 +197,7 @@ fn reserves_and_headroom_do_not_bound_max_replicas() {
     pools[0]["headroom"] = json!(8);
     let s = with(settings_json(), "pools", pools);
     crate::settings::ValidateSettings::validate(&s).unwrap();
-    let script = || {
-        Script::new(vec![
-            (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-            (a100_nodes(), Ok(nodes(&[8; 8]))),
-        ])
-    };
+    let script = || llm_on_a100();
     assert!(run(&create(hpa(32, external())), &s, &script()).allowed);
     let v = run(&create(hpa(40, external())), &s, &script());
     assert_eq!(v.message.as_deref(), Some(TOO_MANY));
@@ -300,10 +292,7 @@ fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
 fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     let prometheus = json!([{"type": "prometheus", "metadata": {"serverAddress": "http://prometheus:9090",
         "query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(Some(8), prometheus)),
         &settings(),
@@ -313,10 +302,7 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
 
     let cpu_trigger =
         json!([{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(Some(8), cpu_trigger.clone())),
         &settings(),
@@ -331,10 +317,7 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     );
 
     // KEDA's default of 100 replicas is the bound when maxReplicaCount is left out.
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(None, cpu_trigger)),
         &settings(),
@@ -360,10 +343,7 @@ fn resource_metrics_only_is_a_setting(
     #[case] warnings: usize,
 ) {
     let s = with(settings_json(), "resourceMetricsOnly", json!(action));
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(4, cpu())), &s, &script);
     assert_eq!(v.allowed, allowed);
     assert_eq!(v.warnings.len(), warnings);
@@ -375,10 +355,7 @@ fn keda_made_hpa_follows_the_keda_setting() {
     object["metadata"]["name"] = json!("keda-hpa-llm");
     object["metadata"]["ownerReferences"] = json!([{"apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject", "name": "llm", "controller": true, "uid": "u"}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(object), &settings(), &script);
     assert!(v.allowed);
     assert!(
@@ -554,10 +531,7 @@ fn nothing_to_check_makes_no_call() {
 
 #[test]
 fn an_update_that_raises_max_replicas_is_checked() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &request("UPDATE", hpa(40, external()), hpa(10, external())),
         &settings(),
