@@ -4,7 +4,7 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 /// The rules without a cluster: these requests name no DRA claim.
-fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+pub(super) fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
     use crate::policy::{Policy, checked};
     super::policy::Labels::evaluate(
         request,
@@ -56,8 +56,20 @@ fn decide(object: Value) -> Verdict {
     evaluate(&create(object), &Settings::default())
 }
 
-fn message(v: &Verdict) -> &str {
+pub(super) fn message(v: &Verdict) -> &str {
     v.message.as_deref().unwrap_or("")
+}
+
+/// Asserts that the message of `v` says `part`, showing it when it does not.
+#[track_caller]
+pub(super) fn says(v: &Verdict, part: &str) {
+    assert!(message(v).contains(part), "{}", message(v));
+}
+
+/// Asserts that the message of `v` starts with `opening`, showing it when it does not.
+#[track_caller]
+pub(super) fn starts_saying(v: &Verdict, opening: &str) {
+    assert!(message(v).starts_with(opening), "{}", message(v));
 }
 
 #[test]
@@ -120,11 +132,7 @@ fn objects_without_gpu_demand_pass_untouched(#[case] object: Value) {
 fn hidden_or_unusual_gpu_requests_still_need_labels(#[case] spec: Value) {
     let v = decide(pod(json!({}), spec));
     assert!(!v.allowed);
-    assert!(
-        message(&v).contains("1) label 'workload-type' is missing"),
-        "{}",
-        message(&v)
-    );
+    says(&v, "1) label 'workload-type' is missing");
 }
 
 #[test]
@@ -175,7 +183,7 @@ fn unreadable_objects_are_denied_whatever_their_gpus(#[case] object: Value, #[ca
     r.kind.kind = "Pod".into();
     let v = evaluate(&r, &Settings::default());
     assert!(!v.allowed);
-    assert!(message(&v).starts_with(start), "{}", message(&v));
+    starts_saying(&v, start);
 }
 
 #[test]
@@ -187,10 +195,9 @@ fn custom_kind_with_a_bad_template_is_denied() {
     let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, "workerGroupSpecs": [{"template": {}}]}});
     let v = evaluate(&create(object), &settings);
-    assert!(
-        message(&v).starts_with("RayCluster ml/rc cannot be read, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec."),
-        "{}",
-        message(&v)
+    starts_saying(
+        &v,
+        "RayCluster ml/rc cannot be read, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec.",
     );
 }
 
@@ -399,7 +406,7 @@ mod updates {
             .remove("team");
         let v = update(compliant(), new);
         assert!(!v.allowed);
-        assert!(message(&v).contains("label 'team' is missing"));
+        says(&v, "label 'team' is missing");
     }
 
     #[test]
@@ -411,7 +418,7 @@ mod updates {
         );
         let v = update(old, legacy());
         assert!(!v.allowed);
-        assert!(message(&v).contains("label 'workload-type' is missing"));
+        says(&v, "label 'workload-type' is missing");
     }
 
     #[test]

@@ -1,19 +1,11 @@
 //! Each serving and training rule, on and off, through `evaluate`.
 
 use super::super::Settings;
+use crate::admission::AdmissionRequest;
 use crate::admission::ValidateSettings;
-use crate::admission::{AdmissionRequest, Verdict};
 use crate::workload::presets;
 
-fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    use crate::labels::policy::Labels;
-    use crate::policy::{Policy, checked};
-    Labels::evaluate(
-        request,
-        &checked::<Labels>(settings),
-        &crate::cluster::NoCluster,
-    )
-}
+use crate::labels::tests::{evaluate, message, says};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -79,10 +71,6 @@ fn create(object: Value) -> AdmissionRequest {
     serde_json::from_value(json!({"uid": "u", "operation": "CREATE", "namespace": "ml",
         "userInfo": {"username": "alice"}, "object": object}))
     .unwrap()
-}
-
-fn message(v: &Verdict) -> String {
-    v.message.clone().unwrap_or_default()
 }
 
 #[test]
@@ -155,7 +143,7 @@ fn rollouts_that_take_serving_pods_down_are_denied(#[case] strategy: Value, #[ca
         &on(),
     );
     assert!(!v.allowed);
-    assert!(message(&v).contains(text), "{}", message(&v));
+    says(&v, text);
     assert!(
         evaluate(
             &create(deployment("interactive", server(ready_probes()), strategy)),
