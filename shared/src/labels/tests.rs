@@ -60,6 +60,14 @@ pub(super) fn message(v: &Verdict) -> &str {
     v.message.as_deref().unwrap_or("")
 }
 
+/// Settings read from `v` and checked, or the error's text.
+pub(super) fn parse(v: Value) -> Result<Settings, String> {
+    use crate::settings::ValidateSettings;
+    let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    s.validate().map_err(|e| e.to_string())?;
+    Ok(s)
+}
+
 /// Asserts that the message of `v` says `part`, showing it when it does not.
 #[track_caller]
 pub(super) fn says(v: &Verdict, part: &str) {

@@ -2,11 +2,11 @@
 //! and what KAI Scheduler's webhook writes (accepted) against the same fields spoofed.
 
 use super::*;
-use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use crate::admission::{AdmissionRequest, Verdict};
 use rstest::rstest;
 use serde_json::{Value, json};
 
-use crate::labels::tests::{evaluate, message, says, starts_saying};
+use crate::labels::tests::{evaluate, message, parse, says, starts_saying};
 
 fn labels() -> Value {
     json!({"workload-type": "interactive", "team": "ml"})
@@ -922,34 +922,23 @@ fn host_paths_are_normalized(#[case] path: &str, #[case] normal: &str) {
 #[test]
 fn device_mounts() {
     let d = DeviceAccess::default().device_host_paths.paths;
-    assert_eq!(
-        device_mount("/dev/nvidia-uvm", &d),
-        Some(DeviceMount::Device("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/dev/nvidia-caps/nvidia-cap1", &d),
-        Some(DeviceMount::Device("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/dev", &d),
-        Some(DeviceMount::Contains("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/", &d),
-        Some(DeviceMount::Contains("/dev/nvidia"))
-    );
-    assert_eq!(device_mount("/de", &d), None);
-    assert_eq!(device_mount("/dev/shm", &d), None);
-    assert_eq!(device_mount("/run/nvidia", &d), None);
+    for (path, mount) in [
+        ("/dev/nvidia-uvm", Some(DeviceMount::Device("/dev/nvidia"))),
+        (
+            "/dev/nvidia-caps/nvidia-cap1",
+            Some(DeviceMount::Device("/dev/nvidia")),
+        ),
+        ("/dev", Some(DeviceMount::Contains("/dev/nvidia"))),
+        ("/", Some(DeviceMount::Contains("/dev/nvidia"))),
+        ("/de", None),
+        ("/dev/shm", None),
+        ("/run/nvidia", None),
+    ] {
+        assert_eq!(device_mount(path, &d), mount, "{path}");
+    }
 }
 
 // --- Settings --------------------------------------------------------------------------------
-
-fn parse(v: Value) -> Result<Settings, String> {
-    let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    s.validate().map_err(|e| e.to_string())?;
-    Ok(s)
-}
 
 #[test]
 fn defaults_turn_every_rule_on() {
