@@ -68,16 +68,17 @@ pub(super) fn parse(v: Value) -> Result<Settings, String> {
     Ok(s)
 }
 
-/// Asserts that the message of `v` says `part`, showing it when it does not.
+/// Asserts that the message of `v` says `part`, showing the verdict when it does not.
 #[track_caller]
 pub(super) fn says(v: &Verdict, part: &str) {
-    assert!(message(v).contains(part), "{}", message(v));
+    assert!(message(v).contains(part), "{v:?}");
 }
 
-/// Asserts that the message of `v` starts with `opening`, showing it when it does not.
+/// Asserts that the message of `v` starts with `opening`, showing the verdict when it does
+/// not.
 #[track_caller]
 pub(super) fn starts_saying(v: &Verdict, opening: &str) {
-    assert!(message(v).starts_with(opening), "{}", message(v));
+    assert!(message(v).starts_with(opening), "{v:?}");
 }
 
 #[test]
@@ -194,12 +195,17 @@ fn unreadable_objects_are_denied_whatever_their_gpus(#[case] object: Value, #[ca
     starts_saying(&v, start);
 }
 
-#[test]
-fn custom_kind_with_a_bad_template_is_denied() {
-    let settings = Settings {
+/// The default settings with every preset custom kind.
+fn with_presets() -> Settings {
+    Settings {
         custom_kinds: presets::all(),
         ..Settings::default()
-    };
+    }
+}
+
+#[test]
+fn custom_kind_with_a_bad_template_is_denied() {
+    let settings = with_presets();
     let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, "workerGroupSpecs": [{"template": {}}]}});
     let v = evaluate(&create(object), &settings);
@@ -211,10 +217,7 @@ fn custom_kind_with_a_bad_template_is_denied() {
 
 #[test]
 fn ray_head_without_gpus_needs_no_labels_but_workers_do() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
     "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "head"}]}}},
              "workerGroupSpecs": [
@@ -231,10 +234,7 @@ fn ray_head_without_gpus_needs_no_labels_but_workers_do() {
 
 #[test]
 fn kserve_predictor_and_workers_share_the_object_labels_and_are_reported_once() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
         "metadata": {"name": "llama", "labels": {"workload-type": "interactive"}},
         "spec": {"predictor": {"containers": [gpu_container("1")],
@@ -249,10 +249,7 @@ fn kserve_predictor_and_workers_share_the_object_labels_and_are_reported_once() 
 
 #[test]
 fn leader_worker_set_checks_leader_and_worker_templates() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
         "metadata": {"name": "vllm", "labels": good_labels()},
         "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
@@ -310,10 +307,7 @@ mod gpu_nodes_rule {
         let mut object = tolerating_pod();
         object["spec"]["containers"][0]["resources"] = json!({"limits": {"nvidia.com/gpu": "0"}});
         let v = decide(object);
-        assert!(
-            message(&v).contains("requests no GPU but tolerates"),
-            "{v:?}"
-        );
+        says(&v, "requests no GPU but tolerates");
     }
 
     #[test]
@@ -346,9 +340,9 @@ mod gpu_nodes_rule {
             ..Settings::default()
         };
         let v = evaluate(&create(ds), &strict);
-        assert!(
-            message(&v).contains("the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint"),
-            "{v:?}"
+        says(
+            &v,
+            "the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint",
         );
     }
 

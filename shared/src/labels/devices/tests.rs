@@ -737,13 +737,18 @@ fn kai_container(name: &str, config_map: &str) -> Value {
         "envFrom": [{"configMapRef": {"name": format!("{config_map}-evar"), "optional": false}}]})
 }
 
-#[test]
-fn what_kais_webhook_writes_is_accepted() {
-    let r = kai_pod(
+/// The Pod as KAI's webhook writes it: its annotations, scheduler and fraction container.
+fn kai_written() -> AdmissionRequest {
+    kai_pod(
         kai_annotations(),
         Some("kai-scheduler"),
         kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    )
+}
+
+#[test]
+fn what_kais_webhook_writes_is_accepted() {
+    let r = kai_written();
     assert_eq!(evaluate(&r, &Settings::default()), Verdict::accept());
 }
 
@@ -796,11 +801,7 @@ fn a_kai_pod_gets_only_what_kai_writes(#[case] annotations: Value, #[case] conta
 
 #[test]
 fn kais_variable_in_another_container_is_denied() {
-    let mut r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let mut r = kai_written();
     push(
         &mut r.object["spec"]["containers"],
         kai_container("sidecar", &format!("{KAI_PREFIX}-0")),
@@ -844,11 +845,7 @@ fn kais_fraction_container_is_found_by_name_init_containers_first() {
 
 #[test]
 fn kai_is_only_recognized_when_configured() {
-    let r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let r = kai_written();
     let mut s = Settings::default();
     s.fractional_gpus.kai.enabled = false;
     assert!(!evaluate(&r, &s).allowed);
@@ -879,11 +876,7 @@ fn other_env_from_on_a_kai_pod_is_still_warned_about() {
 
 #[test]
 fn the_unlabelled_kai_example_is_a_gpu_pod() {
-    let mut r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let mut r = kai_written();
     r.object["metadata"]["labels"] = json!({"kai.scheduler/queue": "default-queue"});
     let v = evaluate(&r, &Settings::default());
     starts_saying(

@@ -174,7 +174,10 @@ fn a_configured_max_unavailable_is_the_bound() {
         )),
         &s,
     );
-    assert!(message(&v).contains("more than the 1 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 1 and maxSurge: 1"), "{v:?}");
+    says(
+        &v,
+        "more than the 1 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 1 and maxSurge: 1",
+    );
 }
 
 fn job(workload_type: &str, deadline: Option<u64>) -> Value {
@@ -222,9 +225,9 @@ fn cron_jobs_and_pytorch_jobs_keep_their_deadlines_elsewhere() {
         "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": {"template": {"metadata": {"labels": labels("batch")},
           "spec": {"restartPolicy": "Never", "containers": [server(json!({}))]}}}}}});
     let v = evaluate(&create(cron.clone()), &on());
-    assert!(
-        message(&v).contains("spec.jobTemplate.spec.activeDeadlineSeconds is not set: a CronJob"),
-        "{v:?}"
+    says(
+        &v,
+        "spec.jobTemplate.spec.activeDeadlineSeconds is not set: a CronJob",
     );
     let mut ok = cron;
     ok["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] = json!(7200);
@@ -289,10 +292,7 @@ fn without_size_limit_the_pods_memory_limit_bounds_dev_shm() {
         )),
         &settings_with(r),
     );
-    assert!(
-        message(&v).contains("is limited to the pod's memory limit, less than 128Gi"),
-        "{v:?}"
-    );
+    says(&v, "is limited to the pod's memory limit, less than 128Gi");
 }
 
 #[test]
@@ -307,11 +307,9 @@ fn kserve_model_containers_are_found_for_probes() {
         "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
             "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "8", "memory": "64Gi"}}}}}});
     let v = evaluate(&create(isvc.clone()), &on());
-    assert!(
-        message(&v).contains(
-            "container 'model' serves (workload-type: interactive) without a readinessProbe"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "container 'model' serves (workload-type: interactive) without a readinessProbe",
     );
     let mut ready = isvc;
     for (k, p) in ready_probes().as_object().unwrap() {
