@@ -6,6 +6,7 @@ use crate::cluster::ClusterRequest;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
+use crate::testing::{assert_ends, assert_starts};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -181,10 +182,10 @@ fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
     let script = llm_on_a100();
     let v = run(&create(hpa(40, cpu())), &settings(), &script);
     let message = v.message.unwrap();
-    assert!(message.starts_with(CPU_ONLY), "{message}");
-    assert!(
-        message.ends_with(TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:")),
-        "{message}"
+    assert_starts(&message, CPU_ONLY);
+    assert_ends(
+        &message,
+        TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:"),
     );
 }
 

@@ -1,5 +1,6 @@
 use super::*;
 use crate::cluster::fake::Objects;
+use crate::testing::assert_contains;
 use serde_json::{Value, json};
 
 fn template(requests: Value) -> Value {
@@ -302,14 +303,11 @@ fn labels_require_labels_of_a_dra_gpu_pod_and_deny_unreadable_claims() {
     let v = labels_evaluate(&create(labelled), &settings, &Objects::default());
     assert!(!v.allowed);
     let message = v.message.unwrap();
-    assert!(
-        message.contains("resource claim 'gpu' (ResourceClaimTemplate four-gpus) cannot be read"),
-        "{message}"
+    assert_contains(
+        &message,
+        "resource claim 'gpu' (ResourceClaimTemplate four-gpus) cannot be read",
     );
-    assert!(
-        message.contains("(not found); create it before the workload"),
-        "{message}"
-    );
+    assert_contains(&message, "(not found); create it before the workload");
     // maxGpusPerPod counts DRA devices.
     let capped = crate::labels::Settings {
         max_gpus_per_pod: Some(2),

@@ -7,6 +7,7 @@ use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
 use crate::policy::{Policy, checked};
+use crate::testing::{assert_ends, assert_starts};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -253,13 +254,13 @@ fn after_its_end_the_denial_says_it_expired() {
     let v = at(NOW, "ml-lab", unlabelled(), &s);
     assert!(!v.allowed);
     let message = v.message.unwrap();
-    assert!(
-        message.starts_with("Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing"),
-        "{message}"
+    assert_starts(
+        &message,
+        "Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing",
     );
-    assert!(
-        message.ends_with(" (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)"),
-        "{message}"
+    assert_ends(
+        &message,
+        " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)",
     );
     assert!(v.audit_annotations.is_empty(), "{:?}", v.audit_annotations);
     // Expired for requiredLabels, nothing for gpuRequests: the note follows the problems
@@ -291,9 +292,9 @@ fn two_expired_exceptions_are_both_named() {
     let message = at(NOW, "ml-lab", unlabelled_half_gpu(), &s)
         .message
         .unwrap();
-    assert!(
-        message.ends_with(" (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; exception half-gpus (owner bob) expired at 2026-11-26T00:00:00Z; renew them or fix the workload)"),
-        "{message}"
+    assert_ends(
+        &message,
+        " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; exception half-gpus (owner bob) expired at 2026-11-26T00:00:00Z; renew them or fix the workload)",
     );
 }
 
