@@ -1,6 +1,7 @@
 use super::*;
 use crate::cluster::fake::Objects;
 use crate::testing::assert_contains;
+use crate::testing::assert_starts;
 use serde_json::{Value, json};
 
 fn template(requests: Value) -> Value {
@@ -149,19 +150,15 @@ fn settings_map_more_classes_and_unmap_builtins() {
     assert_eq!(s.gpu_resource("gpu.nvidia.com"), Some("nvidia.com/gpu"));
     assert!(s.validate("dra").is_ok());
     s.api_version = "v1".into();
-    assert!(
-        s.validate("dra")
-            .unwrap_err()
-            .to_string()
-            .starts_with("dra.apiVersion")
+    assert_starts(
+        &s.validate("dra").unwrap_err().to_string(),
+        "dra.apiVersion",
     );
     let mut s = DraSettings::default();
     s.gpu_device_classes.insert("a b".into(), "x".into());
-    assert!(
-        s.validate("dra")
-            .unwrap_err()
-            .to_string()
-            .starts_with("dra.gpuDeviceClasses")
+    assert_starts(
+        &s.validate("dra").unwrap_err().to_string(),
+        "dra.gpuDeviceClasses",
     );
 }
 
