@@ -565,14 +565,11 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
           "spec": {"containers": [{"resources": {"claims": [{"name": "gpus"}]}}],
                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]}}}})
     .to_string();
-    let claim = ClusterRequest::Get(crate::cluster::GetResource {
-        api_version: "resource.k8s.io/v1".into(),
-        kind: "ResourceClaimTemplate".into(),
-        name: "four-gpus".into(),
-        namespace: Some("ml".into()),
-        disable_cache: false,
-        field_masks: Some(["spec.spec.devices".to_string()].into()),
-    });
+    let claim = crate::dra::claim_query(
+        &crate::dra::ClaimRef::Template("four-gpus".into()),
+        "ml",
+        &crate::dra::DraSettings::default(),
+    );
     let warn = with(settings_json(), "unreadableCluster", json!("warn"));
     for s in [settings(), warn] {
         let script = Script::new(vec![
