@@ -304,7 +304,7 @@ fn hami_share(
     // How a slot is sized, in the order read: the resource, how its value reads, and what
     // a value that does not read is not.
     let percent_of_100 = "is not a percentage from 1 to 100";
-    let sizes: [(&str, fn(&str) -> Option<Portion>, &str); 3] = [
+    let sizes: [(&str, SizeReader, &str); 3] = [
         (
             &hami.memory_resource,
             |mib| positive_count(mib, u64::MAX).map(Portion::MemoryMib),
@@ -362,6 +362,9 @@ fn hami_share(
     }
     Ok(found)
 }
+
+/// How a HAMi resource's value reads as a slot's size.
+type SizeReader = fn(&str) -> Option<Portion>;
 
 fn bigger(a: &Share, b: &Share) -> bool {
     match (a.portion, b.portion) {
