@@ -6,7 +6,7 @@ use crate::cluster::ClusterRequest;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
-use crate::testing::{assert_ends, assert_starts};
+use crate::testing::{assert_ends, assert_starts, ends_saying, says};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -146,11 +146,9 @@ fn hpa_without_metrics_scales_on_cpu() {
     let script = Script::new(vec![(get_deployment(), Ok(deployment(None, "1")))]);
     let v = run(&create(object), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message.as_deref().unwrap().contains(
-            "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)",
     );
     assert_eq!(
         v.audit_annotations["no-pool"],
@@ -271,11 +269,9 @@ fn below_min_replicas_says_to_lower_both() {
         Ok(deployment(None, "4")),
     )]);
     let v = run(&create(object), &settings(), &script);
-    assert!(
-        v.message.as_deref().unwrap().ends_with(
-            "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less."
-        ),
-        "{v:?}"
+    ends_saying(
+        &v,
+        "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less.",
     );
 }
 
@@ -325,11 +321,9 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
         &script,
     );
     assert!(!v.allowed);
-    assert!(
-        v.message.as_deref().unwrap().contains(
-            "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold",
     );
     assert_eq!(v.warnings.len(), 1, "the trigger warning too");
 }
@@ -402,12 +396,9 @@ fn custom_kind_targets_are_read_with_their_masks() {
     let script = Script::new(vec![(query, Ok(lws.to_string()))]);
     let v = run(&create(object), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu"),
-        "{v:?}"
+    says(
+        &v,
+        "maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu",
     );
 }
 
@@ -594,13 +585,9 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
     ]);
     let v = run(&create(hpa(40, external())), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu"),
-        "{:?}",
-        v.message
+    says(
+        &v,
+        "maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu",
     );
 }
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::testing::{message, says, starts_saying};
 use crate::workload::presets;
 use rstest::rstest;
 use serde_json::{Value, json};
@@ -56,29 +57,12 @@ fn decide(object: Value) -> Verdict {
     evaluate(&create(object), &Settings::default())
 }
 
-pub(super) fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or("")
-}
-
 /// Settings read from `v` and checked, or the error's text.
 pub(super) fn parse(v: Value) -> Result<Settings, String> {
     use crate::settings::ValidateSettings;
     let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
     s.validate().map_err(|e| e.to_string())?;
     Ok(s)
-}
-
-/// Asserts that the message of `v` says `part`, showing the verdict when it does not.
-#[track_caller]
-pub(super) fn says(v: &Verdict, part: &str) {
-    assert!(message(v).contains(part), "{v:?}");
-}
-
-/// Asserts that the message of `v` starts with `opening`, showing the verdict when it does
-/// not.
-#[track_caller]
-pub(super) fn starts_saying(v: &Verdict, opening: &str) {
-    assert!(message(v).starts_with(opening), "{v:?}");
 }
 
 #[test]

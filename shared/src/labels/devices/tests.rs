@@ -6,7 +6,8 @@ use crate::admission::{AdmissionRequest, Verdict};
 use rstest::rstest;
 use serde_json::{Value, json};
 
-use crate::labels::tests::{evaluate, message, parse, says, starts_saying};
+use crate::labels::tests::{evaluate, parse};
+use crate::testing::{message, says, starts_saying};
 
 fn labels() -> Value {
     json!({"workload-type": "interactive", "team": "ml"})

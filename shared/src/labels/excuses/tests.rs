@@ -7,7 +7,7 @@ use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
 use crate::policy::{Policy, checked};
-use crate::testing::{assert_ends, assert_starts};
+use crate::testing::{assert_ends, assert_starts, says};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -311,14 +311,7 @@ fn uncountable_or_unreadable_gpus_are_never_excused() {
         );
         let v = at(NOW, "ml-lab", object, &s);
         assert!(!v.allowed, "{limits}: {v:?}");
-        assert!(
-            v.message
-                .as_deref()
-                .unwrap()
-                .contains("invalid nvidia.com/gpu quantity"),
-            "{:?}",
-            v.message
-        );
+        says(&v, "invalid nvidia.com/gpu quantity");
     }
     let debug = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labelled()},
         "spec": {"containers": [container(json!({}))],

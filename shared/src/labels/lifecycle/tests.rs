@@ -5,7 +5,8 @@ use crate::admission::AdmissionRequest;
 use crate::admission::ValidateSettings;
 use crate::workload::presets;
 
-use crate::labels::tests::{evaluate, message, says};
+use crate::labels::tests::evaluate;
+use crate::testing::{message, says};
 use rstest::rstest;
 use serde_json::{Value, json};
 

@@ -9,8 +9,8 @@ use crate::clock::FixedClock;
 use crate::cluster::fake::Objects;
 use crate::cluster::namespace_request;
 use crate::exceptions::AUDIT_KEY;
-use crate::labels::tests::{message, says};
 use crate::policy::{Policy, checked};
+use crate::testing::{message, says};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z.
