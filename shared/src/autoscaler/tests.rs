@@ -6,7 +6,7 @@ use crate::cluster::ClusterRequest;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
-use crate::testing::{assert_ends, assert_starts, ends_saying, says};
+use crate::testing::{ends_saying, says, starts_saying};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -179,10 +179,9 @@ fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
     // Both findings in one message.
     let script = llm_on_a100();
     let v = run(&create(hpa(40, cpu())), &settings(), &script);
-    let message = v.message.unwrap();
-    assert_starts(&message, CPU_ONLY);
-    assert_ends(
-        &message,
+    starts_saying(&v, CPU_ONLY);
+    ends_saying(
+        &v,
         TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:"),
     );
 }

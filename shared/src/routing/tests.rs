@@ -4,7 +4,7 @@ use super::policy::Routing as Policy_;
 use super::*;
 use crate::admission::ValidateSettings;
 use crate::policy::{Policy, checked};
-use crate::testing::{assert_contains, assert_ends, assert_starts, says};
+use crate::testing::{ends_saying, says, starts_saying};
 use rstest::rstest;
 use serde_json::json;
 
@@ -239,9 +239,8 @@ fn kserve_model_container_counts() {
         "metadata": {"name": "llm"}, "spec": {"predictor": {"huggingface": {"resources": "lots"}}}}),
     );
     assert!(!bad.allowed);
-    let message = bad.message.unwrap();
-    assert_starts(
-        &message,
+    starts_saying(
+        &bad,
         "InferenceService team-a/llm cannot be read, so it is denied: spec.predictor.huggingface:",
     );
 }
@@ -343,16 +342,16 @@ fn no_pool_lists_ten_labels_and_counts_the_rest() {
         .map(|i| (format!("l{i:05}"), json!("v")))
         .collect();
     let message = denial(deployment(Value::Object(labels), pod_spec()));
-    assert_contains(
-        &message,
-        "(labels l00000=v, l00001=v, l00002=v, l00003=v, l00004=v, l00005=v, l00006=v, l00007=v, l00008=v, l00009=v, and 9990 more) in namespace team-a matches no GPU pool",
+    assert!(
+        message.contains("(labels l00000=v, l00001=v, l00002=v, l00003=v, l00004=v, l00005=v, l00006=v, l00007=v, l00008=v, l00009=v, and 9990 more) in namespace team-a matches no GPU pool"),
+        "{message}"
     );
 }
 
 #[test]
 fn namespace_restricted_pool_does_not_match_elsewhere() {
     let message = denial(deployment(json!({"workload-type": "training"}), pod_spec()));
-    assert_contains(&message, "matches no GPU pool");
+    assert!(message.contains("matches no GPU pool"), "{message}");
     let mut object = deployment(json!({"workload-type": "training"}), pod_spec());
     object["metadata"]["namespace"] = json!("ml-research");
     let out = route(object);
@@ -495,9 +494,9 @@ fn extended_resource_toleration_added_by_the_api_server_is_fine() {
     let mut amd = spec;
     amd["containers"] = json!([gpu_container("amd.com/gpu")]);
     let message = denial(pod(json!({"workload-type": "batch"}), amd));
-    assert_starts(
-        &message,
-        "spec.tolerations[0]: nvidia.com/gpu Exists:NoSchedule tolerates the taint of pool training",
+    assert!(
+        message.starts_with("spec.tolerations[0]: nvidia.com/gpu Exists:NoSchedule tolerates the taint of pool training"),
+        "{message}"
     );
 }
 
@@ -736,13 +735,12 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
     let v = Policy_::evaluate(&req, &checked::<Policy_>(&settings()), &missing);
     assert!(!v.allowed);
     assert_eq!(v.mutated_object, None);
-    let message = v.message.unwrap();
-    assert_starts(
-        &message,
+    starts_saying(
+        &v,
         "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (",
     );
-    assert_ends(
-        &message,
+    ends_saying(
+        &v,
         "cannot be read (not found); create it before the workload",
     );
 

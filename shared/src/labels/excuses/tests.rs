@@ -7,7 +7,7 @@ use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
 use crate::policy::{Policy, checked};
-use crate::testing::{assert_ends, assert_starts, says};
+use crate::testing::{ends_saying, says, starts_saying};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -253,13 +253,12 @@ fn after_its_end_the_denial_says_it_expired() {
     s.validate().unwrap();
     let v = at(NOW, "ml-lab", unlabelled(), &s);
     assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert_starts(
-        &message,
+    starts_saying(
+        &v,
         "Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing",
     );
-    assert_ends(
-        &message,
+    ends_saying(
+        &v,
         " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)",
     );
     assert!(v.audit_annotations.is_empty(), "{:?}", v.audit_annotations);
@@ -289,11 +288,9 @@ fn two_expired_exceptions_are_both_named() {
     bob["name"] = json!("half-gpus");
     bob["owner"] = json!("bob");
     let s = settings(json!([exception(&["requiredLabels"], "2026-11-20"), bob]));
-    let message = at(NOW, "ml-lab", unlabelled_half_gpu(), &s)
-        .message
-        .unwrap();
-    assert_ends(
-        &message,
+    let v = at(NOW, "ml-lab", unlabelled_half_gpu(), &s);
+    ends_saying(
+        &v,
         " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; exception half-gpus (owner bob) expired at 2026-11-26T00:00:00Z; renew them or fix the workload)",
     );
 }

@@ -7,7 +7,7 @@ use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use crate::cluster::ClusterRequest;
 use crate::cluster::fake::Objects;
 use crate::routing::Settings;
-use crate::testing::assert_starts;
+use crate::testing::starts_saying;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -447,9 +447,8 @@ fn an_unreadable_answer_fails_closed() {
     );
     let v = create(deployment(json!({"workload-type": "batch"})), &cluster);
     assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert_starts(
-        &message,
+    starts_saying(
+        &v,
         "namespace team-a: the host's answer is not a readable Namespace (",
     );
 }
