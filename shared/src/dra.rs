@@ -245,31 +245,38 @@ pub fn resolve(
 /// How much of the host's own text a message quotes when its failure has no known class.
 const RAW_HOST_TEXT_MAX: usize = 200;
 
-fn fetch(
-    r: &ClaimRef,
-    namespace: &str,
-    settings: &DraSettings,
-    cluster: &dyn Cluster,
-) -> Result<ClaimGpus, String> {
-    let request = ClusterRequest::Get(GetResource {
+/// The `get_resource` call that reads claim `r` in `namespace`: only its device requests.
+pub fn claim_query(r: &ClaimRef, namespace: &str, settings: &DraSettings) -> ClusterRequest {
+    ClusterRequest::Get(GetResource {
         api_version: settings.api_version.clone(),
         kind: r.kind().into(),
         name: r.name().into(),
         namespace: Some(namespace.into()),
         disable_cache: false,
         field_masks: Some(BTreeSet::from([r.devices_path().to_string()])),
-    });
-    let bytes = call(cluster, &request).map_err(|failure| match failure.class() {
-        FailureClass::NotFound => {
-            "cannot be read (not found); create it before the workload".to_string()
-        }
-        FailureClass::Other => format!(
-            "cannot be read ({}; the host said: {})",
-            failure.reason(),
-            failure.raw(RAW_HOST_TEXT_MAX)
-        ),
-        _ => format!("cannot be read ({})", failure.reason()),
-    })?;
+    })
+}
+
+fn fetch(
+    r: &ClaimRef,
+    namespace: &str,
+    settings: &DraSettings,
+    cluster: &dyn Cluster,
+) -> Result<ClaimGpus, String> {
+    let bytes =
+        call(cluster, &claim_query(r, namespace, settings)).map_err(|failure| {
+            match failure.class() {
+                FailureClass::NotFound => {
+                    "cannot be read (not found); create it before the workload".to_string()
+                }
+                FailureClass::Other => format!(
+                    "cannot be read ({}; the host said: {})",
+                    failure.reason(),
+                    failure.raw(RAW_HOST_TEXT_MAX)
+                ),
+                _ => format!("cannot be read ({})", failure.reason()),
+            }
+        })?;
     let object: ClaimObject = serde_json::from_slice(&bytes)
         .map_err(|e| format!("is not a readable {}: {e}", r.kind()))?;
     let devices = match r {

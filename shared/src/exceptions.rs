@@ -119,27 +119,21 @@ impl Exceptions {
         let mut out = Vec::new();
         for (i, e) in exceptions.iter().enumerate() {
             let field = format!("{field}[{i}]");
-            if e.name.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.name"),
-                    "give the exception a name",
-                ));
-            }
+            not_blank(&e.name, format!("{field}.name"), || {
+                "give the exception a name".to_string()
+            })?;
             if exceptions[..i].iter().any(|x| x.name == e.name) {
                 return Err(FieldError::new(
                     format!("{field}.name"),
                     format!("'{}' is used twice", e.name),
                 ));
             }
-            if e.owner.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.owner"),
-                    format!(
-                        "exception '{}' has no owner; say who answers for it (a person or team)",
-                        e.name
-                    ),
-                ));
-            }
+            not_blank(&e.owner, format!("{field}.owner"), || {
+                format!(
+                    "exception '{}' has no owner; say who answers for it (a person or team)",
+                    e.name
+                )
+            })?;
             if e.namespaces.0.is_empty() && e.selector.is_none() {
                 return Err(FieldError::new(
                     field,
@@ -161,15 +155,12 @@ impl Exceptions {
                     ));
                 }
             }
-            if e.expires.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.expires"),
-                    format!(
-                        "exception '{}' has no end date; give one (YYYY-MM-DD, at most {max_days} days ahead)",
-                        e.name
-                    ),
-                ));
-            }
+            not_blank(&e.expires, format!("{field}.expires"), || {
+                format!(
+                    "exception '{}' has no end date; give one (YYYY-MM-DD, at most {max_days} days ahead)",
+                    e.name
+                )
+            })?;
             let ends = parse_end(&e.expires).ok_or_else(|| {
                 FieldError::new(
                     format!("{field}.expires"),
@@ -283,6 +274,18 @@ pub trait HasExceptions {
         )
         .map(|_| ())
     }
+}
+
+/// An error at `field` saying `message` when `value` is blank.
+fn not_blank(
+    value: &str,
+    field: String,
+    message: impl FnOnce() -> String,
+) -> Result<(), FieldError> {
+    if value.trim().is_empty() {
+        return Err(FieldError::new(field, message()));
+    }
+    Ok(())
 }
 
 /// `impl HasExceptions` for a settings type with `exceptions`, `maxExceptionDays` and

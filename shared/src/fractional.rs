@@ -301,6 +301,26 @@ fn hami_share(
         return Ok(None);
     }
     let hami = &settings.hami;
+    // How a slot is sized, in the order read: the resource, how its value reads, and what
+    // a value that does not read is not.
+    let percent_of_100 = "is not a percentage from 1 to 100";
+    let sizes: [(&str, SizeReader, &str); 3] = [
+        (
+            &hami.memory_resource,
+            |mib| positive_count(mib, u64::MAX).map(Portion::MemoryMib),
+            "is not a positive number of MiB",
+        ),
+        (
+            &hami.memory_percentage_resource,
+            |pct| percent(pct).map(Portion::Milli),
+            percent_of_100,
+        ),
+        (
+            &hami.cores_resource,
+            |pct| percent(pct).map(Portion::Milli),
+            percent_of_100,
+        ),
+    ];
     let mut found: Option<Share> = None;
     for c in spec
         .containers
@@ -320,33 +340,13 @@ fn hami_share(
             value: value.to_string(),
             reason: reason.to_string(),
         };
-        let portion = if let Some(mib) = get(&hami.memory_resource) {
-            Portion::MemoryMib(positive_count(&mib, u64::MAX).ok_or_else(|| {
-                problem(
-                    &hami.memory_resource,
-                    &mib,
-                    "is not a positive number of MiB",
-                )
-            })?)
-        } else if let Some(pct) = get(&hami.memory_percentage_resource) {
-            Portion::Milli(percent(&pct).ok_or_else(|| {
-                problem(
-                    &hami.memory_percentage_resource,
-                    &pct,
-                    "is not a percentage from 1 to 100",
-                )
-            })?)
-        } else if let Some(pct) = get(&hami.cores_resource) {
-            Portion::Milli(percent(&pct).ok_or_else(|| {
-                problem(
-                    &hami.cores_resource,
-                    &pct,
-                    "is not a percentage from 1 to 100",
-                )
-            })?)
-        } else {
+        let Some((resource, value, read, wrong)) = sizes
+            .iter()
+            .find_map(|&(resource, read, wrong)| get(resource).map(|v| (resource, v, read, wrong)))
+        else {
             continue;
         };
+        let portion = read(&value).ok_or_else(|| problem(resource, &value, wrong))?;
         let vgpus = get(KAI_DEVICE_RESOURCE)
             .and_then(|n| Quantity::parse_count(&n).ok())
             .unwrap_or(1)
@@ -362,6 +362,9 @@ fn hami_share(
     }
     Ok(found)
 }
+
+/// How a HAMi resource's value reads as a slot's size.
+type SizeReader = fn(&str) -> Option<Portion>;
 
 fn bigger(a: &Share, b: &Share) -> bool {
     match (a.portion, b.portion) {

@@ -634,16 +634,6 @@ mod tests {
     }
 
     #[test]
-    fn init_container_larger_than_apps_sets_the_demand() {
-        let p = gpus(json!({
-            "containers": [limits("app", "nvidia.com/gpu", "1")],
-            "initContainers": [limits("warmup", "nvidia.com/gpu", "8")]
-        }));
-        assert_eq!(p.effective["nvidia.com/gpu"], 8);
-        assert_eq!(p.containers[1].role, ContainerRole::Init);
-    }
-
-    #[test]
     fn init_container_alone_is_a_gpu_pod() {
         let p = gpus(json!({
             "containers": [{"name": "app"}],
@@ -667,14 +657,33 @@ mod tests {
         assert_eq!(p.containers[2].role, ContainerRole::Sidecar);
     }
 
-    #[test]
-    fn ephemeral_containers_are_counted() {
+    /// One app container and a GPU container of another kind: the second's role, and the
+    /// pod's demand.
+    #[rstest]
+    #[case::init_container_larger_than_apps_sets_the_demand(
+        "initContainers",
+        limits("warmup", "nvidia.com/gpu", "8"),
+        ContainerRole::Init,
+        8
+    )]
+    #[case::ephemeral_containers_are_counted(
+        "ephemeralContainers",
+        limits("debug", "nvidia.com/gpu", "1"),
+        ContainerRole::Ephemeral,
+        2
+    )]
+    fn beside_the_app(
+        #[case] list: &str,
+        #[case] container: Value,
+        #[case] role: ContainerRole,
+        #[case] effective: u64,
+    ) {
         let p = gpus(json!({
             "containers": [limits("app", "nvidia.com/gpu", "1")],
-            "ephemeralContainers": [limits("debug", "nvidia.com/gpu", "1")]
+            list: [container]
         }));
-        assert_eq!(p.effective["nvidia.com/gpu"], 2);
-        assert_eq!(p.containers[1].role, ContainerRole::Ephemeral);
+        assert_eq!(p.effective["nvidia.com/gpu"], effective);
+        assert_eq!(p.containers[1].role, role);
     }
 
     #[test]

@@ -562,6 +562,13 @@ mod tests {
         .unwrap()
     }
 
+    /// The message of settings that are not valid.
+    fn refusal(value: Value) -> String {
+        let out = settings(value);
+        assert_eq!(out["valid"], false, "{out}");
+        out["message"].as_str().unwrap().to_string()
+    }
+
     #[test]
     fn settings_valid_invalid_and_unknown() {
         assert_eq!(
@@ -576,30 +583,19 @@ mod tests {
             settings(json!([3]))["message"],
             "settings: must be a map of settings, not a list"
         );
-        let unknown = settings(json!({"limt": 3}));
-        assert_eq!(unknown["valid"], false);
+        let unknown = refusal(json!({"limt": 3}));
         assert!(
-            unknown["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("settings: unknown field `limt`, expected `limit`"),
+            unknown.starts_with("settings: unknown field `limt`, expected `limit`"),
             "{unknown}"
         );
-        assert!(
-            unknown["message"].as_str().unwrap().contains("limt"),
-            "{unknown}"
-        );
+        assert!(unknown.contains("limt"), "{unknown}");
     }
 
     #[test]
     fn wrong_types_name_the_field() {
-        let wrong = settings(json!({"limit": "three"}));
-        assert_eq!(wrong["valid"], false);
+        let wrong = refusal(json!({"limit": "three"}));
         assert!(
-            wrong["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("settings: limit: invalid type: string \"three\""),
+            wrong.starts_with("settings: limit: invalid type: string \"three\""),
             "{wrong}"
         );
         let out = validate::<Toy<S>, _>(
@@ -741,43 +737,20 @@ mod tests {
         let with = |ns: &str, settings: &str| {
             format!(r#"{{"request": {{"namespace": "{ns}"}}, "settings": {settings}}}"#)
         };
-        assert_eq!(
-            limit_of(&with("a", r#"{"limit": 3}"#), &cache)
-                .message
-                .unwrap(),
-            "a 3"
-        );
+        let answer =
+            |ns: &str, settings: &str| limit_of(&with(ns, settings), &cache).message.unwrap();
+        assert_eq!(answer("a", r#"{"limit": 3}"#), "a 3");
         assert_eq!(reads() - start, 1);
-        assert_eq!(
-            limit_of(&with("b", r#"{"limit": 3}"#), &cache)
-                .message
-                .unwrap(),
-            "b 3"
-        );
+        assert_eq!(answer("b", r#"{"limit": 3}"#), "b 3");
         assert_eq!(
             reads() - start,
             2,
             "the first request is read in one pass, its settings not kept"
         );
-        assert_eq!(
-            limit_of(&with("b2", r#"{"limit": 3}"#), &cache)
-                .message
-                .unwrap(),
-            "b2 3"
-        );
+        assert_eq!(answer("b2", r#"{"limit": 3}"#), "b2 3");
         assert_eq!(reads() - start, 2, "kept settings are not read again");
-        assert_eq!(
-            limit_of(&with("c", r#"{"limit":4}"#), &cache)
-                .message
-                .unwrap(),
-            "c 4"
-        );
-        assert_eq!(
-            limit_of(&with("d", r#"{"limit": 3}"#), &cache)
-                .message
-                .unwrap(),
-            "d 3"
-        );
+        assert_eq!(answer("c", r#"{"limit":4}"#), "c 4");
+        assert_eq!(answer("d", r#"{"limit": 3}"#), "d 3");
         assert_eq!(reads() - start, 4, "other settings text is read again");
         // Settings the fast path cannot read are read with the payload, for the message.
         let bad = limit_of(&with("e", r#"{"limit": "x"}"#), &cache);
@@ -785,12 +758,7 @@ mod tests {
         assert!(bad.message.unwrap().starts_with(
             "the admission request could not be read: settings.limit: invalid type: string"
         ));
-        assert_eq!(
-            limit_of(&with("f", r#"{"limit": 3}"#), &cache)
-                .message
-                .unwrap(),
-            "f 3"
-        );
+        assert_eq!(answer("f", r#"{"limit": 3}"#), "f 3");
     }
 
     #[test]

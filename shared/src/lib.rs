@@ -54,5 +54,7 @@ pub mod schedule;
 pub mod scheduling;
 pub mod selector;
 pub mod settings;
+#[cfg(test)]
+mod testing;
 pub mod vram;
 pub mod workload;

@@ -140,30 +140,27 @@ mod tests {
                 {"key": "legacy", "operator": "DoesNotExist"}
             ]
         }));
-        assert!(s.matches(&labels(&[
-            ("workload-type", "batch"),
-            ("team", "a"),
-            ("model", "m")
-        ])));
-        assert!(!s.matches(&labels(&[
-            ("workload-type", "batch"),
-            ("team", "c"),
-            ("model", "m")
-        ])));
-        assert!(!s.matches(&labels(&[
-            ("workload-type", "batch"),
-            ("team", "a"),
-            ("model", "m"),
-            ("tier", "prod")
-        ])));
-        assert!(!s.matches(&labels(&[("workload-type", "batch"), ("team", "a")])));
-        assert!(!s.matches(&labels(&[
-            ("workload-type", "batch"),
-            ("team", "a"),
-            ("model", "m"),
-            ("legacy", "")
-        ])));
-        assert!(!s.matches(&labels(&[("team", "a"), ("model", "m")])));
+        let fits = labels(&[("workload-type", "batch"), ("team", "a"), ("model", "m")]);
+        assert!(s.matches(&fits));
+        let with = |key: &str, value: &str| {
+            let mut l = fits.clone();
+            l.insert(key.into(), value.into());
+            l
+        };
+        let without = |key: &str| {
+            let mut l = fits.clone();
+            l.remove(key);
+            l
+        };
+        for (l, why) in [
+            (with("team", "c"), "team not In (a, b)"),
+            (with("tier", "prod"), "tier NotIn (prod)"),
+            (without("model"), "model does not exist"),
+            (with("legacy", ""), "legacy exists"),
+            (without("workload-type"), "no workload-type=batch"),
+        ] {
+            assert!(!s.matches(&l), "{why}: {l:?}");
+        }
         assert_eq!(
             s.to_query(),
             "workload-type=batch,team in (a,b),tier notin (prod),model,!legacy"

@@ -28,7 +28,7 @@ pub use error::FieldError;
 pub(crate) use error::located;
 pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;
-pub use shared::{check_pool_ref, check_window_ref};
+pub use shared::{check_pool_ref, check_unique_pool_name, check_window_ref};
 
 /// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
 /// rendered `<path>: <reason>` (the message `validate_settings` returns).

@@ -374,8 +374,9 @@ proptest! {
 
 // -- ceilings, per-node checks, suspended workloads -------------------------------------
 
-use gpu_rules::capacity::decision::Inputs;
-use gpu_rules::capacity::{Ceiling, CeilingSource, decide_with};
+use gpu_rules::capacity::{Ceiling, CeilingSource};
+use gpu_rules::pools::reserve::InForce;
+use pool_gen::allowed_in;
 
 fn ceiling() -> impl Strategy<Value = Option<Ceiling>> {
     prop::option::of(counts(400).prop_map(|gpus| Ceiling {
@@ -386,22 +387,7 @@ fn ceiling() -> impl Strategy<Value = Option<Ceiling>> {
 }
 
 fn allowed_with(s: &PoolSnapshot, d: &GpuCounts, threshold: u32) -> bool {
-    let p = pool(threshold);
-    let decision = decide_with(
-        s,
-        d,
-        &p,
-        &Inputs {
-            threshold_percent: threshold,
-            ..Inputs::of(&p)
-        },
-    );
-    assert_eq!(
-        decision.allowed(),
-        decision.denial().is_none(),
-        "{decision:?}"
-    );
-    decision.allowed()
+    allowed_in(s, d, threshold, InForce::default(), None)
 }
 
 proptest! {

@@ -2,6 +2,10 @@
 //! objects. (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
+mod json_gen;
+
+use json_gen::json_tree;
+
 use gpu_rules::admission::AdmissionRequest;
 use gpu_rules::cluster::NoCluster;
 use gpu_rules::gpu::{GpuResources, pod_gpus};
@@ -80,36 +84,19 @@ fn any_json() -> impl Strategy<Value = Value> {
         any::<f64>().prop_map(|f| json!(f)),
         "[a-zA-Z0-9./-]{0,12}".prop_map(Value::String),
     ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(
-                prop::sample::select(vec![
-                    "spec",
-                    "template",
-                    "containers",
-                    "initContainers",
-                    "resources",
-                    "limits",
-                    "requests",
-                    "replicas",
-                    "metadata",
-                    "labels",
-                    "predictor",
-                    "workerGroupSpecs",
-                    "leaderWorkerTemplate",
-                    "size",
-                    "nvidia.com/gpu",
-                    "name",
-                    "jobTemplate",
-                ])
-                .prop_map(str::to_string),
-                inner,
-                0..6
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    json_tree(
+        leaf,
+        &[
+            "requests",
+            "replicas",
+            "predictor",
+            "leaderWorkerTemplate",
+            "size",
+            "name",
+        ],
+        6,
+        6,
+    )
 }
 
 proptest! {

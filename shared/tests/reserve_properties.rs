@@ -8,13 +8,12 @@
 #![cfg(not(target_arch = "wasm32"))]
 
 use gpu_rules::capacity::PoolSnapshot;
-use gpu_rules::capacity::decision::{Inputs, decide_with};
 use gpu_rules::gpu::GpuCounts;
 use gpu_rules::pools::reserve::{Amount, InForce};
 use proptest::prelude::*;
 
 mod pool_gen;
-use pool_gen::{counts, demand, pool};
+use pool_gen::{allowed_in, counts, demand};
 
 const TYPES: [&str; 3] = ["interactive", "serving", "batch"];
 
@@ -83,33 +82,6 @@ fn allowed(
         },
         workload_type,
     )
-}
-
-fn allowed_in(
-    s: &PoolSnapshot,
-    d: &GpuCounts,
-    threshold: u32,
-    reserve: InForce,
-    workload_type: Option<&str>,
-) -> bool {
-    let p = pool(threshold);
-    let decision = decide_with(
-        s,
-        d,
-        &p,
-        &Inputs {
-            threshold_percent: threshold,
-            reserve,
-            workload_type,
-            ..Inputs::of(&p)
-        },
-    );
-    assert_eq!(
-        decision.allowed(),
-        decision.denial().is_none(),
-        "allowed() and denial() disagree: {decision:?}"
-    );
-    decision.allowed()
 }
 
 proptest! {

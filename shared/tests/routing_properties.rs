@@ -5,6 +5,10 @@
 //! a default pool. (Run natively; the unit tests also run in wasm.)
 #![cfg(not(target_arch = "wasm32"))]
 
+mod json_gen;
+
+use json_gen::json_tree;
+
 use gpu_rules::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use gpu_rules::policies::Routing;
 use gpu_rules::policy::Policy;
@@ -401,47 +405,30 @@ fn any_json() -> impl Strategy<Value = Value> {
         ])
         .prop_map(|s| json!(s)),
     ];
-    leaf.prop_recursive(4, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            prop::collection::btree_map(
-                pick(&[
-                    "spec",
-                    "template",
-                    "containers",
-                    "initContainers",
-                    "resources",
-                    "limits",
-                    "nvidia.com/gpu",
-                    "metadata",
-                    "labels",
-                    "workload-type",
-                    "gpu-admission/pool",
-                    "nodeSelector",
-                    "tolerations",
-                    "key",
-                    "operator",
-                    "value",
-                    "effect",
-                    "affinity",
-                    "nodeAffinity",
-                    "requiredDuringSchedulingIgnoredDuringExecution",
-                    "nodeSelectorTerms",
-                    "matchExpressions",
-                    "values",
-                    "priorityClassName",
-                    "jobTemplate",
-                    "headGroupSpec",
-                    "workerGroupSpecs",
-                    "ownerReferences",
-                ])
-                .prop_map(str::to_string),
-                inner,
-                0..5,
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    json_tree(
+        leaf,
+        &[
+            "workload-type",
+            "gpu-admission/pool",
+            "nodeSelector",
+            "tolerations",
+            "key",
+            "operator",
+            "value",
+            "effect",
+            "affinity",
+            "nodeAffinity",
+            "requiredDuringSchedulingIgnoredDuringExecution",
+            "nodeSelectorTerms",
+            "matchExpressions",
+            "values",
+            "priorityClassName",
+            "headGroupSpec",
+            "ownerReferences",
+        ],
+        4,
+        5,
+    )
 }
 
 /// Where a generated workload gets an arbitrary value in the mutation test.

@@ -14,8 +14,9 @@ use gpu_rules::policy::Policy;
 use gpu_rules::workload::Workload;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 fn policies_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../policies")
@@ -190,17 +191,16 @@ fn pairs() -> impl Strategy<Value = Vec<(String, String)>> {
     prop::collection::vec((key(), "[a-z0-9]{0,8}"), 0..4)
 }
 
-/// Checks one policy: every denied example stays denied with the extra keys.
+/// Checks policy `P`: every denied example stays denied with the extra keys.
 fn stays_denied<P: Policy>(
-    policy: &str,
-    cases: &(Vec<Case>, String),
     labels: &[(String, String)],
     annotations: &[(String, String)],
 ) -> Result<(), TestCaseError>
 where
     P::Settings: serde::de::DeserializeOwned,
 {
-    let (cases, readme) = cases;
+    let policy = P::NAME;
+    let (cases, readme) = cases(policy);
     let unnamed = |pairs: &[(String, String)]| -> Vec<(String, String)> {
         pairs
             .iter()
@@ -231,48 +231,35 @@ where
     Ok(())
 }
 
-macro_rules! cases_of {
-    ($name:ident, $policy:literal) => {
-        fn $name() -> &'static (Vec<Case>, String) {
-            static CASES: OnceLock<(Vec<Case>, String)> = OnceLock::new();
-            CASES.get_or_init(|| denied_examples($policy))
+/// The denied examples of `policy` and its README, read once.
+fn cases(policy: &'static str) -> &'static (Vec<Case>, String) {
+    static CASES: Mutex<BTreeMap<&str, &'static (Vec<Case>, String)>> = Mutex::new(BTreeMap::new());
+    let mut read = CASES.lock().unwrap_or_else(|e| e.into_inner());
+    read.entry(policy)
+        .or_insert_with(|| Box::leak(Box::new(denied_examples(policy))))
+}
+
+/// One property test per policy: its name, and the policy it checks.
+macro_rules! denials_stay {
+    ($($test:ident: $policy:ty,)*) => {
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+            $(
+                #[test]
+                fn $test(labels in pairs(), annotations in pairs()) {
+                    stays_denied::<$policy>(&labels, &annotations)?;
+                }
+            )*
         }
     };
 }
 
-cases_of!(labels_cases, "gpu-labels-policy");
-cases_of!(routing_cases, "gpu-pool-routing-policy");
-cases_of!(vram_cases, "gpu-vram-fit-policy");
-cases_of!(capacity_cases, "gpu-capacity-gate-policy");
-cases_of!(autoscaler_cases, "gpu-autoscaler-policy");
-
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
-    #[test]
-    fn unnamed_keys_never_turn_a_labels_denial_into_an_acceptance(labels in pairs(), annotations in pairs()) {
-        stays_denied::<Labels>("gpu-labels-policy", labels_cases(), &labels, &annotations)?;
-    }
-
-    #[test]
-    fn unnamed_keys_never_turn_a_routing_denial_into_an_acceptance(labels in pairs(), annotations in pairs()) {
-        stays_denied::<Routing>("gpu-pool-routing-policy", routing_cases(), &labels, &annotations)?;
-    }
-
-    #[test]
-    fn unnamed_keys_never_turn_a_vram_fit_denial_into_an_acceptance(labels in pairs(), annotations in pairs()) {
-        stays_denied::<VramFit>("gpu-vram-fit-policy", vram_cases(), &labels, &annotations)?;
-    }
-
-    #[test]
-    fn unnamed_keys_never_turn_a_capacity_denial_into_an_acceptance(labels in pairs(), annotations in pairs()) {
-        stays_denied::<CapacityGate>("gpu-capacity-gate-policy", capacity_cases(), &labels, &annotations)?;
-    }
-
-    #[test]
-    fn unnamed_keys_never_turn_an_autoscaler_denial_into_an_acceptance(labels in pairs(), annotations in pairs()) {
-        stays_denied::<Autoscaler>("gpu-autoscaler-policy", autoscaler_cases(), &labels, &annotations)?;
-    }
+denials_stay! {
+    unnamed_keys_never_turn_a_labels_denial_into_an_acceptance: Labels,
+    unnamed_keys_never_turn_a_routing_denial_into_an_acceptance: Routing,
+    unnamed_keys_never_turn_a_vram_fit_denial_into_an_acceptance: VramFit,
+    unnamed_keys_never_turn_a_capacity_denial_into_an_acceptance: CapacityGate,
+    unnamed_keys_never_turn_an_autoscaler_denial_into_an_acceptance: Autoscaler,
 }
 
 /// The keys the policies read are what makes the property worth checking: the README
@@ -280,7 +267,7 @@ proptest! {
 /// on a Job Kueue unsuspends, its LocalQueue existing).
 #[test]
 fn a_key_the_readme_names_can_change_the_verdict() {
-    let (cases, readme) = capacity_cases();
+    let (cases, readme) = cases(CapacityGate::NAME);
     assert!(readme.contains("kueue.x-k8s.io/queue-name"));
     let case = cases
         .iter()

@@ -155,37 +155,44 @@ fn description_with_kv() -> impl Strategy<Value = Description> {
     })
 }
 
+/// `d` changed by `more` (more of something) needs no less memory on `tp` GPUs.
+fn grows(
+    d: &Description,
+    tp: u64,
+    more: impl FnOnce(&mut Description),
+) -> Result<(), TestCaseError> {
+    let mut changed = d.clone();
+    more(&mut changed);
+    prop_assert!(d.need(tp) <= changed.need(tp), "{:?} -> {:?}", d, changed);
+    Ok(())
+}
+
+/// [`grows`], with `more` of something in the KV cache of `d`.
+fn grows_kv(d: &Description, tp: u64, more: impl FnOnce(&mut Kv)) -> Result<(), TestCaseError> {
+    grows(d, tp, |changed| changed.kv.as_mut().map_or((), more))
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn need_grows_with_parameters(d in description(), more in 1u64..=500_000, tp in 1u64..=16) {
-        let mut bigger = d.clone();
-        bigger.params_thousandths = (d.params_thousandths + more).min(100_000_000);
-        prop_assert!(d.need(tp) <= bigger.need(tp), "{:?} -> {:?}", d, bigger);
+        grows(&d, tp, |bigger| {
+            bigger.params_thousandths = (d.params_thousandths + more).min(100_000_000);
+        })?;
     }
 
     #[test]
     fn need_grows_with_context_length(d in description_with_kv(), more in 1u64..=100_000, tp in 1u64..=16) {
-        let mut longer = d.clone();
-        if let Some(kv) = longer.kv.as_mut() {
-            kv.context_length = (kv.context_length + more).min(100_000_000);
-        }
-        prop_assert!(d.need(tp) <= longer.need(tp), "{:?} -> {:?}", d, longer);
+        grows_kv(&d, tp, |kv| kv.context_length = (kv.context_length + more).min(100_000_000))?;
     }
 
     #[test]
     fn need_grows_with_concurrency(d in description_with_kv(), more in 1u64..=64, tp in 1u64..=16) {
-        let mut busier = d.clone();
-        if let Some(kv) = busier.kv.as_mut() {
-            // Unset concurrency means 1.
-            kv.concurrency = Some(kv.concurrency.unwrap_or(1) + more);
-        }
-        prop_assert!(d.need(tp) <= busier.need(tp), "{:?} -> {:?}", d, busier);
+        // Unset concurrency means 1.
+        grows_kv(&d, tp, |kv| kv.concurrency = Some(kv.concurrency.unwrap_or(1) + more))?;
     }
 
-    /// Weights in more bits never need less (the KV cache dtype given, or its default:
-    /// the weights' dtype, or bf16 for quantized weights).
     #[test]
     fn need_grows_with_weight_precision(d in description(), a in dtype(), b in dtype(), tp in 1u64..=16) {
         let (narrow, wide) = if bits(a) <= bits(b) { (a, b) } else { (b, a) };

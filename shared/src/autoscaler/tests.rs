@@ -6,6 +6,7 @@ use crate::cluster::ClusterRequest;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
+use crate::testing::{ends_saying, says, starts_saying};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -110,14 +111,20 @@ fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
     v
 }
 
+/// The host's answers for Deployment llm (2 nvidia.com/gpu per replica) in pool a100 (8
+/// nodes of 8 GPUs).
+fn llm_on_a100() -> Script {
+    Script::new(vec![
+        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
+        (a100_nodes(), Ok(nodes(&[8; 8]))),
+    ])
+}
+
 const CPU_ONLY: &str = "HorizontalPodAutoscaler ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
 
 #[test]
 fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(10, cpu())), &settings(), &script);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(CPU_ONLY));
@@ -139,11 +146,9 @@ fn hpa_without_metrics_scales_on_cpu() {
     let script = Script::new(vec![(get_deployment(), Ok(deployment(None, "1")))]);
     let v = run(&create(object), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message.as_deref().unwrap().contains(
-            "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)",
     );
     assert_eq!(
         v.audit_annotations["no-pool"],
@@ -153,10 +158,7 @@ fn hpa_without_metrics_scales_on_cpu() {
 
 #[test]
 fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(32, external())), &settings(), &script);
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty());
@@ -170,24 +172,17 @@ const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidi
 
 #[test]
 fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(40, external())), &settings(), &script);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(TOO_MANY));
     // Both findings in one message.
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(40, cpu())), &settings(), &script);
-    let message = v.message.unwrap();
-    assert!(message.starts_with(CPU_ONLY), "{message}");
-    assert!(
-        message.ends_with(TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:")),
-        "{message}"
+    starts_saying(&v, CPU_ONLY);
+    ends_saying(
+        &v,
+        TOO_MANY.trim_start_matches("HorizontalPodAutoscaler ml/llm:"),
     );
 }
 
@@ -200,12 +195,7 @@ fn reserves_and_headroom_do_not_bound_max_replicas() {
     pools[0]["headroom"] = json!(8);
     let s = with(settings_json(), "pools", pools);
     crate::settings::ValidateSettings::validate(&s).unwrap();
-    let script = || {
-        Script::new(vec![
-            (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-            (a100_nodes(), Ok(nodes(&[8; 8]))),
-        ])
-    };
+    let script = || llm_on_a100();
     assert!(run(&create(hpa(32, external())), &s, &script()).allowed);
     let v = run(&create(hpa(40, external())), &s, &script());
     assert_eq!(v.message.as_deref(), Some(TOO_MANY));
@@ -278,11 +268,9 @@ fn below_min_replicas_says_to_lower_both() {
         Ok(deployment(None, "4")),
     )]);
     let v = run(&create(object), &settings(), &script);
-    assert!(
-        v.message.as_deref().unwrap().ends_with(
-            "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less."
-        ),
-        "{v:?}"
+    ends_saying(
+        &v,
+        "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less.",
     );
 }
 
@@ -300,10 +288,7 @@ fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
 fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     let prometheus = json!([{"type": "prometheus", "metadata": {"serverAddress": "http://prometheus:9090",
         "query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(Some(8), prometheus)),
         &settings(),
@@ -313,10 +298,7 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
 
     let cpu_trigger =
         json!([{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(Some(8), cpu_trigger.clone())),
         &settings(),
@@ -331,21 +313,16 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     );
 
     // KEDA's default of 100 replicas is the bound when maxReplicaCount is left out.
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &create(scaled_object(None, cpu_trigger)),
         &settings(),
         &script,
     );
     assert!(!v.allowed);
-    assert!(
-        v.message.as_deref().unwrap().contains(
-            "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold",
     );
     assert_eq!(v.warnings.len(), 1, "the trigger warning too");
 }
@@ -360,10 +337,7 @@ fn resource_metrics_only_is_a_setting(
     #[case] warnings: usize,
 ) {
     let s = with(settings_json(), "resourceMetricsOnly", json!(action));
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(hpa(4, cpu())), &s, &script);
     assert_eq!(v.allowed, allowed);
     assert_eq!(v.warnings.len(), warnings);
@@ -375,10 +349,7 @@ fn keda_made_hpa_follows_the_keda_setting() {
     object["metadata"]["name"] = json!("keda-hpa-llm");
     object["metadata"]["ownerReferences"] = json!([{"apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject", "name": "llm", "controller": true, "uid": "u"}]);
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(&create(object), &settings(), &script);
     assert!(v.allowed);
     assert!(
@@ -424,12 +395,9 @@ fn custom_kind_targets_are_read_with_their_masks() {
     let script = Script::new(vec![(query, Ok(lws.to_string()))]);
     let v = run(&create(object), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu"),
-        "{v:?}"
+    says(
+        &v,
+        "maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu",
     );
 }
 
@@ -554,10 +522,7 @@ fn nothing_to_check_makes_no_call() {
 
 #[test]
 fn an_update_that_raises_max_replicas_is_checked() {
-    let script = Script::new(vec![
-        (get_deployment(), Ok(deployment(Some("a100"), "2"))),
-        (a100_nodes(), Ok(nodes(&[8; 8]))),
-    ]);
+    let script = llm_on_a100();
     let v = run(
         &request("UPDATE", hpa(40, external()), hpa(10, external())),
         &settings(),
@@ -590,14 +555,11 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
           "spec": {"containers": [{"resources": {"claims": [{"name": "gpus"}]}}],
                    "resourceClaims": [{"name": "gpus", "resourceClaimTemplateName": "four-gpus"}]}}}})
     .to_string();
-    let claim = ClusterRequest::Get(crate::cluster::GetResource {
-        api_version: "resource.k8s.io/v1".into(),
-        kind: "ResourceClaimTemplate".into(),
-        name: "four-gpus".into(),
-        namespace: Some("ml".into()),
-        disable_cache: false,
-        field_masks: Some(["spec.spec.devices".to_string()].into()),
-    });
+    let claim = crate::dra::claim_query(
+        &crate::dra::ClaimRef::Template("four-gpus".into()),
+        "ml",
+        &crate::dra::DraSettings::default(),
+    );
     let warn = with(settings_json(), "unreadableCluster", json!("warn"));
     for s in [settings(), warn] {
         let script = Script::new(vec![
@@ -622,13 +584,9 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
     ]);
     let v = run(&create(hpa(40, external())), &settings(), &script);
     assert!(!v.allowed);
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu"),
-        "{:?}",
-        v.message
+    says(
+        &v,
+        "maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu",
     );
 }
 

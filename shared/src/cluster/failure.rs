@@ -129,56 +129,71 @@ pub fn classify(raw: &str) -> FailureClass {
     if let Some(status @ (429 | 500..=599)) = status {
         return FailureClass::ServerError(Some(status));
     }
-    if has(&["too many requests", "toomanyrequests"]) {
-        return FailureClass::ServerError(Some(429));
-    }
-    if has(&[
-        "timed out",
-        "timeout",
-        "deadline has elapsed",
-        "deadline exceeded",
-    ]) {
-        return FailureClass::TimedOut;
-    }
-    if has(&["connection refused"]) {
-        return FailureClass::Unreachable(Unreachable::ConnectionRefused);
-    }
-    if has(&[
-        "dns error",
-        "failed to lookup address",
-        "name or service not known",
-        "no such host",
-        "temporary failure in name resolution",
-    ]) {
-        return FailureClass::Unreachable(Unreachable::Dns);
-    }
-    if has(&[
-        "connection reset",
-        "broken pipe",
-        "connection closed",
-        "unexpected eof",
-    ]) {
-        return FailureClass::Unreachable(Unreachable::ConnectionReset);
-    }
-    if has(&[
-        "error trying to connect",
-        "tcp connect error",
-        "client error (connect)",
-        "network is unreachable",
-        "no route to host",
-    ]) {
-        return FailureClass::Unreachable(Unreachable::Connect);
-    }
-    if has(&[
-        "internal error",
-        "internalerror",
-        "service unavailable",
-        "serviceunavailable",
-    ]) {
-        return FailureClass::ServerError(None);
-    }
-    FailureClass::Other
+    WORDS
+        .iter()
+        .find(|(words, _)| has(words))
+        .map_or(FailureClass::Other, |&(_, class)| class)
 }
+
+/// The classes a host's error text shows by its words alone, in the order they are
+/// tried (after the grant, 403, 404 and the status a text gives).
+const WORDS: &[(&[&str], FailureClass)] = &[
+    (
+        &["too many requests", "toomanyrequests"],
+        FailureClass::ServerError(Some(429)),
+    ),
+    (
+        &[
+            "timed out",
+            "timeout",
+            "deadline has elapsed",
+            "deadline exceeded",
+        ],
+        FailureClass::TimedOut,
+    ),
+    (
+        &["connection refused"],
+        FailureClass::Unreachable(Unreachable::ConnectionRefused),
+    ),
+    (
+        &[
+            "dns error",
+            "failed to lookup address",
+            "name or service not known",
+            "no such host",
+            "temporary failure in name resolution",
+        ],
+        FailureClass::Unreachable(Unreachable::Dns),
+    ),
+    (
+        &[
+            "connection reset",
+            "broken pipe",
+            "connection closed",
+            "unexpected eof",
+        ],
+        FailureClass::Unreachable(Unreachable::ConnectionReset),
+    ),
+    (
+        &[
+            "error trying to connect",
+            "tcp connect error",
+            "client error (connect)",
+            "network is unreachable",
+            "no route to host",
+        ],
+        FailureClass::Unreachable(Unreachable::Connect),
+    ),
+    (
+        &[
+            "internal error",
+            "internalerror",
+            "service unavailable",
+            "serviceunavailable",
+        ],
+        FailureClass::ServerError(None),
+    ),
+];
 
 /// The HTTP status a host's error text gives: kube-rs's `code: 503` in its error
 /// response, or `HTTP 503` / `status 503` / `status code 503`.

@@ -221,14 +221,19 @@ mod through_a_policy {
         .unwrap()
     }
 
-    #[test]
-    fn a_denial_is_excused_with_an_audit_annotation() {
-        let v = evaluate_at(
-            &request("ml-lab"),
-            &settings("2026-12-31"),
+    /// A Pod in `namespace` under an exception that ends at `expires`, at [`NOW`].
+    fn at_now(namespace: &str, expires: &str) -> crate::admission::Verdict {
+        evaluate_at(
+            &request(namespace),
+            &settings(expires),
             &NoCluster,
             &FixedClock(NOW),
-        );
+        )
+    }
+
+    #[test]
+    fn a_denial_is_excused_with_an_audit_annotation() {
+        let v = at_now("ml-lab", "2026-12-31");
         assert!(v.allowed, "{v:?}");
         assert_eq!(
             v.audit_annotations[AUDIT_KEY],
@@ -236,12 +241,7 @@ mod through_a_policy {
         );
         assert!(v.audit_annotations[AUDIT_EXCUSED].contains("matches no GPU pool"));
         assert!(v.warnings.is_empty());
-        let other = evaluate_at(
-            &request("ml-prod"),
-            &settings("2026-12-31"),
-            &NoCluster,
-            &FixedClock(NOW),
-        );
+        let other = at_now("ml-prod", "2026-12-31");
         assert!(!other.allowed);
     }
 
@@ -284,12 +284,7 @@ mod through_a_policy {
 
     #[test]
     fn near_its_end_it_warns_and_after_it_the_denial_says_it_expired() {
-        let soon = evaluate_at(
-            &request("ml-lab"),
-            &settings("2026-12-03"),
-            &NoCluster,
-            &FixedClock(NOW),
-        );
+        let soon = at_now("ml-lab", "2026-12-03");
         assert!(soon.allowed);
         assert!(
             soon.warnings[0]
@@ -297,12 +292,7 @@ mod through_a_policy {
             "{:?}",
             soon.warnings
         );
-        let late = evaluate_at(
-            &request("ml-lab"),
-            &settings("2026-11-20"),
-            &NoCluster,
-            &FixedClock(NOW),
-        );
+        let late = at_now("ml-lab", "2026-11-20");
         assert!(!late.allowed);
         assert!(
             late.message.unwrap().ends_with("(exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)")

@@ -346,74 +346,70 @@ impl DeviceAccess {
         let env = &self.device_env_vars;
         let field = format!("{prefix}.deviceEnvVars.names");
         nonempty_when_enabled(&field, env.enabled, &env.names, "variable")?;
-        for (i, name) in env.names.iter().enumerate() {
-            if !is_env_name(name) {
-                return Err(FieldError::new(
-                    format!("{field}[{i}]"),
-                    format!(
-                        "'{name}' is not an environment variable name (letters, digits and _, not starting with a digit), e.g. NVIDIA_VISIBLE_DEVICES"
-                    ),
-                ));
-            }
-            listed_once(&field, &env.names, i)?;
-        }
+        each_listed_once(&field, &env.names, |name| {
+            (!is_env_name(name)).then(|| format!(
+                "'{name}' is not an environment variable name (letters, digits and _, not starting with a digit), e.g. NVIDIA_VISIBLE_DEVICES"
+            ))
+        })?;
 
         let p = &self.privileged;
         p.allow_namespaces
             .validate(&format!("{prefix}.privileged.allowNamespaces"))?;
         let field = format!("{prefix}.privileged.allowServiceAccounts");
-        for (i, sa) in p.allow_service_accounts.iter().enumerate() {
+        each_listed_once(&field, &p.allow_service_accounts, |sa| {
             let ok = sa
                 .split_once(':')
                 .is_some_and(|(ns, name)| is_dns_label(ns) && is_dns_subdomain(name));
-            if !ok {
-                return Err(FieldError::new(
-                    format!("{field}[{i}]"),
-                    format!(
-                        "'{sa}' is not namespace:name of a service account (e.g. gpu-operator:nvidia-dcgm-exporter)"
-                    ),
-                ));
-            }
-            listed_once(&field, &p.allow_service_accounts, i)?;
-        }
+            (!ok).then(|| format!(
+                "'{sa}' is not namespace:name of a service account (e.g. gpu-operator:nvidia-dcgm-exporter)"
+            ))
+        })?;
 
         let h = &self.device_host_paths;
         let field = format!("{prefix}.deviceHostPaths.paths");
         nonempty_when_enabled(&field, h.enabled, &h.paths, "device path")?;
-        for (i, path) in h.paths.iter().enumerate() {
+        each_listed_once(&field, &h.paths, |path| {
             if path == "/" {
-                return Err(FieldError::new(
-                    format!("{field}[{i}]"),
-                    "'/' would deny every hostPath volume; list device paths such as /dev/nvidia (the directories above them, / included, are denied with them)",
-                ));
+                Some("'/' would deny every hostPath volume; list device paths such as /dev/nvidia (the directories above them, / included, are denied with them)".to_string())
+            } else if !path.starts_with('/') || normalize(path) != *path {
+                Some(format!(
+                    "'{path}' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
+                ))
+            } else {
+                None
             }
-            if !path.starts_with('/') || normalize(path) != *path {
-                return Err(FieldError::new(
-                    format!("{field}[{i}]"),
-                    format!(
-                        "'{path}' is not an absolute path without '.', '..', '//' or a trailing '/' (e.g. /dev/nvidia)"
-                    ),
-                ));
-            }
-            listed_once(&field, &h.paths, i)?;
-        }
+        })?;
 
         let r = &self.gpu_runtime_classes;
         let field = format!("{prefix}.gpuRuntimeClasses.names");
         nonempty_when_enabled(&field, r.enabled, &r.names, "RuntimeClass")?;
-        for (i, name) in r.names.iter().enumerate() {
-            if !is_dns_subdomain(name) {
-                return Err(FieldError::new(
-                    format!("{field}[{i}]"),
-                    format!(
-                        "'{name}' is not a RuntimeClass name (lowercase letters, digits, '-' and '.'), e.g. nvidia"
-                    ),
-                ));
-            }
-            listed_once(&field, &r.names, i)?;
-        }
-        Ok(())
+        each_listed_once(&field, &r.names, |name| {
+            (!is_dns_subdomain(name)).then(|| format!(
+                "'{name}' is not a RuntimeClass name (lowercase letters, digits, '-' and '.'), e.g. nvidia"
+            ))
+        })
     }
+}
+
+/// Checks each of `values`, named `field[i]`: what `wrong` finds wrong with it (`None`:
+/// nothing), then that it is not listed twice.
+fn each_listed_once(
+    field: &str,
+    values: &[String],
+    wrong: impl Fn(&str) -> Option<String>,
+) -> Result<(), FieldError> {
+    for (i, value) in values.iter().enumerate() {
+        if let Some(reason) = wrong(value) {
+            return Err(FieldError::new(format!("{field}[{i}]"), reason));
+        }
+        if values[..i].contains(value) {
+            return Err(FieldError::new(
+                format!("{field}[{i}]"),
+                format!("'{value}' is listed twice"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn nonempty_when_enabled(
@@ -427,16 +423,6 @@ fn nonempty_when_enabled(
         return Err(FieldError::new(
             field,
             format!("give at least one {what}, or set {block}.enabled: false to turn the rule off"),
-        ));
-    }
-    Ok(())
-}
-
-fn listed_once(field: &str, values: &[String], i: usize) -> Result<(), FieldError> {
-    if values[..i].contains(&values[i]) {
-        return Err(FieldError::new(
-            format!("{field}[{i}]"),
-            format!("'{}' is listed twice", values[i]),
         ));
     }
     Ok(())

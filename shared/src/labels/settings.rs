@@ -295,6 +295,7 @@ impl ValidateSettings for Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::labels::tests::parse;
     use rstest::rstest;
     use serde_json::{Value, json};
 
@@ -305,12 +306,6 @@ mod tests {
             value: None,
             effect: None,
         }
-    }
-
-    fn parse(v: Value) -> Result<Settings, String> {
-        let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        s.validate().map_err(|e| e.to_string())?;
-        Ok(s)
     }
 
     #[test]

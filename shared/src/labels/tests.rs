@@ -1,10 +1,11 @@
 use super::*;
+use crate::testing::{message, says, starts_saying};
 use crate::workload::presets;
 use rstest::rstest;
 use serde_json::{Value, json};
 
 /// The rules without a cluster: these requests name no DRA claim.
-fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
+pub(super) fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
     use crate::policy::{Policy, checked};
     super::policy::Labels::evaluate(
         request,
@@ -56,8 +57,12 @@ fn decide(object: Value) -> Verdict {
     evaluate(&create(object), &Settings::default())
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or("")
+/// Settings read from `v` and checked, or the error's text.
+pub(super) fn parse(v: Value) -> Result<Settings, String> {
+    use crate::settings::ValidateSettings;
+    let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
+    s.validate().map_err(|e| e.to_string())?;
+    Ok(s)
 }
 
 #[test]
@@ -120,11 +125,7 @@ fn objects_without_gpu_demand_pass_untouched(#[case] object: Value) {
 fn hidden_or_unusual_gpu_requests_still_need_labels(#[case] spec: Value) {
     let v = decide(pod(json!({}), spec));
     assert!(!v.allowed);
-    assert!(
-        message(&v).contains("1) label 'workload-type' is missing"),
-        "{}",
-        message(&v)
-    );
+    says(&v, "1) label 'workload-type' is missing");
 }
 
 #[test]
@@ -175,31 +176,32 @@ fn unreadable_objects_are_denied_whatever_their_gpus(#[case] object: Value, #[ca
     r.kind.kind = "Pod".into();
     let v = evaluate(&r, &Settings::default());
     assert!(!v.allowed);
-    assert!(message(&v).starts_with(start), "{}", message(&v));
+    starts_saying(&v, start);
+}
+
+/// The default settings with every preset custom kind.
+fn with_presets() -> Settings {
+    Settings {
+        custom_kinds: presets::all(),
+        ..Settings::default()
+    }
 }
 
 #[test]
 fn custom_kind_with_a_bad_template_is_denied() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
         "spec": {"headGroupSpec": {"template": {"spec": {"containers": []}}}, "workerGroupSpecs": [{"template": {}}]}});
     let v = evaluate(&create(object), &settings);
-    assert!(
-        message(&v).starts_with("RayCluster ml/rc cannot be read, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec."),
-        "{}",
-        message(&v)
+    starts_saying(
+        &v,
+        "RayCluster ml/rc cannot be read, so it is denied: spec.workerGroupSpecs[0]: no pod spec at spec.workerGroupSpecs[0].template.spec.",
     );
 }
 
 #[test]
 fn ray_head_without_gpus_needs_no_labels_but_workers_do() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "rc"},
     "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "head"}]}}},
              "workerGroupSpecs": [
@@ -216,10 +218,7 @@ fn ray_head_without_gpus_needs_no_labels_but_workers_do() {
 
 #[test]
 fn kserve_predictor_and_workers_share_the_object_labels_and_are_reported_once() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
         "metadata": {"name": "llama", "labels": {"workload-type": "interactive"}},
         "spec": {"predictor": {"containers": [gpu_container("1")],
@@ -234,10 +233,7 @@ fn kserve_predictor_and_workers_share_the_object_labels_and_are_reported_once() 
 
 #[test]
 fn leader_worker_set_checks_leader_and_worker_templates() {
-    let settings = Settings {
-        custom_kinds: presets::all(),
-        ..Settings::default()
-    };
+    let settings = with_presets();
     let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
         "metadata": {"name": "vllm", "labels": good_labels()},
         "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
@@ -295,10 +291,7 @@ mod gpu_nodes_rule {
         let mut object = tolerating_pod();
         object["spec"]["containers"][0]["resources"] = json!({"limits": {"nvidia.com/gpu": "0"}});
         let v = decide(object);
-        assert!(
-            message(&v).contains("requests no GPU but tolerates"),
-            "{v:?}"
-        );
+        says(&v, "requests no GPU but tolerates");
     }
 
     #[test]
@@ -331,9 +324,9 @@ mod gpu_nodes_rule {
             ..Settings::default()
         };
         let v = evaluate(&create(ds), &strict);
-        assert!(
-            message(&v).contains("the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint"),
-            "{v:?}"
+        says(
+            &v,
+            "the pod template requests no GPU but tolerates the GPU taint nvidia.com/gpu with tolerations[0] (operator: Exists), which tolerates every taint",
         );
     }
 
@@ -399,7 +392,7 @@ mod updates {
             .remove("team");
         let v = update(compliant(), new);
         assert!(!v.allowed);
-        assert!(message(&v).contains("label 'team' is missing"));
+        says(&v, "label 'team' is missing");
     }
 
     #[test]
@@ -411,7 +404,7 @@ mod updates {
         );
         let v = update(old, legacy());
         assert!(!v.allowed);
-        assert!(message(&v).contains("label 'workload-type' is missing"));
+        says(&v, "label 'workload-type' is missing");
     }
 
     #[test]

@@ -8,8 +8,8 @@ use crate::schedule::Checked;
 use crate::scheduling::required_label_values;
 use crate::selector::{LabelSelector, Operator};
 use crate::settings::{
-    FieldError, check_pool_ref, check_window_ref, validate_label_key, validate_label_value,
-    validate_object_name,
+    FieldError, check_pool_ref, check_unique_pool_name, check_window_ref, validate_label_key,
+    validate_label_value, validate_object_name,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -127,15 +127,11 @@ impl<'a> PoolSet<'a> {
             ));
         }
         validate_label_value(&format!("{field}.name"), &pool.name)?;
-        if let Some((j, _)) = self.named(&pool.name).filter(|(j, _)| *j != i) {
-            return Err(FieldError::new(
-                format!("{field}.name"),
-                format!(
-                    "'{}' is already the name of pools[{j}]; pool names must be unique",
-                    pool.name
-                ),
-            ));
-        }
+        check_unique_pool_name(
+            field,
+            &pool.name,
+            self.pools[..i].iter().map(|p| p.name.as_str()),
+        )?;
         let selector_field = format!("{field}.nodeSelector");
         if pool.node_selector.is_empty() && pool.capacity.is_none() {
             return Err(FieldError::new(

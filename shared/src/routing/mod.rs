@@ -366,6 +366,16 @@ fn template_is_immutable(workload: &Workload) -> bool {
 /// bad tolerations must not produce a megabyte of message).
 const MAX_REPORTED: usize = crate::limits::MAX_LISTED;
 
+/// A denial of `problems`, the first [`MAX_REPORTED`] spelled out and the rest counted.
+fn rejection(mut problems: Vec<String>) -> Verdict {
+    if problems.len() > MAX_REPORTED {
+        let more = problems.len() - MAX_REPORTED;
+        problems.truncate(MAX_REPORTED);
+        problems.push(format!("and {more} more"));
+    }
+    Verdict::reject(problems.join("; "))
+}
+
 /// Audit annotation of a template routed to a pool that lends to its own.
 pub const AUDIT_LENT: &str = "lent";
 
@@ -498,14 +508,9 @@ pub fn prepare(a: crate::policy::Admission<'_, Checked>) -> Result<Change, Verdi
         )));
     }
 
-    let mut denials = plan.denials();
+    let denials = plan.denials();
     if !denials.is_empty() {
-        if denials.len() > MAX_REPORTED {
-            let more = denials.len() - MAX_REPORTED;
-            denials.truncate(MAX_REPORTED);
-            denials.push(format!("and {more} more"));
-        }
-        return Err(Verdict::reject(denials.join("; ")));
+        return Err(rejection(denials));
     }
 
     let teams = match namespace_team(request, settings, &workload, &plan, &namespace, cluster) {
@@ -513,18 +518,13 @@ pub fn prepare(a: crate::policy::Admission<'_, Checked>) -> Result<Change, Verdi
         Ok(None) => Vec::new(),
         Err(message) => return Err(Verdict::reject(message)),
     };
-    let mut forged: Vec<String> = teams
+    let forged: Vec<String> = teams
         .iter()
         .filter(|(_, j)| matches!(j.label, team::TeamLabel::Forged(_)))
         .map(|(_, j)| j.to_string())
         .collect();
     if !forged.is_empty() {
-        if forged.len() > MAX_REPORTED {
-            let more = forged.len() - MAX_REPORTED;
-            forged.truncate(MAX_REPORTED);
-            forged.push(format!("and {more} more"));
-        }
-        return Err(Verdict::reject(forged.join("; ")));
+        return Err(rejection(forged));
     }
 
     let mut warnings = Vec::new();

@@ -7,8 +7,8 @@ use crate::podspec::Toleration;
 use crate::selector::LabelSelector;
 use crate::settings::{
     FieldError, NamespaceList, ValidateSettings, check_labels_only, check_pool_ref,
-    check_window_ref, policy_settings, read_node_selector, validate_label_key,
-    validate_label_value, validate_object_name,
+    check_unique_pool_name, check_window_ref, policy_settings, read_node_selector,
+    validate_label_key, validate_label_value, validate_object_name,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -305,15 +305,11 @@ impl Settings {
         }
         for (i, pool) in self.pools.iter().enumerate() {
             validate_pool(&format!("pools[{i}]"), pool, &self.pool_label_key)?;
-            if let Some(j) = self.pools[..i].iter().position(|p| p.name == pool.name) {
-                return Err(FieldError::new(
-                    format!("pools[{i}].name"),
-                    format!(
-                        "'{}' is already the name of pools[{j}]; pool names must be unique",
-                        pool.name
-                    ),
-                ));
-            }
+            check_unique_pool_name(
+                &format!("pools[{i}]"),
+                &pool.name,
+                self.pools[..i].iter().map(|p| p.name.as_str()),
+            )?;
         }
         for (i, pool) in self.pools.iter().enumerate() {
             for (j, other) in self.pools[..i].iter().enumerate() {

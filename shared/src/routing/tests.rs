@@ -4,6 +4,7 @@ use super::policy::Routing as Policy_;
 use super::*;
 use crate::admission::ValidateSettings;
 use crate::policy::{Policy, checked};
+use crate::testing::{ends_saying, says, starts_saying};
 use rstest::rstest;
 use serde_json::json;
 
@@ -162,30 +163,31 @@ fn required_affinity_becomes_a_term() {
     );
 }
 
+/// A batch workload's pod template.
+fn batch_template() -> Value {
+    json!({"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()})
+}
+
+/// An object of `kind` whose pod template is at `spec.template`.
+fn with_template(api_version: &str, kind: &str, name: &str) -> Value {
+    json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name},
+        "spec": {"template": batch_template()}})
+}
+
 #[rstest]
-#[case::job(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-    "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}),
-    "/spec/template")]
+#[case::job(with_template("batch/v1", "Job", "j"), "/spec/template")]
 #[case::cronjob(json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
-    "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}}}),
+    "spec": {"schedule": "0 * * * *", "jobTemplate": {"spec": {"template": batch_template()}}}}),
     "/spec/jobTemplate/spec/template")]
-#[case::statefulset(json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
-    "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}),
-    "/spec/template")]
-#[case::daemonset(json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d"},
-    "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}),
-    "/spec/template")]
-#[case::replication_controller(json!({"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "r"},
-    "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}),
-    "/spec/template")]
-#[case::bare_replicaset(json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"},
-    "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}),
-    "/spec/template")]
+#[case::statefulset(with_template("apps/v1", "StatefulSet", "s"), "/spec/template")]
+#[case::daemonset(with_template("apps/v1", "DaemonSet", "d"), "/spec/template")]
+#[case::replication_controller(with_template("v1", "ReplicationController", "r"), "/spec/template")]
+#[case::bare_replicaset(with_template("apps/v1", "ReplicaSet", "r"), "/spec/template")]
 #[case::pytorchjob(json!({"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "t"},
-    "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}}}),
+    "spec": {"pytorchReplicaSpecs": {"Worker": {"replicas": 2, "template": batch_template()}}}}),
     "/spec/pytorchReplicaSpecs/Worker/template")]
 #[case::leaderworkerset(json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet", "metadata": {"name": "l"},
-    "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}}}),
+    "spec": {"leaderWorkerTemplate": {"size": 2, "workerTemplate": batch_template()}}}),
     "/spec/leaderWorkerTemplate/workerTemplate")]
 fn every_kind_is_routed(#[case] object: Value, #[case] template: &str) {
     let out = route(object);
@@ -237,10 +239,9 @@ fn kserve_model_container_counts() {
         "metadata": {"name": "llm"}, "spec": {"predictor": {"huggingface": {"resources": "lots"}}}}),
     );
     assert!(!bad.allowed);
-    let message = bad.message.unwrap();
-    assert!(
-        message.starts_with("InferenceService team-a/llm cannot be read, so it is denied: spec.predictor.huggingface:"),
-        "{message}"
+    starts_saying(
+        &bad,
+        "InferenceService team-a/llm cannot be read, so it is denied: spec.predictor.huggingface:",
     );
 }
 
@@ -510,14 +511,7 @@ fn malformed_objects_are_rejected_not_panics() {
         let v = create(object.clone());
         assert!(!v.allowed, "{object}");
         assert_eq!(v.code, Some(400));
-        assert!(
-            v.message
-                .as_deref()
-                .unwrap()
-                .contains(" cannot be read, so it is denied: "),
-            "{:?}",
-            v.message
-        );
+        says(&v, " cannot be read, so it is denied: ");
     }
 }
 
@@ -615,8 +609,7 @@ fn update_of_a_pod_that_changes_routing_is_evaluated() {
 
 #[test]
 fn update_of_an_old_job_without_routing_changes_is_let_through() {
-    let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-        "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}});
+    let job = with_template("batch/v1", "Job", "j");
     let mut new = job.clone();
     new["metadata"]["annotations"] = json!({"note": "x"});
     let v = update(new, job);
@@ -637,7 +630,7 @@ fn objects_managed_by_another_controller_are_not_mutated() {
     let rs = json!({"apiVersion": "apps/v1", "kind": "ReplicaSet",
         "metadata": {"name": "llm-5d4f", "ownerReferences": [
             {"apiVersion": "apps/v1", "kind": "Deployment", "name": "llm", "uid": "1", "controller": true}]},
-        "spec": {"template": {"metadata": {"labels": {"workload-type": "batch"}}, "spec": pod_spec()}}});
+        "spec": {"template": batch_template()}});
     let v = create(rs.clone());
     assert!(v.allowed);
     assert_eq!(v.mutated_object, None);
@@ -742,14 +735,13 @@ fn dra_claim_that_cannot_be_read_is_denied_not_routed() {
     let v = Policy_::evaluate(&req, &checked::<Policy_>(&settings()), &missing);
     assert!(!v.allowed);
     assert_eq!(v.mutated_object, None);
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with("spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read ("),
-        "{message}"
+    starts_saying(
+        &v,
+        "spec.template.spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (",
     );
-    assert!(
-        message.ends_with("cannot be read (not found); create it before the workload"),
-        "{message}"
+    ends_saying(
+        &v,
+        "cannot be read (not found); create it before the workload",
     );
 
     let template = |class: &str| {

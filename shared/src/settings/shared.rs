@@ -101,6 +101,22 @@ macro_rules! policy_settings {
 
 pub(crate) use policy_settings;
 
+/// The name of pool `field` (`pools[i]`), `name`, is not that of one of the `earlier` pools:
+/// pool names are unique.
+pub fn check_unique_pool_name<'a>(
+    field: &str,
+    name: &str,
+    earlier: impl IntoIterator<Item = &'a str>,
+) -> Result<(), FieldError> {
+    match earlier.into_iter().position(|other| other == name) {
+        Some(j) => Err(FieldError::new(
+            format!("{field}.name"),
+            format!("'{name}' is already the name of pools[{j}]; pool names must be unique"),
+        )),
+        None => Ok(()),
+    }
+}
+
 /// A reference to a pool by name (`defaultPool`, `lendTo[].pool`, `alternatives[]`): an
 /// error unless `name` is one of `pools`, the pools it may name.
 pub fn check_pool_ref(field: &str, name: &str, pools: &[&str]) -> Result<(), FieldError> {

@@ -7,11 +7,14 @@
 
 use gpu_rules::admission::AdmissionRequest;
 use gpu_rules::capacity::Pool;
+use gpu_rules::capacity::PoolSnapshot;
 use gpu_rules::capacity::Settings;
+use gpu_rules::capacity::decision::{Inputs, decide_with};
 use gpu_rules::cluster::{Cluster, ClusterRequest};
 use gpu_rules::gpu::GpuCounts;
 use gpu_rules::policies::CapacityGate;
 use gpu_rules::policy::Policy;
+use gpu_rules::pools::reserve::InForce;
 use gpu_rules::selector::LabelSelector;
 use proptest::prelude::*;
 use serde_json::json;
@@ -116,4 +119,34 @@ pub fn create_deployment(replicas: u64, gpus_per_pod: u64) -> AdmissionRequest {
                            "resources": {"limits": {GPU: gpus_per_pod.to_string()}}}]}}}}
     }))
     .unwrap()
+}
+
+/// Whether the gate allows demand `d` in pool [`pool`]`(threshold)` as `s` finds it, with
+/// `reserve` in force, for a workload of `workload_type`; its `allowed()` and `denial()`
+/// agree.
+pub fn allowed_in(
+    s: &PoolSnapshot,
+    d: &GpuCounts,
+    threshold: u32,
+    reserve: InForce,
+    workload_type: Option<&str>,
+) -> bool {
+    let p = pool(threshold);
+    let decision = decide_with(
+        s,
+        d,
+        &p,
+        &Inputs {
+            threshold_percent: threshold,
+            reserve,
+            workload_type,
+            ..Inputs::of(&p)
+        },
+    );
+    assert_eq!(
+        decision.allowed(),
+        decision.denial().is_none(),
+        "allowed() and denial() disagree: {decision:?}"
+    );
+    decision.allowed()
 }

@@ -15,39 +15,25 @@ fn pool(v: Value) -> Pool {
     serde_json::from_value(v).unwrap()
 }
 
-#[test]
-fn the_binding_resource_decides() {
+#[rstest]
+#[case::two_per_replica(&[("nvidia.com/gpu", 2)], &[("nvidia.com/gpu", 64)], Some((32, "nvidia.com/gpu")))]
+#[case::rounded_down(&[("nvidia.com/gpu", 3)], &[("nvidia.com/gpu", 64)], Some((21, "nvidia.com/gpu")))]
+#[case::the_scarcer_resource_binds(
+    &[("nvidia.com/mig-1g.10gb", 1), ("nvidia.com/gpu", 1)],
+    &[("nvidia.com/gpu", 64), ("nvidia.com/mig-1g.10gb", 7)],
+    Some((7, "nvidia.com/mig-1g.10gb"))
+)]
+#[case::a_resource_the_pool_lacks_fits_nothing(&[("amd.com/gpu", 1)], &[("nvidia.com/gpu", 64)], Some((0, "amd.com/gpu")))]
+#[case::no_gpus(&[], &[("nvidia.com/gpu", 1)], None)]
+fn the_binding_resource_decides(
+    #[case] per_replica: &[(&str, u64)],
+    #[case] ceiling: &[(&str, u64)],
+    #[case] replicas: Option<(u64, &str)>,
+) {
     assert_eq!(
-        fit(
-            &counts(&[("nvidia.com/gpu", 2)]),
-            &counts(&[("nvidia.com/gpu", 64)])
-        ),
-        Some((32, "nvidia.com/gpu".into()))
+        fit(&counts(per_replica), &counts(ceiling)),
+        replicas.map(|(n, resource)| (n, resource.to_string()))
     );
-    assert_eq!(
-        fit(
-            &counts(&[("nvidia.com/gpu", 3)]),
-            &counts(&[("nvidia.com/gpu", 64)])
-        ),
-        Some((21, "nvidia.com/gpu".into())),
-        "rounded down"
-    );
-    assert_eq!(
-        fit(
-            &counts(&[("nvidia.com/mig-1g.10gb", 1), ("nvidia.com/gpu", 1)]),
-            &counts(&[("nvidia.com/gpu", 64), ("nvidia.com/mig-1g.10gb", 7)])
-        ),
-        Some((7, "nvidia.com/mig-1g.10gb".into()))
-    );
-    assert_eq!(
-        fit(
-            &counts(&[("amd.com/gpu", 1)]),
-            &counts(&[("nvidia.com/gpu", 64)])
-        ),
-        Some((0, "amd.com/gpu".into())),
-        "a resource the pool lacks fits nothing"
-    );
-    assert_eq!(fit(&counts(&[]), &counts(&[("nvidia.com/gpu", 1)])), None);
 }
 
 const A100: &str =

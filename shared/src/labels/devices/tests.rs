@@ -2,19 +2,12 @@
 //! and what KAI Scheduler's webhook writes (accepted) against the same fields spoofed.
 
 use super::*;
-use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
+use crate::admission::{AdmissionRequest, Verdict};
 use rstest::rstest;
 use serde_json::{Value, json};
 
-fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    use crate::labels::policy::Labels;
-    use crate::policy::{Policy, checked};
-    Labels::evaluate(
-        request,
-        &checked::<Labels>(settings),
-        &crate::cluster::NoCluster,
-    )
-}
+use crate::labels::tests::{evaluate, parse};
+use crate::testing::{message, says, starts_saying};
 
 fn labels() -> Value {
     json!({"workload-type": "interactive", "team": "ml"})
@@ -67,10 +60,6 @@ fn pod(spec: Value) -> AdmissionRequest {
 
 fn decide(spec: Value) -> Verdict {
     evaluate(&pod(spec), &Settings::default())
-}
-
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or("")
 }
 
 fn one_problem(v: &Verdict) -> &str {
@@ -465,7 +454,7 @@ fn gpu_tooling_is_allow_listed_by_namespace_or_service_account(
     let v = evaluate(&pod_in(namespace, json!({}), tooling_spec(account)), &s);
     assert_eq!(v.allowed, allowed, "{}", message(&v));
     if !allowed {
-        assert!(message(&v).contains("(2 problems)"), "{}", message(&v));
+        says(&v, "(2 problems)");
     }
 }
 
@@ -674,11 +663,7 @@ fn daemon_set_pods_are_exempt_only_from_the_controller() {
     assert_eq!(evaluate(&ok, &Settings::default()), Verdict::accept());
     let spoofed = evaluate(&daemon_set_pod("alice"), &Settings::default());
     assert!(!spoofed.allowed);
-    assert!(
-        message(&spoofed).contains("is privileged"),
-        "{}",
-        message(&spoofed)
-    );
+    says(&spoofed, "is privileged");
 }
 
 #[test]
@@ -696,10 +681,9 @@ fn every_template_is_checked_gpu_or_not() {
     let cronjob = json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "cj", "namespace": "ml"},
         "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [with(app("0"), "env", env("NVIDIA_VISIBLE_DEVICES", "0"))]}}}}}});
     let v = evaluate(&request("ml", "alice", cronjob), &Settings::default());
-    assert!(
-        message(&v).starts_with("CronJob 'cj' breaks the GPU admission rules (1 problem): 1) container 'app' sets NVIDIA_VISIBLE_DEVICES=0"),
-        "{}",
-        message(&v)
+    starts_saying(
+        &v,
+        "CronJob 'cj' breaks the GPU admission rules (1 problem): 1) container 'app' sets NVIDIA_VISIBLE_DEVICES=0",
     );
 }
 
@@ -754,13 +738,18 @@ fn kai_container(name: &str, config_map: &str) -> Value {
         "envFrom": [{"configMapRef": {"name": format!("{config_map}-evar"), "optional": false}}]})
 }
 
-#[test]
-fn what_kais_webhook_writes_is_accepted() {
-    let r = kai_pod(
+/// The Pod as KAI's webhook writes it: its annotations, scheduler and fraction container.
+fn kai_written() -> AdmissionRequest {
+    kai_pod(
         kai_annotations(),
         Some("kai-scheduler"),
         kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    )
+}
+
+#[test]
+fn what_kais_webhook_writes_is_accepted() {
+    let r = kai_written();
     assert_eq!(evaluate(&r, &Settings::default()), Verdict::accept());
 }
 
@@ -808,29 +797,20 @@ fn a_kai_pod_gets_only_what_kai_writes(#[case] annotations: Value, #[case] conta
         &Settings::default(),
     );
     assert!(!v.allowed);
-    assert!(
-        message(&v).contains("sets NVIDIA_VISIBLE_DEVICES"),
-        "{}",
-        message(&v)
-    );
+    says(&v, "sets NVIDIA_VISIBLE_DEVICES");
 }
 
 #[test]
 fn kais_variable_in_another_container_is_denied() {
-    let mut r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let mut r = kai_written();
     push(
         &mut r.object["spec"]["containers"],
         kai_container("sidecar", &format!("{KAI_PREFIX}-0")),
     );
     let v = evaluate(&r, &Settings::default());
-    assert!(
-        message(&v).starts_with("Pod 'gpu-sharing' breaks the GPU admission rules (1 problem): 1) container 'sidecar' sets NVIDIA_VISIBLE_DEVICES from ConfigMap"),
-        "{}",
-        message(&v)
+    starts_saying(
+        &v,
+        "Pod 'gpu-sharing' breaks the GPU admission rules (1 problem): 1) container 'sidecar' sets NVIDIA_VISIBLE_DEVICES from ConfigMap",
     );
 }
 
@@ -866,11 +846,7 @@ fn kais_fraction_container_is_found_by_name_init_containers_first() {
 
 #[test]
 fn kai_is_only_recognized_when_configured() {
-    let r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let r = kai_written();
     let mut s = Settings::default();
     s.fractional_gpus.kai.enabled = false;
     assert!(!evaluate(&r, &s).allowed);
@@ -901,17 +877,12 @@ fn other_env_from_on_a_kai_pod_is_still_warned_about() {
 
 #[test]
 fn the_unlabelled_kai_example_is_a_gpu_pod() {
-    let mut r = kai_pod(
-        kai_annotations(),
-        Some("kai-scheduler"),
-        kai_container("gpu-workload", &format!("{KAI_PREFIX}-0")),
-    );
+    let mut r = kai_written();
     r.object["metadata"]["labels"] = json!({"kai.scheduler/queue": "default-queue"});
     let v = evaluate(&r, &Settings::default());
-    assert!(
-        message(&v).starts_with("Pod 'gpu-sharing' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing"),
-        "{}",
-        message(&v)
+    starts_saying(
+        &v,
+        "Pod 'gpu-sharing' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing",
     );
 }
 
@@ -945,34 +916,23 @@ fn host_paths_are_normalized(#[case] path: &str, #[case] normal: &str) {
 #[test]
 fn device_mounts() {
     let d = DeviceAccess::default().device_host_paths.paths;
-    assert_eq!(
-        device_mount("/dev/nvidia-uvm", &d),
-        Some(DeviceMount::Device("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/dev/nvidia-caps/nvidia-cap1", &d),
-        Some(DeviceMount::Device("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/dev", &d),
-        Some(DeviceMount::Contains("/dev/nvidia"))
-    );
-    assert_eq!(
-        device_mount("/", &d),
-        Some(DeviceMount::Contains("/dev/nvidia"))
-    );
-    assert_eq!(device_mount("/de", &d), None);
-    assert_eq!(device_mount("/dev/shm", &d), None);
-    assert_eq!(device_mount("/run/nvidia", &d), None);
+    for (path, mount) in [
+        ("/dev/nvidia-uvm", Some(DeviceMount::Device("/dev/nvidia"))),
+        (
+            "/dev/nvidia-caps/nvidia-cap1",
+            Some(DeviceMount::Device("/dev/nvidia")),
+        ),
+        ("/dev", Some(DeviceMount::Contains("/dev/nvidia"))),
+        ("/", Some(DeviceMount::Contains("/dev/nvidia"))),
+        ("/de", None),
+        ("/dev/shm", None),
+        ("/run/nvidia", None),
+    ] {
+        assert_eq!(device_mount(path, &d), mount, "{path}");
+    }
 }
 
 // --- Settings --------------------------------------------------------------------------------
-
-fn parse(v: Value) -> Result<Settings, String> {
-    let s: Settings = serde_json::from_value(v).map_err(|e| e.to_string())?;
-    s.validate().map_err(|e| e.to_string())?;
-    Ok(s)
-}
 
 #[test]
 fn defaults_turn_every_rule_on() {

@@ -7,6 +7,7 @@ use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
 use crate::policy::{Policy, checked};
+use crate::testing::{ends_saying, says, starts_saying};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -252,14 +253,13 @@ fn after_its_end_the_denial_says_it_expired() {
     s.validate().unwrap();
     let v = at(NOW, "ml-lab", unlabelled(), &s);
     assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with("Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing"),
-        "{message}"
+    starts_saying(
+        &v,
+        "Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing",
     );
-    assert!(
-        message.ends_with(" (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)"),
-        "{message}"
+    ends_saying(
+        &v,
+        " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)",
     );
     assert!(v.audit_annotations.is_empty(), "{:?}", v.audit_annotations);
     // Expired for requiredLabels, nothing for gpuRequests: the note follows the problems
@@ -288,12 +288,10 @@ fn two_expired_exceptions_are_both_named() {
     bob["name"] = json!("half-gpus");
     bob["owner"] = json!("bob");
     let s = settings(json!([exception(&["requiredLabels"], "2026-11-20"), bob]));
-    let message = at(NOW, "ml-lab", unlabelled_half_gpu(), &s)
-        .message
-        .unwrap();
-    assert!(
-        message.ends_with(" (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; exception half-gpus (owner bob) expired at 2026-11-26T00:00:00Z; renew them or fix the workload)"),
-        "{message}"
+    let v = at(NOW, "ml-lab", unlabelled_half_gpu(), &s);
+    ends_saying(
+        &v,
+        " (exception lab (owner alice) expired at 2026-11-21T00:00:00Z; exception half-gpus (owner bob) expired at 2026-11-26T00:00:00Z; renew them or fix the workload)",
     );
 }
 
@@ -310,14 +308,7 @@ fn uncountable_or_unreadable_gpus_are_never_excused() {
         );
         let v = at(NOW, "ml-lab", object, &s);
         assert!(!v.allowed, "{limits}: {v:?}");
-        assert!(
-            v.message
-                .as_deref()
-                .unwrap()
-                .contains("invalid nvidia.com/gpu quantity"),
-            "{:?}",
-            v.message
-        );
+        says(&v, "invalid nvidia.com/gpu quantity");
     }
     let debug = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": labelled()},
         "spec": {"containers": [container(json!({}))],

@@ -1,19 +1,12 @@
 //! Each serving and training rule, on and off, through `evaluate`.
 
 use super::super::Settings;
+use crate::admission::AdmissionRequest;
 use crate::admission::ValidateSettings;
-use crate::admission::{AdmissionRequest, Verdict};
 use crate::workload::presets;
 
-fn evaluate(request: &AdmissionRequest, settings: &Settings) -> Verdict {
-    use crate::labels::policy::Labels;
-    use crate::policy::{Policy, checked};
-    Labels::evaluate(
-        request,
-        &checked::<Labels>(settings),
-        &crate::cluster::NoCluster,
-    )
-}
+use crate::labels::tests::evaluate;
+use crate::testing::{message, says};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -79,10 +72,6 @@ fn create(object: Value) -> AdmissionRequest {
     serde_json::from_value(json!({"uid": "u", "operation": "CREATE", "namespace": "ml",
         "userInfo": {"username": "alice"}, "object": object}))
     .unwrap()
-}
-
-fn message(v: &Verdict) -> String {
-    v.message.clone().unwrap_or_default()
 }
 
 #[test]
@@ -155,7 +144,7 @@ fn rollouts_that_take_serving_pods_down_are_denied(#[case] strategy: Value, #[ca
         &on(),
     );
     assert!(!v.allowed);
-    assert!(message(&v).contains(text), "{}", message(&v));
+    says(&v, text);
     assert!(
         evaluate(
             &create(deployment("interactive", server(ready_probes()), strategy)),
@@ -186,7 +175,10 @@ fn a_configured_max_unavailable_is_the_bound() {
         )),
         &s,
     );
-    assert!(message(&v).contains("more than the 1 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 1 and maxSurge: 1"), "{v:?}");
+    says(
+        &v,
+        "more than the 1 allowed; set spec.strategy.rollingUpdate.maxUnavailable: 1 and maxSurge: 1",
+    );
 }
 
 fn job(workload_type: &str, deadline: Option<u64>) -> Value {
@@ -234,9 +226,9 @@ fn cron_jobs_and_pytorch_jobs_keep_their_deadlines_elsewhere() {
         "spec": {"schedule": "0 2 * * *", "jobTemplate": {"spec": {"template": {"metadata": {"labels": labels("batch")},
           "spec": {"restartPolicy": "Never", "containers": [server(json!({}))]}}}}}});
     let v = evaluate(&create(cron.clone()), &on());
-    assert!(
-        message(&v).contains("spec.jobTemplate.spec.activeDeadlineSeconds is not set: a CronJob"),
-        "{v:?}"
+    says(
+        &v,
+        "spec.jobTemplate.spec.activeDeadlineSeconds is not set: a CronJob",
     );
     let mut ok = cron;
     ok["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] = json!(7200);
@@ -301,10 +293,7 @@ fn without_size_limit_the_pods_memory_limit_bounds_dev_shm() {
         )),
         &settings_with(r),
     );
-    assert!(
-        message(&v).contains("is limited to the pod's memory limit, less than 128Gi"),
-        "{v:?}"
-    );
+    says(&v, "is limited to the pod's memory limit, less than 128Gi");
 }
 
 #[test]
@@ -319,11 +308,9 @@ fn kserve_model_containers_are_found_for_probes() {
         "spec": {"predictor": {"model": {"modelFormat": {"name": "huggingface"},
             "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "8", "memory": "64Gi"}}}}}});
     let v = evaluate(&create(isvc.clone()), &on());
-    assert!(
-        message(&v).contains(
-            "container 'model' serves (workload-type: interactive) without a readinessProbe"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "container 'model' serves (workload-type: interactive) without a readinessProbe",
     );
     let mut ready = isvc;
     for (k, p) in ready_probes().as_object().unwrap() {

@@ -10,6 +10,7 @@ use crate::cluster::fake::Objects;
 use crate::cluster::namespace_request;
 use crate::exceptions::AUDIT_KEY;
 use crate::policy::{Policy, checked};
+use crate::testing::{message, says};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z.
@@ -95,10 +96,6 @@ fn run(namespace: &str, object: Value, s: &Settings, cluster: &Objects) -> Verdi
     Labels::evaluate_at(&r, &checked::<Labels>(s), cluster, &FixedClock(NOW))
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or("")
-}
-
 #[test]
 fn both_rules_are_off_by_default_and_read_nothing() {
     let c = cluster();
@@ -120,9 +117,9 @@ fn gpus_only_in_namespaces_with_the_access_label() {
         "Pod 'p' breaks the GPU admission rules (1 problem): 1) namespace bare may not use GPUs: its Namespace has no label gpu-access (gpuAccessLabel), which the cluster admins set on the namespaces allowed GPUs; ask them to set gpu-access: <one of true> on it, or run the workload without GPUs"
     );
     let v = run("lab", whole("batch"), &access(), &c);
-    assert!(
-        message(&v).contains("1) namespace lab may not use GPUs: its Namespace label gpu-access is 'false', not <one of true> (gpuAccessLabel)"),
-        "{v:?}"
+    says(
+        &v,
+        "1) namespace lab may not use GPUs: its Namespace label gpu-access is 'false', not <one of true> (gpuAccessLabel)",
     );
 }
 
@@ -147,7 +144,7 @@ fn any_value_or_a_pattern_grants_when_configured_so() {
     let pattern = settings(json!({"gpuAccessLabel": {"key": "gpu-access", "pattern": "t*"}}));
     assert!(run("ml", whole("batch"), &pattern, &c).allowed);
     let v = run("lab", whole("batch"), &pattern, &c);
-    assert!(message(&v).contains("not <a value matching t*>"), "{v:?}");
+    says(&v, "not <a value matching t*>");
 }
 
 #[test]
@@ -159,10 +156,7 @@ fn gpus_in_init_containers_and_every_template_need_access_once() {
                                      "requests": {"cpu": "1", "memory": "1Gi"}}}],
                  "containers": [{"name": "main"}]}});
     let v = run("bare", init, &access(), &c);
-    assert!(
-        message(&v).contains("namespace bare may not use GPUs"),
-        "{v:?}"
-    );
+    says(&v, "namespace bare may not use GPUs");
     assert_eq!(c.calls.borrow().len(), 1);
 }
 
@@ -266,18 +260,16 @@ fn sharing_by_namespace_label() {
     );
     assert!(run("trusted", hami.clone(), &s, &c).allowed);
     let v = run("ml", hami, &s, &c);
-    assert!(
-        message(&v).contains("shares a GPU through HAMi fractions (4000 MiB of one GPU through HAMi), which gpuSharing.allow does not allow to workload-type=batch in namespace ml (HAMi fractions is allowed to namespaces matching tenant-trust=trusted)"),
-        "{v:?}"
+    says(
+        &v,
+        "shares a GPU through HAMi fractions (4000 MiB of one GPU through HAMi), which gpuSharing.allow does not allow to workload-type=batch in namespace ml (HAMi fractions is allowed to namespaces matching tenant-trust=trusted)",
     );
     let unlabelled = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
         "spec": {"containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu.shared": "1"}}}]}});
     let v = run("ml", unlabelled, &s, &c);
-    assert!(
-        message(&v).contains(
-            "does not allow to a workload without the label workload-type in namespace ml"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "does not allow to a workload without the label workload-type in namespace ml",
     );
 }
 
@@ -290,9 +282,9 @@ fn an_unreadable_namespace_denies_only_what_it_would_have_allowed() {
     assert!(run("locked", mig, &s, &c).allowed);
     assert!(c.calls.borrow().is_empty());
     let v = run("locked", shared("batch"), &s, &c);
-    assert!(
-        message(&v).contains("1) whether namespace locked may use time-slicing (nvidia.com/gpu.shared) under gpuSharing.allow cannot be checked: cannot get v1/Namespace locked: not granted to this policy"),
-        "{v:?}"
+    says(
+        &v,
+        "1) whether namespace locked may use time-slicing (nvidia.com/gpu.shared) under gpuSharing.allow cannot be checked: cannot get v1/Namespace locked: not granted to this policy",
     );
 }
 
@@ -315,11 +307,9 @@ fn an_update_that_adds_a_share_is_judged() {
     let s = sharing();
     let r = request("UPDATE", "ml", kai("batch"), whole("batch"));
     let v = Labels::evaluate_at(&r, &checked::<Labels>(&s), &c, &FixedClock(NOW));
-    assert!(
-        message(&v).contains(
-            "shares a GPU through KAI Scheduler fractions (0.5 of one GPU through KAI Scheduler)"
-        ),
-        "{v:?}"
+    says(
+        &v,
+        "shares a GPU through KAI Scheduler fractions (0.5 of one GPU through KAI Scheduler)",
     );
 }
 
@@ -342,10 +332,7 @@ fn exceptions_apply_by_rule_name() {
     // gpuAccess is excused, gpuSharing is not.
     let v = run("bare", shared("batch"), &s, &c);
     assert!(!v.allowed);
-    assert!(
-        message(&v).contains("(1 problem): 1) shares a GPU through time-slicing"),
-        "{v:?}"
-    );
+    says(&v, "(1 problem): 1) shares a GPU through time-slicing");
 }
 
 #[test]

@@ -88,21 +88,16 @@ fn off_peak_batch_goes_to_the_lending_pool() {
     );
 }
 
-#[test]
-fn at_peak_batch_stays_in_its_own_pool() {
-    let v = create_at(TUESDAY_NOON, json!({"workload-type": "batch"}));
+/// A workload that is not lent: its own pool and priority class, no lending annotation.
+#[rstest::rstest]
+#[case::at_peak_batch_stays_in_its_own_pool(TUESDAY_NOON, "batch", "batch-low")]
+#[case::interactive_work_is_never_lent(TUESDAY_NIGHT, "interactive", "interactive-high")]
+fn not_lent(#[case] now: i64, #[case] workload_type: &str, #[case] priority_class: &str) {
+    let v = create_at(now, json!({ "workload-type": workload_type }));
     let t = template_of(&v);
-    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "batch");
-    assert_eq!(t["spec"]["priorityClassName"], "batch-low");
+    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], workload_type);
+    assert_eq!(t["spec"]["priorityClassName"], priority_class);
     assert!(!v.audit_annotations.contains_key(AUDIT_LENT));
-}
-
-#[test]
-fn interactive_work_is_never_lent() {
-    let v = create_at(TUESDAY_NIGHT, json!({"workload-type": "interactive"}));
-    let t = template_of(&v);
-    assert_eq!(t["metadata"]["labels"]["gpu-admission/pool"], "interactive");
-    assert_eq!(t["spec"]["priorityClassName"], "interactive-high");
 }
 
 #[test]

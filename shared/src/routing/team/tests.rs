@@ -7,6 +7,7 @@ use crate::admission::{AdmissionRequest, ValidateSettings, Verdict};
 use crate::cluster::ClusterRequest;
 use crate::cluster::fake::Objects;
 use crate::routing::Settings;
+use crate::testing::starts_saying;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -232,23 +233,22 @@ fn custom_kinds_are_stamped_where_their_template_metadata_is() {
     assert_eq!(calls(&cluster).len(), 2, "one read per object");
 }
 
+/// A batch workload's labels with the team set by hand (to ml-b).
+fn team_by_hand() -> Value {
+    json!({"workload-type": "batch", "gpu-admission/team": "ml-b"})
+}
+
 const FORGED: &str = "spec.template.metadata.labels.gpu-admission/team: 'ml-b' is not the team of namespace team-a, which is ml-a (its label team). The team is taken from the namespace, not set by hand: remove the label (the policy sets it to ml-a)";
 
 #[test]
 fn a_forged_team_label_is_denied() {
     let cluster = ml_a();
-    let v = create(
-        deployment(json!({"workload-type": "batch", "gpu-admission/team": "ml-b"})),
-        &cluster,
-    );
+    let v = create(deployment(team_by_hand()), &cluster);
     assert!(!v.allowed);
     assert_eq!(v.message.as_deref(), Some(FORGED));
     assert_eq!(v.mutated_object, None);
     // On a bare Pod too.
-    let v = create(
-        pod(json!({"workload-type": "batch", "gpu-admission/team": "ml-b"})),
-        &cluster,
-    );
+    let v = create(pod(team_by_hand()), &cluster);
     assert_eq!(
         v.message.as_deref(),
         Some(
@@ -282,10 +282,7 @@ fn a_namespace_without_a_team_stamps_nothing_and_denies_a_hand_set_label() {
     assert!(v.allowed);
     assert_eq!(team_at(&v, "/spec/template/metadata"), None);
     assert!(v.mutated_object.is_some(), "routed to its pool");
-    let v = create(
-        deployment(json!({"workload-type": "batch", "gpu-admission/team": "ml-b"})),
-        &cluster,
-    );
+    let v = create(deployment(team_by_hand()), &cluster);
     assert_eq!(
         v.message.as_deref(),
         Some(
@@ -450,9 +447,8 @@ fn an_unreadable_answer_fails_closed() {
     );
     let v = create(deployment(json!({"workload-type": "batch"})), &cluster);
     assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with("namespace team-a: the host's answer is not a readable Namespace ("),
-        "{message}"
+    starts_saying(
+        &v,
+        "namespace team-a: the host's answer is not a readable Namespace (",
     );
 }
