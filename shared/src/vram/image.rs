@@ -318,6 +318,46 @@ mod tests {
     }
 
     #[test]
+    fn the_environment_keeps_the_nvidia_toolkits_variables() {
+        let with_env = |env: Value| {
+            info(Ok(json!({"config": {"config": {"Env": env}}})))
+                .unwrap()
+                .cuda_env
+        };
+        assert_eq!(
+            with_env(json!([
+                "PATH=/usr/bin",
+                "NVIDIA_REQUIRE_CUDA=cuda>=12.4 brand=tesla,driver>=535,driver<536",
+                "CUDA_VERSION=12.4.1",
+                "NVIDIA_DISABLE_REQUIRE=",
+                "NO_VALUE"
+            ])),
+            Ok(vec![
+                (
+                    "NVIDIA_REQUIRE_CUDA".into(),
+                    "cuda>=12.4 brand=tesla,driver>=535,driver<536".into()
+                ),
+                ("CUDA_VERSION".into(), "12.4.1".into()),
+                ("NVIDIA_DISABLE_REQUIRE".into(), String::new()),
+            ])
+        );
+        assert_eq!(with_env(Value::Null), Ok(Vec::new()));
+        assert_eq!(
+            with_env(json!("PATH=/bin")),
+            Err("config.Env is not a list".into())
+        );
+        assert_eq!(
+            with_env(json!(["A=b", 7])),
+            Err("config.Env[1] is 7, not a string".into())
+        );
+        // An unreadable environment does not hide the labels.
+        let i = info(Ok(json!({"config": {"config": {"Env": 5,
+            "Labels": {"io.gpu-admission.model": "m"}}}})))
+        .unwrap();
+        assert_eq!(i.model.as_deref(), Some("m"));
+    }
+
+    #[test]
     fn unreadable_answers_are_sentences() {
         assert_eq!(
             info(Err(

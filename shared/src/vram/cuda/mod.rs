@@ -115,7 +115,10 @@ impl Origin<'_> {
 
 /// The requirements of `container`, whose image's config sets `image_env` (the variables
 /// [`is_read`], in order). `Err` says which variable cannot be read and why.
-pub fn required(image_env: &[(String, String)], container: &ContainerEnv) -> Result<Required, String> {
+pub fn required(
+    image_env: &[(String, String)],
+    container: &ContainerEnv,
+) -> Result<Required, String> {
     // The environment as the toolkit sees it: the image's, then the pod's over it.
     let mut env: Vec<(&str, Option<&str>, Origin<'_>)> = Vec::new();
     let image = Origin::Image(&container.image);
@@ -151,8 +154,8 @@ pub fn required(image_env: &[(String, String)], container: &ContainerEnv) -> Res
             return Ok(Required::NotKnown);
         };
         let source = origin.of(name);
-        let requirement = Requirement::parse(text)
-            .map_err(|why| format!("{source} cannot be read: {why}"))?;
+        let requirement =
+            Requirement::parse(text).map_err(|why| format!("{source} cannot be read: {why}"))?;
         asked.push(Asked {
             requirement,
             source,
@@ -267,9 +270,9 @@ fn unmet(container: &ContainerEnv, asked: &Asked, nodes: &[&GpuNode]) -> Option<
     };
     let newest = nodes.iter().filter_map(|n| n.cuda.as_ref()).max();
     let fix = match (r.least_cuda(), newest) {
-        (Some(_), Some(newest)) => format!(
-            "use an image built for CUDA {newest} or older, or update the nodes' driver"
-        ),
+        (Some(_), Some(newest)) => {
+            format!("use an image built for CUDA {newest} or older, or update the nodes' driver")
+        }
         _ => "use an image the nodes' driver supports, or update the nodes' driver".to_string(),
     };
     Some(format!(

@@ -189,7 +189,9 @@ impl Condition {
             .find(|(t, _)| *t == op_text)
             .map(|(_, o)| *o)
         else {
-            return bad(&format!("has the operator '{op_text}', not one of =, !=, <, <=, >, >="));
+            return bad(&format!(
+                "has the operator '{op_text}', not one of =, !=, <, <=, >, >="
+            ));
         };
         if value.is_empty() {
             return bad("has no value after its operator");
@@ -253,7 +255,7 @@ impl Condition {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::vram) mod tests {
     use super::*;
 
     /// NVIDIA's `nvidia/cuda:12.4.1-base-ubuntu22.04`, as its config's `Env` sets it.
@@ -326,19 +328,49 @@ pub(super) mod tests {
     #[test]
     fn malformed_values_say_what_is_wrong() {
         for (req, message) in [
-            ("cuda>=twelve", "'cuda>=twelve' compares with 'twelve', not a version like 12.4 (dotted whole numbers)"),
-            ("cuda>=v12.4", "'cuda>=v12.4' compares with 'v12.4', not a version like 12.4 (dotted whole numbers)"),
-            ("cuda>=12..4", "'cuda>=12..4' compares with '12..4', not a version like 12.4 (dotted whole numbers)"),
-            ("cuda12.4", "'cuda12.4' has no operator (=, !=, <, <=, >, >=)"),
-            ("cuda=>12.4", "'cuda=>12.4' has the operator '=>', not one of =, !=, <, <=, >, >="),
-            ("cuda==12.4", "'cuda==12.4' has the operator '==', not one of =, !=, <, <=, >, >="),
+            (
+                "cuda>=twelve",
+                "'cuda>=twelve' compares with 'twelve', not a version like 12.4 (dotted whole numbers)",
+            ),
+            (
+                "cuda>=v12.4",
+                "'cuda>=v12.4' compares with 'v12.4', not a version like 12.4 (dotted whole numbers)",
+            ),
+            (
+                "cuda>=12..4",
+                "'cuda>=12..4' compares with '12..4', not a version like 12.4 (dotted whole numbers)",
+            ),
+            (
+                "cuda12.4",
+                "'cuda12.4' has no operator (=, !=, <, <=, >, >=)",
+            ),
+            (
+                "cuda=>12.4",
+                "'cuda=>12.4' has the operator '=>', not one of =, !=, <, <=, >, >=",
+            ),
+            (
+                "cuda==12.4",
+                "'cuda==12.4' has the operator '==', not one of =, !=, <, <=, >, >=",
+            ),
             ("cuda>=", "'cuda>=' has no value after its operator"),
             (">=12.4", "'>=12.4' names nothing before its operator"),
-            ("rocm>=6", "'rocm>=6' names 'rocm', not cuda, driver, arch or brand"),
-            ("brand>=tesla", "'brand>=tesla' compares a brand with something else than = or !="),
+            (
+                "rocm>=6",
+                "'rocm>=6' names 'rocm', not cuda, driver, arch or brand",
+            ),
+            (
+                "brand>=tesla",
+                "'brand>=tesla' compares a brand with something else than = or !=",
+            ),
             ("cuda>=12.4 ,", "',' holds no condition"),
-            ("cuda>=$(MIN_CUDA)", "'cuda>=$(MIN_CUDA)' compares with '$(MIN_CUDA)', not a version like 12.4 (dotted whole numbers)"),
-            ("cuda>=99999999999", "'cuda>=99999999999' compares with '99999999999', not a version like 12.4 (dotted whole numbers)"),
+            (
+                "cuda>=$(MIN_CUDA)",
+                "'cuda>=$(MIN_CUDA)' compares with '$(MIN_CUDA)', not a version like 12.4 (dotted whole numbers)",
+            ),
+            (
+                "cuda>=99999999999",
+                "'cuda>=99999999999' compares with '99999999999', not a version like 12.4 (dotted whole numbers)",
+            ),
         ] {
             assert_eq!(Requirement::parse(req).unwrap_err(), message, "{req}");
         }

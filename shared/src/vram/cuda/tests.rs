@@ -54,7 +54,10 @@ fn holds_on(r: &Required, cuda: &str, driver: Option<&str>) -> Vec<Truth> {
 fn the_image_requires_what_its_env_says_and_the_pod_overrides_it() {
     let image = [
         ("PATH", "/usr/bin"),
-        ("NVIDIA_REQUIRE_CUDA", "cuda>=12.4 brand=tesla,driver>=535,driver<536"),
+        (
+            "NVIDIA_REQUIRE_CUDA",
+            "cuda>=12.4 brand=tesla,driver>=535,driver<536",
+        ),
         ("CUDA_VERSION", "12.4.1"),
     ];
     assert_eq!(
@@ -89,8 +92,10 @@ fn the_image_requires_what_its_env_says_and_the_pod_overrides_it() {
     // Every NVIDIA_REQUIRE_* variable but Jetson's must hold.
     let r = required(
         &image_env(&image),
-        &container(json!([{"name": "NVIDIA_REQUIRE_ARCH", "value": "cuda>=12.6"},
-                          {"name": "NVIDIA_REQUIRE_JETPACK", "value": "nonsense"}])),
+        &container(
+            json!([{"name": "NVIDIA_REQUIRE_ARCH", "value": "cuda>=12.6"},
+                          {"name": "NVIDIA_REQUIRE_JETPACK", "value": "nonsense"}]),
+        ),
     )
     .unwrap();
     assert_eq!(holds_on_cuda(&r, "12.4"), vec![Truth::Yes, Truth::No]);
@@ -101,14 +106,21 @@ fn disable_require_turns_the_check_off_as_go_reads_a_boolean() {
     let image = [("NVIDIA_REQUIRE_CUDA", "cuda>=12.4")];
     for on in ["1", "t", "T", "true", "TRUE", "True"] {
         assert_eq!(
-            asked(&image, json!([{"name": "NVIDIA_DISABLE_REQUIRE", "value": on}])),
+            asked(
+                &image,
+                json!([{"name": "NVIDIA_DISABLE_REQUIRE", "value": on}])
+            ),
             Ok(Vec::new()),
             "{on}"
         );
     }
     for off in ["0", "false", "yes", "", "on"] {
         assert_eq!(
-            asked(&image, json!([{"name": "NVIDIA_DISABLE_REQUIRE", "value": off}])).map(|a| a.len()),
+            asked(
+                &image,
+                json!([{"name": "NVIDIA_DISABLE_REQUIRE", "value": off}])
+            )
+            .map(|a| a.len()),
             Ok(1),
             "{off}"
         );
@@ -185,13 +197,20 @@ fn values_the_kubelet_fills_in_are_not_known() {
         Err("not known".into())
     );
     // Other variables are not read.
-    assert!(container(json!([{"name": "PATH", "value": "/x"}])).set.is_empty());
+    assert!(
+        container(json!([{"name": "PATH", "value": "/x"}]))
+            .set
+            .is_empty()
+    );
 }
 
 #[test]
 fn an_unreadable_requirement_names_the_variable_and_the_condition() {
     assert_eq!(
-        asked(&[("NVIDIA_REQUIRE_CUDA", "cuda>=12.4 brand=tesla,driver>=abc")], json!([])),
+        asked(
+            &[("NVIDIA_REQUIRE_CUDA", "cuda>=12.4 brand=tesla,driver>=abc")],
+            json!([])
+        ),
         Err(format!(
             "NVIDIA_REQUIRE_CUDA of image {IMAGE} cannot be read: 'driver>=abc' compares with 'abc', not a version like 12.4 (dotted whole numbers)"
         ))
@@ -211,6 +230,9 @@ fn nvidias_own_value_is_read() {
     .unwrap();
     assert_eq!(holds_on(&r, "12.3", Some("545.23.08")), vec![Truth::No]);
     // A listed driver branch, on a GPU whose brand is not read.
-    assert_eq!(holds_on(&r, "12.2", Some("535.104.05")), vec![Truth::Unknown]);
+    assert_eq!(
+        holds_on(&r, "12.2", Some("535.104.05")),
+        vec![Truth::Unknown]
+    );
     assert_eq!(holds_on_cuda(&r, "12.4"), vec![Truth::Yes]);
 }
