@@ -82,7 +82,7 @@ impl ContainerEnv {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Asked {
     pub requirement: Requirement,
-    /// `NVIDIA_REQUIRE_CUDA of image nvidia/cuda:12.4.1-base-ubuntu22.04`.
+    /// `NVIDIA_REQUIRE_CUDA of the image`, `NVIDIA_REQUIRE_CUDA in the container's env`.
     pub source: String,
 }
 
@@ -99,16 +99,16 @@ pub enum Required {
 
 /// Where a variable's value comes from.
 #[derive(Clone, Copy)]
-enum Origin<'a> {
-    Image(&'a str),
-    Container(&'a str),
+enum Origin {
+    Image,
+    Container,
 }
 
-impl Origin<'_> {
+impl Origin {
     fn of(&self, name: &str) -> String {
         match self {
-            Origin::Image(image) => format!("{name} of image {image}"),
-            Origin::Container(who) => format!("{name} in the env of {who}"),
+            Origin::Image => format!("{name} of the image"),
+            Origin::Container => format!("{name} in the container's env"),
         }
     }
 }
@@ -120,17 +120,15 @@ pub fn required(
     container: &ContainerEnv,
 ) -> Result<Required, String> {
     // The environment as the toolkit sees it: the image's, then the pod's over it.
-    let mut env: Vec<(&str, Option<&str>, Origin<'_>)> = Vec::new();
-    let image = Origin::Image(&container.image);
-    let own = Origin::Container(&container.who);
+    let mut env: Vec<(&str, Option<&str>, Origin)> = Vec::new();
     let entries = image_env
         .iter()
-        .map(|(n, v)| (n.as_str(), Some(v.as_str()), image))
+        .map(|(n, v)| (n.as_str(), Some(v.as_str()), Origin::Image))
         .chain(
             container
                 .set
                 .iter()
-                .map(|(n, v)| (n.as_str(), v.as_deref(), own)),
+                .map(|(n, v)| (n.as_str(), v.as_deref(), Origin::Container)),
         );
     for (name, value, origin) in entries {
         env.retain(|(n, _, _)| *n != name);
@@ -180,7 +178,7 @@ pub fn required(
                 let requirement = Requirement::parse(&format!("cuda>={major_minor}"))?;
                 asked.push(Asked {
                     requirement,
-                    source: format!("{source} {}", text.trim()),
+                    source: origin.of(&format!("{CUDA_VERSION} {text}")),
                 });
             }
         }
@@ -214,7 +212,12 @@ pub fn check(
     let asked = match required(&env, container) {
         Ok(Required::All(asked)) => asked,
         Ok(Required::Nothing | Required::NotKnown) => return Ok(None),
-        Err(e) => return Err(format!("{}: {e}; {not_checked}", container.who)),
+        Err(e) => {
+            return Err(format!(
+                "{} (image {}): {e}; {not_checked}",
+                container.who, container.image
+            ));
+        }
     };
     Ok(asked.iter().find_map(|a| unmet(container, a, nodes)))
 }

@@ -55,7 +55,7 @@ fn object(product: Option<&str>, env: Value) -> Value {
     labelled("small", spec)
 }
 
-const ON_A100: &str = "container server runs image vllm/vllm-openai, which requires cuda>=12.4 (NVIDIA_REQUIRE_CUDA of image vllm/vllm-openai; none of its 30 other alternatives is met either), and no node that offers its GPUs meets it: NVIDIA-A100-SXM4-80GB with CUDA 12.3 and driver 545.23.08 (2 nodes). The NVIDIA container toolkit refuses to start it there: use an image built for CUDA 12.3 or older, or update the nodes' driver";
+const ON_A100: &str = "container server runs image vllm/vllm-openai, which requires cuda>=12.4 (NVIDIA_REQUIRE_CUDA of the image; none of its 30 other alternatives is met either), and no node that offers its GPUs meets it: NVIDIA-A100-SXM4-80GB with CUDA 12.3 and driver 545.23.08 (2 nodes). The NVIDIA container toolkit refuses to start it there: use an image built for CUDA 12.3 or older, or update the nodes' driver";
 
 #[test]
 fn an_image_needing_a_newer_cuda_than_the_nodes_have_is_denied() {
@@ -105,7 +105,7 @@ fn a_listed_driver_branch_may_run_it_with_cudas_forward_compatibility() {
         object(Some("NVIDIA-A100-SXM4-80GB"), json!([])),
     );
     assert!(
-        denial(&v).starts_with("container server runs image vllm/vllm-openai, which requires cuda>=12.4 (CUDA_VERSION of image vllm/vllm-openai 12.4.1), and no node that offers its GPUs meets it: NVIDIA-A100-SXM4-80GB with CUDA 12.2 and driver 535.104.05 (1 node)."),
+        denial(&v).starts_with("container server runs image vllm/vllm-openai, which requires cuda>=12.4 (CUDA_VERSION 12.4.1 of the image), and no node that offers its GPUs meets it: NVIDIA-A100-SXM4-80GB with CUDA 12.2 and driver 535.104.05 (1 node)."),
         "{v:?}"
     );
 }
@@ -138,7 +138,7 @@ fn the_containers_env_overrides_the_images() {
     );
     assert_eq!(
         denial(&v),
-        "container server runs image vllm/vllm-openai, which requires cuda>=12.8 (NVIDIA_REQUIRE_CUDA in the env of container server), and no node that offers its GPUs meets it: NVIDIA-L4 with CUDA 12.4 and driver 550.54.15 (1 node). The NVIDIA container toolkit refuses to start it there: use an image built for CUDA 12.4 or older, or update the nodes' driver"
+        "container server runs image vllm/vllm-openai, which requires cuda>=12.8 (NVIDIA_REQUIRE_CUDA in the container's env), and no node that offers its GPUs meets it: NVIDIA-L4 with CUDA 12.4 and driver 550.54.15 (1 node). The NVIDIA container toolkit refuses to start it there: use an image built for CUDA 12.4 or older, or update the nodes' driver"
     );
     // NVIDIA_DISABLE_REQUIRE false leaves the image's requirement.
     let v = judged(
@@ -165,7 +165,7 @@ fn an_unreadable_requirement_is_a_warning() {
     assert_eq!(
         v.warnings,
         [
-            "container server: NVIDIA_REQUIRE_CUDA of image vllm/vllm-openai cannot be read: 'driver=>535' has the operator '=>', not one of =, !=, <, <=, >, >=; its CUDA requirement is not checked against the nodes (imageLabels.cudaRequirementFromEnv)"
+            "container server (image vllm/vllm-openai): NVIDIA_REQUIRE_CUDA of the image cannot be read: 'driver=>535' has the operator '=>', not one of =, !=, <, <=, >, >=; its CUDA requirement is not checked against the nodes (imageLabels.cudaRequirementFromEnv)"
         ]
     );
     let v = judged(
