@@ -14,8 +14,8 @@
 //!   `cuda>=<major>.<minor>` of it.
 //!
 //! Variables from `envFrom` are not visible at admission and not read. A variable the pod
-//! sets with `valueFrom` is filled in by the kubelet: the requirement is then unknown, and
-//! not checked.
+//! sets with `valueFrom` is filled in by the kubelet: a requirement so set is unknown and not
+//! checked (the others are), and `NVIDIA_DISABLE_REQUIRE` so set leaves nothing checked.
 
 pub mod requirement;
 
@@ -91,7 +91,8 @@ pub struct Asked {
 pub enum Required {
     /// Nothing: no requirement variable, or `NVIDIA_DISABLE_REQUIRE` true.
     Nothing,
-    /// A variable that decides is set with `valueFrom`: unknown at admission.
+    /// `NVIDIA_DISABLE_REQUIRE` is set with `valueFrom`: whether anything is checked is
+    /// unknown at admission.
     NotKnown,
     /// Every requirement (at least one).
     All(Vec<Asked>),
@@ -148,8 +149,9 @@ pub fn required(
         if !name.starts_with(REQUIRE_PREFIX) || name.starts_with(REQUIRE_JETPACK) {
             continue;
         }
+        // Filled in by the kubelet: this one is not known; the others still must hold.
         let Some(text) = value else {
-            return Ok(Required::NotKnown);
+            continue;
         };
         let source = origin.of(name);
         let requirement =
@@ -159,14 +161,14 @@ pub fn required(
             source,
         });
     }
+    // A legacy image: `CUDA_VERSION` counts when `NVIDIA_REQUIRE_CUDA` is known to be empty.
     let require_cuda_empty = match get(REQUIRE_CUDA) {
         None => true,
         Some((_, value, _)) => value.is_some_and(str::is_empty),
     };
     if require_cuda_empty && let Some((_, value, origin)) = get(CUDA_VERSION) {
         match value {
-            None => return Ok(Required::NotKnown),
-            Some("") => {}
+            None | Some("") => {}
             Some(text) => {
                 let source = origin.of(CUDA_VERSION);
                 let major_minor = legacy_major_minor(text).ok_or_else(|| {

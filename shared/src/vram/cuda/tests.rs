@@ -176,23 +176,30 @@ fn a_legacy_image_requires_its_cuda_version() {
 
 #[test]
 fn values_the_kubelet_fills_in_are_not_known() {
-    let image = [("NVIDIA_REQUIRE_CUDA", "cuda>=12.4")];
-    for name in ["NVIDIA_REQUIRE_CUDA", "NVIDIA_DISABLE_REQUIRE"] {
-        assert_eq!(
-            asked(
-                &image,
-                json!([{"name": name, "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}])
-            ),
-            Err("not known".into()),
-            "{name}"
-        );
-    }
+    let from = |name: &str| json!([{"name": name, "valueFrom": {"configMapKeyRef": {"name": "c", "key": "k"}}}]);
+    let image = [
+        ("NVIDIA_REQUIRE_CUDA", "cuda>=12.4"),
+        ("CUDA_VERSION", "12.4.1"),
+    ];
+    // Whether anything is checked is unknown.
     assert_eq!(
-        asked(
-            &[("CUDA_VERSION", "12.4.1")],
-            json!([{"name": "CUDA_VERSION", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}])
-        ),
+        asked(&image, from("NVIDIA_DISABLE_REQUIRE")),
         Err("not known".into())
+    );
+    // The requirement it replaces is unknown, and so is CUDA_VERSION's (it counts only when
+    // NVIDIA_REQUIRE_CUDA is empty).
+    assert_eq!(asked(&image, from("NVIDIA_REQUIRE_CUDA")), Ok(Vec::new()));
+    assert_eq!(
+        asked(&[("CUDA_VERSION", "12.4.1")], from("CUDA_VERSION")),
+        Ok(Vec::new())
+    );
+    // Another requirement so set leaves the image's to check.
+    assert_eq!(
+        asked(&image, from("NVIDIA_REQUIRE_ARCH")),
+        Ok(vec![(
+            "cuda>=12.4".to_string(),
+            "NVIDIA_REQUIRE_CUDA of the image".to_string()
+        )])
     );
     // Other variables are not read.
     assert!(
