@@ -18,13 +18,17 @@ policies.yml, snapshot).
 
 import base64
 import copy
+import gzip
 import hashlib
+import io
 import json
 import os
 import sys
+import tarfile
 import time
 import unittest
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
@@ -348,6 +352,47 @@ def gfd_nodes():
     return [{"apiVersion": "v1", "kind": "Node", **n} for n in json.loads(payload)["items"]]
 
 
+def push_image(registry_addr, repository, tag, config):
+    """Pushes an OCI image (one empty layer) whose config's `config` is `config` (Env, Labels)
+    to the registry's v2 API, as `docker push` would; its reference (host:port/repository:tag)."""
+    base = f"http://{registry_addr}/v2/{repository}"
+
+    def blob(data):
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        with urllib.request.urlopen(urllib.request.Request(f"{base}/blobs/uploads/", data=b"", method="POST"),
+                                    timeout=30) as r:
+            location = urllib.parse.urljoin(f"http://{registry_addr}/", r.headers["Location"])
+        put = urllib.request.Request(f"{location}{'&' if '?' in location else '?'}digest={urllib.parse.quote(digest)}",
+                                     data=data, method="PUT", headers={"Content-Type": "application/octet-stream"})
+        with urllib.request.urlopen(put, timeout=30) as r:
+            if r.status != 201:
+                raise hosts.HostError(f"blob upload to {registry_addr}: {r.status}")
+        return {"digest": digest, "size": len(data)}
+
+    tar = io.BytesIO()
+    tarfile.open(fileobj=tar, mode="w").close()
+    image_config = {"architecture": "amd64", "os": "linux", "config": config,
+                    "rootfs": {"type": "layers", "diff_ids": ["sha256:" + hashlib.sha256(tar.getvalue()).hexdigest()]}}
+    manifest = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                           **blob(json.dumps(image_config).encode())},
+                "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip",
+                            **blob(gzip.compress(tar.getvalue(), mtime=0))}]}
+    put = urllib.request.Request(f"{base}/manifests/{tag}", data=json.dumps(manifest).encode(), method="PUT",
+                                 headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+    with urllib.request.urlopen(put, timeout=30) as r:
+        if r.status != 201:
+            raise hosts.HostError(f"manifest push to {registry_addr}: {r.status}")
+    return f"{registry_addr}/{repository}:{tag}"
+
+
+def vllm_env():
+    """The Env of vllm/vllm-openai:v0.6.3's config (on nvidia/cuda:12.4.1), from VRAM fit's replay session."""
+    text = test_data(VRAM, "session_nodes_cuda_image_535.yml").read_text()
+    payload = text.rsplit("    payload: '", 1)[1].rsplit("'", 1)[0].replace("''", "'")
+    return json.loads(payload)["config"]["config"]["Env"]
+
+
 DAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 
 
@@ -455,6 +500,17 @@ class PolicyServerE2E(hosts.HostTestCase):
         # As `kwctl scaffold manifest --allow-context-aware` would put them in the policy.
         aware = {p: hosts.kwctl_context_aware_resources(module_path(p), host.env) for p in POLICIES}
         cls.context_aware = aware
+        # Server images for VRAM fit's imageLabels (oci/v1/oci_manifest_config, pulled by policy-server):
+        # vLLM's CUDA 12.4 environment, an image requiring CUDA 12.8 by CUDA_VERSION alone, and one
+        # whose label asks for driver 550.54.
+        cls.images = {
+            "vllm": push_image(registry.addr, "ml/vllm-openai", "v0.6.3", {"Env": vllm_env()}),
+            "cuda-12.8": push_image(registry.addr, "ml/trainer", "cu128",
+                                    {"Env": ["PATH=/usr/local/cuda/bin:/usr/bin:/bin", "CUDA_VERSION=12.8.1"]}),
+            "driver-550": push_image(registry.addr, "ml/support-bot", "2025.01",
+                                     {"Env": ["PATH=/usr/bin:/bin"],
+                                      "Labels": {"io.gpu-admission.min-driver-version": "550.54"}}),
+        }
         cls.fakeapi = host.start_fakeapi(cluster())
         entry = hosts.PolicyEntry
         policies = {
@@ -482,6 +538,10 @@ class PolicyServerE2E(hosts.HostTestCase):
             # The same with noMatchingNodes: deny (every GPU node standing).
             "vram-nodes-deny": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes_deny.yml"),
                                      context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            # imageLabels too: the image configs policy-server pulls from the registry.
+            "vram-nodes-images": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes_image_labels.yml"),
+                                       context_aware_resources=aware[VRAM],
+                                       host_capabilities=["kubernetes/*", "oci/v1/oci_manifest_config"]),
             "vram-nodes-ungranted": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
                                           context_aware_resources=[r for r in aware[VRAM] if r["kind"] != "Node"],
                                           host_capabilities=["kubernetes/*"]),
@@ -800,6 +860,26 @@ class PolicyServerE2E(hosts.HostTestCase):
             "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the "
             "ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check "
             "(nodeInventory.enabled); the host's error is in the audit annotation host-error."))
+
+    def test_vram_fit_checks_the_images_cuda_and_driver_needs_against_the_nodes(self):
+        # The images are pulled by policy-server from the local registry; the nodes are fakeapi's
+        # GFD nodes (the A100-SXM4-40GB on driver 535.104.05, CUDA 12.2).
+        def on_a100_40gb(image):
+            req = request(VRAM, "deployment_nodes_8b_on_a100_40gb.json")
+            req["object"]["spec"]["template"]["spec"]["containers"][0]["image"] = self.images[image]
+            return req
+
+        # cuda>=12.4, or a 535 driver (forward compatibility): the nodes may run it.
+        self.check("vram-nodes-images", VRAM, "vllm", True, req=on_a100_40gb("vllm"))
+        self.check("vram-nodes-images", VRAM, "cuda-12.8", False, req=on_a100_40gb("cuda-12.8"), message=(
+            f"container vllm runs image {self.images['cuda-12.8']}, which requires cuda>=12.8 (CUDA_VERSION 12.8.1 of "
+            "the image), and no node that offers its GPUs meets it: NVIDIA-A100-SXM4-40GB with CUDA 12.2 and driver "
+            "535.104.05 (3 nodes). The NVIDIA container toolkit refuses to start it there: use an image built for "
+            "CUDA 12.2 or older, or update the nodes' driver"))
+        self.check("vram-nodes-images", VRAM, "driver-550", False, req=on_a100_40gb("driver-550"), message=(
+            "the pod needs driver version 550.54 or later (label io.gpu-admission.min-driver-version of image "
+            f"{self.images['driver-550']}), and the newest driver on the nodes of NVIDIA-A100-SXM4-40GB that offer "
+            "its GPUs is 535.104.05"))
 
     def test_vram_fit_narrows_the_node_list_and_lets_a_product_scale_from_zero(self):
         offer = ("the nodes offer NVIDIA-A100-SXM4-40GB (3 nodes), NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 "

@@ -27,7 +27,7 @@ pub mod settings;
 pub mod version;
 
 pub use keys::LabelKeys;
-pub use offer::{Demand, Refusal, check};
+pub use offer::{Demand, Refusal, check, offering};
 pub use parse::parse_inventory;
 pub use settings::InventorySettings;
 pub use version::Version;

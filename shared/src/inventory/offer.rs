@@ -46,6 +46,16 @@ impl Refusal {
 /// `Ok` when some node offers what `demand` selects, else why not: what is missing and
 /// what the nodes offer. `product_key` is the node label the pod selects products by.
 pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Result<(), Refusal> {
+    offering(inventory, demand, product_key).map(|_| ())
+}
+
+/// The nodes that offer what `demand` selects (at least one), else why none does, as
+/// [`check`].
+pub fn offering<'i>(
+    inventory: &'i Inventory,
+    demand: &Demand,
+    product_key: &str,
+) -> Result<Vec<&'i GpuNode>, Refusal> {
     let mut nodes: Vec<&GpuNode> = inventory.gpu_nodes.iter().collect();
     if nodes.is_empty() {
         return Err(Refusal::NoMatchingNode(format!(
@@ -150,7 +160,7 @@ pub fn check(inventory: &Inventory, demand: &Demand, product_key: &str) -> Resul
             }
         }
     }
-    Ok(())
+    Ok(nodes)
 }
 
 /// `NVIDIA-A100-SXM4-40GB (3 nodes), NVIDIA-L4 (1 node)`.

@@ -3,7 +3,8 @@
 //!
 //! The answer is policy-evaluator's `ManifestAndConfigResponse`: `{manifest, digest,
 //! config}`, where `config` is the image configuration as the registry stores it, with
-//! the labels in `config.Labels`. Each distinct image of a request is asked for at most
+//! the labels in `config.Labels` and the environment in `config.Env` (of which the
+//! variables the NVIDIA container toolkit checks, [`super::cuda`]). Each distinct image of a request is asked for at most
 //! once; nothing is kept between requests (the host caches answers for a minute).
 
 use super::numbers::parse_thousandths;
@@ -40,6 +41,10 @@ pub struct ImageLabelSettings {
     pub min_driver_version_key: String,
     /// The label giving the least CUDA version (likewise).
     pub min_cuda_version_key: String,
+    /// Check the CUDA requirement of the image's environment (`NVIDIA_REQUIRE_CUDA`,
+    /// `CUDA_VERSION`), with the container's `env` over it, against the nodes (with
+    /// `nodeInventory`).
+    pub cuda_requirement_from_env: bool,
 }
 
 impl Default for ImageLabelSettings {
@@ -50,12 +55,13 @@ impl Default for ImageLabelSettings {
             vram_gib_key: DEFAULT_VRAM_LABEL.into(),
             min_driver_version_key: DEFAULT_MIN_DRIVER_LABEL.into(),
             min_cuda_version_key: DEFAULT_MIN_CUDA_LABEL.into(),
+            cuda_requirement_from_env: true,
         }
     }
 }
 
 /// What one image's labels say.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ImageInfo {
     pub image: String,
     /// The model the image names.
@@ -64,6 +70,22 @@ pub struct ImageInfo {
     pub vram_gib_thousandths: Option<u64>,
     /// The least driver and CUDA versions the image needs, with the label each is from.
     pub min_versions: [Option<(Version, String)>; 2],
+    /// The variables of `config.Env` the NVIDIA container toolkit reads for its
+    /// requirements ([`super::cuda::is_read`]), in order; `Err` says why `config.Env`
+    /// cannot be read.
+    pub cuda_env: Result<Vec<(String, String)>, String>,
+}
+
+impl Default for ImageInfo {
+    fn default() -> Self {
+        ImageInfo {
+            image: String::new(),
+            model: None,
+            vram_gib_thousandths: None,
+            min_versions: [None, None],
+            cuda_env: Ok(Vec::new()),
+        }
+    }
 }
 
 /// The image configs of one admission request, read on demand.
@@ -119,13 +141,10 @@ impl<'a> Images<'a> {
         let malformed = |why: String| format!("the config of image {image} is unreadable: {why}");
         let answer: Value = serde_json::from_slice(bytes)
             .map_err(|e| malformed(format!("the host returned no JSON ({e})")))?;
+        let cuda_env = cuda_env(answer.at("/config/config/Env"));
+        let empty = serde_json::Map::new();
         let labels = match answer.at("/config/config/Labels") {
-            None | Some(Value::Null) => {
-                return Ok(ImageInfo {
-                    image: image.to_string(),
-                    ..ImageInfo::default()
-                });
-            }
+            None | Some(Value::Null) => &empty,
             Some(Value::Object(map)) => map,
             Some(_) => return Err(malformed("config.Labels is not a map".into())),
         };
@@ -184,8 +203,31 @@ impl<'a> Images<'a> {
             model,
             vram_gib_thousandths,
             min_versions,
+            cuda_env,
         })
     }
+}
+
+/// The variables of an image config's `Env` (`["NAME=value", ...]`) the NVIDIA container
+/// toolkit reads for its requirements.
+fn cuda_env(env: Option<&Value>) -> Result<Vec<(String, String)>, String> {
+    let entries = match env {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(entries)) => entries,
+        Some(_) => return Err("config.Env is not a list".into()),
+    };
+    let mut out = Vec::new();
+    for (i, entry) in entries.iter().enumerate() {
+        let Value::String(entry) = entry else {
+            return Err(format!("config.Env[{i}] is {entry}, not a string"));
+        };
+        if let Some((name, value)) = entry.split_once('=')
+            && super::cuda::is_read(name)
+        {
+            out.push((name.to_string(), value.to_string()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -273,6 +315,46 @@ mod tests {
         );
         let none = info(answer(Value::Null)).unwrap();
         assert_eq!((none.model, none.vram_gib_thousandths), (None, None));
+    }
+
+    #[test]
+    fn the_environment_keeps_the_nvidia_toolkits_variables() {
+        let with_env = |env: Value| {
+            info(Ok(json!({"config": {"config": {"Env": env}}})))
+                .unwrap()
+                .cuda_env
+        };
+        assert_eq!(
+            with_env(json!([
+                "PATH=/usr/bin",
+                "NVIDIA_REQUIRE_CUDA=cuda>=12.4 brand=tesla,driver>=535,driver<536",
+                "CUDA_VERSION=12.4.1",
+                "NVIDIA_DISABLE_REQUIRE=",
+                "NO_VALUE"
+            ])),
+            Ok(vec![
+                (
+                    "NVIDIA_REQUIRE_CUDA".into(),
+                    "cuda>=12.4 brand=tesla,driver>=535,driver<536".into()
+                ),
+                ("CUDA_VERSION".into(), "12.4.1".into()),
+                ("NVIDIA_DISABLE_REQUIRE".into(), String::new()),
+            ])
+        );
+        assert_eq!(with_env(Value::Null), Ok(Vec::new()));
+        assert_eq!(
+            with_env(json!("PATH=/bin")),
+            Err("config.Env is not a list".into())
+        );
+        assert_eq!(
+            with_env(json!(["A=b", 7])),
+            Err("config.Env[1] is 7, not a string".into())
+        );
+        // An unreadable environment does not hide the labels.
+        let i = info(Ok(json!({"config": {"config": {"Env": 5,
+            "Labels": {"io.gpu-admission.model": "m"}}}})))
+        .unwrap();
+        assert_eq!(i.model.as_deref(), Some("m"));
     }
 
     #[test]

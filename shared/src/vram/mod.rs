@@ -32,6 +32,7 @@
 
 pub mod advice;
 pub mod catalog;
+pub mod cuda;
 pub mod image;
 pub mod memory;
 pub mod numbers;
@@ -163,7 +164,16 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             let from_images =
                 image_versions(plan, settings.image_labels.enabled.then_some(&images));
             let mut denied = false;
-            for (action, text) in offered(inv, plan, settings, config, &from_images) {
+            let cuda = cuda_from_env(settings).then_some(&images);
+            for (action, text) in offered(
+                inv,
+                plan,
+                settings,
+                config,
+                &from_images,
+                cuda,
+                &mut warnings,
+            ) {
                 let text = format!("{prefix}{text}");
                 match action {
                     Action::Deny => {
@@ -238,41 +248,69 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
 /// What no node offers of what each of a unit's pods selects, with what
 /// [`no_matching_nodes`] makes of it, and the pod's location when the unit has several.
 /// `from_images`: the least driver and CUDA versions the unit's images ask for, added to
-/// what each pod template asks for (the higher counts).
+/// what each pod template asks for (the higher counts). `cuda` (with
+/// `imageLabels.cudaRequirementFromEnv`): the images whose environment's CUDA requirement
+/// ([`cuda`]) the nodes that offer the pod's GPUs must meet; a requirement that cannot be
+/// read is a warning.
 fn offered(
     inventory: &Inventory,
     plan: &Plan,
     settings: &Settings,
     config: &Config,
     from_images: &MinVersions,
+    cuda: Option<&Images<'_>>,
+    warnings: &mut Vec<String>,
 ) -> Vec<(Action, String)> {
-    plan.gpu_members()
-        .filter_map(|m| {
-            let (action, text) = match &m.demand {
-                Ok(demand) => {
-                    let mut demand = demand.clone();
-                    for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
-                        .into_iter()
-                        .zip(from_images)
-                    {
-                        *wanted = higher(wanted.take(), image.clone());
-                    }
-                    let refusal =
-                        inventory::check(inventory, &demand, &settings.product_label_key).err()?;
-                    (
-                        no_matching_nodes(&refusal, &demand, settings, config),
-                        refusal.message().to_string(),
-                    )
-                }
-                Err(e) => (Action::Deny, e.clone()),
-            };
-            Some(if plan.members.len() > 1 {
-                (action, format!("{}: {text}", m.location))
+    let mut out = Vec::new();
+    for m in plan.gpu_members() {
+        let at = |text: String| {
+            if plan.members.len() > 1 {
+                format!("{}: {text}", m.location)
             } else {
-                (action, text)
-            })
-        })
-        .collect()
+                text
+            }
+        };
+        let mut demand = match &m.demand {
+            Ok(demand) => demand.clone(),
+            Err(e) => {
+                out.push((Action::Deny, at(e.clone())));
+                continue;
+            }
+        };
+        for (wanted, image) in [&mut demand.min_driver, &mut demand.min_cuda]
+            .into_iter()
+            .zip(from_images)
+        {
+            *wanted = higher(wanted.take(), image.clone());
+        }
+        let nodes = match inventory::offering(inventory, &demand, &settings.product_label_key) {
+            Ok(nodes) => nodes,
+            Err(refusal) => {
+                let action = no_matching_nodes(&refusal, &demand, settings, config);
+                out.push((action, at(refusal.message().to_string())));
+                continue;
+            }
+        };
+        let Some(images) = cuda else {
+            continue;
+        };
+        for container in &m.containers {
+            match cuda::check(images, container, &nodes) {
+                Ok(None) => {}
+                Ok(Some(denial)) => out.push((Action::Deny, at(denial))),
+                Err(warning) => warnings.push(at(warning)),
+            }
+        }
+    }
+    out
+}
+
+/// Whether the CUDA requirement of the GPU containers' environments is checked against the
+/// nodes: `imageLabels` and `nodeInventory` on, and `imageLabels.cudaRequirementFromEnv`.
+fn cuda_from_env(settings: &Settings) -> bool {
+    settings.image_labels.enabled
+        && settings.image_labels.cuda_requirement_from_env
+        && settings.node_inventory.enabled
 }
 
 /// The least driver and CUDA versions, each with where it was asked for.
@@ -395,6 +433,8 @@ struct MemberPlan {
     /// What the pod selects of the nodes (`nodeInventory`; default when off), or why its
     /// version labels cannot be read.
     demand: Result<Demand, String>,
+    /// The GPU containers' images and CUDA variables (only with [`cuda_from_env`]).
+    containers: Vec<cuda::ContainerEnv>,
 }
 
 /// The model a unit's labels or annotations name.
@@ -497,6 +537,7 @@ fn plan_unit(
             .iter()
             .map(|m| {
                 let pod = spec_gpus(&m.spec, &m.template.meta, &settings.gpu_resources(), claims);
+                let mut containers = Vec::new();
                 let memory = if pod.effective.is_empty() {
                     Ok(Vec::new())
                 } else {
@@ -538,6 +579,12 @@ fn plan_unit(
                         {
                             images.push(image.to_string());
                         }
+                        if cuda_from_env(settings)
+                            && let Some(env) =
+                                cuda::ContainerEnv::of(c, format!("container {}", c.name))
+                        {
+                            containers.push(env);
+                        }
                     }
                 }
                 let inventory = &settings.node_inventory;
@@ -561,6 +608,7 @@ fn plan_unit(
                     gpus: pod.effective,
                     memory,
                     demand,
+                    containers,
                 }
             })
             .collect();

@@ -13,6 +13,8 @@ struct FakeCluster {
     calls: RefCell<Vec<ClusterRequest>>,
     /// Image -> the labels of its config, or the host's error.
     images: Vec<(&'static str, Result<Value, String>)>,
+    /// Image -> the `Env` of its config (none when not listed).
+    envs: Vec<(&'static str, Value)>,
     image_calls: RefCell<Vec<String>>,
 }
 
@@ -22,6 +24,7 @@ impl FakeCluster {
             answer: Err("no host calls expected".into()),
             calls: RefCell::new(Vec::new()),
             images: Vec::new(),
+            envs: Vec::new(),
             image_calls: RefCell::new(Vec::new()),
         }
     }
@@ -59,10 +62,17 @@ impl Cluster for FakeCluster {
     ) -> Result<Vec<u8>, String> {
         self.image_calls.borrow_mut().push(request.image.clone());
         match self.images.iter().find(|(i, _)| *i == request.image) {
-            Some((_, Ok(labels))) => Ok(json!({"manifest": {}, "digest": "sha256:0",
-                "config": {"config": {"Labels": labels}}})
-            .to_string()
-            .into_bytes()),
+            Some((_, Ok(labels))) => {
+                let mut config = json!({"Labels": labels});
+                if let Some((_, env)) = self.envs.iter().find(|(i, _)| *i == request.image) {
+                    config["Env"] = env.clone();
+                }
+                Ok(
+                    json!({"manifest": {}, "digest": "sha256:0", "config": {"config": config}})
+                        .to_string()
+                        .into_bytes(),
+                )
+            }
             Some((_, Err(e))) => Err(e.clone()),
             None => Err(format!("manifest unknown: {}", request.image)),
         }

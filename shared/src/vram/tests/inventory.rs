@@ -611,3 +611,5 @@ fn every_pod_of_a_unit_is_matched_against_the_nodes() {
         v.warnings
     );
 }
+
+mod cuda_env;
