@@ -17,6 +17,9 @@ cache and its per-request instances).
                     every ResourceClaim. Each pod of the pool also holds one allocated claim made
                     from a template (named in its status), of an RDMA NIC: the gate reads every
                     claim as it would a GPU claim, and every mode sees the same GPU numbers
+     pods-brakes   usage: pods, capacity measured, with a namespace burst brake and the pool's
+                   sustained rule: Nodes and Pods (with creation times and owner workloads),
+                   every pod read once more (the brake's window and the sustained bound)
    Each gets the first request after start-up (latency and verdict, under the default 2 s
    evaluation deadline), then hey POSTing the gate's GPU Deployment CREATE
    (test_data/deployment_a100_4x2.json; its copy with priorityClassName a100-high for the quota
@@ -46,7 +49,8 @@ Without kwctl/policy-server on PATH it prints one SKIPPED line and exits 0; hey 
 with apt-get when missing.
 
 usage: bench/kubewarden/policy_server_bench.py [--out BENCHMARKS.md | --print] [--sizes 1000,10000]
-                                               [--modes pods,quotas,nodes-quotas,pods-declared,pods-dra]
+                                               [--modes pods,quotas,nodes-quotas,pods-declared,pods-dra,
+                                                        pods-brakes]
                                                [--seconds S] [--max-requests N] [--rounds R]
                                                [--capacity-only | --skip-static | --skip-capacity]
 """
@@ -113,6 +117,7 @@ MODES = {
     "nodes-quotas": ("quotas", False, "Nodes + ResourceQuotas"),
     "pods-declared": ("pods", True, "Pods"),
     "pods-dra": ("pods", False, "Nodes + Pods + ResourceClaims"),
+    "pods-brakes": ("pods", False, "Nodes + Pods, with burst brake and sustained rule"),
 }
 
 # (policy id, policy, kind, request, settings, expected verdict): the GPU Pod and GPU
@@ -383,7 +388,12 @@ def mode_settings(mode, pods):
         a100["capacity"] = {"nvidia.com/gpu": nodes_for(pods) * GPUS_PER_NODE}
     if usage == "quotas":
         a100["priorityClasses"] = POOL_CLASSES
-    return {"poolLabelKey": POOL_LABEL, "pools": [a100], "exemptNamespaces": ["gpu-operator", "kube-system"]}
+    settings = {"poolLabelKey": POOL_LABEL, "pools": [a100], "exemptNamespaces": ["gpu-operator", "kube-system"]}
+    if mode == "pods-brakes":
+        # Both rules read every pod's creation time; the brake fits and the pool is about half held.
+        a100["sustained"] = {"thresholdPercent": 95, "for": "2m"}
+        settings["burstBrakes"] = {"perNamespace": {"gpus": 64, "per": "10m"}}
+    return settings
 
 
 def expected_capacity(mode, pods):
