@@ -127,17 +127,33 @@ pub fn audit<'a>(pools: impl Iterator<Item = (&'a str, &'a ClaimUse)>) -> Option
 /// The claims the pods of a Pod list answer reference: (namespace, claim name) -> how
 /// many pods reference it.
 pub fn referenced_claims(pods: &[u8]) -> Result<HashMap<(String, String), u64>, ListError> {
+    referenced_claims_where(pods, None)
+}
+
+/// [`referenced_claims`] of the pods whose label `label.0` is `label.1` (all pods: `None`).
+pub fn referenced_claims_where(
+    pods: &[u8],
+    label: Option<(&str, &str)>,
+) -> Result<HashMap<(String, String), u64>, ListError> {
     let mut out: HashMap<(String, String), u64> = HashMap::new();
+    let label_path = ["metadata", "labels", label.map_or("", |(k, _)| k)];
     for_each_item(
         pods,
         [
             &["metadata", "namespace"],
             &["spec", "resourceClaims"],
             &["status", "resourceClaimStatuses"],
+            &label_path,
         ],
-        |[namespace, in_spec, in_status]: [Option<&RawValue>; 3]| {
+        |[namespace, in_spec, in_status, value]: [Option<&RawValue>; 4]| {
             if in_spec.is_none() && in_status.is_none() {
                 return Ok::<(), ListError>(());
+            }
+            if let Some((_, wanted)) = label {
+                let value = value.map(|v| json_string(v.get())).transpose()?;
+                if value.as_deref() != Some(wanted) {
+                    return Ok(());
+                }
             }
             let namespace = namespace.map_or(Ok(String::new()), |n| json_string(n.get()))?;
             let mut names = BTreeSet::new();
@@ -277,6 +293,48 @@ pub fn read(
     }
     let claims = call(cluster, &request)?;
     count_claims(&claims, &referenced, dra).map_err(unreadable)
+}
+
+/// What the allocated claims of the pods of several Pod list answers hold (`lists`, each
+/// listed with [`with_claim_masks`]: a team's pods), in total and for each value of
+/// label `key` in `values` (the pools a team budget limits): no call when no pod
+/// references a claim, else the one claim list. Each claim counts once in each sum.
+pub fn read_by_label(
+    cluster: &dyn Cluster,
+    lists: &[Vec<u8>],
+    dra: &DraSettings,
+    key: &str,
+    values: &[&str],
+) -> Result<(ClaimUse, Vec<(String, ClaimUse)>), HostFailure> {
+    let request = claim_query(dra);
+    let unreadable = |e: ListError| HostFailure {
+        request: Box::new(request.clone()),
+        error: HostError::Unreadable(e.to_string()),
+    };
+    let merged = |label: Option<(&str, &str)>| -> Result<_, HostFailure> {
+        let mut all: HashMap<(String, String), u64> = HashMap::new();
+        for pods in lists {
+            for (claim, n) in referenced_claims_where(pods, label).map_err(unreadable)? {
+                *all.entry(claim).or_insert(0) += n;
+            }
+        }
+        Ok(all)
+    };
+    let referenced = merged(None)?;
+    if referenced.is_empty() {
+        return Ok((ClaimUse::default(), Vec::new()));
+    }
+    let claims = call(cluster, &request)?;
+    let total = count_claims(&claims, &referenced, dra).map_err(unreadable)?;
+    let mut per_value = Vec::new();
+    for value in values {
+        let referenced = merged(Some((key, value)))?;
+        if !referenced.is_empty() {
+            let used = count_claims(&claims, &referenced, dra).map_err(unreadable)?;
+            per_value.push((value.to_string(), used));
+        }
+    }
+    Ok((total, per_value))
 }
 
 /// A host call and its answer.

@@ -694,28 +694,55 @@ fn find_team(
         .and_then(|i| found(&mut all, i, Membership::Label(key.clone()))))
 }
 
-/// What the team's pods hold, in total and per pool.
+/// What the team's pods hold, in total and per pool; with `countDraClaims`, with the
+/// devices of the allocated claims they reference ([`super::claims::read_by_label`]).
 fn read_use(
     cluster: &dyn Cluster,
     settings: &Settings,
     names: &GpuResources,
     found: &Found,
 ) -> Result<LabelledUse, HostFailure> {
-    let read = |request: ClusterRequest| -> Result<LabelledUse, HostFailure> {
-        let bytes = call(cluster, &request)?;
-        parse_pods_by_label(&bytes, names, &settings.pool_label_key).map_err(|e| HostFailure {
-            request: Box::new(request.clone()),
-            error: HostError::Unreadable(e.to_string()),
-        })
+    let requests: Vec<ClusterRequest> = match found.by {
+        Membership::Label(_) => vec![team_pod_query(&found.team)],
+        Membership::Listed => found
+            .budget
+            .namespaces
+            .iter()
+            .map(|ns| namespace_pod_query(ns))
+            .collect(),
     };
-    match found.by {
-        Membership::Label(_) => read(team_pod_query(&found.team)),
-        Membership::Listed => {
-            let mut total = LabelledUse::default();
-            for ns in &found.budget.namespaces {
-                total.add(&read(namespace_pod_query(ns))?);
+    let mut total = LabelledUse::default();
+    let mut lists = Vec::new();
+    for mut request in requests {
+        if settings.count_dra_claims {
+            request = super::claims::with_claim_masks(request);
+        }
+        let bytes = call(cluster, &request)?;
+        let used = parse_pods_by_label(&bytes, names, &settings.pool_label_key).map_err(|e| {
+            HostFailure {
+                request: Box::new(request.clone()),
+                error: HostError::Unreadable(e.to_string()),
             }
-            Ok(total)
+        })?;
+        total.add(&used);
+        lists.push(bytes);
+    }
+    if settings.count_dra_claims {
+        let pools: Vec<&str> = found.budget.pools.iter().map(|(p, _)| p.as_str()).collect();
+        let (held, per_pool) = super::claims::read_by_label(
+            cluster,
+            &lists,
+            &settings.dra,
+            &settings.pool_label_key,
+            &pools,
+        )?;
+        crate::gpu::add_into(&mut total.used, &held.gpus);
+        for (pool, held) in per_pool {
+            match total.per_value.iter_mut().find(|(v, _)| *v == pool) {
+                Some((_, used)) => crate::gpu::add_into(used, &held.gpus),
+                None => total.per_value.push((pool, held.gpus)),
+            }
         }
     }
+    Ok(total)
 }

@@ -401,3 +401,146 @@ fn a_node_with_gpu_labels_and_no_allocatable_gpu_is_named() {
         "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 16 allocatable (50.0%), threshold 90%, fits"
     );
 }
+
+/// Team ml-a (its Namespace label), 16 GPUs in all and 10 in pool a100; pool a100 (8 x 8)
+/// empty. The team's pods: two in pool a100 share claim `big` (8 GPUs, allocated), one in
+/// h100 holds claim `h` (4), one outside pools asks for 2 in its limits.
+fn team_with_claims(count: bool) -> (Settings, Vec<(ClusterRequest, Result<String, String>)>) {
+    let mut v = serde_json::to_value(settings(count)).unwrap();
+    v["teamBudgets"] = json!({"ml-a": {GPU: 16, "pools": {"a100": 10}}});
+    v["pools"].as_array_mut().unwrap().push(
+        json!({"name": "h100", "nodeSelector": {"matchLabels": {"gpu-admission/pool": "h100"}}}),
+    );
+    let s: Settings = serde_json::from_value(v).unwrap();
+    let labelled = |mut p: Value, pool: Option<&str>| {
+        p["metadata"]["labels"] = json!({"gpu-admission/team": "ml-a"});
+        if let Some(pool) = pool {
+            p["metadata"]["labels"]["gpu-admission/pool"] = json!(pool);
+        }
+        p
+    };
+    let team_pods = list(
+        "PodList",
+        vec![
+            labelled(pod("ml", 0, &["big"], &[]), Some("a100")),
+            labelled(pod("ml", 0, &["big"], &[]), Some("a100")),
+            labelled(pod("ml-prod", 0, &["h"], &[]), Some("h100")),
+            labelled(pod("ml-prod", 2, &[], &[]), None),
+        ],
+    );
+    let claims = list(
+        "ResourceClaimList",
+        vec![
+            claim("ml", "big", "gpu.nvidia.com", None, Some(8)),
+            claim("ml-prod", "h", "gpu.nvidia.com", None, Some(4)),
+        ],
+    );
+    let mut team_query = crate::capacity::queries::team_pod_query("ml-a");
+    let mut pool_pods = pod_query("gpu-admission/pool", &s.pools[0]);
+    if count {
+        team_query = with_claim_masks(team_query);
+        pool_pods = with_claim_masks(pool_pods);
+    }
+    let mut calls = vec![
+        (node_query(&s.pools[0]), Ok(nodes(&[8; 8]))),
+        (pool_pods, Ok(list("PodList", vec![]))),
+        (
+            crate::capacity::teams::namespace_query("ml"),
+            Ok(
+                json!({"metadata": {"name": "ml", "labels": {"gpu-admission/team": "ml-a"}}})
+                    .to_string(),
+            ),
+        ),
+        (team_query, Ok(team_pods)),
+    ];
+    if count {
+        calls.push((claim_query(&s.dra), Ok(claims)));
+    }
+    (s, calls)
+}
+
+#[test]
+fn team_budgets_count_the_devices_of_the_teams_claims() {
+    // 2 in limits + 8 (claim big, shared: once) + 4 (claim h) = 14 held; 8 of them in a100.
+    let (s, calls) = team_with_claims(true);
+    let v = run(&s, calls);
+    assert!(!v.allowed, "{v:?}");
+    let message = v.message.as_deref().unwrap();
+    assert!(
+        message.contains("team ml-a would hold 22 of its 16 nvidia.com/gpu (14 used + 8 incoming)"),
+        "{message}"
+    );
+    let audit = &v.audit_annotations["team"];
+    assert!(
+        audit.contains("used 14 + incoming 8 = 22 of 16, over"),
+        "{audit}"
+    );
+    assert!(
+        audit.contains("used 8 + incoming 8 = 16 of 10, over"),
+        "{audit}"
+    );
+    // Without countDraClaims the claims are not read: 2 held, 0 in a100, and it fits.
+    let (s, calls) = team_with_claims(false);
+    let v = run(&s, calls);
+    assert!(v.allowed, "{v:?}");
+    assert!(
+        v.audit_annotations["team"].contains("used 2 + incoming 8 = 10 of 16, fits"),
+        "{:?}",
+        v.audit_annotations
+    );
+}
+
+#[test]
+fn claims_are_read_per_label_value_each_once() {
+    let pods = |pool: &str, claims: &[&str]| {
+        let mut p = pod("ml", 0, claims, &[]);
+        p["metadata"]["labels"] = json!({"gpu-admission/pool": pool});
+        p
+    };
+    let lists = vec![
+        list(
+            "PodList",
+            vec![pods("a100", &["a"]), pods("a100", &["a", "b"])],
+        )
+        .into_bytes(),
+        list("PodList", vec![pods("h100", &["c"]), pods("l4", &["d"])]).into_bytes(),
+    ];
+    let claims = list(
+        "ResourceClaimList",
+        ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| claim("ml", n, "gpu.nvidia.com", None, Some(2)))
+            .collect(),
+    );
+    let dra = DraSettings::default();
+    let cluster = Script::new(vec![(claim_query(&dra), Ok(claims))]);
+    let (total, per_pool) = read_by_label(
+        &cluster,
+        &lists,
+        &dra,
+        "gpu-admission/pool",
+        &["a100", "h100", "v100"],
+    )
+    .unwrap();
+    assert!(cluster.done());
+    assert_eq!((total.referenced, total.gpus[GPU]), (4, 8));
+    let per_pool: Vec<(String, u64, u64)> = per_pool
+        .into_iter()
+        .map(|(p, u)| (p, u.shared, u.gpus[GPU]))
+        .collect();
+    assert_eq!(
+        per_pool,
+        [("a100".to_string(), 1, 4), ("h100".to_string(), 0, 2)]
+    );
+    // No pod with a claim: no claim list.
+    let cluster = Script::new(vec![]);
+    let none = read_by_label(
+        &cluster,
+        &[b"{\"items\": []}".to_vec()],
+        &dra,
+        "k",
+        &["a100"],
+    )
+    .unwrap();
+    assert_eq!(none, (ClaimUse::default(), Vec::new()));
+}
