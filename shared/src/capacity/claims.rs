@@ -301,7 +301,7 @@ pub fn read(
 /// references a claim, else the one claim list. Each claim counts once in each sum.
 pub fn read_by_label(
     cluster: &dyn Cluster,
-    lists: &[Vec<u8>],
+    lists: &[&[u8]],
     dra: &DraSettings,
     key: &str,
     values: &[&str],

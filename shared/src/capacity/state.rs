@@ -86,6 +86,9 @@ pub fn read_pool(
                 let by_type = parse_pods_by_label(&pods_bytes, names, WORKLOAD_TYPE_LABEL)
                     .map_err(|e| unreadable(&pods_request, &e))?;
                 snapshot.used_by_type = by_type.per_value;
+                if settings.count_dra_claims {
+                    add_claims_by_type(cluster, settings, &pool, &pods_bytes, &mut snapshot)?;
+                }
             }
             if super::timeline::wanted(settings, &pool) {
                 // The same list, read again for when its pods were created.
@@ -141,3 +144,35 @@ pub fn read_pool(
 
 #[cfg(test)]
 mod tests;
+
+/// Adds to what each reserved workload type holds in the pool the devices of the allocated
+/// claims its pods reference (`countDraClaims`; the decision's one claim list).
+fn add_claims_by_type(
+    cluster: &dyn Cluster,
+    settings: &Settings,
+    pool: &CheckedPool,
+    pods: &[u8],
+    snapshot: &mut PoolSnapshot,
+) -> Result<(), HostFailure> {
+    let mut types: Vec<&str> = pool
+        .reserve
+        .keys()
+        .chain(pool.reserve_windows.iter().flat_map(|w| w.reserve.keys()))
+        .map(String::as_str)
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    let (_, per_type) =
+        claims::read_by_label(cluster, &[pods], &settings.dra, WORKLOAD_TYPE_LABEL, &types)?;
+    for (workload_type, held) in per_type {
+        match snapshot
+            .used_by_type
+            .iter_mut()
+            .find(|(t, _)| *t == workload_type)
+        {
+            Some((_, used)) => crate::gpu::add_into(used, &held.gpus),
+            None => snapshot.used_by_type.push((workload_type, held.gpus)),
+        }
+    }
+    Ok(())
+}

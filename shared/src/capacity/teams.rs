@@ -729,6 +729,7 @@ fn read_use(
     }
     if settings.count_dra_claims {
         let pools: Vec<&str> = found.budget.pools.iter().map(|(p, _)| p.as_str()).collect();
+        let lists: Vec<&[u8]> = lists.iter().map(Vec::as_slice).collect();
         let (held, per_pool) = super::claims::read_by_label(
             cluster,
             &lists,

@@ -497,14 +497,12 @@ fn claims_are_read_per_label_value_each_once() {
         p["metadata"]["labels"] = json!({"gpu-admission/pool": pool});
         p
     };
-    let lists = vec![
-        list(
-            "PodList",
-            vec![pods("a100", &["a"]), pods("a100", &["a", "b"])],
-        )
-        .into_bytes(),
-        list("PodList", vec![pods("h100", &["c"]), pods("l4", &["d"])]).into_bytes(),
-    ];
+    let a = list(
+        "PodList",
+        vec![pods("a100", &["a"]), pods("a100", &["a", "b"])],
+    );
+    let b = list("PodList", vec![pods("h100", &["c"]), pods("l4", &["d"])]);
+    let lists = [a.as_bytes(), b.as_bytes()];
     let claims = list(
         "ResourceClaimList",
         ["a", "b", "c", "d"]
@@ -536,11 +534,75 @@ fn claims_are_read_per_label_value_each_once() {
     let cluster = Script::new(vec![]);
     let none = read_by_label(
         &cluster,
-        &[b"{\"items\": []}".to_vec()],
+        &[b"{\"items\": []}".as_slice()],
         &dra,
         "k",
         &["a100"],
     )
     .unwrap();
     assert_eq!(none, (ClaimUse::default(), Vec::new()));
+}
+
+/// Pool a100 (8 x 8) keeping 16 GPUs for interactive work; its interactive pods hold 16
+/// through two claims, its batch pods 20 through their limits.
+fn reserve_filled_by_claims(count: bool) -> Verdict {
+    let mut v = serde_json::to_value(settings(count)).unwrap();
+    v["pools"][0]["reserve"] = json!({"interactive": 16});
+    let s: Settings = serde_json::from_value(v).unwrap();
+    let typed = |mut p: Value, t: &str| {
+        p["metadata"]["labels"] = json!({"gpu-admission/pool": "a100", "workload-type": t});
+        p
+    };
+    let pods = list(
+        "PodList",
+        vec![
+            typed(pod("ml", 0, &["i0"], &[]), "interactive"),
+            typed(pod("ml", 0, &["i1"], &[]), "interactive"),
+            typed(pod("ml", 20, &[], &[]), "batch"),
+        ],
+    );
+    let claims = list(
+        "ResourceClaimList",
+        vec![
+            claim("ml", "i0", "gpu.nvidia.com", None, Some(8)),
+            claim("ml", "i1", "gpu.nvidia.com", None, Some(8)),
+        ],
+    );
+    let pool = &s.pools[0];
+    let mut calls = vec![(node_query(pool), Ok(nodes(&[8; 8])))];
+    if count {
+        calls.push((
+            with_claim_masks(pod_query("gpu-admission/pool", pool)),
+            Ok(pods),
+        ));
+        calls.push((claim_query(&s.dra), Ok(claims)));
+    } else {
+        calls.push((pod_query("gpu-admission/pool", pool), Ok(pods)));
+    }
+    run(&s, calls)
+}
+
+#[test]
+fn a_reserve_its_type_fills_through_claims_keeps_nothing_more() {
+    // 36 in use (16 through claims); interactive holds its 16: nothing more is kept from
+    // the batch workload: 36 + 8 = 44 of the 57 under the threshold.
+    let v = reserve_filled_by_claims(true);
+    assert!(v.allowed, "{v:?}");
+    assert!(!v.audit_annotations["capacity"].contains("reserve"), "{v:?}");
+    assert!(
+        v.audit_annotations["capacity"].contains("used 36 + incoming 8 = 44 of 64"),
+        "{:?}",
+        v.audit_annotations
+    );
+    // Without countDraClaims the claims count nowhere: 20 in use, and the reserve keeps its
+    // 16 (interactive seems to hold nothing): 20 + 8 = 28 of 57 - 16 = 41 fits too.
+    let v = reserve_filled_by_claims(false);
+    assert!(v.allowed, "{v:?}");
+    assert!(
+        v.audit_annotations["capacity"].contains(
+            "reserve nvidia.com/gpu: 16 kept for interactive (16 reserved, 0 held by its pods)"
+        ),
+        "{:?}",
+        v.audit_annotations
+    );
 }
