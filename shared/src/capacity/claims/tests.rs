@@ -402,10 +402,13 @@ fn a_node_with_gpu_labels_and_no_allocatable_gpu_is_named() {
     );
 }
 
+/// Host calls and their answers, in order.
+type Calls = Vec<(ClusterRequest, Result<String, String>)>;
+
 /// Team ml-a (its Namespace label), 16 GPUs in all and 10 in pool a100; pool a100 (8 x 8)
 /// empty. The team's pods: two in pool a100 share claim `big` (8 GPUs, allocated), one in
 /// h100 holds claim `h` (4), one outside pools asks for 2 in its limits.
-fn team_with_claims(count: bool) -> (Settings, Vec<(ClusterRequest, Result<String, String>)>) {
+fn team_with_claims(count: bool) -> (Settings, Calls) {
     let mut v = serde_json::to_value(settings(count)).unwrap();
     v["teamBudgets"] = json!({"ml-a": {GPU: 16, "pools": {"a100": 10}}});
     v["pools"].as_array_mut().unwrap().push(
@@ -588,7 +591,10 @@ fn a_reserve_its_type_fills_through_claims_keeps_nothing_more() {
     // the batch workload: 36 + 8 = 44 of the 57 under the threshold.
     let v = reserve_filled_by_claims(true);
     assert!(v.allowed, "{v:?}");
-    assert!(!v.audit_annotations["capacity"].contains("reserve"), "{v:?}");
+    assert!(
+        !v.audit_annotations["capacity"].contains("reserve"),
+        "{v:?}"
+    );
     assert!(
         v.audit_annotations["capacity"].contains("used 36 + incoming 8 = 44 of 64"),
         "{:?}",
