@@ -34,3 +34,14 @@ def write(path, begin, end, section):
     with os.fdopen(fd, "w") as f:
         f.write(document)
     os.replace(tmp, path)
+
+
+def print_or_write(out, print_it, begin, end, section):
+    """The ending of a script with `--out FILE` and `--print`: prints `section` when `print_it` is
+    set or no file is named, and, when `out` names a file, replaces its section there as `replace`
+    does, the file ending in a newline."""
+    if print_it or not out:
+        print(section)
+    if out:
+        path = Path(out)
+        path.write_text(replace(path.read_text() if path.exists() else "", begin, end, section) + "\n")

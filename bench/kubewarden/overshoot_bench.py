@@ -25,12 +25,10 @@ usage: bench/kubewarden/overshoot_bench.py [--out BENCHMARKS.md | --print] [--ro
 import argparse
 import json
 import os
-import platform
 import re
 import sys
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -38,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-from host_info import cpu_model  # noqa: E402
+import host_info  # noqa: E402
 
 BEGIN = "<!-- overshoot:begin -->"
 END = "<!-- overshoot:end -->"
@@ -286,18 +284,11 @@ def main():
         print(f"SKIPPED: {missing}")
         return 0
     started = time.monotonic()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = host_info.load_average()
     rows, meta = run(args, lambda t: print(t, flush=True))
-    meta.update({"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "host": f"{os.cpu_count()} x {cpu_model()}, Linux {platform.release()}",
-                 "load_before": load_before, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-                 "seconds": time.monotonic() - started, "rounds": args.rounds, "concurrency": args.concurrency})
-    text = section(rows, meta)
-    if args.print or not args.out:
-        print(text)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text) + "\n")
+    meta.update(host_info.run_meta(started, load_before))
+    meta.update({"rounds": args.rounds, "concurrency": args.concurrency})
+    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, meta))
     return 0
 
 

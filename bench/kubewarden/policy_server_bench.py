@@ -72,6 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden
 import host_floor  # noqa: E402
 import marked_section  # noqa: E402
 import hosts  # noqa: E402
+import host_info  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
     LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS,
@@ -957,7 +958,7 @@ def main(argv=None):
     hosts.install_signal_handlers()
     started = time.monotonic()
     info = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-            "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "load_before": host_info.load_average(),
             "policy_server": tool_version(["policy-server", "--version"])}
     log = lambda text: print(text, flush=True)  # noqa: E731
     try:
@@ -975,7 +976,7 @@ def main(argv=None):
         return 1
     elapsed = time.monotonic() - started
     info["elapsed"] = f"{elapsed // 60:.0f} min {elapsed % 60:.0f} s"
-    info["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    info["load_after"] = host_info.load_average()
     out = Path(args.out)
     document = out.read_text() if out.exists() else ""
     kept = kept_static(document) if args.skip_static and not args.skip_capacity else None

@@ -32,11 +32,8 @@ usage: bench/kubewarden/vram_nodes_bench.py [--out BENCHMARKS.md | --print] [--s
 
 import argparse
 import json
-import os
-import platform
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -44,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-from host_info import cpu_model  # noqa: E402
+import host_info  # noqa: E402
 
 BEGIN = "<!-- vram-nodes:begin -->"
 END = "<!-- vram-nodes:end -->"
@@ -263,21 +260,12 @@ def main():
         return 0
     psb.ensure_hey()
     started = time.monotonic()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = host_info.load_average()
     rows = []
     for pods in [int(s) for s in args.sizes.split(",")]:
         print(f"=== {pods} pods", flush=True)
         rows += run_size(pods, args, lambda t: print(t, flush=True))
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": f"{os.cpu_count()} x {cpu_model()}, Linux {platform.release()}",
-            "load_before": load_before, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-            "seconds": time.monotonic() - started}
-    text = section(rows, meta)
-    if args.print or not args.out:
-        print(text)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text) + "\n")
+    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, host_info.run_meta(started, load_before)))
     return 0
 
 
