@@ -44,6 +44,21 @@ fn run_session(request: &Value, settings_file: &str, session: &str) -> Evaluatio
         .unwrap()
 }
 
+/// Evaluates `req` under `settings_file` with host calls served from `session`: denied
+/// with exactly `message`, and no patch. The evaluation, for the test's own checks.
+fn assert_denied_in_session(
+    req: &Value,
+    settings_file: &str,
+    session: &str,
+    message: &str,
+) -> Evaluation {
+    let e = run_session(req, settings_file, session);
+    assert!(!e.response.allowed, "{session}");
+    assert_eq!(e.response.message(), Some(message), "{session}");
+    assert_eq!(e.response.patch, None, "{session}");
+    e
+}
+
 /// Ops sorted by path: the order of a JSONPatch diff follows the host's map ordering.
 fn sorted(mut ops: Vec<Value>) -> Vec<Value> {
     ops.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
@@ -128,17 +143,17 @@ fn batch_ops(template: &str) -> Vec<Value> {
     ]
 }
 
+/// The ops that route a bare Pod to pool batch: those of a template at the Pod's root,
+/// without the priority class (a Pod's priority is resolved before webhooks run).
+fn bare_pod_batch_ops() -> Vec<Value> {
+    let mut ops = batch_ops("");
+    ops.remove(2);
+    ops
+}
+
 #[test]
 fn pod_is_routed_without_priority_class_and_warned() {
-    let response = assert_routed(
-        "pod_batch.json",
-        SETTINGS,
-        vec![
-            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
-            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
-            json!({"op": "add", "path": "/spec/tolerations", "value": [toleration(TOLERATION_BATCH)]}),
-        ],
-    );
+    let response = assert_routed("pod_batch.json", SETTINGS, bare_pod_batch_ops());
     assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
     assert_eq!(
         response.warnings,
@@ -472,11 +487,7 @@ const DRA_DENIED: &[(&str, &str, &str)] = &[
 #[test]
 fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
     for (file, session, message) in DRA_DENIED {
-        let req = POLICY.request(file);
-        let e = run_session(&req, SETTINGS, session);
-        assert!(!e.response.allowed, "{file} {session}");
-        assert_eq!(e.response.message(), Some(*message), "{file} {session}");
-        assert_eq!(e.response.patch, None);
+        let e = assert_denied_in_session(&POLICY.request(file), SETTINGS, session, message);
         assert_eq!(e.host_calls.len(), 1, "{file} {session}");
         assert!(e.unconsumed_exchanges.is_empty());
     }
@@ -513,16 +524,11 @@ fn a_claim_of_a_device_class_that_is_not_a_gpu_leaves_the_pod_alone() {
 #[test]
 fn kai_fraction_pod_is_routed_as_a_gpu_pod() {
     // KAI Scheduler's published gpu-fraction example: no GPU resource, half a GPU.
-    let response = assert_routed(
-        "pod_kai_gpu_fraction.json",
-        SETTINGS,
-        vec![
-            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
-            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
-            // It tolerates nvidia.com/gpu already: the pool's toleration is appended.
-            json!({"op": "add", "path": "/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)}),
-        ],
-    );
+    let mut expected = bare_pod_batch_ops();
+    // It tolerates nvidia.com/gpu already: the pool's toleration is appended.
+    expected[2] =
+        json!({"op": "add", "path": "/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)});
+    let response = assert_routed("pod_kai_gpu_fraction.json", SETTINGS, expected);
     assert_eq!(
         response.warnings,
         run(&POLICY.request("pod_batch.json"), SETTINGS).warnings
@@ -1130,10 +1136,7 @@ fn a_forged_team_label_is_denied() {
         ("session_team_ml_a.yml", TEAM_FORGED),
         ("session_team_no_team.yml", TEAM_FORGED_NO_TEAM),
     ] {
-        let e = run_session(&req, TEAM, session);
-        assert!(!e.response.allowed, "{session}");
-        assert_eq!(e.response.message(), Some(message), "{session}");
-        assert_eq!(e.response.patch, None);
+        assert_denied_in_session(&req, TEAM, session, message);
     }
     // Without teamLabelKey the label is not the policy's business (today's behaviour).
     let plain = run(&req, SETTINGS);
@@ -1167,10 +1170,7 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         ("session_team_not_granted.yml", TEAM_NOT_GRANTED),
         ("session_team_not_found.yml", TEAM_NOT_FOUND),
     ] {
-        let e = run_session(&req, TEAM, session);
-        assert!(!e.response.allowed, "{session}");
-        assert_eq!(e.response.message(), Some(message), "{session}");
-        assert_eq!(e.response.patch, None);
+        let e = assert_denied_in_session(&req, TEAM, session, message);
         assert!(e.unconsumed_exchanges.is_empty());
     }
     // Deployed without the grant at all: denied too, never routed without its team.
