@@ -7,9 +7,7 @@
 mod common;
 
 use common::PolicyUnderTest;
-use common::dates::{
-    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
-};
+use common::dates::{DatedException, civil_from_days, days_from_civil, parse_utc};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-labels-policy");
@@ -285,16 +283,25 @@ const LLM_LABELS_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules 
 const LLM_NOT_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it";
 const EXPIRED_NOTE: &str = " (exception serving-labels-migration (owner platform-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
 const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing";
-/// The first second settings_exceptions.yml's exception no longer applies.
-const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 
+/// The date helpers of common/dates.rs, which every policy's exception tests use.
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
     assert_eq!(civil_from_days(0), "1970-01-01");
+    assert_eq!(days_from_civil(2026, 12, 1) * 86_400, 1_796_083_200);
+    assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
     assert_eq!(parse_utc("2026-12-01T00:00:00Z"), Some(1_796_083_200));
+    assert_eq!(parse_utc("2026-12-01T22:00:00Z"), Some(1_796_162_400));
     assert_eq!(civil_from_days(1_796_083_200 / 86_400), "2026-12-01");
     assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
-    assert_eq!(parse_utc("2026-12-01 00:00:00Z"), None);
+    for bad in [
+        "2026-12-01 00:00:00Z",
+        "2026-12-01T22:00:00",
+        "2026-13-01T22:00:00Z",
+        "2026-12-01T2a:00:00Z",
+    ] {
+        assert_eq!(parse_utc(bad), None, "{bad}");
+    }
 }
 
 fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
@@ -308,12 +315,7 @@ fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    assert_more_than_30_days_ahead(
-        parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap(),
-        &format!(
-            "test_data/settings_exceptions.yml of gpu-labels-policy, gpu-pool-routing-policy and gpu-vram-fit-policy: the exceptions end {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move their expires forward (at most maxExceptionDays from today) and the expected audit annotations with them"
-        ),
-    );
+    POLICY.assert_exception_fixture_renewed();
 }
 
 #[test]

@@ -126,6 +126,24 @@ impl PolicyUnderTest {
         v.message.unwrap_or_default()
     }
 
+    /// Fails unless every exception of the policy's test_data/settings_exceptions.yml ends
+    /// (at the start of the day after its `expires`) more than 30 days from now: the tests
+    /// expect them to apply.
+    pub fn assert_exception_fixture_renewed(self) {
+        let settings = self.settings("settings_exceptions.yml");
+        for exception in settings["exceptions"].as_array().unwrap() {
+            let expires = exception["expires"].as_str().unwrap();
+            let ends = dates::parse_utc(&format!("{expires}T00:00:00Z")).unwrap() + 86_400;
+            dates::assert_more_than_30_days_ahead(
+                ends,
+                &format!(
+                    "{}: test_data/settings_exceptions.yml: exception {} ends with {expires}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and the expected audit annotations (EXCEPTION_AUDIT) with it",
+                    self.0, exception["name"]
+                ),
+            );
+        }
+    }
+
     /// Fails unless every file of `files` is valid settings.
     pub fn assert_valid_settings(self, files: &[&str]) {
         let policy = self.module();
