@@ -12,7 +12,7 @@ use common::manifests::{
     assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
     rbac_names, yaml_documents,
 };
-use gpu_e2e::{ContextAwareAccess, ReplaySession};
+use gpu_e2e::ReplaySession;
 use serde_json::Value;
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-capacity-gate-policy");
@@ -94,19 +94,10 @@ fn dra_claims_are_read_first_then_the_pool() {
     assert_eq!(calls[1].1["kind"], "ResourceQuota");
     // Deployed without the DRA grant (the contextAwareResources of an earlier version):
     // denied before the pool is read.
-    let old = serde_json::json!({"contextAwareResources": [
+    let old = serde_json::json!([
         {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"},
-        {"apiVersion": "v1", "kind": "ResourceQuota"}]});
-    let request = POLICY.request(DRA);
-    let eval = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .evaluate(
-            &request,
-            &POLICY.settings(Q),
-            Some(POLICY.session("session_dra_quotas_found.yml")),
-        )
-        .unwrap();
+        {"apiVersion": "v1", "kind": "ResourceQuota"}]);
+    let eval = POLICY.evaluate_granted(old, DRA, Q, "session_dra_quotas_found.yml");
     assert!(!eval.response.allowed);
     assert!(
         eval.response
@@ -162,20 +153,15 @@ fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
 #[test]
 fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() {
     // The contextAwareResources of a policy deployed before karpenterNodePool existed.
-    let old = serde_json::json!({"contextAwareResources": [
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = POLICY.request("deployment_a100_4x2.json");
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .validate(
-            &request,
-            &POLICY.settings("settings_karpenter.yml"),
-            Some(POLICY.session("session_karpenter_zero_nodes.yml")),
-        )
-        .unwrap();
-    assert!(!response.allowed);
-    assert_eq!(response.message(), Some(KARPENTER_NOT_GRANTED));
+    let old = serde_json::json!([
+        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]);
+    let denial = POLICY.denial_granted(
+        old,
+        "deployment_a100_4x2.json",
+        "settings_karpenter.yml",
+        "session_karpenter_zero_nodes.yml",
+    );
+    assert_eq!(denial, KARPENTER_NOT_GRANTED);
 }
 
 #[test]
@@ -273,24 +259,17 @@ fn the_quota_a_denial_asks_for_makes_the_request_countable() {
 #[test]
 fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
     // The contextAwareResources of a policy deployed before usage: quotas existed.
-    let old = serde_json::json!({"contextAwareResources": [
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = POLICY.request("deployment_a100_4x2_priority.json");
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .validate(
-            &request,
-            &POLICY.settings(Q),
-            Some(POLICY.session("session_quotas_found.yml")),
-        )
-        .unwrap();
-    assert!(!response.allowed);
+    let old = serde_json::json!([
+        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]);
+    let denial = POLICY.denial_granted(
+        old,
+        "deployment_a100_4x2_priority.json",
+        Q,
+        "session_quotas_found.yml",
+    );
     assert_eq!(
-        response.message(),
-        Some(
-            "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
-        )
+        denial,
+        "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
     );
 }
 

@@ -17,7 +17,7 @@ use common::PolicyUnderTest;
 use common::dates::DatedException;
 use common::manifests::yaml_documents;
 use gpu_e2e::metadata::Metadata;
-use gpu_e2e::{CallbackRequest, ContextAwareAccess, Exchange, RecordedResponse, ReplaySession};
+use gpu_e2e::{CallbackRequest, Exchange, RecordedResponse, ReplaySession};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-vram-fit-policy");
@@ -95,24 +95,15 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
         );
     }
     // Deployed without the DRA grant: the claim cannot be read, and the pod is denied.
-    let request = POLICY.request("deployment_dra_llama_70b.json");
-    let r = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(
-            &json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
-        )))
-        .validate(
-            &request,
-            &POLICY.settings(S),
-            Some(POLICY.session("session_dra_four_h100_selector.yml")),
-        )
-        .unwrap();
-    assert!(!r.allowed);
+    let denial = POLICY.denial_granted(
+        json!([{"apiVersion": "v1", "kind": "ConfigMap"}]),
+        "deployment_dra_llama_70b.json",
+        S,
+        "session_dra_four_h100_selector.yml",
+    );
     assert_eq!(
-        r.message(),
-        Some(
-            "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) cannot be read (not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} to the ClusterAdmissionPolicy's contextAwareResources)"
-        )
+        denial,
+        "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) cannot be read (not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} to the ClusterAdmissionPolicy's contextAwareResources)"
     );
 }
 

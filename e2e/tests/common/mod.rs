@@ -98,25 +98,54 @@ impl PolicyUnderTest {
         );
     }
 
-    /// The denial of the request file `request` when the policy is granted no context-aware
-    /// resource (a ClusterAdmissionPolicy without contextAwareResources, kwctl run without
-    /// --allow-context-aware), host calls answered from the session file: fails unless the
-    /// request is denied with a message.
-    pub fn ungranted_denial(self, request: &str, settings: &str, session: &str) -> String {
-        let response = self
-            .module()
-            .with_context_aware_access(ContextAwareAccess::none())
-            .validate(
+    /// Evaluates the request file with the settings file, host calls answered from the
+    /// session file, the policy granted only the context-aware `resources` (a metadata.yml
+    /// `contextAwareResources` list, e.g. that of a version deployed before a resource was
+    /// needed).
+    pub fn evaluate_granted(
+        self,
+        resources: Value,
+        request: &str,
+        settings: &str,
+        session: &str,
+    ) -> Evaluation {
+        let metadata = serde_json::json!({ "contextAwareResources": resources });
+        self.module()
+            .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&metadata)))
+            .evaluate(
                 &self.request(request),
                 &self.settings(settings),
                 Some(self.session(session)),
             )
-            .unwrap_or_else(|e| panic!("{e:#}"));
+            .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The denial of the request file `request` when the policy is granted only the
+    /// context-aware `resources` ([`Self::evaluate_granted`]): fails unless the request is
+    /// denied with a message.
+    pub fn denial_granted(
+        self,
+        resources: Value,
+        request: &str,
+        settings: &str,
+        session: &str,
+    ) -> String {
+        let response = self
+            .evaluate_granted(resources, request, settings, session)
+            .response;
         assert!(!response.allowed, "{request}: allowed without the grant");
         response
             .message()
             .unwrap_or_else(|| panic!("{request}: denied without a message"))
             .to_string()
+    }
+
+    /// The denial of the request file `request` when the policy is granted no context-aware
+    /// resource (a ClusterAdmissionPolicy without contextAwareResources, kwctl run without
+    /// --allow-context-aware), host calls answered from the session file: fails unless the
+    /// request is denied with a message.
+    pub fn ungranted_denial(self, request: &str, settings: &str, session: &str) -> String {
+        self.denial_granted(Value::Array(Vec::new()), request, settings, session)
     }
 
     /// The message the policy refuses `settings` with: fails if they are valid.
