@@ -459,23 +459,12 @@ fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
         "llm-a100-launch",
         "serving-team@example.com",
     );
-    let until = |days: i64| exception.until(POLICY, days);
     let request = POLICY.request("deployment_a100_4x2.json");
-    let session = || Some(POLICY.session("session_a100_over.yml"));
-    let month = POLICY
-        .module()
-        .validate(&request, &until(30), session())
-        .unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    let audit = month.audit_annotations.clone().unwrap_or_default();
+    let (month, _) = exception.assert_applies(POLICY, &request, Some("session_a100_over.yml"), 2);
+    let audit = month.audit_annotations.unwrap_or_default();
     assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
-    assert_eq!(audit.get("exception").cloned(), Some(exception.audit(30)));
-    let soon = POLICY
-        .module()
-        .validate(&request, &until(2), session())
-        .unwrap();
-    assert!(soon.allowed);
-    exception.last_week_warning(soon.warnings, 2);
+    let until = |days: i64| exception.until(POLICY, days);
+    let session = || Some(POLICY.session("session_a100_over.yml"));
     // Another workload of the namespace, which the selector does not match, is still denied.
     let mut other = request.clone();
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =

@@ -366,15 +366,8 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
         "serving-labels-migration",
         "platform-team@example.com",
     );
-    let r = run_with(
-        "pod_mig_slice_unlabelled.json",
-        &exception.until(POLICY, 30),
-    );
-    assert!(r.allowed && r.warnings.is_none(), "{r:?}");
-    assert_eq!(audit(&r, "exception"), Some(exception.audit(30)));
-    let r = run_with("pod_mig_slice_unlabelled.json", &exception.until(POLICY, 3));
-    assert!(r.allowed, "{r:?}");
-    let warning = exception.last_week_warning(r.warnings, 3);
+    let request = POLICY.request("pod_mig_slice_unlabelled.json");
+    let (_, warning) = exception.assert_applies(POLICY, &request, None, 3);
     assert!(
         warning.ends_with(" days); renew it or fix the workload before then"),
         "{warning}"

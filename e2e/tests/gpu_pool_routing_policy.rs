@@ -1012,14 +1012,8 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
         "research-spare-node",
         "research-leads@example.com",
     );
-    let until = |days: i64| exception.until(POLICY, days);
     let req = POLICY.request("deployment_no_pool.json");
-    let month = POLICY.module().validate(&req, &until(30), None).unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    assert_eq!(audit(&month, "exception"), Some(exception.audit(30)));
-    let soon = POLICY.module().validate(&req, &until(2), None).unwrap();
-    assert!(soon.allowed);
-    let warning = exception.last_week_warning(soon.warnings, 2);
+    let (_, warning) = exception.assert_applies(POLICY, &req, None, 2);
     assert!(
         warning.ends_with(" days); renew it or fix the workload before then"),
         "{warning}"

@@ -489,24 +489,9 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
         "llama-70b-a10g-trial",
         "serving-team@example.com",
     );
-    let until = |days: i64| exception.until(POLICY, days);
     let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
-    let month = POLICY
-        .module()
-        .validate(&request, &until(30), None)
-        .unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    assert_eq!(
-        month
-            .audit_annotations
-            .as_ref()
-            .and_then(|a| a.get("exception"))
-            .cloned(),
-        Some(exception.audit(30))
-    );
-    let soon = POLICY.module().validate(&request, &until(1), None).unwrap();
-    assert!(soon.allowed);
-    exception.last_week_warning(soon.warnings, 1);
+    exception.assert_applies(POLICY, &request, None, 1);
+    let until = |days: i64| exception.until(POLICY, days);
     // Another workload of the namespace the selector does not match is still denied.
     let mut other = request.clone();
     other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");

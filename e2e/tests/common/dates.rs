@@ -112,6 +112,40 @@ impl DatedException {
         )
     }
 
+    /// Evaluates `request` (host calls served from the test_data file `session`, if any)
+    /// under `policy` with the exception expiring 30 days from today, then `soon` days from
+    /// today: accepted both times, first with no warning and the exception's audit
+    /// annotation, then with its last-week warning. The first answer and that warning.
+    pub fn assert_applies(
+        &self,
+        policy: super::PolicyUnderTest,
+        request: &serde_json::Value,
+        session: Option<&str>,
+        soon: i64,
+    ) -> (gpu_e2e::AdmissionResponse, String) {
+        let validate = |days: i64| {
+            policy
+                .module()
+                .validate(
+                    request,
+                    &self.until(policy, days),
+                    session.map(|s| policy.session(s)),
+                )
+                .unwrap()
+        };
+        let month = validate(30);
+        assert!(month.allowed && month.warnings.is_none(), "{month:?}");
+        let audit = month.audit_annotations.as_ref();
+        assert_eq!(
+            audit.and_then(|a| a.get("exception")).cloned(),
+            Some(self.audit(30))
+        );
+        let last_week = validate(soon);
+        assert!(last_week.allowed, "{last_week:?}");
+        let warning = self.last_week_warning(last_week.warnings, soon);
+        (month, warning)
+    }
+
     /// Fails unless `warnings` is one warning that the exception expiring `days` from today
     /// ends soon, when, and what to do; returns it.
     pub fn last_week_warning(&self, warnings: Option<Vec<String>>, days: i64) -> String {
