@@ -150,13 +150,16 @@ fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
     assert_eq!(calls[2].1["kind"], "Pod");
 }
 
+/// The contextAwareResources of the gate's first versions: Nodes and Pods.
+fn nodes_and_pods_only() -> Value {
+    serde_json::json!([{"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}])
+}
+
 #[test]
 fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() {
-    // The contextAwareResources of a policy deployed before karpenterNodePool existed.
-    let old = serde_json::json!([
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]);
+    // A policy deployed before karpenterNodePool existed.
     let denial = POLICY.denial_granted(
-        old,
+        nodes_and_pods_only(),
         "deployment_a100_4x2.json",
         "settings_karpenter.yml",
         "session_karpenter_zero_nodes.yml",
@@ -258,11 +261,9 @@ fn the_quota_a_denial_asks_for_makes_the_request_countable() {
 
 #[test]
 fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
-    // The contextAwareResources of a policy deployed before usage: quotas existed.
-    let old = serde_json::json!([
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]);
+    // A policy deployed before usage: quotas existed.
     let denial = POLICY.denial_granted(
-        old,
+        nodes_and_pods_only(),
         "deployment_a100_4x2_priority.json",
         Q,
         "session_quotas_found.yml",
@@ -454,11 +455,7 @@ fn the_exception_fixture_is_renewed_in_time() {
 
 #[test]
 fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "llm-a100-launch",
-        "serving-team@example.com",
-    );
+    let exception = DatedException::new("llm-a100-launch", "serving-team@example.com");
     let request = POLICY.request("deployment_a100_4x2.json");
     let (month, _) = exception.assert_applies(POLICY, &request, Some("session_a100_over.yml"), 2);
     let audit = month.audit_annotations.unwrap_or_default();

@@ -361,11 +361,7 @@ fn an_expired_exception_is_named_in_the_denial() {
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     // Dates from the test machine's clock, so these cases never go stale.
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "serving-labels-migration",
-        "platform-team@example.com",
-    );
+    let exception = DatedException::new("serving-labels-migration", "platform-team@example.com");
     let request = POLICY.request("pod_mig_slice_unlabelled.json");
     let (_, warning) = exception.assert_applies(POLICY, &request, None, 3);
     assert!(

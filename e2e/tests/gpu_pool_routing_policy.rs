@@ -1007,11 +1007,7 @@ fn an_expired_exception_is_named_in_the_denial() {
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let exception = DatedException::new(
-        EXCEPTIONS,
-        "research-spare-node",
-        "research-leads@example.com",
-    );
+    let exception = DatedException::new("research-spare-node", "research-leads@example.com");
     let req = POLICY.request("deployment_no_pool.json");
     let (_, warning) = exception.assert_applies(POLICY, &req, None, 2);
     assert!(

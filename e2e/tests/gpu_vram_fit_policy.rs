@@ -484,11 +484,7 @@ fn the_exception_fixture_is_renewed_in_time() {
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "llama-70b-a10g-trial",
-        "serving-team@example.com",
-    );
+    let exception = DatedException::new("llama-70b-a10g-trial", "serving-team@example.com");
     let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
     exception.assert_applies(POLICY, &request, None, 1);
     let until = |days: i64| exception.until(POLICY, days);

@@ -70,19 +70,20 @@ pub fn parse_utc(text: &str) -> Option<i64> {
     Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
 }
 
-/// The first exception of a settings file of a policy's test_data/, dated at test time so
-/// that its cases never go stale.
+/// Every policy's settings file of exceptions, in its test_data/.
+pub const EXCEPTIONS_FIXTURE: &str = "settings_exceptions.yml";
+
+/// The first exception of a policy's [`EXCEPTIONS_FIXTURE`], dated at test time so that
+/// its cases never go stale.
 pub struct DatedException {
-    pub settings: &'static str,
     pub name: &'static str,
     pub owner: &'static str,
     today: i64,
 }
 
 impl DatedException {
-    pub fn new(settings: &'static str, name: &'static str, owner: &'static str) -> Self {
+    pub fn new(name: &'static str, owner: &'static str) -> Self {
         DatedException {
-            settings,
             name,
             owner,
             today: today(),
@@ -96,7 +97,7 @@ impl DatedException {
 
     /// The settings with the exception's `expires` `days` days from today.
     pub fn until(&self, policy: super::PolicyUnderTest, days: i64) -> serde_json::Value {
-        let mut s = policy.settings(self.settings);
+        let mut s = policy.settings(EXCEPTIONS_FIXTURE);
         s["exceptions"][0]["expires"] = self.date(days).into();
         s
     }

@@ -159,7 +159,7 @@ impl PolicyUnderTest {
     /// (at the start of the day after its `expires`) more than 30 days from now: the tests
     /// expect them to apply.
     pub fn assert_exception_fixture_renewed(self) {
-        let settings = self.settings("settings_exceptions.yml");
+        let settings = self.settings(dates::EXCEPTIONS_FIXTURE);
         for exception in settings["exceptions"].as_array().unwrap() {
             let expires = exception["expires"].as_str().unwrap();
             let ends = dates::parse_utc(&format!("{expires}T00:00:00Z")).unwrap() + 86_400;
