@@ -460,17 +460,11 @@ fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
     let (month, _) = exception.assert_applies(POLICY, &request, Some("session_a100_over.yml"), 2);
     let audit = month.audit_annotations.unwrap_or_default();
     assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
-    let until = |days: i64| exception.until(POLICY, days);
-    let session = || Some(POLICY.session("session_a100_over.yml"));
     // Another workload of the namespace, which the selector does not match, is still denied.
-    let mut other = request.clone();
-    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =
-        serde_json::json!("llm-other");
-    assert!(
-        !POLICY
-            .module()
-            .validate(&other, &until(30), session())
-            .unwrap()
-            .allowed
+    exception.assert_not_applied_to_another_app(
+        POLICY,
+        &request,
+        Some("session_a100_over.yml"),
+        "llm-other",
     );
 }

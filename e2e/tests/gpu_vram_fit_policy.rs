@@ -487,15 +487,6 @@ fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     let exception = DatedException::new("llama-70b-a10g-trial", "serving-team@example.com");
     let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
     exception.assert_applies(POLICY, &request, None, 1);
-    let until = |days: i64| exception.until(POLICY, days);
     // Another workload of the namespace the selector does not match is still denied.
-    let mut other = request.clone();
-    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");
-    assert!(
-        !POLICY
-            .module()
-            .validate(&other, &until(30), None)
-            .unwrap()
-            .allowed
-    );
+    exception.assert_not_applied_to_another_app(POLICY, &request, None, "llama-70b-canary");
 }

@@ -147,6 +147,30 @@ impl DatedException {
         (month, warning)
     }
 
+    /// Fails unless `request`, its pod template relabelled `app: <app>` (a workload of the
+    /// same namespace that the exception's selector does not match), is denied under
+    /// `policy` with the exception expiring 30 days from today (host calls served from the
+    /// test_data file `session`, if any).
+    pub fn assert_not_applied_to_another_app(
+        &self,
+        policy: super::PolicyUnderTest,
+        request: &serde_json::Value,
+        session: Option<&str>,
+        app: &str,
+    ) {
+        let mut other = request.clone();
+        other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = app.into();
+        let response = policy
+            .module()
+            .validate(
+                &other,
+                &self.until(policy, 30),
+                session.map(|s| policy.session(s)),
+            )
+            .unwrap();
+        assert!(!response.allowed, "app {app}: {response:?}");
+    }
+
     /// Fails unless `warnings` is one warning that the exception expiring `days` from today
     /// ends soon, when, and what to do; returns it.
     pub fn last_week_warning(&self, warnings: Option<Vec<String>>, days: i64) -> String {
