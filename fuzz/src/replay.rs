@@ -60,28 +60,26 @@ impl Policy {
         }
     }
 
-    /// The prefix of its fuzz targets.
-    pub fn prefix(self) -> &'static str {
-        struct Prefix;
-        impl PolicyJob for Prefix {
-            type Out = &'static str;
-            fn run<P: Fuzzed>(self) -> &'static str {
-                P::PREFIX
+    /// The prefix of its fuzz targets and its directory under `policies/`.
+    fn names(self) -> (&'static str, &'static str) {
+        struct Names;
+        impl PolicyJob for Names {
+            type Out = (&'static str, &'static str);
+            fn run<P: Fuzzed>(self) -> Self::Out {
+                (P::PREFIX, P::NAME)
             }
         }
-        self.with(Prefix)
+        self.with(Names)
+    }
+
+    /// The prefix of its fuzz targets.
+    pub fn prefix(self) -> &'static str {
+        self.names().0
     }
 
     /// Its directory under `policies/`.
     pub fn crate_name(self) -> &'static str {
-        struct Name;
-        impl PolicyJob for Name {
-            type Out = &'static str;
-            fn run<P: Fuzzed>(self) -> &'static str {
-                P::NAME
-            }
-        }
-        self.with(Name)
+        self.names().1
     }
 }
 
