@@ -505,20 +505,14 @@ fn decide_with<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> (Verdict, Vec<C
 fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
     let (verdict, all_calls) = decide_with::<P>(payload, answers);
     check_verdict(&verdict, text_limit(payload))?;
-    let calls: Vec<&ClusterRequest> = all_calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::Kubernetes(r) => Some(r),
-            Call::Image(_) => None,
-        })
-        .collect();
-    let images: Vec<&String> = all_calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::Image(i) => Some(i),
-            Call::Kubernetes(_) => None,
-        })
-        .collect();
+    let mut calls: Vec<&ClusterRequest> = Vec::new();
+    let mut images: Vec<&String> = Vec::new();
+    for call in &all_calls {
+        match call {
+            Call::Kubernetes(r) => calls.push(r),
+            Call::Image(i) => images.push(i),
+        }
+    }
     check_response(&verdict)?;
 
     // Over the size limits of `gpu_rules::limits`: denied before parsing.
