@@ -232,9 +232,9 @@ impl Failures {
         result.map_err(|e| self.add(policy, e)).ok()
     }
 
-    /// The problems a check of `policy` found, or the error that stopped it.
-    pub fn record(&mut self, policy: &str, result: anyhow::Result<Vec<String>>) {
-        match result {
+    /// Runs `check` of `policy`: the problems it found, or the error that stopped it.
+    pub fn record(&mut self, policy: &str, check: impl FnOnce() -> anyhow::Result<Vec<String>>) {
+        match check() {
             Ok(problems) => self.extend(policy, problems),
             Err(e) => self.add(policy, format!("{e:#}")),
         }

@@ -15,7 +15,7 @@ use crate::common::{Failures, module, policies, policies_with_metadata, resource
 fn metadata_is_complete_and_matches_cargo() {
     let mut failures = Failures::default();
     for policy in policies() {
-        let result = (|| -> anyhow::Result<Vec<String>> {
+        failures.record(&policy.name, || {
             let package = policy.package()?;
             let license = policy_license(&root(), &package)?;
             let text = policy.metadata_text()?;
@@ -27,8 +27,7 @@ fn metadata_is_complete_and_matches_cargo() {
                 &text,
                 &metadata,
             ))
-        })();
-        failures.record(&policy.name, result);
+        });
     }
     failures.assert_none("metadata.yml");
 }
@@ -37,7 +36,7 @@ fn metadata_is_complete_and_matches_cargo() {
 fn declared_host_capabilities_match_the_module() {
     let mut failures = Failures::default();
     for (policy, metadata) in policies_with_metadata(&mut failures) {
-        let result = (|| -> anyhow::Result<Vec<String>> {
+        failures.record(&policy.name, || {
             let path = module_path(&policy.package()?.name)?;
             let detected = scan_host_capabilities(&std::fs::read(&path)?)?;
             let protocol = module(&policy)
@@ -52,8 +51,7 @@ fn declared_host_capabilities_match_the_module() {
                 .collect();
             let findings = module_problems(&metadata, &detected, &observed, &protocol);
             Ok(findings.problems)
-        })();
-        failures.record(&policy.name, result);
+        });
     }
     failures.assert_none("hostCapabilities against the built modules");
 }
