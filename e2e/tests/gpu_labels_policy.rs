@@ -38,18 +38,12 @@ fn every_test_data_request_gets_its_verdict_and_message() {
 #[test]
 fn exempt_namespace_is_accepted_with_an_audit_annotation() {
     let request = POLICY.request("pod_in_exempt_namespace.json");
-    let denied = POLICY
-        .module()
-        .validate(&request, &json!({}), None)
-        .unwrap();
+    let denied = POLICY.validate(&request, &json!({}));
     assert!(
         !denied.allowed,
         "without the exemption the validator pod is unlabelled"
     );
-    let r = POLICY
-        .module()
-        .validate(&request, &settings(Some("settings_exempt.yml")), None)
-        .unwrap();
+    let r = POLICY.validate(&request, &settings(Some("settings_exempt.yml")));
     assert!(r.allowed);
     assert_eq!(r.status, None);
     assert_eq!(
@@ -64,10 +58,7 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
 #[test]
 fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
     let request = POLICY.request("deployment_update_scales_legacy.json");
-    let r = POLICY
-        .module()
-        .validate(&request, &json!({}), None)
-        .unwrap();
+    let r = POLICY.validate(&request, &json!({}));
     assert!(r.allowed);
     assert_eq!(
         r.warnings.as_deref(),
@@ -87,13 +78,7 @@ fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
     let mut create = request.clone();
     create["operation"] = json!("CREATE");
     create["oldObject"] = Value::Null;
-    assert!(
-        !POLICY
-            .module()
-            .validate(&create, &json!({}), None)
-            .unwrap()
-            .allowed
-    );
+    assert!(!POLICY.validate(&create, &json!({})).allowed);
 }
 
 #[test]
@@ -101,13 +86,7 @@ fn custom_kinds_are_only_checked_when_configured() {
     // Without customKinds a RayCluster carries no pod template the policy knows of; its
     // pods are still judged when the Ray operator creates them.
     let request = POLICY.request("raycluster_worker_unlabelled.json");
-    assert!(
-        POLICY
-            .module()
-            .validate(&request, &json!({}), None)
-            .unwrap()
-            .allowed
-    );
+    assert!(POLICY.validate(&request, &json!({})).allowed);
 }
 
 #[test]
@@ -165,10 +144,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
 fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
     let warning = |file: &str| {
         let request = POLICY.request(file);
-        POLICY
-            .module()
-            .validate(&request, &json!({}), None)
-            .unwrap()
+        POLICY.validate(&request, &json!({}))
     };
     let r = warning("pod_gpu_env_from.json");
     assert!(r.allowed && r.status.is_none());
@@ -306,7 +282,7 @@ fn the_date_helpers_agree_with_known_dates() {
 
 fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
     let request = POLICY.request(request);
-    POLICY.module().validate(&request, settings, None).unwrap()
+    POLICY.validate(&request, settings)
 }
 
 fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {

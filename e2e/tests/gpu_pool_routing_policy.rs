@@ -26,10 +26,7 @@ use serde_json::{Value, json};
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-pool-routing-policy");
 
 fn run(request: &Value, settings_file: &str) -> AdmissionResponse {
-    POLICY
-        .module()
-        .validate(request, &POLICY.settings(settings_file), None)
-        .unwrap()
+    POLICY.validate(request, &POLICY.settings(settings_file))
 }
 
 /// Evaluates with host calls served from `session` (a file of test_data/).
@@ -222,7 +219,7 @@ fn ray_cluster_routes_the_gpu_workers_and_leaves_the_head() {
     let mut plain = POLICY.settings(SETTINGS);
     plain.as_object_mut().unwrap().remove("customKinds");
     let req = POLICY.request("raycluster_batch.json");
-    let response = POLICY.module().validate(&req, &plain, None).unwrap();
+    let response = POLICY.validate(&req, &plain);
     assert!(response.allowed);
     assert_eq!(response.patch, None);
 }
@@ -822,10 +819,7 @@ fn closed_lending_settings() -> Value {
 }
 
 fn run_closed(request: &Value) -> AdmissionResponse {
-    POLICY
-        .module()
-        .validate(request, &closed_lending_settings(), None)
-        .unwrap()
+    POLICY.validate(request, &closed_lending_settings())
 }
 
 /// Outside its window, an UPDATE that moves a batch Deployment onto the lending pool is

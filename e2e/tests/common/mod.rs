@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use gpu_e2e::{
-    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
-    read_settings,
+    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
+    read_admission_request, read_settings,
 };
 use serde_json::Value;
 
@@ -64,6 +64,14 @@ impl PolicyUnderTest {
 
     pub fn session(self, file: &str) -> ReplaySession {
         ReplaySession::from_file(self.data(file)).unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The answer to `request` under `settings`, with no replay session (a host call fails
+    /// through the harness's "no replay session" error).
+    pub fn validate(self, request: &Value, settings: &Value) -> AdmissionResponse {
+        self.module()
+            .validate(request, settings, None)
+            .unwrap_or_else(|e| panic!("{e:#}"))
     }
 
     /// Evaluates the request file with the settings file, serving host calls from the
