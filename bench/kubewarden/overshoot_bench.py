@@ -22,7 +22,6 @@ usage: bench/kubewarden/overshoot_bench.py [--out BENCHMARKS.md | --print] [--ro
                                            [--headrooms 0,4,8] [--concurrency 16] [--free 8]
 """
 
-import argparse
 import json
 import os
 import re
@@ -270,18 +269,14 @@ def section(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out")
-    p.add_argument("--print", action="store_true")
+    p = marked_section.argument_parser()
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--headrooms", default="0,4,8")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--free", type=int, default=8)
     p.add_argument("--nodes", type=int, default=8)
     args = p.parse_args()
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools()):
         return 0
     started = time.monotonic()
     load_before = host_info.load_average()

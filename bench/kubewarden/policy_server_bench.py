@@ -951,9 +951,7 @@ def main(argv=None):
         ap.error(f"--modes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}")
     if args.capacity_only:
         args.skip_static = True
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"policy-server-bench: SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools(), "policy-server-bench"):
         return 0
     hosts.install_signal_handlers()
     started = time.monotonic()

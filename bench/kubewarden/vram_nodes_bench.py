@@ -30,7 +30,6 @@ usage: bench/kubewarden/vram_nodes_bench.py [--out BENCHMARKS.md | --print] [--s
                                             [--nodes 2500] [--seconds S] [--max-requests N]
 """
 
-import argparse
 import json
 import sys
 import time
@@ -246,17 +245,13 @@ def section(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out")
-    p.add_argument("--print", action="store_true")
+    p = marked_section.argument_parser()
     p.add_argument("--sizes", default="1000,10000")
     p.add_argument("--nodes", type=int, default=2500)
     p.add_argument("--seconds", type=float, default=6)
     p.add_argument("--max-requests", type=int, default=4000)
     args = p.parse_args()
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools()):
         return 0
     psb.ensure_hey()
     started = time.monotonic()
