@@ -2,6 +2,7 @@
 `<!-- NAME:begin -->` and `<!-- NAME:end -->` markers and rewrites only that (the Rust harness,
 gpu-bench, keeps every marked section it does not write)."""
 
+import argparse
 import os
 import tempfile
 from pathlib import Path
@@ -34,3 +35,22 @@ def write(path, begin, end, section):
     with os.fdopen(fd, "w") as f:
         f.write(document)
     os.replace(tmp, path)
+
+
+def argument_parser():
+    """An argument parser with the options `print_or_write` serves: `--out FILE` and `--print`."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--out")
+    parser.add_argument("--print", action="store_true")
+    return parser
+
+
+def print_or_write(out, print_it, begin, end, section):
+    """The ending of a script with `--out FILE` and `--print`: prints `section` when `print_it` is
+    set or no file is named, and, when `out` names a file, replaces its section there as `replace`
+    does, the file ending in a newline."""
+    if print_it or not out:
+        print(section)
+    if out:
+        path = Path(out)
+        path.write_text(replace(path.read_text() if path.exists() else "", begin, end, section) + "\n")

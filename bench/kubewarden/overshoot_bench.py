@@ -22,15 +22,12 @@ usage: bench/kubewarden/overshoot_bench.py [--out BENCHMARKS.md | --print] [--ro
                                            [--headrooms 0,4,8] [--concurrency 16] [--free 8]
 """
 
-import argparse
 import json
 import os
-import platform
 import re
 import sys
 import threading
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -38,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-from host_info import cpu_model  # noqa: E402
+import host_info  # noqa: E402
 
 BEGIN = "<!-- overshoot:begin -->"
 END = "<!-- overshoot:end -->"
@@ -272,32 +269,21 @@ def section(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out")
-    p.add_argument("--print", action="store_true")
+    p = marked_section.argument_parser()
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--headrooms", default="0,4,8")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--free", type=int, default=8)
     p.add_argument("--nodes", type=int, default=8)
     args = p.parse_args()
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools()):
         return 0
     started = time.monotonic()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = host_info.load_average()
     rows, meta = run(args, lambda t: print(t, flush=True))
-    meta.update({"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-                 "host": f"{os.cpu_count()} x {cpu_model()}, Linux {platform.release()}",
-                 "load_before": load_before, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-                 "seconds": time.monotonic() - started, "rounds": args.rounds, "concurrency": args.concurrency})
-    text = section(rows, meta)
-    if args.print or not args.out:
-        print(text)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text) + "\n")
+    meta.update(host_info.run_meta(started, load_before))
+    meta.update({"rounds": args.rounds, "concurrency": args.concurrency})
+    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, meta))
     return 0
 
 

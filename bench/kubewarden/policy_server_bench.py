@@ -76,6 +76,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "e2e" / "kubewarden
 import host_floor  # noqa: E402
 import marked_section  # noqa: E402
 import hosts  # noqa: E402
+import host_info  # noqa: E402
 from host_info import cpu_model  # noqa: E402
 from kubewarden_policies import (  # noqa: E402
     LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, MUTATING_POLICY_ENV, MUTATING_POLICY_REQUESTS,
@@ -960,14 +961,12 @@ def main(argv=None):
         ap.error(f"--modes: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(MODES)}")
     if args.capacity_only:
         args.skip_static = True
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"policy-server-bench: SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools(), "policy-server-bench"):
         return 0
     hosts.install_signal_handlers()
     started = time.monotonic()
     info = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(),
-            "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "load_before": host_info.load_average(),
             "policy_server": tool_version(["policy-server", "--version"])}
     log = lambda text: print(text, flush=True)  # noqa: E731
     try:
@@ -985,7 +984,7 @@ def main(argv=None):
         return 1
     elapsed = time.monotonic() - started
     info["elapsed"] = f"{elapsed // 60:.0f} min {elapsed % 60:.0f} s"
-    info["load_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    info["load_after"] = host_info.load_average()
     out = Path(args.out)
     document = out.read_text() if out.exists() else ""
     kept = kept_static(document) if args.skip_static and not args.skip_capacity else None

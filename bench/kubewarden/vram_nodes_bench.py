@@ -30,13 +30,9 @@ usage: bench/kubewarden/vram_nodes_bench.py [--out BENCHMARKS.md | --print] [--s
                                             [--nodes 2500] [--seconds S] [--max-requests N]
 """
 
-import argparse
 import json
-import os
-import platform
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -44,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-from host_info import cpu_model  # noqa: E402
+import host_info  # noqa: E402
 
 BEGIN = "<!-- vram-nodes:begin -->"
 END = "<!-- vram-nodes:end -->"
@@ -249,35 +245,22 @@ def section(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out")
-    p.add_argument("--print", action="store_true")
+    p = marked_section.argument_parser()
     p.add_argument("--sizes", default="1000,10000")
     p.add_argument("--nodes", type=int, default=2500)
     p.add_argument("--seconds", type=float, default=6)
     p.add_argument("--max-requests", type=int, default=4000)
     args = p.parse_args()
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"SKIPPED: {missing}")
+    if hosts.said_skipped(hosts.missing_tools()):
         return 0
     psb.ensure_hey()
     started = time.monotonic()
-    load_before = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = host_info.load_average()
     rows = []
     for pods in [int(s) for s in args.sizes.split(",")]:
         print(f"=== {pods} pods", flush=True)
         rows += run_size(pods, args, lambda t: print(t, flush=True))
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": f"{os.cpu_count()} x {cpu_model()}, Linux {platform.release()}",
-            "load_before": load_before, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
-            "seconds": time.monotonic() - started}
-    text = section(rows, meta)
-    if args.print or not args.out:
-        print(text)
-    if args.out:
-        out = Path(args.out)
-        out.write_text(marked_section.replace(out.read_text() if out.exists() else "", BEGIN, END, text) + "\n")
+    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, host_info.run_meta(started, load_before)))
     return 0
 
 

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use gpu_e2e::{AdmissionResponse, Policy, add_custom_section};
+use gpu_e2e::{AdmissionResponse, Policy, ReplaySession, add_custom_section};
 use serde_json::Value;
 
 use crate::cases::{Loaded, Outcome};
@@ -129,6 +129,19 @@ pub struct CaseResult {
     pub notes: Vec<String>,
 }
 
+/// [`measure`] of `call`, given a fresh copy of the case's replay session each time.
+fn measure_in_session<R>(
+    plan: &Plan,
+    case: &Loaded,
+    mut call: impl FnMut(Option<ReplaySession>) -> Result<R>,
+) -> Result<Summary> {
+    measure(
+        plan,
+        || case.session.clone(),
+        |session| call(session).map(drop),
+    )
+}
+
 /// Measures one case of `policy`.
 pub fn measure_case(
     policy: &Policy,
@@ -156,29 +169,15 @@ pub fn measure_case(
     }
     let wasm_answer = instance.call("validate", &case.payload, case.session.clone())?;
 
-    let warm_call = measure(
-        &plans.warm,
-        || case.session.clone(),
-        |session| instance.call("validate", &case.payload, session).map(drop),
-    )?;
-    let warm_validate = measure(
-        &plans.warm,
-        || case.session.clone(),
-        |session| {
-            instance
-                .validate(&case.request, &case.settings, session)
-                .map(drop)
-        },
-    )?;
-    let fresh_validate = measure(
-        &plans.fresh,
-        || case.session.clone(),
-        |session| {
-            policy
-                .validate(&case.request, &case.settings, session)
-                .map(drop)
-        },
-    )?;
+    let warm_call = measure_in_session(&plans.warm, case, |session| {
+        instance.call("validate", &case.payload, session)
+    })?;
+    let warm_validate = measure_in_session(&plans.warm, case, |session| {
+        instance.validate(&case.request, &case.settings, session)
+    })?;
+    let fresh_validate = measure_in_session(&plans.fresh, case, |session| {
+        policy.validate(&case.request, &case.settings, session)
+    })?;
     let native = if native::supported(module) {
         let answer = native::validate(module, &case.payload, case.session.clone())?;
         if !same_answer(&answer, &wasm_answer) {

@@ -212,11 +212,7 @@ pub fn check(o: &Options, stdin: &mut dyn Read, out: &mut dyn Write, err: &mut d
             Err(e) => {
                 return bad_input(
                     err,
-                    &[InputError {
-                        file: kubeconfig.display().to_string(),
-                        line: None,
-                        message: e,
-                    }],
+                    &[InputError::whole_file(kubeconfig.display().to_string(), e)],
                 );
             }
         }
@@ -226,11 +222,10 @@ pub fn check(o: &Options, stdin: &mut dyn Read, out: &mut dyn Write, err: &mut d
             Err(e) => {
                 return bad_input(
                     err,
-                    &[InputError {
-                        file: session.display().to_string(),
-                        line: None,
-                        message: format!("{e:#}"),
-                    }],
+                    &[InputError::whole_file(
+                        session.display().to_string(),
+                        format!("{e:#}"),
+                    )],
                 );
             }
         }

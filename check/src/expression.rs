@@ -127,19 +127,24 @@ impl Parser {
     }
 
     fn or(&mut self) -> Result<Expr, String> {
-        let mut left = self.and()?;
-        while self.peek() == Some(&Token::Or) {
-            self.at += 1;
-            left = Expr::Or(Box::new(left), Box::new(self.and()?));
-        }
-        Ok(left)
+        self.chain(&Token::Or, Self::and, Expr::Or)
     }
 
     fn and(&mut self) -> Result<Expr, String> {
-        let mut left = self.unary()?;
-        while self.peek() == Some(&Token::And) {
+        self.chain(&Token::And, Self::unary, Expr::And)
+    }
+
+    /// `operand (op operand)*`, joined from the left.
+    fn chain(
+        &mut self,
+        op: &Token,
+        operand: fn(&mut Self) -> Result<Expr, String>,
+        join: fn(Box<Expr>, Box<Expr>) -> Expr,
+    ) -> Result<Expr, String> {
+        let mut left = operand(self)?;
+        while self.peek() == Some(op) {
             self.at += 1;
-            left = Expr::And(Box::new(left), Box::new(self.unary()?));
+            left = join(Box::new(left), Box::new(operand(self)?));
         }
         Ok(left)
     }

@@ -25,6 +25,17 @@ pub struct InputError {
     pub message: String,
 }
 
+impl InputError {
+    /// An error about `file` as a whole (no line).
+    pub fn whole_file(file: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            file: file.into(),
+            line: None,
+            message: message.into(),
+        }
+    }
+}
+
 impl fmt::Display for InputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.line {
@@ -57,11 +68,7 @@ impl Manifest {
 /// The files a path names: itself, or for a folder every `.yaml`, `.yml` and `.json` file
 /// under it (recursively, sorted; hidden entries skipped).
 pub fn files_of(path: &Path) -> Result<Vec<PathBuf>, InputError> {
-    let error = |message: String| InputError {
-        file: path.display().to_string(),
-        line: None,
-        message,
-    };
+    let error = |message: String| InputError::whole_file(path.display().to_string(), message);
     let meta = std::fs::metadata(path).map_err(|e| error(format!("cannot read: {e}")))?;
     if !meta.is_dir() {
         return Ok(vec![path.to_path_buf()]);
@@ -112,11 +119,10 @@ pub fn read_manifests(
                     Ok(found) => manifests.extend(found),
                     Err(e) => errors.push(e),
                 },
-                Err(e) => errors.push(InputError {
-                    file: STDIN_NAME.into(),
-                    line: None,
-                    message: format!("cannot read standard input: {e}"),
-                }),
+                Err(e) => errors.push(InputError::whole_file(
+                    STDIN_NAME,
+                    format!("cannot read standard input: {e}"),
+                )),
             }
             continue;
         }
@@ -132,11 +138,7 @@ pub fn read_manifests(
             let text = match std::fs::read_to_string(&file) {
                 Ok(text) => text,
                 Err(e) => {
-                    errors.push(InputError {
-                        file: name,
-                        line: None,
-                        message: format!("cannot read: {e}"),
-                    });
+                    errors.push(InputError::whole_file(name, format!("cannot read: {e}")));
                     continue;
                 }
             };

@@ -213,11 +213,10 @@ pub fn read_policy_manifests(
         let text = match std::fs::read_to_string(file) {
             Ok(t) => t,
             Err(e) => {
-                errors.push(InputError {
-                    file: name,
-                    line: None,
-                    message: format!("cannot read the policy manifest: {e}"),
-                });
+                errors.push(InputError::whole_file(
+                    name,
+                    format!("cannot read the policy manifest: {e}"),
+                ));
                 continue;
             }
         };
@@ -245,15 +244,11 @@ pub fn read_policy_manifests(
         }
     }
     if out.is_empty() && errors.is_empty() {
-        errors.push(InputError {
-            file: files
-                .iter()
-                .map(|f| f.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            line: None,
-            message: "no ClusterAdmissionPolicy, AdmissionPolicy or policy group found".into(),
-        });
+        let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+        errors.push(InputError::whole_file(
+            names.join(", "),
+            "no ClusterAdmissionPolicy, AdmissionPolicy or policy group found",
+        ));
     }
     if errors.is_empty() {
         Ok(out)

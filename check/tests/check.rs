@@ -271,19 +271,19 @@ fn a_folder_is_read_recursively() {
 #[test]
 fn the_capacity_gate_reads_a_snapshot() {
     let job = "Job ml-research/finetune-llama-8b";
-    let busy = check(&[
-        &example("manifests/finetune-job.json"),
-        "--snapshot",
-        &example("cluster-snapshot.yaml"),
-        "-o",
-        "json",
-    ]);
-    let r = results(&busy);
-    assert_eq!(
-        verdict(&r, job, "gpu-admission/capacity"),
-        "denied",
-        "{r:#?}"
-    );
+    let manifest = example("manifests/finetune-job.json");
+    // The run on the Job with the cluster flags `cluster`, its results and the gate's verdict.
+    let judged = |cluster: &[&str]| {
+        let mut args = vec![manifest.as_str()];
+        args.extend_from_slice(cluster);
+        args.extend(["-o", "json"]);
+        let out = check(&args);
+        let r = results(&out);
+        let capacity = verdict(&r, job, "gpu-admission/capacity");
+        (out, r, capacity)
+    };
+    let (busy, r, capacity) = judged(&["--snapshot", &example("cluster-snapshot.yaml")]);
+    assert_eq!(capacity, "denied", "{r:#?}");
     let message = rows(&r, job, "gpu-admission/capacity")[0]["message"]
         .as_str()
         .unwrap()
@@ -291,27 +291,11 @@ fn the_capacity_gate_reads_a_snapshot() {
     assert!(message.contains("a100-batch"), "{message}");
     assert_eq!(busy.status, Some(1));
 
-    let idle = check(&[
-        &example("manifests/finetune-job.json"),
-        "--snapshot",
-        &data("snapshot-idle.yaml"),
-        "-o",
-        "json",
-    ]);
-    let r = results(&idle);
-    assert_eq!(
-        verdict(&r, job, "gpu-admission/capacity"),
-        "admitted",
-        "{r:#?}"
-    );
+    let (_, r, capacity) = judged(&["--snapshot", &data("snapshot-idle.yaml")]);
+    assert_eq!(capacity, "admitted", "{r:#?}");
 
-    let none = check(&[&example("manifests/finetune-job.json"), "-o", "json"]);
-    let r = results(&none);
-    assert_eq!(
-        verdict(&r, job, "gpu-admission/capacity"),
-        "skipped",
-        "{r:#?}"
-    );
+    let (_, r, capacity) = judged(&[]);
+    assert_eq!(capacity, "skipped", "{r:#?}");
 }
 
 #[test]

@@ -1718,27 +1718,16 @@ mod tests {
             assert_eq!(problems.len(), 1, "{rules}: {problems:#?}");
             assert!(problems[0].contains(expected), "{}", problems[0]);
         };
+        // The two good alerts and a third one on `expr`.
+        let with_third =
+            |expr: &str| json!([alert("L", LATENCY), alert("E", ERRORS), alert("X", expr)]);
         // An invented metric name, and an invented label.
         one(
-            json!([
-                alert("L", LATENCY),
-                alert("E", ERRORS),
-                alert(
-                    "X",
-                    "rate(policy_server_request_duration_seconds_count[5m]) > 1"
-                )
-            ]),
+            with_third("rate(policy_server_request_duration_seconds_count[5m]) > 1"),
             "queries policy_server_request_duration_seconds_count, which policy-server does not export",
         );
         one(
-            json!([
-                alert("L", LATENCY),
-                alert("E", ERRORS),
-                alert(
-                    "X",
-                    "sum by (policy) (rate(kubewarden_policy_evaluations_total[5m])) > 1"
-                )
-            ]),
+            with_third("sum by (policy) (rate(kubewarden_policy_evaluations_total[5m])) > 1"),
             "uses label policy, which policy-server's metrics do not have",
         );
         // Missing the latency alert, or with another quantile or threshold.
@@ -1746,20 +1735,12 @@ mod tests {
             json!([alert("E", ERRORS)]),
             "no alert on the p99 evaluation latency",
         );
-        one(
-            json!([
-                alert("L", &LATENCY.replace("0.99", "0.9")),
-                alert("E", ERRORS)
-            ]),
-            "no alert on the p99 evaluation latency",
-        );
-        one(
-            json!([
-                alert("L", &LATENCY.replace("500", "5000")),
-                alert("E", ERRORS)
-            ]),
-            "no alert on the p99 evaluation latency",
-        );
+        for (from, to) in [("0.99", "0.9"), ("500", "5000")] {
+            one(
+                json!([alert("L", &LATENCY.replace(from, to)), alert("E", ERRORS)]),
+                "no alert on the p99 evaluation latency",
+            );
+        }
         one(json!([alert("L", LATENCY)]), "no alert on the error rate");
         // A rule without for/severity, an expression that does not scan, no metric at all.
         let mut no_for = alert("E", ERRORS);
@@ -1769,19 +1750,11 @@ mod tests {
             "rules[1].for is required",
         );
         one(
-            json!([
-                alert("L", LATENCY),
-                alert("E", ERRORS),
-                alert("X", "sum(rate(kubewarden_policy_evaluations_total[5m])")
-            ]),
+            with_third("sum(rate(kubewarden_policy_evaluations_total[5m])"),
             "unclosed (",
         );
         one(
-            json!([
-                alert("L", LATENCY),
-                alert("E", ERRORS),
-                alert("X", "vector(1) > 0")
-            ]),
+            with_third("vector(1) > 0"),
             "queries no policy-server metric",
         );
         let mut wrong = good.clone();

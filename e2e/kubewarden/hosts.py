@@ -72,6 +72,14 @@ def missing_tools():
     return f"{'; '.join(problems)} ({how})"
 
 
+def said_skipped(reason, who=None):
+    """For a script's main(): when `reason` (what is missing) is set, prints `who: SKIPPED:
+    reason` (`SKIPPED: reason` without `who`) and returns True; False otherwise."""
+    if reason:
+        print(f"{who}: SKIPPED: {reason}" if who else f"SKIPPED: {reason}")
+    return bool(reason)
+
+
 def skip_unless_ready(target, reason):
     """Skips the test class when `reason` (what is missing) is set, saying so on stderr with the
     make target that runs it."""

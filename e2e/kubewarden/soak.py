@@ -112,9 +112,7 @@ def main():
     if not 0 <= args.bad_percent <= 100:
         ap.error("--bad-percent must be between 0 and 100")
 
-    reason = loadrig.missing_tools()
-    if reason:
-        print(f"soak: SKIPPED: {reason}")
+    if hosts.said_skipped(loadrig.missing_tools(), "soak"):
         return 0
     hosts.install_signal_handlers()
     with hosts.Host("policy-server-soak") as host:

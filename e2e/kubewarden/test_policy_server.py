@@ -513,71 +513,53 @@ class PolicyServerE2E(hosts.HostTestCase):
         }
         cls.fakeapi = host.start_fakeapi(cluster())
         entry = hosts.PolicyEntry
+
+        def reads(policy, settings, **more):
+            """An entry of `policy` with `settings`, granted its contextAwareResources (unless
+            `more` names others) and every Kubernetes host capability."""
+            return entry(cls.modules[policy], settings=settings,
+                         **{"context_aware_resources": aware[policy], "host_capabilities": ["kubernetes/*"], **more})
+
         policies = {
             "labels": entry(cls.modules[LABELS], settings={}, context_aware_resources=aware[LABELS]),
             # gpuAccessLabel and gpuSharing: the workload's Namespace (get_resource).
-            "labels-access": entry(cls.modules[LABELS], settings=test_data(LABELS, "settings_gpu_access.yml"),
-                                   context_aware_resources=aware[LABELS], host_capabilities=["kubernetes/*"]),
-            "labels-sharing": entry(cls.modules[LABELS], settings=test_data(LABELS, "settings_gpu_sharing.yml"),
-                                    context_aware_resources=aware[LABELS], host_capabilities=["kubernetes/*"]),
+            "labels-access": reads(LABELS, test_data(LABELS, "settings_gpu_access.yml")),
+            "labels-sharing": reads(LABELS, test_data(LABELS, "settings_gpu_sharing.yml")),
             "routing": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings.yml"),
                              allowed_to_mutate=True, context_aware_resources=aware[ROUTING]),
             # teamLabelKey: team: reads the workload's Namespace.
-            "routing-team": entry(cls.modules[ROUTING], settings=test_data(ROUTING, "settings_team.yml"),
-                                  allowed_to_mutate=True, context_aware_resources=aware[ROUTING],
-                                  host_capabilities=["kubernetes/*"]),
+            "routing-team": reads(ROUTING, test_data(ROUTING, "settings_team.yml"), allowed_to_mutate=True),
             # No host capabilities: with these settings the policy must make no host call.
             "vram": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings.yml"),
                           context_aware_resources=aware[VRAM]),
-            "vram-registry": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_registry.yml"),
-                                   context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            "vram-registry": reads(VRAM, test_data(VRAM, "settings_registry.yml")),
             # nodeInventory on: lists the GFD-labelled nodes (gfd_nodes); and without v1/Node in
             # its contextAwareResources, which must deny.
-            "vram-nodes": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
-                                context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            "vram-nodes": reads(VRAM, test_data(VRAM, "settings_nodes.yml")),
             # The same with noMatchingNodes: deny (every GPU node standing).
-            "vram-nodes-deny": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes_deny.yml"),
-                                     context_aware_resources=aware[VRAM], host_capabilities=["kubernetes/*"]),
+            "vram-nodes-deny": reads(VRAM, test_data(VRAM, "settings_nodes_deny.yml")),
             # imageLabels too: the image configs policy-server pulls from the registry.
-            "vram-nodes-images": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes_image_labels.yml"),
-                                       context_aware_resources=aware[VRAM],
+            "vram-nodes-images": reads(VRAM, test_data(VRAM, "settings_nodes_image_labels.yml"),
                                        host_capabilities=["kubernetes/*", "oci/v1/oci_manifest_config"]),
-            "vram-nodes-ungranted": entry(cls.modules[VRAM], settings=test_data(VRAM, "settings_nodes.yml"),
-                                          context_aware_resources=[r for r in aware[VRAM] if r["kind"] != "Node"],
-                                          host_capabilities=["kubernetes/*"]),
-            "capacity": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings.yml"),
-                              context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
-            "autoscaler": entry(cls.modules[AUTOSCALER], settings=test_data(AUTOSCALER, "settings.yml"),
-                                context_aware_resources=aware[AUTOSCALER], host_capabilities=["kubernetes/*"]),
+            "vram-nodes-ungranted": reads(VRAM, test_data(VRAM, "settings_nodes.yml"),
+                                          context_aware_resources=[r for r in aware[VRAM] if r["kind"] != "Node"]),
+            "capacity": reads(CAPACITY, test_data(CAPACITY, "settings.yml")),
+            "autoscaler": reads(AUTOSCALER, test_data(AUTOSCALER, "settings.yml")),
             # The pools of settings.yml with namespace ResourceQuotas checked (the default).
-            "capacity-ns-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_namespace_quotas.yml"),
-                                        context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            "capacity-ns-quotas": reads(CAPACITY, test_data(CAPACITY, "settings_namespace_quotas.yml")),
             # One pools block for both (test_data/settings_scale_from_zero.yml): pool h100-serving
             # scales from zero nodes up to maxAllocatable.
-            "capacity-scale-from-zero": entry(cls.modules[CAPACITY],
-                                              settings=test_data(CAPACITY, "settings_scale_from_zero.yml"),
-                                              context_aware_resources=aware[CAPACITY],
-                                              host_capabilities=["kubernetes/*"]),
-            "autoscaler-scale-from-zero": entry(cls.modules[AUTOSCALER],
-                                                settings=test_data(AUTOSCALER, "settings_scale_from_zero.yml"),
-                                                context_aware_resources=aware[AUTOSCALER],
-                                                host_capabilities=["kubernetes/*"]),
+            "capacity-scale-from-zero": reads(CAPACITY, test_data(CAPACITY, "settings_scale_from_zero.yml")),
+            "autoscaler-scale-from-zero": reads(AUTOSCALER, test_data(AUTOSCALER, "settings_scale_from_zero.yml")),
             # Pool a100 keeps 16 GPUs for interactive work in a window open now, or closed now.
-            "capacity-reserve-peak": entry(cls.modules[CAPACITY], settings=reserve_settings(open_now=True),
-                                           context_aware_resources=aware[CAPACITY],
-                                           host_capabilities=["kubernetes/*"]),
-            "capacity-reserve-offpeak": entry(cls.modules[CAPACITY], settings=reserve_settings(open_now=False),
-                                              context_aware_resources=aware[CAPACITY],
-                                              host_capabilities=["kubernetes/*"]),
+            "capacity-reserve-peak": reads(CAPACITY, reserve_settings(open_now=True)),
+            "capacity-reserve-offpeak": reads(CAPACITY, reserve_settings(open_now=False)),
             # Burst brakes in pool l40s (BRAKE_SETTINGS): pods by creationTimestamp, the Namespace's team.
-            "capacity-brakes": entry(cls.modules[CAPACITY], settings=BRAKE_SETTINGS,
-                                     context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            "capacity-brakes": reads(CAPACITY, BRAKE_SETTINGS),
             # countDraClaims: pool a100-dra, whose pods hold their GPUs through ResourceClaims.
-            "capacity-dra": entry(cls.modules[CAPACITY], settings=DRA_SETTINGS,
-                                  context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            "capacity-dra": reads(CAPACITY, DRA_SETTINGS),
             # usage: quotas (pool a100, capacity declared) and usage: pods with capacity declared.
-            "capacity-quotas": entry(cls.modules[CAPACITY], settings=test_data(CAPACITY, "settings_quotas.yml"),
-                                     context_aware_resources=aware[CAPACITY], host_capabilities=["kubernetes/*"]),
+            "capacity-quotas": reads(CAPACITY, test_data(CAPACITY, "settings_quotas.yml")),
         }
         cls.server = host.start_policy_server(policies, cls.fakeapi)
         sys.stderr.write(f"policy-server ready in {cls.server.startup_seconds:.1f} s "

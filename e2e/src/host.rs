@@ -185,7 +185,7 @@ impl HostContext {
         operation: &str,
         payload: &[u8],
     ) -> Result<Vec<u8>, String> {
-        let outcome = self.dispatch(binding, namespace, operation, payload);
+        let outcome = self.dispatch((binding, namespace, operation), payload);
         lock(&self.calls).push(HostCall {
             binding: binding.to_string(),
             namespace: namespace.to_string(),
@@ -199,14 +199,10 @@ impl HostContext {
         outcome
     }
 
-    fn dispatch(
-        &self,
-        binding: &str,
-        namespace: &str,
-        operation: &str,
-        payload: &[u8],
-    ) -> Result<Vec<u8>, String> {
-        match (binding, namespace, operation) {
+    /// The answer to the call `target` (binding, namespace, operation) with `payload`.
+    fn dispatch(&self, target: (&str, &str, &str), payload: &[u8]) -> Result<Vec<u8>, String> {
+        let (binding, namespace, operation) = target;
+        match target {
             // The SDK's logging drain; policy-evaluator accepts and logs it.
             ("kubewarden", "tracing", "log") => Ok(Vec::new()),
             (
@@ -223,7 +219,7 @@ impl HostContext {
                         request.kind()
                     ));
                 }
-                lock(&self.answers).answer(&request, (binding, namespace, operation))
+                lock(&self.answers).answer(&request, target)
             }
             // The image reference as a JSON string (the SDK's `get_manifest_and_config`);
             // policy-evaluator grants OCI calls without contextAwareResources.
@@ -235,7 +231,7 @@ impl HostContext {
                     )
                 })?;
                 let request = CallbackRequest::OciManifestAndConfig { image };
-                lock(&self.answers).answer(&request, (binding, namespace, operation))
+                lock(&self.answers).answer(&request, target)
             }
             _ => Err(format!(
                 "unsupported host call {binding}/{namespace}/{operation}"

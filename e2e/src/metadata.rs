@@ -391,42 +391,26 @@ mod tests {
             operations: ops,
             scope: None,
         };
-        assert!(
-            rule(&["pods"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(
-            rule(&["*", "a/b", "a/*", "*/b"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(
-            !rule(&["*", "pods"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(
-            !rule(&["a/*", "a/x"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(
-            !rule(&["*/a", "x/a"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(
-            !rule(&["*/*", "pods"], vec![Operation::Create])
-                .problems()
-                .is_empty()
-        );
-        assert!(!rule(&["pods"], vec![]).problems().is_empty());
-        assert!(
-            !rule(&["pods"], vec![Operation::All, Operation::Create])
-                .problems()
-                .is_empty()
-        );
+        // (resources, operations, valid)
+        let create = || vec![Operation::Create];
+        let cases: [(&[&str], Vec<Operation>, bool); 8] = [
+            (&["pods"], create(), true),
+            (&["*", "a/b", "a/*", "*/b"], create(), true),
+            (&["*", "pods"], create(), false),
+            (&["a/*", "a/x"], create(), false),
+            (&["*/a", "x/a"], create(), false),
+            (&["*/*", "pods"], create(), false),
+            (&["pods"], vec![], false),
+            (&["pods"], vec![Operation::All, Operation::Create], false),
+        ];
+        for (resources, operations, valid) in cases {
+            let problems = rule(resources, operations.clone()).problems();
+            assert_eq!(
+                problems.is_empty(),
+                valid,
+                "{resources:?} {operations:?}: {problems:?}"
+            );
+        }
         let mut wild = rule(&["pods"], vec![Operation::Create]);
         wild.api_groups = vec!["".into(), "*".into()];
         assert_eq!(wild.problems().len(), 1);

@@ -7,12 +7,12 @@
 mod common;
 
 use common::PolicyUnderTest;
-use common::dates::{DatedException, assert_more_than_30_days_ahead, days_from_civil};
+use common::dates::DatedException;
 use common::manifests::{
     assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
     rbac_names, yaml_documents,
 };
-use gpu_e2e::{ContextAwareAccess, ReplaySession};
+use gpu_e2e::ReplaySession;
 use serde_json::Value;
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-capacity-gate-policy");
@@ -94,19 +94,10 @@ fn dra_claims_are_read_first_then_the_pool() {
     assert_eq!(calls[1].1["kind"], "ResourceQuota");
     // Deployed without the DRA grant (the contextAwareResources of an earlier version):
     // denied before the pool is read.
-    let old = serde_json::json!({"contextAwareResources": [
+    let old = serde_json::json!([
         {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"},
-        {"apiVersion": "v1", "kind": "ResourceQuota"}]});
-    let request = POLICY.request(DRA);
-    let eval = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .evaluate(
-            &request,
-            &POLICY.settings(Q),
-            Some(POLICY.session("session_dra_quotas_found.yml")),
-        )
-        .unwrap();
+        {"apiVersion": "v1", "kind": "ResourceQuota"}]);
+    let eval = POLICY.evaluate_granted(old, DRA, Q, "session_dra_quotas_found.yml");
     assert!(!eval.response.allowed);
     assert!(
         eval.response
@@ -159,23 +150,21 @@ fn a_karpenter_pool_reads_its_nodes_then_its_node_pool_then_its_pods() {
     assert_eq!(calls[2].1["kind"], "Pod");
 }
 
+/// The contextAwareResources of the gate's first versions: Nodes and Pods.
+fn nodes_and_pods_only() -> Value {
+    serde_json::json!([{"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}])
+}
+
 #[test]
 fn without_node_pool_in_context_aware_resources_a_karpenter_pool_fails_closed() {
-    // The contextAwareResources of a policy deployed before karpenterNodePool existed.
-    let old = serde_json::json!({"contextAwareResources": [
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = POLICY.request("deployment_a100_4x2.json");
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .validate(
-            &request,
-            &POLICY.settings("settings_karpenter.yml"),
-            Some(POLICY.session("session_karpenter_zero_nodes.yml")),
-        )
-        .unwrap();
-    assert!(!response.allowed);
-    assert_eq!(response.message(), Some(KARPENTER_NOT_GRANTED));
+    // A policy deployed before karpenterNodePool existed.
+    let denial = POLICY.denial_granted(
+        nodes_and_pods_only(),
+        "deployment_a100_4x2.json",
+        "settings_karpenter.yml",
+        "session_karpenter_zero_nodes.yml",
+    );
+    assert_eq!(denial, KARPENTER_NOT_GRANTED);
 }
 
 #[test]
@@ -272,25 +261,16 @@ fn the_quota_a_denial_asks_for_makes_the_request_countable() {
 
 #[test]
 fn without_resource_quota_in_context_aware_resources_quota_mode_fails_closed() {
-    // The contextAwareResources of a policy deployed before usage: quotas existed.
-    let old = serde_json::json!({"contextAwareResources": [
-        {"apiVersion": "v1", "kind": "Node"}, {"apiVersion": "v1", "kind": "Pod"}]});
-    let request = POLICY.request("deployment_a100_4x2_priority.json");
-    let response = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&old)))
-        .validate(
-            &request,
-            &POLICY.settings(Q),
-            Some(POLICY.session("session_quotas_found.yml")),
-        )
-        .unwrap();
-    assert!(!response.allowed);
+    // A policy deployed before usage: quotas existed.
+    let denial = POLICY.denial_granted(
+        nodes_and_pods_only(),
+        "deployment_a100_4x2_priority.json",
+        Q,
+        "session_quotas_found.yml",
+    );
     assert_eq!(
-        response.message(),
-        Some(
-            "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
-        )
+        denial,
+        "pool a100: cannot list v1/ResourceQuota: not granted to this policy: add {apiVersion: v1, kind: ResourceQuota} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
     );
 }
 
@@ -470,45 +450,21 @@ fn metadata_version_matches_the_crate() {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    assert_more_than_30_days_ahead(
-        days_from_civil(2027, 9, 28) * 86_400,
-        "test_data/settings_exceptions.yml: the exception ends 2027-09-27, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it",
-    );
+    POLICY.assert_exception_fixture_renewed();
 }
 
 #[test]
 fn an_excused_denial_is_kept_in_the_audit_and_warned_about_in_its_last_week() {
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "llm-a100-launch",
-        "serving-team@example.com",
-    );
-    let until = |days: i64| exception.until(POLICY, days);
+    let exception = DatedException::new("llm-a100-launch", "serving-team@example.com");
     let request = POLICY.request("deployment_a100_4x2.json");
-    let session = || Some(POLICY.session("session_a100_over.yml"));
-    let month = POLICY
-        .module()
-        .validate(&request, &until(30), session())
-        .unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    let audit = month.audit_annotations.clone().unwrap_or_default();
+    let (month, _) = exception.assert_applies(POLICY, &request, Some("session_a100_over.yml"), 2);
+    let audit = month.audit_annotations.unwrap_or_default();
     assert_eq!(audit.get("excused").map(String::as_str), Some(OVER));
-    assert_eq!(audit.get("exception").cloned(), Some(exception.audit(30)));
-    let soon = POLICY
-        .module()
-        .validate(&request, &until(2), session())
-        .unwrap();
-    assert!(soon.allowed);
-    exception.last_week_warning(soon.warnings, 2);
     // Another workload of the namespace, which the selector does not match, is still denied.
-    let mut other = request.clone();
-    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] =
-        serde_json::json!("llm-other");
-    assert!(
-        !POLICY
-            .module()
-            .validate(&other, &until(30), session())
-            .unwrap()
-            .allowed
+    exception.assert_not_applied_to_another_app(
+        POLICY,
+        &request,
+        Some("session_a100_over.yml"),
+        "llm-other",
     );
 }

@@ -7,9 +7,7 @@
 mod common;
 
 use common::PolicyUnderTest;
-use common::dates::{
-    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
-};
+use common::dates::{DatedException, civil_from_days, days_from_civil, parse_utc};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-labels-policy");
@@ -40,18 +38,12 @@ fn every_test_data_request_gets_its_verdict_and_message() {
 #[test]
 fn exempt_namespace_is_accepted_with_an_audit_annotation() {
     let request = POLICY.request("pod_in_exempt_namespace.json");
-    let denied = POLICY
-        .module()
-        .validate(&request, &json!({}), None)
-        .unwrap();
+    let denied = POLICY.validate(&request, &json!({}));
     assert!(
         !denied.allowed,
         "without the exemption the validator pod is unlabelled"
     );
-    let r = POLICY
-        .module()
-        .validate(&request, &settings(Some("settings_exempt.yml")), None)
-        .unwrap();
+    let r = POLICY.validate(&request, &settings(Some("settings_exempt.yml")));
     assert!(r.allowed);
     assert_eq!(r.status, None);
     assert_eq!(
@@ -66,10 +58,7 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
 #[test]
 fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
     let request = POLICY.request("deployment_update_scales_legacy.json");
-    let r = POLICY
-        .module()
-        .validate(&request, &json!({}), None)
-        .unwrap();
+    let r = POLICY.validate(&request, &json!({}));
     assert!(r.allowed);
     assert_eq!(
         r.warnings.as_deref(),
@@ -89,13 +78,7 @@ fn an_update_that_changes_no_template_or_label_is_allowed_with_warnings() {
     let mut create = request.clone();
     create["operation"] = json!("CREATE");
     create["oldObject"] = Value::Null;
-    assert!(
-        !POLICY
-            .module()
-            .validate(&create, &json!({}), None)
-            .unwrap()
-            .allowed
-    );
+    assert!(!POLICY.validate(&create, &json!({})).allowed);
 }
 
 #[test]
@@ -103,13 +86,7 @@ fn custom_kinds_are_only_checked_when_configured() {
     // Without customKinds a RayCluster carries no pod template the policy knows of; its
     // pods are still judged when the Ray operator creates them.
     let request = POLICY.request("raycluster_worker_unlabelled.json");
-    assert!(
-        POLICY
-            .module()
-            .validate(&request, &json!({}), None)
-            .unwrap()
-            .allowed
-    );
+    assert!(POLICY.validate(&request, &json!({})).allowed);
 }
 
 #[test]
@@ -167,10 +144,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
 fn env_from_is_allowed_with_a_warning_and_the_warning_stays_on_denials() {
     let warning = |file: &str| {
         let request = POLICY.request(file);
-        POLICY
-            .module()
-            .validate(&request, &json!({}), None)
-            .unwrap()
+        POLICY.validate(&request, &json!({}))
     };
     let r = warning("pod_gpu_env_from.json");
     assert!(r.allowed && r.status.is_none());
@@ -285,21 +259,30 @@ const LLM_LABELS_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules 
 const LLM_NOT_EXCUSED: &str = "Pod 'llm-chat' breaks the GPU admission rules (1 problem): 1) container 'vllm' holds GPUs but requests no cpu and no memory: set resources.requests.cpu and resources.requests.memory to what it uses, so it is not packed onto a GPU node without room for it";
 const EXPIRED_NOTE: &str = " (exception serving-labels-migration (owner platform-team@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
 const INVALID_EXCEPTION: &str = "exceptions[0].rules[0]: 'maxGpusPerPod' is not a rule of this policy; use one of requiredLabels, gpuRequests, gpuNodes, deviceAccess, workloadRules, gpuAccess, gpuSharing";
-/// The first second settings_exceptions.yml's exception no longer applies.
-const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 
+/// The date helpers of common/dates.rs, which every policy's exception tests use.
 #[test]
 fn the_date_helpers_agree_with_known_dates() {
     assert_eq!(civil_from_days(0), "1970-01-01");
+    assert_eq!(days_from_civil(2026, 12, 1) * 86_400, 1_796_083_200);
+    assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
     assert_eq!(parse_utc("2026-12-01T00:00:00Z"), Some(1_796_083_200));
+    assert_eq!(parse_utc("2026-12-01T22:00:00Z"), Some(1_796_162_400));
     assert_eq!(civil_from_days(1_796_083_200 / 86_400), "2026-12-01");
     assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
-    assert_eq!(parse_utc("2026-12-01 00:00:00Z"), None);
+    for bad in [
+        "2026-12-01 00:00:00Z",
+        "2026-12-01T22:00:00",
+        "2026-13-01T22:00:00Z",
+        "2026-12-01T2a:00:00Z",
+    ] {
+        assert_eq!(parse_utc(bad), None, "{bad}");
+    }
 }
 
 fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
     let request = POLICY.request(request);
-    POLICY.module().validate(&request, settings, None).unwrap()
+    POLICY.validate(&request, settings)
 }
 
 fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
@@ -308,12 +291,7 @@ fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    assert_more_than_30_days_ahead(
-        parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap(),
-        &format!(
-            "test_data/settings_exceptions.yml of gpu-labels-policy, gpu-pool-routing-policy and gpu-vram-fit-policy: the exceptions end {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move their expires forward (at most maxExceptionDays from today) and the expected audit annotations with them"
-        ),
-    );
+    POLICY.assert_exception_fixture_renewed();
 }
 
 #[test]
@@ -359,20 +337,9 @@ fn an_expired_exception_is_named_in_the_denial() {
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
     // Dates from the test machine's clock, so these cases never go stale.
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "serving-labels-migration",
-        "platform-team@example.com",
-    );
-    let r = run_with(
-        "pod_mig_slice_unlabelled.json",
-        &exception.until(POLICY, 30),
-    );
-    assert!(r.allowed && r.warnings.is_none(), "{r:?}");
-    assert_eq!(audit(&r, "exception"), Some(exception.audit(30)));
-    let r = run_with("pod_mig_slice_unlabelled.json", &exception.until(POLICY, 3));
-    assert!(r.allowed, "{r:?}");
-    let warning = exception.last_week_warning(r.warnings, 3);
+    let exception = DatedException::new("serving-labels-migration", "platform-team@example.com");
+    let request = POLICY.request("pod_mig_slice_unlabelled.json");
+    let (_, warning) = exception.assert_applies(POLICY, &request, None, 3);
     assert!(
         warning.ends_with(" days); renew it or fix the workload before then"),
         "{warning}"

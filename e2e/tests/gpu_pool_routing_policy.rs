@@ -18,10 +18,7 @@ mod common;
 use std::path::PathBuf;
 
 use common::PolicyUnderTest;
-use common::dates::{
-    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil, parse_utc,
-    today, unix_now,
-};
+use common::dates::{DatedException, parse_utc, today, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
@@ -29,10 +26,7 @@ use serde_json::{Value, json};
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-pool-routing-policy");
 
 fn run(request: &Value, settings_file: &str) -> AdmissionResponse {
-    POLICY
-        .module()
-        .validate(request, &POLICY.settings(settings_file), None)
-        .unwrap()
+    POLICY.validate(request, &POLICY.settings(settings_file))
 }
 
 /// Evaluates with host calls served from `session` (a file of test_data/).
@@ -44,6 +38,21 @@ fn run_session(request: &Value, settings_file: &str, session: &str) -> Evaluatio
         .unwrap()
 }
 
+/// Evaluates `req` under `settings_file` with host calls served from `session`: denied
+/// with exactly `message`, and no patch. The evaluation, for the test's own checks.
+fn assert_denied_in_session(
+    req: &Value,
+    settings_file: &str,
+    session: &str,
+    message: &str,
+) -> Evaluation {
+    let e = run_session(req, settings_file, session);
+    assert!(!e.response.allowed, "{session}");
+    assert_eq!(e.response.message(), Some(message), "{session}");
+    assert_eq!(e.response.patch, None, "{session}");
+    e
+}
+
 /// Ops sorted by path: the order of a JSONPatch diff follows the host's map ordering.
 fn sorted(mut ops: Vec<Value>) -> Vec<Value> {
     ops.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
@@ -51,17 +60,43 @@ fn sorted(mut ops: Vec<Value>) -> Vec<Value> {
 }
 
 /// Applies the response's patch to the request's object and runs the policy again on the
-/// result: a routed object must be accepted with no patch and no warning.
-fn second_pass_is_quiet(req: &Value, response: &AdmissionResponse, settings_file: &str) {
-    let ops = response.patch_ops().unwrap();
-    let patch: json_patch::Patch = serde_json::from_value(Value::Array(ops)).unwrap();
-    let mut object = req["object"].clone();
-    json_patch::patch(&mut object, &patch).unwrap();
+/// result, with host calls served from `session` (a file of test_data/) when given: a
+/// routed object must be accepted with no patch. The second answer, for the caller's own
+/// checks.
+fn second_pass(
+    req: &Value,
+    response: &AdmissionResponse,
+    settings_file: &str,
+    session: Option<&str>,
+) -> AdmissionResponse {
+    let patch: json_patch::Patch =
+        serde_json::from_value(Value::Array(response.patch_ops().unwrap())).unwrap();
     let mut again = req.clone();
-    again["object"] = object;
-    let second = run(&again, settings_file);
+    json_patch::patch(&mut again["object"], &patch).unwrap();
+    let second = match session {
+        Some(session) => run_session(&again, settings_file, session).response,
+        None => run(&again, settings_file),
+    };
     assert!(second.allowed, "second pass denied: {:?}", second.message());
     assert_eq!(second.patch, None, "second pass patched");
+    second
+}
+
+/// [`second_pass`] without host calls.
+fn second_pass_is_quiet(req: &Value, response: &AdmissionResponse, settings_file: &str) {
+    second_pass(req, response, settings_file, None);
+}
+
+/// Runs test_data/`file` with `settings_file`: accepted with exactly the ops `expected`
+/// (sorted by path), and routed for good (a second pass is quiet). The response, for the
+/// test's own checks.
+fn assert_routed(file: &str, settings_file: &str, expected: Vec<Value>) -> AdmissionResponse {
+    let req = POLICY.request(file);
+    let response = run(&req, settings_file);
+    assert!(response.allowed, "{file}: {:?}", response.message());
+    assert_eq!(sorted(response.patch_ops().unwrap()), expected, "{file}");
+    second_pass_is_quiet(&req, &response, settings_file);
+    response
 }
 
 const SETTINGS: &str = "settings.yml";
@@ -80,6 +115,18 @@ fn interactive_affinity() -> Value {
         {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4", "NVIDIA-A10G"]}]}]}}})
 }
 
+/// The ops that route a pod template to pool interactive with priority class `priority`:
+/// its labels at `metadata`, its pod spec at `spec`.
+fn interactive_ops(metadata: &str, spec: &str, priority: &str) -> Vec<Value> {
+    vec![
+        json!({"op": "add", "path": format!("{metadata}/labels/gpu-admission~1pool"), "value": "interactive"}),
+        json!({"op": "add", "path": format!("{spec}/affinity"), "value": interactive_affinity()}),
+        json!({"op": "add", "path": format!("{spec}/nodeSelector"), "value": {"gpu-admission/node-pool": "interactive"}}),
+        json!({"op": "add", "path": format!("{spec}/priorityClassName"), "value": priority}),
+        json!({"op": "add", "path": format!("{spec}/tolerations"), "value": [toleration(TOLERATION_INTERACTIVE)]}),
+    ]
+}
+
 /// The ops that route a `spec.template`-style template at `template` to pool batch.
 fn batch_ops(template: &str) -> Vec<Value> {
     vec![
@@ -90,46 +137,38 @@ fn batch_ops(template: &str) -> Vec<Value> {
     ]
 }
 
+/// The ops that route a bare Pod to pool batch: those of a template at the Pod's root,
+/// without the priority class (a Pod's priority is resolved before webhooks run).
+fn bare_pod_batch_ops() -> Vec<Value> {
+    let mut ops = batch_ops("");
+    ops.remove(2);
+    ops
+}
+
 #[test]
 fn pod_is_routed_without_priority_class_and_warned() {
-    let req = POLICY.request("pod_batch.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
+    let response = assert_routed("pod_batch.json", SETTINGS, bare_pod_batch_ops());
     assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        vec![
-            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
-            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
-            json!({"op": "add", "path": "/spec/tolerations", "value": [toleration(TOLERATION_BATCH)]}),
-        ]
-    );
     assert_eq!(
         response.warnings,
         Some(vec![
             "spec.priorityClassName: pool batch runs its workloads with priority class batch-low, but a Pod's priority is resolved before this policy runs, so it is not set on a bare Pod; set spec.priorityClassName: batch-low (Pods of routed Deployments, Jobs and other controllers already carry it)".to_string()
         ])
     );
-    second_pass_is_quiet(&req, &response, SETTINGS);
 }
 
 #[test]
 fn deployment_is_routed_with_affinity_and_priority_class() {
-    let req = POLICY.request("deployment_interactive.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        vec![
-            json!({"op": "add", "path": "/spec/template/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
-            json!({"op": "add", "path": "/spec/template/spec/affinity", "value": interactive_affinity()}),
-            json!({"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
-            json!({"op": "add", "path": "/spec/template/spec/priorityClassName", "value": "interactive-high"}),
-            json!({"op": "add", "path": "/spec/template/spec/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
-        ]
+    let response = assert_routed(
+        "deployment_interactive.json",
+        SETTINGS,
+        interactive_ops(
+            "/spec/template/metadata",
+            "/spec/template/spec",
+            "interactive-high",
+        ),
     );
     assert_eq!(response.warnings, None);
-    second_pass_is_quiet(&req, &response, SETTINGS);
 }
 
 #[test]
@@ -146,81 +185,60 @@ fn update_is_evaluated_like_create() {
 
 #[test]
 fn job_keeps_its_own_toleration_and_gets_the_pools() {
-    let req = POLICY.request("job_batch.json");
-    let response = run(&req, SETTINGS);
     let mut expected = batch_ops("/spec/template");
     // The Job already tolerates nvidia.com/gpu: the pool's toleration is appended.
     expected[3] = json!({"op": "add", "path": "/spec/template/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)});
-    assert_eq!(sorted(response.patch_ops().unwrap()), expected);
-    second_pass_is_quiet(&req, &response, SETTINGS);
+    assert_routed("job_batch.json", SETTINGS, expected);
 }
 
 #[test]
 fn cronjob_keeps_its_product_selector_and_joins_the_pool() {
-    let req = POLICY.request("cronjob_batch.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
     let mut expected = batch_ops("/spec/jobTemplate/spec/template");
     // The CronJob already selects a GPU product: the pool's key is added beside it.
     expected[1] = json!({"op": "add", "path": "/spec/jobTemplate/spec/template/spec/nodeSelector/gpu-admission~1node-pool", "value": "batch"});
-    assert_eq!(sorted(response.patch_ops().unwrap()), expected);
-    second_pass_is_quiet(&req, &response, SETTINGS);
+    assert_routed("cronjob_batch.json", SETTINGS, expected);
 }
 
 #[test]
 fn inference_service_is_routed_through_its_custom_kind_paths() {
-    let req = POLICY.request("inferenceservice_interactive.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        vec![
-            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
-            json!({"op": "add", "path": "/spec/predictor/affinity", "value": interactive_affinity()}),
-            json!({"op": "add", "path": "/spec/predictor/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
-            json!({"op": "add", "path": "/spec/predictor/priorityClassName", "value": "interactive-high"}),
-            json!({"op": "add", "path": "/spec/predictor/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
-        ]
+    assert_routed(
+        "inferenceservice_interactive.json",
+        SETTINGS,
+        interactive_ops("/metadata", "/spec/predictor", "interactive-high"),
     );
-    second_pass_is_quiet(&req, &response, SETTINGS);
 }
 
 #[test]
 fn ray_cluster_routes_the_gpu_workers_and_leaves_the_head() {
-    let req = POLICY.request("raycluster_batch.json");
-    let response = run(&req, SETTINGS);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        batch_ops("/spec/workerGroupSpecs/0/template")
+    assert_routed(
+        "raycluster_batch.json",
+        SETTINGS,
+        batch_ops("/spec/workerGroupSpecs/0/template"),
     );
-    second_pass_is_quiet(&req, &response, SETTINGS);
     // Without customKinds the RayCluster is not read at all (its Pods are routed).
     let mut plain = POLICY.settings(SETTINGS);
     plain.as_object_mut().unwrap().remove("customKinds");
-    let response = POLICY.module().validate(&req, &plain, None).unwrap();
+    let req = POLICY.request("raycluster_batch.json");
+    let response = POLICY.validate(&req, &plain);
     assert!(response.allowed);
     assert_eq!(response.patch, None);
 }
 
 #[test]
 fn gpu_in_an_init_container_is_routed() {
-    let req = POLICY.request("deployment_gpu_in_init_container.json");
-    let response = run(&req, SETTINGS);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        batch_ops("/spec/template")
+    assert_routed(
+        "deployment_gpu_in_init_container.json",
+        SETTINGS,
+        batch_ops("/spec/template"),
     );
-    second_pass_is_quiet(&req, &response, SETTINGS);
 }
 
 #[test]
 fn default_pool_takes_what_matches_no_pool() {
-    let req = POLICY.request("deployment_no_pool.json");
-    let response = run(&req, "settings_default_pool.yml");
-    assert!(response.allowed);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        batch_ops("/spec/template")
+    let response = assert_routed(
+        "deployment_no_pool.json",
+        "settings_default_pool.yml",
+        batch_ops("/spec/template"),
     );
     assert_eq!(
         response.warnings,
@@ -228,7 +246,6 @@ fn default_pool_takes_what_matches_no_pool() {
             "spec.template.spec: the pod template's labels match no pool, so it runs in the default pool batch".to_string()
         ])
     );
-    second_pass_is_quiet(&req, &response, "settings_default_pool.yml");
 }
 
 /// Accepted without a patch, with these warnings.
@@ -386,17 +403,6 @@ fn claim_template_call(name: &str, namespace: &str) -> Value {
            "namespace": namespace, "disable_cache": false, "field_masks": ["spec.spec.devices"]})
 }
 
-/// A second pass over the patched object, with the claim read again: nothing to change.
-fn second_pass_with_session_is_quiet(req: &Value, response: &AdmissionResponse, session: &str) {
-    let patch: json_patch::Patch =
-        serde_json::from_value(Value::Array(response.patch_ops().unwrap())).unwrap();
-    let mut again = req.clone();
-    json_patch::patch(&mut again["object"], &patch).unwrap();
-    let second = run_session(&again, SETTINGS, session).response;
-    assert!(second.allowed, "second pass denied: {:?}", second.message());
-    assert_eq!(second.patch, None, "second pass patched");
-}
-
 #[test]
 fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
     // pod_batch.json asks for nvidia.com/gpu; this Pod's 4 GPUs come from a claim template.
@@ -414,7 +420,13 @@ fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
         sorted(plain.patch_ops().unwrap())
     );
     assert_eq!(e.response.warnings, plain.warnings);
-    second_pass_with_session_is_quiet(&req, &e.response, "session_dra_four_gpus.yml");
+    // A second pass over the patched object, with the claim read again: nothing to change.
+    second_pass(
+        &req,
+        &e.response,
+        SETTINGS,
+        Some("session_dra_four_gpus.yml"),
+    );
 
     let req = POLICY.request("deployment_dra_four_gpus.json");
     let e = run_session(&req, SETTINGS, "session_dra_four_gpus.yml");
@@ -428,7 +440,13 @@ fn dra_pod_and_deployment_are_routed_like_four_nvidia_gpus() {
         )
     );
     assert_eq!(e.response.warnings, None);
-    second_pass_with_session_is_quiet(&req, &e.response, "session_dra_four_gpus.yml");
+    // A second pass over the patched object, with the claim read again: nothing to change.
+    second_pass(
+        &req,
+        &e.response,
+        SETTINGS,
+        Some("session_dra_four_gpus.yml"),
+    );
 }
 
 const DRA_NOT_FOUND: &str = "spec: the GPUs of this pod template cannot be counted, so it cannot be routed to its pool: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload";
@@ -463,11 +481,7 @@ const DRA_DENIED: &[(&str, &str, &str)] = &[
 #[test]
 fn dra_claims_that_cannot_be_counted_are_denied_with_the_fix() {
     for (file, session, message) in DRA_DENIED {
-        let req = POLICY.request(file);
-        let e = run_session(&req, SETTINGS, session);
-        assert!(!e.response.allowed, "{file} {session}");
-        assert_eq!(e.response.message(), Some(*message), "{file} {session}");
-        assert_eq!(e.response.patch, None);
+        let e = assert_denied_in_session(&POLICY.request(file), SETTINGS, session, message);
         assert_eq!(e.host_calls.len(), 1, "{file} {session}");
         assert!(e.unconsumed_exchanges.is_empty());
     }
@@ -504,25 +518,17 @@ fn a_claim_of_a_device_class_that_is_not_a_gpu_leaves_the_pod_alone() {
 #[test]
 fn kai_fraction_pod_is_routed_as_a_gpu_pod() {
     // KAI Scheduler's published gpu-fraction example: no GPU resource, half a GPU.
-    let req = POLICY.request("pod_kai_gpu_fraction.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        vec![
-            json!({"op": "add", "path": "/metadata/labels/gpu-admission~1pool", "value": "batch"}),
-            json!({"op": "add", "path": "/spec/nodeSelector", "value": {"gpu-admission/node-pool": "batch"}}),
-            // It tolerates nvidia.com/gpu already: the pool's toleration is appended.
-            json!({"op": "add", "path": "/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)}),
-        ]
-    );
+    let mut expected = bare_pod_batch_ops();
+    // It tolerates nvidia.com/gpu already: the pool's toleration is appended.
+    expected[2] =
+        json!({"op": "add", "path": "/spec/tolerations/1", "value": toleration(TOLERATION_BATCH)});
+    let response = assert_routed("pod_kai_gpu_fraction.json", SETTINGS, expected);
     assert_eq!(
         response.warnings,
         run(&POLICY.request("pod_batch.json"), SETTINGS).warnings
     );
-    second_pass_is_quiet(&req, &response, SETTINGS);
     // The same pod under another scheduler is not fractional: not a GPU pod.
-    let mut other = req.clone();
+    let mut other = POLICY.request("pod_kai_gpu_fraction.json");
     other["object"]["spec"]["schedulerName"] = json!("default-scheduler");
     let response = run(&other, SETTINGS);
     assert!(response.allowed);
@@ -694,21 +700,6 @@ const LENT_PREFIX: &str =
     "spec.template.spec: pool interactive lends its nodes to pool batch during always, open at ";
 const LENT_STAYS: &str = "spec.template.spec: stays on pool interactive, which lends to pool batch (lent before, unchanged by this request)";
 
-#[test]
-fn the_date_helpers_agree_with_known_dates() {
-    assert_eq!(parse_utc("1970-01-01T00:00:00Z"), Some(0));
-    assert_eq!(parse_utc("2026-12-01T22:00:00Z"), Some(1_796_162_400));
-    assert_eq!(civil_from_days(1_796_083_200 / 86_400), "2026-12-01");
-    assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
-    for bad in [
-        "2026-12-01T22:00:00",
-        "2026-13-01T22:00:00Z",
-        "2026-12-01T2a:00:00Z",
-    ] {
-        assert_eq!(parse_utc(bad), None, "{bad}");
-    }
-}
-
 /// The time in a `lent` annotation of a template lent during the window: a real RFC 3339
 /// time, within a day of this machine's clock (the module read it from the host).
 fn assert_lent_at_the_hosts_time(response: &AdmissionResponse, runner: &str) {
@@ -737,37 +728,28 @@ fn assert_lent_at_the_hosts_time_at(response: &AdmissionResponse, runner: &str, 
 
 /// The ops that lend `/spec/template` of a batch Deployment to pool interactive.
 fn lent_ops() -> Vec<Value> {
-    vec![
-        json!({"op": "add", "path": "/spec/template/metadata/labels/gpu-admission~1pool", "value": "interactive"}),
-        json!({"op": "add", "path": "/spec/template/spec/affinity", "value": interactive_affinity()}),
-        json!({"op": "add", "path": "/spec/template/spec/nodeSelector", "value": {"gpu-admission/node-pool": "interactive"}}),
-        json!({"op": "add", "path": "/spec/template/spec/priorityClassName", "value": "interactive-guest"}),
-        json!({"op": "add", "path": "/spec/template/spec/tolerations", "value": [toleration(TOLERATION_INTERACTIVE)]}),
-    ]
+    interactive_ops(
+        "/spec/template/metadata",
+        "/spec/template/spec",
+        "interactive-guest",
+    )
 }
 
 #[test]
 fn a_batch_deployment_goes_to_its_own_pool_without_lending() {
-    let req = POLICY.request("deployment_batch.json");
-    let response = run(&req, SETTINGS);
-    assert!(response.allowed);
-    assert_eq!(
-        sorted(response.patch_ops().unwrap()),
-        batch_ops("/spec/template")
+    let response = assert_routed(
+        "deployment_batch.json",
+        SETTINGS,
+        batch_ops("/spec/template"),
     );
     assert_eq!(response.audit_annotations, None);
-    second_pass_is_quiet(&req, &response, SETTINGS);
 }
 
 #[test]
 fn inside_the_window_a_batch_deployment_is_lent_at_the_hosts_time() {
-    let req = POLICY.request("deployment_batch.json");
-    let response = run(&req, LENDING);
-    assert!(response.allowed, "{:?}", response.message());
-    assert_eq!(sorted(response.patch_ops().unwrap()), lent_ops());
+    let response = assert_routed("deployment_batch.json", LENDING, lent_ops());
     assert_eq!(response.warnings, None);
     assert_lent_at_the_hosts_time(&response, "harness");
-    second_pass_is_quiet(&req, &response, LENDING);
 }
 
 /// A lent bare Pod is told the guest priority class (a Pod's priority is resolved before
@@ -837,10 +819,7 @@ fn closed_lending_settings() -> Value {
 }
 
 fn run_closed(request: &Value) -> AdmissionResponse {
-    POLICY
-        .module()
-        .validate(request, &closed_lending_settings(), None)
-        .unwrap()
+    POLICY.validate(request, &closed_lending_settings())
 }
 
 /// Outside its window, an UPDATE that moves a batch Deployment onto the lending pool is
@@ -965,8 +944,6 @@ const EXCEPTIONS: &str = "settings_exceptions.yml";
 const EXCEPTION_AUDIT: &str =
     "exception=research-spare-node owner=research-leads@example.com expires=2027-09-28T00:00:00Z";
 const EXPIRED_NOTE: &str = " (exception research-spare-node (owner research-leads@example.com) expired at 2026-11-16T00:00:00Z; renew it or fix the workload)";
-/// The first second settings_exceptions.yml's exception no longer applies.
-const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 
 fn no_pool_message() -> &'static str {
     DENIED
@@ -982,12 +959,7 @@ fn audit(r: &AdmissionResponse, key: &str) -> Option<String> {
 
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    assert_more_than_30_days_ahead(
-        parse_utc(FIXTURE_EXCEPTION_ENDS).unwrap(),
-        &format!(
-            "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
-        ),
-    );
+    POLICY.assert_exception_fixture_renewed();
 }
 
 #[test]
@@ -1029,19 +1001,9 @@ fn an_expired_exception_is_named_in_the_denial() {
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let exception = DatedException::new(
-        EXCEPTIONS,
-        "research-spare-node",
-        "research-leads@example.com",
-    );
-    let until = |days: i64| exception.until(POLICY, days);
+    let exception = DatedException::new("research-spare-node", "research-leads@example.com");
     let req = POLICY.request("deployment_no_pool.json");
-    let month = POLICY.module().validate(&req, &until(30), None).unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    assert_eq!(audit(&month, "exception"), Some(exception.audit(30)));
-    let soon = POLICY.module().validate(&req, &until(2), None).unwrap();
-    assert!(soon.allowed);
-    let warning = exception.last_week_warning(soon.warnings, 2);
+    let (_, warning) = exception.assert_applies(POLICY, &req, None, 2);
     assert!(
         warning.ends_with(" days); renew it or fix the workload before then"),
         "{warning}"
@@ -1067,23 +1029,6 @@ fn namespace_call() -> Value {
 
 fn team_op(metadata: &str, team: &str) -> Value {
     json!({"op": "add", "path": format!("{metadata}/labels/gpu-admission~1team"), "value": team})
-}
-
-/// Applies the patch and evaluates again under `settings_file` with `session`: no patch.
-fn second_pass_quiet(
-    req: &Value,
-    response: &AdmissionResponse,
-    settings_file: &str,
-    session: &str,
-) {
-    let patch: json_patch::Patch =
-        serde_json::from_value(Value::Array(response.patch_ops().unwrap())).unwrap();
-    let mut again = req.clone();
-    json_patch::patch(&mut again["object"], &patch).unwrap();
-    let second = run_session(&again, settings_file, session).response;
-    assert!(second.allowed, "second pass denied: {:?}", second.message());
-    assert_eq!(second.patch, None, "second pass patched");
-    assert_eq!(second.warnings, None, "second pass warned");
 }
 
 #[test]
@@ -1115,13 +1060,7 @@ fn team_labels_are_stamped_on_pods_controllers_and_custom_kinds() {
             "{file}"
         );
         assert_eq!(e.response.warnings, plain.warnings, "{file}");
-        let patch: json_patch::Patch =
-            serde_json::from_value(Value::Array(e.response.patch_ops().unwrap())).unwrap();
-        let mut again = req.clone();
-        json_patch::patch(&mut again["object"], &patch).unwrap();
-        let second = run_session(&again, TEAM, "session_team_ml_a.yml").response;
-        assert!(second.allowed, "{file}: {:?}", second.message());
-        assert_eq!(second.patch, None, "{file}: second pass patched");
+        second_pass(&req, &e.response, TEAM, Some("session_team_ml_a.yml"));
     }
 }
 
@@ -1145,7 +1084,8 @@ fn a_namespace_without_a_team_gets_no_team_label() {
         sorted(e.response.patch_ops().unwrap()),
         sorted(run(&req, SETTINGS).patch_ops().unwrap())
     );
-    second_pass_quiet(&req, &e.response, TEAM, "session_team_no_team.yml");
+    let second = second_pass(&req, &e.response, TEAM, Some("session_team_no_team.yml"));
+    assert_eq!(second.warnings, None, "second pass warned");
 }
 
 #[test]
@@ -1155,10 +1095,7 @@ fn a_forged_team_label_is_denied() {
         ("session_team_ml_a.yml", TEAM_FORGED),
         ("session_team_no_team.yml", TEAM_FORGED_NO_TEAM),
     ] {
-        let e = run_session(&req, TEAM, session);
-        assert!(!e.response.allowed, "{session}");
-        assert_eq!(e.response.message(), Some(message), "{session}");
-        assert_eq!(e.response.patch, None);
+        assert_denied_in_session(&req, TEAM, session, message);
     }
     // Without teamLabelKey the label is not the policy's business (today's behaviour).
     let plain = run(&req, SETTINGS);
@@ -1192,10 +1129,7 @@ fn the_namespace_not_granted_or_not_found_is_denied_naming_the_grant() {
         ("session_team_not_granted.yml", TEAM_NOT_GRANTED),
         ("session_team_not_found.yml", TEAM_NOT_FOUND),
     ] {
-        let e = run_session(&req, TEAM, session);
-        assert!(!e.response.allowed, "{session}");
-        assert_eq!(e.response.message(), Some(message), "{session}");
-        assert_eq!(e.response.patch, None);
+        let e = assert_denied_in_session(&req, TEAM, session, message);
         assert!(e.unconsumed_exchanges.is_empty());
     }
     // Deployed without the grant at all: denied too, never routed without its team.

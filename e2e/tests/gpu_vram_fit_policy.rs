@@ -14,12 +14,10 @@ mod common;
 use std::collections::BTreeSet;
 
 use common::PolicyUnderTest;
-use common::dates::{
-    DatedException, assert_more_than_30_days_ahead, civil_from_days, days_from_civil,
-};
+use common::dates::DatedException;
 use common::manifests::yaml_documents;
 use gpu_e2e::metadata::Metadata;
-use gpu_e2e::{CallbackRequest, ContextAwareAccess, Exchange, RecordedResponse, ReplaySession};
+use gpu_e2e::{CallbackRequest, Exchange, RecordedResponse, ReplaySession};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-vram-fit-policy");
@@ -29,8 +27,6 @@ const S: &str = "settings.yml";
 /// settings_exceptions.yml's exception (until 2027-09-27: renew the fixture before then).
 const EXCEPTION_AUDIT: &str =
     "exception=llama-70b-a10g-trial owner=serving-team@example.com expires=2027-09-28T00:00:00Z";
-/// The first second settings_exceptions.yml's exception no longer applies.
-const FIXTURE_EXCEPTION_ENDS: &str = "2027-09-28T00:00:00Z";
 
 const SETTINGS_DRA_API: &str = "dra.apiVersion: 'resource.k8s.io/v2' is not a DRA API version (resource.k8s.io/v1, v1beta2 or v1beta1)";
 const SETTINGS_DRA_CLASS: &str = "dra.gpuDeviceClasses.gpu.example.com: 'example.com/gpu x' is not a resource name (give the GPU resource its devices count as, e.g. nvidia.com/gpu, or \"\" to count the class as no GPU)";
@@ -99,24 +95,15 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
         );
     }
     // Deployed without the DRA grant: the claim cannot be read, and the pod is denied.
-    let request = POLICY.request("deployment_dra_llama_70b.json");
-    let r = POLICY
-        .module()
-        .with_context_aware_access(ContextAwareAccess::from_metadata(Some(
-            &json!({"contextAwareResources": [{"apiVersion": "v1", "kind": "ConfigMap"}]}),
-        )))
-        .validate(
-            &request,
-            &POLICY.settings(S),
-            Some(POLICY.session("session_dra_four_h100_selector.yml")),
-        )
-        .unwrap();
-    assert!(!r.allowed);
+    let denial = POLICY.denial_granted(
+        json!([{"apiVersion": "v1", "kind": "ConfigMap"}]),
+        "deployment_dra_llama_70b.json",
+        S,
+        "session_dra_four_h100_selector.yml",
+    );
     assert_eq!(
-        r.message(),
-        Some(
-            "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) cannot be read (not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} to the ClusterAdmissionPolicy's contextAwareResources)"
-        )
+        denial,
+        "the GPU request cannot be counted: resource claim 'gpus' (ResourceClaimTemplate h100-gpus) cannot be read (not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate} to the ClusterAdmissionPolicy's contextAwareResources)"
     );
 }
 
@@ -491,55 +478,15 @@ fn the_example_policy_is_valid_and_its_registry_configmap_works() {
 // ---------------------------------------------------------------------------------------
 
 #[test]
-fn the_date_helpers_agree_with_known_dates() {
-    assert_eq!(days_from_civil(2026, 12, 1) * 86_400, 1_796_083_200);
-    assert_eq!(civil_from_days(days_from_civil(2028, 2, 29)), "2028-02-29");
-    assert_eq!(civil_from_days(0), "1970-01-01");
-}
-
-#[test]
 fn the_exception_fixture_is_renewed_in_time() {
-    assert_more_than_30_days_ahead(
-        days_from_civil(2027, 9, 28) * 86_400,
-        &format!(
-            "test_data/settings_exceptions.yml: the exception ends {FIXTURE_EXCEPTION_ENDS}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and EXCEPTION_AUDIT with it"
-        ),
-    );
+    POLICY.assert_exception_fixture_renewed();
 }
 
 #[test]
 fn exceptions_dated_at_test_time_warn_in_their_last_week() {
-    let exception = DatedException::new(
-        "settings_exceptions.yml",
-        "llama-70b-a10g-trial",
-        "serving-team@example.com",
-    );
-    let until = |days: i64| exception.until(POLICY, days);
+    let exception = DatedException::new("llama-70b-a10g-trial", "serving-team@example.com");
     let request = POLICY.request("deployment_llama_70b_on_2_a10g.json");
-    let month = POLICY
-        .module()
-        .validate(&request, &until(30), None)
-        .unwrap();
-    assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-    assert_eq!(
-        month
-            .audit_annotations
-            .as_ref()
-            .and_then(|a| a.get("exception"))
-            .cloned(),
-        Some(exception.audit(30))
-    );
-    let soon = POLICY.module().validate(&request, &until(1), None).unwrap();
-    assert!(soon.allowed);
-    exception.last_week_warning(soon.warnings, 1);
+    exception.assert_applies(POLICY, &request, None, 1);
     // Another workload of the namespace the selector does not match is still denied.
-    let mut other = request.clone();
-    other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = json!("llama-70b-canary");
-    assert!(
-        !POLICY
-            .module()
-            .validate(&other, &until(30), None)
-            .unwrap()
-            .allowed
-    );
+    exception.assert_not_applied_to_another_app(POLICY, &request, None, "llama-70b-canary");
 }

@@ -476,9 +476,7 @@ def main():
             return 0
         return check([KWCTL])
     if args.stage == "policy-server":
-        reason = hosts.missing_tools()
-        if reason:
-            print(f"upgrade-test policy-server: SKIPPED: {reason}")
+        if hosts.said_skipped(hosts.missing_tools(), "upgrade-test policy-server"):
             return 0
         return check([POLICY_SERVER_CASES, POLICY_SERVER_MANIFESTS])
     parser.error("name a stage (kwctl or policy-server) or --record MODULES_DIR")

@@ -60,28 +60,26 @@ impl Policy {
         }
     }
 
-    /// The prefix of its fuzz targets.
-    pub fn prefix(self) -> &'static str {
-        struct Prefix;
-        impl PolicyJob for Prefix {
-            type Out = &'static str;
-            fn run<P: Fuzzed>(self) -> &'static str {
-                P::PREFIX
+    /// The prefix of its fuzz targets and its directory under `policies/`.
+    fn names(self) -> (&'static str, &'static str) {
+        struct Names;
+        impl PolicyJob for Names {
+            type Out = (&'static str, &'static str);
+            fn run<P: Fuzzed>(self) -> Self::Out {
+                (P::PREFIX, P::NAME)
             }
         }
-        self.with(Prefix)
+        self.with(Names)
+    }
+
+    /// The prefix of its fuzz targets.
+    pub fn prefix(self) -> &'static str {
+        self.names().0
     }
 
     /// Its directory under `policies/`.
     pub fn crate_name(self) -> &'static str {
-        struct Name;
-        impl PolicyJob for Name {
-            type Out = &'static str;
-            fn run<P: Fuzzed>(self) -> &'static str {
-                P::NAME
-            }
-        }
-        self.with(Name)
+        self.names().1
     }
 }
 
@@ -507,20 +505,14 @@ fn decide_with<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> (Verdict, Vec<C
 fn check<P: Fuzzed>(payload: &[u8], answers: &[Answer]) -> Result<(), String> {
     let (verdict, all_calls) = decide_with::<P>(payload, answers);
     check_verdict(&verdict, text_limit(payload))?;
-    let calls: Vec<&ClusterRequest> = all_calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::Kubernetes(r) => Some(r),
-            Call::Image(_) => None,
-        })
-        .collect();
-    let images: Vec<&String> = all_calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::Image(i) => Some(i),
-            Call::Kubernetes(_) => None,
-        })
-        .collect();
+    let mut calls: Vec<&ClusterRequest> = Vec::new();
+    let mut images: Vec<&String> = Vec::new();
+    for call in &all_calls {
+        match call {
+            Call::Kubernetes(r) => calls.push(r),
+            Call::Image(i) => images.push(i),
+        }
+    }
     check_response(&verdict)?;
 
     // Over the size limits of `gpu_rules::limits`: denied before parsing.

@@ -33,6 +33,21 @@ pub fn policies() -> Vec<PolicyDir> {
     workspace_policies(&root()).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
+/// Every policy with its metadata.yml; one whose metadata.yml is missing or invalid is
+/// a failure in `failures`, and left out.
+pub fn policies_with_metadata(failures: &mut Failures) -> Vec<(PolicyDir, Metadata)> {
+    policies()
+        .into_iter()
+        .filter_map(|policy| match policy.metadata() {
+            Ok(metadata) => Some((policy, metadata)),
+            Err(_) => {
+                failures.add(&policy.name, "metadata.yml is missing or invalid");
+                None
+            }
+        })
+        .collect()
+}
+
 /// name -> parsed metadata.yml, for the policies whose metadata parses.
 pub fn all_metadata() -> BTreeMap<String, Metadata> {
     policies()
@@ -212,9 +227,14 @@ impl Failures {
         }
     }
 
-    /// The problems a check of `policy` found, or the error that stopped it.
-    pub fn record(&mut self, policy: &str, result: anyhow::Result<Vec<String>>) {
-        match result {
+    /// The value of `result`, or `None` with its error recorded against `policy`.
+    pub fn ok<T>(&mut self, policy: &str, result: Result<T, impl std::fmt::Display>) -> Option<T> {
+        result.map_err(|e| self.add(policy, e)).ok()
+    }
+
+    /// Runs `check` of `policy`: the problems it found, or the error that stopped it.
+    pub fn record(&mut self, policy: &str, check: impl FnOnce() -> anyhow::Result<Vec<String>>) {
+        match check() {
             Ok(problems) => self.extend(policy, problems),
             Err(e) => self.add(policy, format!("{e:#}")),
         }

@@ -20,7 +20,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use gpu_e2e::annotate;
-use gpu_e2e::flags::{FlagError, read_flags};
+use gpu_e2e::flags::{FlagError, Value as FlagValue, read_flags};
 use gpu_e2e::{
     ContextAwareAccess, Policy, ReplaySession, admission_request_from_str, read_settings,
 };
@@ -87,19 +87,37 @@ fn one_module(mut positionals: Vec<String>) -> Result<Option<PathBuf>> {
     Ok(module.map(PathBuf::from))
 }
 
+/// A subcommand's flags (`-h`/`--help` aside) through `each`, and its one module; `None`
+/// when help is asked for.
+fn read_subcommand(
+    args: &[String],
+    mut each: impl FnMut(&str, FlagValue<'_>) -> Result<(), FlagError>,
+) -> Result<Option<Option<PathBuf>>> {
+    let mut modules = Vec::new();
+    let mut help = false;
+    read_flags(args, &mut modules, |flag, value| match flag {
+        "-h" | "--help" => {
+            help = true;
+            Ok(())
+        }
+        _ => each(flag, value),
+    })?;
+    if help {
+        return Ok(None);
+    }
+    Ok(Some(one_module(modules)?))
+}
+
 fn parse_args(args: &[String]) -> Result<Command> {
     let Some((subcommand, rest)) = args.split_first() else {
         bail!("missing subcommand");
     };
-    let mut modules = Vec::new();
-    let mut help = false;
     match subcommand.as_str() {
         "-h" | "--help" | "help" => Ok(Command::Help),
         "run" => {
             let mut run = RunArgs::default();
-            read_flags(rest, &mut modules, |flag, value| {
+            let module = read_subcommand(rest, |flag, value| {
                 match flag {
-                    "-h" | "--help" => help = true,
                     "-r" | "--request-path" => run.request_path = Some(value.get()?),
                     "-s" | "--settings-path" => {
                         run.settings_path = Some(value.get()?.into());
@@ -113,10 +131,10 @@ fn parse_args(args: &[String]) -> Result<Command> {
                 }
                 Ok(())
             })?;
-            if help {
+            let Some(module) = module else {
                 return Ok(Command::Help);
-            }
-            run.module = one_module(modules)?;
+            };
+            run.module = module;
             if run.module.is_none() {
                 bail!("missing <module.wasm>");
             }
@@ -127,9 +145,8 @@ fn parse_args(args: &[String]) -> Result<Command> {
         }
         "annotate" => {
             let mut annotate = AnnotateArgs::default();
-            read_flags(rest, &mut modules, |flag, value| {
+            let module = read_subcommand(rest, |flag, value| {
                 match flag {
-                    "-h" | "--help" => help = true,
                     "-m" | "--metadata-path" => {
                         annotate.metadata_path = Some(value.get()?.into());
                     }
@@ -143,10 +160,10 @@ fn parse_args(args: &[String]) -> Result<Command> {
                 }
                 Ok(())
             })?;
-            if help {
+            let Some(module) = module else {
                 return Ok(Command::Help);
-            }
-            annotate.module = one_module(modules)?;
+            };
+            annotate.module = module;
             Ok(Command::Annotate(annotate))
         }
         other => bail!("unknown subcommand {other:?} (only `run` and `annotate` are supported)"),

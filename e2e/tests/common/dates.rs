@@ -70,19 +70,20 @@ pub fn parse_utc(text: &str) -> Option<i64> {
     Some(days_from_civil(y, m, d) * 86_400 + h * 3600 + mi * 60 + s)
 }
 
-/// The first exception of a settings file of a policy's test_data/, dated at test time so
-/// that its cases never go stale.
+/// Every policy's settings file of exceptions, in its test_data/.
+pub const EXCEPTIONS_FIXTURE: &str = "settings_exceptions.yml";
+
+/// The first exception of a policy's [`EXCEPTIONS_FIXTURE`], dated at test time so that
+/// its cases never go stale.
 pub struct DatedException {
-    pub settings: &'static str,
     pub name: &'static str,
     pub owner: &'static str,
     today: i64,
 }
 
 impl DatedException {
-    pub fn new(settings: &'static str, name: &'static str, owner: &'static str) -> Self {
+    pub fn new(name: &'static str, owner: &'static str) -> Self {
         DatedException {
-            settings,
             name,
             owner,
             today: today(),
@@ -96,7 +97,7 @@ impl DatedException {
 
     /// The settings with the exception's `expires` `days` days from today.
     pub fn until(&self, policy: super::PolicyUnderTest, days: i64) -> serde_json::Value {
-        let mut s = policy.settings(self.settings);
+        let mut s = policy.settings(EXCEPTIONS_FIXTURE);
         s["exceptions"][0]["expires"] = self.date(days).into();
         s
     }
@@ -110,6 +111,64 @@ impl DatedException {
             self.owner,
             civil_from_days(self.today + days + 1)
         )
+    }
+
+    /// Evaluates `request` (host calls served from the test_data file `session`, if any)
+    /// under `policy` with the exception expiring 30 days from today, then `soon` days from
+    /// today: accepted both times, first with no warning and the exception's audit
+    /// annotation, then with its last-week warning. The first answer and that warning.
+    pub fn assert_applies(
+        &self,
+        policy: super::PolicyUnderTest,
+        request: &serde_json::Value,
+        session: Option<&str>,
+        soon: i64,
+    ) -> (gpu_e2e::AdmissionResponse, String) {
+        let validate = |days: i64| {
+            policy
+                .module()
+                .validate(
+                    request,
+                    &self.until(policy, days),
+                    session.map(|s| policy.session(s)),
+                )
+                .unwrap()
+        };
+        let month = validate(30);
+        assert!(month.allowed && month.warnings.is_none(), "{month:?}");
+        let audit = month.audit_annotations.as_ref();
+        assert_eq!(
+            audit.and_then(|a| a.get("exception")).cloned(),
+            Some(self.audit(30))
+        );
+        let last_week = validate(soon);
+        assert!(last_week.allowed, "{last_week:?}");
+        let warning = self.last_week_warning(last_week.warnings, soon);
+        (month, warning)
+    }
+
+    /// Fails unless `request`, its pod template relabelled `app: <app>` (a workload of the
+    /// same namespace that the exception's selector does not match), is denied under
+    /// `policy` with the exception expiring 30 days from today (host calls served from the
+    /// test_data file `session`, if any).
+    pub fn assert_not_applied_to_another_app(
+        &self,
+        policy: super::PolicyUnderTest,
+        request: &serde_json::Value,
+        session: Option<&str>,
+        app: &str,
+    ) {
+        let mut other = request.clone();
+        other["object"]["spec"]["template"]["metadata"]["labels"]["app"] = app.into();
+        let response = policy
+            .module()
+            .validate(
+                &other,
+                &self.until(policy, 30),
+                session.map(|s| policy.session(s)),
+            )
+            .unwrap();
+        assert!(!response.allowed, "app {app}: {response:?}");
     }
 
     /// Fails unless `warnings` is one warning that the exception expiring `days` from today

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 use gpu_e2e::{
-    ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path, read_admission_request,
-    read_settings,
+    AdmissionResponse, ContextAwareAccess, Evaluation, Policy, ReplaySession, module_path,
+    read_admission_request, read_settings,
 };
 use serde_json::Value;
 
@@ -66,6 +66,14 @@ impl PolicyUnderTest {
         ReplaySession::from_file(self.data(file)).unwrap_or_else(|e| panic!("{e:#}"))
     }
 
+    /// The answer to `request` under `settings`, with no replay session (a host call fails
+    /// through the harness's "no replay session" error).
+    pub fn validate(self, request: &Value, settings: &Value) -> AdmissionResponse {
+        self.module()
+            .validate(request, settings, None)
+            .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
     /// Evaluates the request file with the settings file, serving host calls from the
     /// session file (none: any host call fails through the harness's "no replay session"
     /// error, which the case would show).
@@ -98,20 +106,41 @@ impl PolicyUnderTest {
         );
     }
 
-    /// The denial of the request file `request` when the policy is granted no context-aware
-    /// resource (a ClusterAdmissionPolicy without contextAwareResources, kwctl run without
-    /// --allow-context-aware), host calls answered from the session file: fails unless the
-    /// request is denied with a message.
-    pub fn ungranted_denial(self, request: &str, settings: &str, session: &str) -> String {
-        let response = self
-            .module()
-            .with_context_aware_access(ContextAwareAccess::none())
-            .validate(
+    /// Evaluates the request file with the settings file, host calls answered from the
+    /// session file, the policy granted only the context-aware `resources` (a metadata.yml
+    /// `contextAwareResources` list, e.g. that of a version deployed before a resource was
+    /// needed).
+    pub fn evaluate_granted(
+        self,
+        resources: Value,
+        request: &str,
+        settings: &str,
+        session: &str,
+    ) -> Evaluation {
+        let metadata = serde_json::json!({ "contextAwareResources": resources });
+        self.module()
+            .with_context_aware_access(ContextAwareAccess::from_metadata(Some(&metadata)))
+            .evaluate(
                 &self.request(request),
                 &self.settings(settings),
                 Some(self.session(session)),
             )
-            .unwrap_or_else(|e| panic!("{e:#}"));
+            .unwrap_or_else(|e| panic!("{e:#}"))
+    }
+
+    /// The denial of the request file `request` when the policy is granted only the
+    /// context-aware `resources` ([`Self::evaluate_granted`]): fails unless the request is
+    /// denied with a message.
+    pub fn denial_granted(
+        self,
+        resources: Value,
+        request: &str,
+        settings: &str,
+        session: &str,
+    ) -> String {
+        let response = self
+            .evaluate_granted(resources, request, settings, session)
+            .response;
         assert!(!response.allowed, "{request}: allowed without the grant");
         response
             .message()
@@ -119,11 +148,37 @@ impl PolicyUnderTest {
             .to_string()
     }
 
+    /// The denial of the request file `request` when the policy is granted no context-aware
+    /// resource (a ClusterAdmissionPolicy without contextAwareResources, kwctl run without
+    /// --allow-context-aware), host calls answered from the session file: fails unless the
+    /// request is denied with a message.
+    pub fn ungranted_denial(self, request: &str, settings: &str, session: &str) -> String {
+        self.denial_granted(Value::Array(Vec::new()), request, settings, session)
+    }
+
     /// The message the policy refuses `settings` with: fails if they are valid.
     pub fn settings_refusal(self, settings: &Value) -> String {
         let v = self.module().validate_settings(settings).unwrap();
         assert!(!v.valid, "valid settings: {settings}");
         v.message.unwrap_or_default()
+    }
+
+    /// Fails unless every exception of the policy's test_data/settings_exceptions.yml ends
+    /// (at the start of the day after its `expires`) more than 30 days from now: the tests
+    /// expect them to apply.
+    pub fn assert_exception_fixture_renewed(self) {
+        let settings = self.settings(dates::EXCEPTIONS_FIXTURE);
+        for exception in settings["exceptions"].as_array().unwrap() {
+            let expires = exception["expires"].as_str().unwrap();
+            let ends = dates::parse_utc(&format!("{expires}T00:00:00Z")).unwrap() + 86_400;
+            dates::assert_more_than_30_days_ahead(
+                ends,
+                &format!(
+                    "{}: test_data/settings_exceptions.yml: exception {} ends with {expires}, in less than 30 days; move its expires forward (at most maxExceptionDays from today) and the expected audit annotations (EXCEPTION_AUDIT) with it",
+                    self.0, exception["name"]
+                ),
+            );
+        }
     }
 
     /// Fails unless every file of `files` is valid settings.

@@ -244,23 +244,15 @@ fn the_wapc_glue_answers_natively() {
     let payload = json!({"request": request, "settings": {}}).to_string();
     let out: Value =
         serde_json::from_slice(&gpu_labels_policy::validate(payload.as_bytes()).unwrap()).unwrap();
+    // The message of a glue answer.
+    let message = |answer: &Value| answer["message"].as_str().unwrap().to_string();
     assert_eq!(out["accepted"], false);
-    assert!(
-        out["message"]
-            .as_str()
-            .unwrap()
-            .contains("label 'team' is missing")
-    );
+    assert!(message(&out).contains("label 'team' is missing"));
 
     let settings: Value = serde_json::from_slice(
         &gpu_labels_policy::validate_settings(b"{\"maxGpusPerPod\": 0}").unwrap(),
     )
     .unwrap();
     assert_eq!(settings["valid"], false);
-    assert!(
-        settings["message"]
-            .as_str()
-            .unwrap()
-            .starts_with("maxGpusPerPod: ")
-    );
+    assert!(message(&settings).starts_with("maxGpusPerPod: "));
 }

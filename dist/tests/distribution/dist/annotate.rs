@@ -13,7 +13,7 @@ use crate::common::{Failures, module, policies};
 fn annotated_modules_carry_the_metadata() {
     let mut failures = Failures::default();
     for policy in policies() {
-        let result = (|| -> anyhow::Result<Vec<String>> {
+        failures.record(&policy.name, || {
             let mut problems = Vec::new();
             let path = policy.annotated_path();
             let annotated = std::fs::read(&path)
@@ -66,8 +66,7 @@ fn annotated_modules_carry_the_metadata() {
                 problems.push("validate_settings({}) differs between annotated and raw".into());
             }
             Ok(problems)
-        })();
-        failures.record(&policy.name, result);
+        });
     }
     failures.assert_none("annotated modules");
 }

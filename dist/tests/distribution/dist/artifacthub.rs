@@ -6,7 +6,7 @@ use gpu_dist::artifacthub::{self, PKG_FILE, REPO_FILE};
 use gpu_e2e::metadata::ANNOTATION_VERSION;
 use yaml_serde::Value;
 
-use crate::common::{Failures, policies, root};
+use crate::common::{Failures, policies, policies_with_metadata, root};
 
 #[test]
 fn committed_artifacthub_files_are_current() {
@@ -25,11 +25,7 @@ fn committed_artifacthub_files_are_current() {
 fn artifacthub_packages_are_complete() {
     let dir = root().join("artifacthub");
     let mut failures = Failures::default();
-    for policy in policies() {
-        let Ok(metadata) = policy.metadata() else {
-            failures.add(&policy.name, "metadata.yml is missing or invalid");
-            continue;
-        };
+    for (policy, metadata) in policies_with_metadata(&mut failures) {
         let version = metadata.annotation(ANNOTATION_VERSION).unwrap_or_default();
         let pkg_dir = dir.join(&policy.name).join(version);
         let Ok(text) = std::fs::read_to_string(pkg_dir.join(PKG_FILE)) else {

@@ -6,17 +6,16 @@ use std::collections::BTreeSet;
 
 use gpu_dist::checks::{metadata_problems, module_problems};
 use gpu_dist::policies::policy_license;
-use gpu_e2e::metadata::Metadata;
 use gpu_e2e::module_path;
 use gpu_e2e::wasm_scanner::{capability_allowed, scan_host_capabilities};
 
-use crate::common::{Failures, module, policies, resource_of, root, runs};
+use crate::common::{Failures, module, policies, policies_with_metadata, resource_of, root, runs};
 
 #[test]
 fn metadata_is_complete_and_matches_cargo() {
     let mut failures = Failures::default();
     for policy in policies() {
-        let result = (|| -> anyhow::Result<Vec<String>> {
+        failures.record(&policy.name, || {
             let package = policy.package()?;
             let license = policy_license(&root(), &package)?;
             let text = policy.metadata_text()?;
@@ -28,8 +27,7 @@ fn metadata_is_complete_and_matches_cargo() {
                 &text,
                 &metadata,
             ))
-        })();
-        failures.record(&policy.name, result);
+        });
     }
     failures.assert_none("metadata.yml");
 }
@@ -37,12 +35,8 @@ fn metadata_is_complete_and_matches_cargo() {
 #[test]
 fn declared_host_capabilities_match_the_module() {
     let mut failures = Failures::default();
-    for policy in policies() {
-        let Ok(metadata) = policy.metadata() else {
-            failures.add(&policy.name, "metadata.yml is missing or invalid");
-            continue;
-        };
-        let result = (|| -> anyhow::Result<Vec<String>> {
+    for (policy, metadata) in policies_with_metadata(&mut failures) {
+        failures.record(&policy.name, || {
             let path = module_path(&policy.package()?.name)?;
             let detected = scan_host_capabilities(&std::fs::read(&path)?)?;
             let protocol = module(&policy)
@@ -57,8 +51,7 @@ fn declared_host_capabilities_match_the_module() {
                 .collect();
             let findings = module_problems(&metadata, &detected, &observed, &protocol);
             Ok(findings.problems)
-        })();
-        failures.record(&policy.name, result);
+        });
     }
     failures.assert_none("hostCapabilities against the built modules");
 }
@@ -66,17 +59,9 @@ fn declared_host_capabilities_match_the_module() {
 #[test]
 fn mutating_matches_what_the_module_does() {
     let mut failures = Failures::default();
-    for policy in policies() {
-        let Ok(metadata) = policy.metadata() else {
-            failures.add(&policy.name, "metadata.yml is missing or invalid");
+    for (policy, metadata) in policies_with_metadata(&mut failures) {
+        let Some(runs) = failures.ok(&policy.name, runs(&policy)) else {
             continue;
-        };
-        let runs = match runs(&policy) {
-            Ok(r) => r,
-            Err(e) => {
-                failures.add(&policy.name, e);
-                continue;
-            }
         };
         let patched: Vec<&str> = runs
             .iter()
@@ -112,18 +97,10 @@ fn mutating_matches_what_the_module_does() {
 #[test]
 fn host_calls_stay_within_the_declared_resources() {
     let mut failures = Failures::default();
-    for policy in policies() {
-        let Ok(metadata): Result<Metadata, _> = policy.metadata() else {
-            failures.add(&policy.name, "metadata.yml is missing or invalid");
-            continue;
-        };
+    for (policy, metadata) in policies_with_metadata(&mut failures) {
         let declared = metadata.host_capabilities.clone().unwrap_or_default();
-        let runs = match runs(&policy) {
-            Ok(r) => r,
-            Err(e) => {
-                failures.add(&policy.name, e);
-                continue;
-            }
+        let Some(runs) = failures.ok(&policy.name, runs(&policy)) else {
+            continue;
         };
         let mut reported = std::collections::BTreeSet::new();
         for (label, evaluation) in runs.iter() {
@@ -172,11 +149,7 @@ fn host_calls_stay_within_the_declared_resources() {
 fn readme_table_matches_metadata() {
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let mut failures = Failures::default();
-    for policy in policies() {
-        let Ok(metadata) = policy.metadata() else {
-            failures.add(&policy.name, "metadata.yml is missing or invalid");
-            continue;
-        };
+    for (policy, metadata) in policies_with_metadata(&mut failures) {
         let Some(row) = readme
             .lines()
             .find(|l| l.starts_with(&format!("| [{}](", policy.name)))

@@ -120,6 +120,22 @@ impl Response {
     }
 }
 
+/// The registry's answer to a GET of manifest `reference` (a tag or a digest) of
+/// `repository`, asked for as an OCI image manifest.
+pub(crate) fn get_manifest(addr: SocketAddr, repository: &str, reference: &str) -> Response {
+    http(
+        addr,
+        &format!("/v2/{repository}/manifests/{reference}"),
+        OCI_IMAGE_MEDIA_TYPE,
+    )
+    .unwrap()
+}
+
+/// The registry's answer to a GET of blob `digest` of `repository`.
+pub(crate) fn get_blob(addr: SocketAddr, repository: &str, digest: &str) -> Response {
+    http(addr, &format!("/v2/{repository}/blobs/{digest}"), "*/*").unwrap()
+}
+
 /// A plain HTTP/1.0 GET (no chunked encoding, the server closes the connection).
 pub(crate) fn http(addr: SocketAddr, path: &str, accept: &str) -> std::io::Result<Response> {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
@@ -255,12 +271,7 @@ fn every_policy_round_trips_through_a_real_registry() {
         }
 
         // The same, read without oci-client.
-        let manifest = http(
-            addr,
-            &format!("/v2/{repository}/manifests/{tag}"),
-            OCI_IMAGE_MEDIA_TYPE,
-        )
-        .unwrap();
+        let manifest = get_manifest(addr, &repository, &tag);
         assert_eq!(manifest.status, 200, "{name}: GET manifest");
         assert_eq!(manifest.header("Content-Type"), Some(OCI_IMAGE_MEDIA_TYPE));
         assert_eq!(
@@ -282,12 +293,7 @@ fn every_policy_round_trips_through_a_real_registry() {
             m["annotations"],
             serde_json::to_value(&expected_annotations).unwrap()
         );
-        let blob = http(
-            addr,
-            &format!("/v2/{repository}/blobs/{}", sha256_digest(&annotated)),
-            "*/*",
-        )
-        .unwrap();
+        let blob = get_blob(addr, &repository, &sha256_digest(&annotated));
         assert_eq!(blob.status, 200);
         assert!(blob.body == annotated, "{name}: the layer blob differs");
         let tags = http(addr, &format!("/v2/{repository}/tags/list"), "*/*").unwrap();

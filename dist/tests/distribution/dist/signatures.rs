@@ -16,7 +16,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use serde_json::Value;
 
-use super::registry::{Registry, http};
+use super::registry::{Registry, get_blob, get_manifest};
 use crate::common::{policies, root};
 
 fn run<F: std::future::Future>(f: F) -> F::Output {
@@ -115,12 +115,7 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
 
         // Where cosign, kwctl and Artifact Hub (HasCosignSignature: the image's digest ->
         // sha256-<hex>.sig -> a simple-signing layer) find it, read without oci-client.
-        let manifest = http(
-            addr,
-            &format!("/v2/{repository}/manifests/{sig_tag}"),
-            OCI_IMAGE_MEDIA_TYPE,
-        )
-        .unwrap();
+        let manifest = get_manifest(addr, &repository, &sig_tag);
         assert_eq!(manifest.status, 200, "{name}: GET {sig_tag}");
         let m: Value = serde_json::from_slice(&manifest.body).unwrap();
         assert_eq!(m["mediaType"], OCI_IMAGE_MEDIA_TYPE);
@@ -131,16 +126,7 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
         let signature = layers[0]["annotations"][SIGNATURE_ANNOTATION]
             .as_str()
             .unwrap();
-        let payload = http(
-            addr,
-            &format!(
-                "/v2/{repository}/blobs/{}",
-                layers[0]["digest"].as_str().unwrap()
-            ),
-            "*/*",
-        )
-        .unwrap()
-        .body;
+        let payload = get_blob(addr, &repository, layers[0]["digest"].as_str().unwrap()).body;
         assert_eq!(sha256_digest(&payload), layers[0]["digest"]);
         assert!(sign::verify_bytes(key.verifying_key(), &payload, signature));
         let p: Value = serde_json::from_slice(&payload).unwrap();
@@ -153,16 +139,7 @@ fn every_policy_is_signed_by_digest_and_verifies_only_as_pushed() {
             format!("{addr}/{repository}")
         );
         assert_eq!(p["critical"]["type"], "cosign container image signature");
-        let config = http(
-            addr,
-            &format!(
-                "/v2/{repository}/blobs/{}",
-                m["config"]["digest"].as_str().unwrap()
-            ),
-            "*/*",
-        )
-        .unwrap()
-        .body;
+        let config = get_blob(addr, &repository, m["config"]["digest"].as_str().unwrap()).body;
         let config: Value = serde_json::from_slice(&config).unwrap();
         assert_eq!(
             config["rootfs"]["diff_ids"],
