@@ -52,12 +52,14 @@ pub fn selection(
     let products = [&keys.product, &keys.amd_product, &keys.intel_product]
         .into_iter()
         .find_map(|key| required_label_values(spec, key).map(|p| (key.clone(), p)));
-    let versions =
-        match InventorySettings::default().min_versions(&meta.labels, &meta.annotations, location)
-        {
-            Ok(v) => v,
-            Err(e) => return Some(Err(e)),
-        };
+    let versions = match InventorySettings::default().min_versions(
+        &meta.labels,
+        &meta.annotations,
+        location,
+    ) {
+        Ok(v) => v,
+        Err(e) => return Some(Err(e)),
+    };
     let mig = per_pod
         .iter()
         .any(|(r, n)| *n > 0 && r.starts_with(MIG_PREFIX));
