@@ -379,7 +379,10 @@ pub fn decide_with(
     {
         let found = Found::of(
             inventory,
-            inputs.shapes,
+            inputs
+                .shapes
+                .iter()
+                .map(|s| (s.location.as_str(), s.selects.as_ref())),
             inputs.node_offers,
             snapshot.ceiling.as_ref().map(super::offers::grows),
         );

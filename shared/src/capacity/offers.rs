@@ -16,7 +16,6 @@
 //! NodePool's limits tells: what its nodes do not offer now is only warned about. A pool
 //! whose capacity is declared lists no Node and is not checked.
 
-use super::demand::PodShape;
 use crate::admission::AdmissionRequest;
 use crate::clock::UnixSeconds;
 use crate::gpu::{GpuCounts, MIG_PREFIX};
@@ -28,6 +27,10 @@ use crate::settings::Action;
 
 /// The rule name exceptions give to excuse these denials.
 pub const RULE: &str = "nodeOffers";
+
+/// The key of a note that is a warning to the client, not an audit annotation (the gate's
+/// `audit::WARNING`).
+const WARNING: &str = "";
 
 /// What one pod of a template selects of its node's GPUs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,24 +85,30 @@ pub fn selection(
     }))
 }
 
+/// What one template selects: its location and its [`selection`].
+pub type Selected<'a> = (&'a str, Option<&'a Result<Selection, String>>);
+
 /// What the pool's nodes do not offer of what its templates select: one clause per
 /// template (`spec.template.spec: no node offers GPU product ...`). None when the pool has
 /// no GPU node (the threshold check says so).
-pub fn check(inventory: &Inventory, shapes: &[PodShape]) -> Vec<String> {
+pub fn check<'a>(
+    inventory: &Inventory,
+    templates: impl IntoIterator<Item = Selected<'a>>,
+) -> Vec<String> {
     if inventory.gpu_nodes.is_empty() {
         return Vec::new();
     }
-    shapes
-        .iter()
-        .filter_map(|shape| {
-            let refused = match shape.selects.as_ref()? {
+    templates
+        .into_iter()
+        .filter_map(|(location, selects)| {
+            let refused = match selects? {
                 Ok(s) => inventory::check(inventory, &s.demand, &s.product_key)
                     .err()?
                     .message()
                     .to_string(),
                 Err(e) => e.clone(),
             };
-            Some(format!("{}: {refused}", shape.location))
+            Some(format!("{location}: {refused}"))
         })
         .collect()
 }
@@ -130,15 +139,15 @@ pub struct Found {
 }
 
 impl Found {
-    /// The clauses of `inventory` for `shapes`, with `action` (`nodeOffers`) applied to a
-    /// pool whose ceiling is `grows` (where it comes from) when it has one.
-    pub fn of(
+    /// The clauses of `inventory` for `templates`, with `action` (`nodeOffers`) applied to
+    /// a pool whose ceiling is `grows` (where it comes from) when it has one.
+    pub fn of<'a>(
         inventory: &Inventory,
-        shapes: &[PodShape],
+        templates: impl IntoIterator<Item = Selected<'a>>,
         action: Action,
         grows: Option<String>,
     ) -> Found {
-        let clauses = check(inventory, shapes);
+        let clauses = check(inventory, templates);
         let (action, grows) = match (action, grows) {
             (Action::Deny, Some(from)) => (Action::Warn, Some(from)),
             (action, _) => (action, None),
@@ -210,7 +219,7 @@ pub fn excused(
                 (crate::exceptions::AUDIT_KEY, audit),
                 (crate::exceptions::AUDIT_EXCUSED, denial.to_string()),
             ];
-            notes.extend(warning.map(|w| (super::audit::WARNING, w)));
+            notes.extend(warning.map(|w| (WARNING, w)));
             Ok(notes)
         }
         None => Err(excuse.expired),

@@ -93,18 +93,26 @@ fn inventory(nodes: &[serde_json::Value]) -> Inventory {
     .unwrap()
 }
 
-fn shape(location: &str, node_selector: serde_json::Value) -> PodShape {
-    let per_pod = gpus(&[("nvidia.com/gpu", 1)]);
-    PodShape {
-        location: location.into(),
-        selects: selection(
+/// A template at `location` of one pod of one `nvidia.com/gpu` with `node_selector`.
+fn shape(
+    location: &'static str,
+    node_selector: serde_json::Value,
+) -> (&'static str, Option<Result<Selection, String>>) {
+    (
+        location,
+        selection(
             &spec(json!({"nodeSelector": node_selector})),
             &meta(json!({}), json!({})),
             location,
-            &per_pod,
+            &gpus(&[("nvidia.com/gpu", 1)]),
         ),
-        per_pod,
-    }
+    )
+}
+
+fn selected<'a>(
+    shapes: &'a [(&'static str, Option<Result<Selection, String>>)],
+) -> impl Iterator<Item = Selected<'a>> {
+    shapes.iter().map(|(l, s)| (*l, s.as_ref()))
 }
 
 #[test]
@@ -122,10 +130,10 @@ fn each_template_gets_its_clause_and_a_pool_without_gpu_nodes_none() {
         shape("spec.head.template.spec", json!({})),
     ];
     assert_eq!(
-        check(&inv, &shapes),
+        check(&inv, selected(&shapes)),
         vec!["spec.workers.template.spec: no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-L4 (1 node)".to_string()]
     );
-    assert!(check(&inventory(&[]), &shapes).is_empty());
+    assert!(check(&inventory(&[]), selected(&shapes)).is_empty());
 }
 
 #[test]
@@ -135,7 +143,7 @@ fn deny_becomes_a_warning_on_a_pool_with_a_ceiling() {
         "spec",
         json!({"nvidia.com/gpu.product": "NVIDIA-L40S"}),
     )];
-    let denied = Found::of(&inv, &shapes, Action::Deny, None);
+    let denied = Found::of(&inv, selected(&shapes), Action::Deny, None);
     assert!(denied.denies());
     assert!(denied.warning("l4").is_none());
     let ceiling = Ceiling {
@@ -143,7 +151,7 @@ fn deny_becomes_a_warning_on_a_pool_with_a_ceiling() {
         source: CeilingSource::NodePool("l4".into()),
         node_shape: None,
     };
-    let warned = Found::of(&inv, &shapes, Action::Deny, Some(grows(&ceiling)));
+    let warned = Found::of(&inv, selected(&shapes), Action::Deny, Some(grows(&ceiling)));
     assert!(!warned.denies());
     assert!(warned.denial("l4").is_none());
     assert!(
@@ -152,15 +160,15 @@ fn deny_becomes_a_warning_on_a_pool_with_a_ceiling() {
     );
     // warn and allow are kept as they are on any pool.
     assert_eq!(
-        Found::of(&inv, &shapes, Action::Warn, Some(grows(&ceiling))).action,
+        Found::of(&inv, selected(&shapes), Action::Warn, Some(grows(&ceiling))).action,
         Action::Warn
     );
     assert_eq!(
-        Found::of(&inv, &shapes, Action::Allow, None).action,
+        Found::of(&inv, selected(&shapes), Action::Allow, None).action,
         Action::Allow
     );
     assert!(
-        Found::of(&inv, &shapes, Action::Allow, None)
+        Found::of(&inv, selected(&shapes), Action::Allow, None)
             .warning("l4")
             .is_none()
     );
