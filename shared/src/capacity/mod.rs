@@ -205,6 +205,13 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             }
         }
     }
+    // Exceptions for nodeOffers first: a pool they excuse may not be denied at all.
+    notes.extend(node_offers(
+        decisions.iter_mut().map(|(d, _)| d),
+        settings,
+        request,
+        now,
+    ));
     // Denied pools name their first alternative with room.
     let mut alternatives = Vec::new();
     for (decision, job) in &mut decisions {
@@ -219,8 +226,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             decision.alternatives = Some(text);
         }
     }
-    let mut decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
-    notes.extend(node_offers(&mut decisions, settings, request, now));
+    let decisions: Vec<Decision> = decisions.into_iter().map(|(d, _)| d).collect();
 
     let counted = decisions
         .iter()
@@ -275,15 +281,15 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
 /// `nodeOffers` applied: an exception that applies to the request drops the denial it
 /// excuses from its decision (which then decides as if `nodeOffers` were `allow`), one that
 /// has ended is named at the end of the denial.
-fn node_offers(
-    decisions: &mut [Decision],
+fn node_offers<'d>(
+    decisions: impl Iterator<Item = &'d mut Decision>,
     settings: &Checked,
     request: &AdmissionRequest,
     now: crate::clock::UnixSeconds,
 ) -> Vec<(&'static str, String)> {
     let mut notes = Vec::new();
     let mut audit_lines = Vec::new();
-    for d in decisions.iter_mut() {
+    for d in decisions {
         let Some(found) = d.offers.as_mut() else {
             continue;
         };
