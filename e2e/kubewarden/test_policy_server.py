@@ -168,7 +168,8 @@ def deployment(name, namespace, replicas, pool=None, node_pool=False):
 
 def cluster(extra_a100_pods=0, extra_quota_used=0):
     """The snapshot. Pools as in the capacity gate's test_data/settings.yml:
-    - a100: 8 nodes x 8 GPUs, one cordoned: 56 allocatable; 40 used (+8 per extra pod);
+    - a100: 8 nodes x 8 GPUs, one cordoned: 56 allocatable; 40 used (+8 per extra pod); GPU
+      Feature Discovery's product and driver labels (NVIDIA-A100-SXM4-80GB, 535.104.05);
     - h100: 4 x 8 = 32 allocatable, 16 used;
     - l4-shared: 4 time-sliced nodes x 32 replicas = 128, 110 used; one more node labelled
       l4-shared but not time-sliced, which the pool's matchExpressions leave out;
@@ -176,7 +177,8 @@ def cluster(extra_a100_pods=0, extra_quota_used=0):
     plus a CPU node and kube-system pods, the Deployment the scale request reads, the
     ResourceQuotas of settings_quotas.yml's pool a100 (a100_quotas), and the VRAM fit
     policy's model registry ConfigMap gpu-system/gpu-models."""
-    a100 = {POOL: "a100", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    a100 = {POOL: "a100", "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB", "nvidia.com/cuda.driver.major": "535",
+            "nvidia.com/cuda.driver.minor": "104", "nvidia.com/cuda.driver.rev": "05"}
     h100 = {POOL: "h100", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     l4 = {POOL: "l4-shared", "nvidia.com/gpu.product": "NVIDIA-L4-SHARED", "nvidia.com/gpu.replicas": "4",
           "nvidia.com/gpu.sharing-strategy": "time-slicing"}
@@ -902,6 +904,33 @@ class PolicyServerE2E(hosts.HostTestCase):
         for name, allowed, message, capacity in cases:
             with self.subTest(name):
                 self.check("capacity", CAPACITY, name, allowed, message=message, audit={"capacity": capacity})
+
+    def test_capacity_denies_what_no_node_offers(self):
+        # nodeOffers (deny by default): pool a100's seven schedulable nodes are GFD-labelled
+        # NVIDIA-A100-SXM4-80GB with driver 535.104.05; pool a100-mig offers 3g.40gb and 1g.10gb.
+        advice = ("Select a GPU product, MIG profile and driver or CUDA version the pool's nodes offer, or "
+                  "target a pool whose nodes offer them (nodeOffers: deny).")
+        there = "the nodes offer NVIDIA-A100-SXM4-80GB (7 nodes)"
+        with self.subTest("the wrong product"):
+            self.check("capacity", CAPACITY, "deployment_a100_product_40gb.json", False, message=(
+                "pool a100: spec.template.spec: no node offers GPU product 'NVIDIA-A100-SXM4-40GB' "
+                "(nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-80GB'?); " + there + ". " + advice),
+                audit={"capacity": A100_FITS})
+        with self.subTest("a typo"):
+            self.check("capacity", CAPACITY, "deployment_a100_product_typo.json", False,
+                       says=["no node offers GPU product 'NVIDIA-A100-SXM4-40G'", there])
+        with self.subTest("the driver too old"):
+            self.check("capacity", CAPACITY, "deployment_a100_min_driver_550.json", False, says=[
+                "the pod needs driver version 550.54.15 or later (label gpu-admission/min-driver-version on "
+                "spec.template.spec), and the newest driver on the nodes that offer its GPUs is 535.104.05"])
+        with self.subTest("a MIG profile absent"):
+            self.check("capacity", CAPACITY, "job_mig_2g.json", False, message=(
+                "pool a100-mig: spec.template.spec: no node offers MIG profile 2g.20gb (nvidia.com/mig-2g.20gb); "
+                "they offer 1g.10gb, 3g.40gb. " + advice))
+        with self.subTest("the product there"):
+            response = self.check("capacity", CAPACITY, "deployment_a100_product_80gb.json", True,
+                                  audit={"capacity": A100_FITS})
+            self.assertNotIn("node-offers", response.get("auditAnnotations") or {})
 
     def test_capacity_reserve_by_window(self):
         # Pool a100: 56 allocatable, 40 held by pods without a workload-type, 50 under 90%.

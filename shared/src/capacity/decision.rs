@@ -6,6 +6,7 @@
 //! a requested resource denies any demand for it (no division anywhere).
 
 use super::demand::PodShape;
+use super::offers::Found;
 use super::reserve::{Judged, ReserveCheck};
 use super::settings::Pool;
 use crate::gpu::{GpuCounts, describe};
@@ -49,6 +50,9 @@ pub struct PoolSnapshot {
     pub claims: Option<super::claims::ClaimUse>,
     /// Schedulable nodes with GPU labels and no allocatable GPU (device plugin down).
     pub plugin_down: Vec<String>,
+    /// The pool's GPU nodes with their labels, read when a template charged to it
+    /// selects what they tell (`nodeOffers`, [`super::offers`]).
+    pub inventory: Option<crate::inventory::Inventory>,
 }
 
 /// One schedulable node of a pool.
@@ -210,6 +214,8 @@ pub struct Inputs<'a> {
     pub reserve: InForce<'a>,
     /// The workload's type (`None`: no label, or templates of different types).
     pub workload_type: Option<&'a str>,
+    /// `nodeOffers` ([`super::offers`]; `allow`: not checked).
+    pub node_offers: Action,
 }
 
 impl Inputs<'_> {
@@ -222,6 +228,7 @@ impl Inputs<'_> {
             fragmentation: Action::Warn,
             reserve: InForce::default(),
             workload_type: None,
+            node_offers: Action::Allow,
         }
     }
 }
@@ -271,6 +278,8 @@ pub struct Decision {
     /// The snapshot's DRA claims counted and device-plugin-down nodes, for notes.
     pub claims: Option<super::claims::ClaimUse>,
     pub plugin_down: Vec<String>,
+    /// What the pool's nodes do not offer of what the templates select (`nodeOffers`).
+    pub offers: Option<Found>,
 }
 
 /// A pod bigger than every node of its pool.
@@ -363,7 +372,22 @@ pub fn decide_with(
         reserves: Vec::new(),
         claims: snapshot.claims.clone(),
         plugin_down: snapshot.plugin_down.clone(),
+        offers: None,
     };
+    if let Some(inventory) = &snapshot.inventory
+        && inputs.node_offers != Action::Allow
+    {
+        let found = Found::of(
+            inventory,
+            inputs
+                .shapes
+                .iter()
+                .map(|s| (s.location.as_str(), s.selects.as_ref())),
+            inputs.node_offers,
+            snapshot.ceiling.as_ref().map(super::offers::grows),
+        );
+        decision.offers = (!found.clauses.is_empty()).then_some(found);
+    }
     if !inputs.reserve.is_empty() {
         decision.reserves = decision
             .checks
@@ -476,7 +500,8 @@ impl Decision {
     /// True when every resource fits, every pod fits a node, and fragmentation (when
     /// found) only warns.
     pub fn allowed(&self) -> bool {
-        self.checks.iter().all(ResourceCheck::fits)
+        !self.offers.as_ref().is_some_and(Found::denies)
+            && self.checks.iter().all(ResourceCheck::fits)
             && self.reserves.iter().all(ReserveCheck::fits)
             && self.unschedulable.is_empty()
             && (self.fragmentation == Action::Warn || self.fragmented.is_empty())
@@ -512,6 +537,9 @@ impl Decision {
     }
 
     fn denial_text(&self) -> Option<String> {
+        if let Some(denial) = self.offers.as_ref().and_then(|o| o.denial(&self.pool)) {
+            return Some(denial);
+        }
         if !self.unschedulable.is_empty() {
             let clauses: Vec<&str> = self
                 .unschedulable

@@ -85,6 +85,10 @@ pub struct PodShape {
     /// The template's location (`spec.template.spec`).
     pub location: String,
     pub per_pod: GpuCounts,
+    /// What one pod selects of its node's GPUs (product, MIG profile, least driver or
+    /// CUDA version), or why its version label cannot be read; `None` when it selects none
+    /// of them, or with `nodeOffers: allow` ([`super::offers`]).
+    pub selects: Option<Result<super::offers::Selection, String>>,
 }
 
 /// Per pool: the pod shapes of the templates charged to it.
@@ -190,6 +194,9 @@ pub fn workload_demand(
             continue;
         }
         let charged = gpus.values().any(|n| *n > 0);
+        let selects = (settings.node_offers != crate::settings::Action::Allow)
+            .then(|| super::offers::selection(&t.spec, &t.meta, &t.location, &pod.effective))
+            .flatten();
         for i in pools {
             crate::gpu::add_into(demand.per_pool.entry(i).or_default(), &gpus);
             if charged {
@@ -208,6 +215,7 @@ pub fn workload_demand(
                     demand.shapes.entry(i).or_default().push(PodShape {
                         location: t.location.clone(),
                         per_pod: pod.effective.clone(),
+                        selects: selects.clone(),
                     });
                 }
             }

@@ -37,6 +37,7 @@ pub mod check;
 pub mod claims;
 pub mod decision;
 pub mod demand;
+pub mod offers;
 pub mod pods;
 pub mod policy;
 pub mod pool_quotas;
@@ -104,6 +105,8 @@ pub mod audit {
     pub const TEAM: &str = "team";
     /// The allocated DRA ResourceClaims of the pools' pods counted (`countDraClaims`).
     pub const DRA_CLAIMS: &str = "dra-claims";
+    /// What the pools' nodes do not offer of what the templates select (`nodeOffers`).
+    pub const NODE_OFFERS: &str = "node-offers";
 }
 
 /// What a request charges, or why it is decided without looking at the cluster.
@@ -202,6 +205,13 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
             }
         }
     }
+    // Exceptions for nodeOffers first: a pool they excuse may not be denied at all.
+    notes.extend(node_offers(
+        decisions.iter_mut().map(|(d, _)| d),
+        settings,
+        request,
+        now,
+    ));
     // Denied pools name their first alternative with room.
     let mut alternatives = Vec::new();
     for (decision, job) in &mut decisions {
@@ -265,6 +275,43 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         }
     }
     with_notes(verdict, notes)
+}
+
+/// The `node-offers` audit and warnings of the pools' decisions, with the exceptions for
+/// `nodeOffers` applied: an exception that applies to the request drops the denial it
+/// excuses from its decision (which then decides as if `nodeOffers` were `allow`), one that
+/// has ended is named at the end of the denial.
+fn node_offers<'d>(
+    decisions: impl Iterator<Item = &'d mut Decision>,
+    settings: &Checked,
+    request: &AdmissionRequest,
+    now: crate::clock::UnixSeconds,
+) -> Vec<(&'static str, String)> {
+    let mut notes = Vec::new();
+    let mut audit_lines = Vec::new();
+    for d in decisions {
+        let Some(found) = d.offers.as_mut() else {
+            continue;
+        };
+        audit_lines.extend(found.audit(&d.pool));
+        if let Some(w) = found.warning(&d.pool) {
+            notes.push((audit::WARNING, w));
+        }
+        let Some(denial) = found.denial(&d.pool) else {
+            continue;
+        };
+        match offers::excused(settings, request, &denial, now) {
+            Ok(excused) => {
+                notes.extend(excused);
+                d.offers = None;
+            }
+            Err(expired) => found.expired = expired,
+        }
+    }
+    if !audit_lines.is_empty() {
+        notes.push((audit::NODE_OFFERS, audit_lines.join("; ")));
+    }
+    notes
 }
 
 /// What the namespace quota and team budget checks found.
@@ -388,6 +435,8 @@ impl PoolJob<'_> {
 
     /// [`PoolJob::decide`], with the pool's state read.
     fn read_and_decide(&self, pool: CheckedPool) -> Result<(Decision, PoolSnapshot), PoolError> {
+        let labels = self.settings.node_offers != crate::settings::Action::Allow
+            && self.shapes.iter().any(|s| s.selects.is_some());
         let snapshot = state::read_pool(
             self.cluster,
             self.settings,
@@ -395,6 +444,7 @@ impl PoolJob<'_> {
             self.names,
             self.namespace,
             self.demand,
+            labels,
         )?;
         let (threshold_percent, window) = pool.threshold_at(self.now);
         let inputs = Inputs {
@@ -404,6 +454,7 @@ impl PoolJob<'_> {
             fragmentation: self.settings.fragmentation,
             reserve: pool.reserve_at(self.now),
             workload_type: self.workload_type,
+            node_offers: self.settings.node_offers,
         };
         let decision = decide_with(&snapshot, self.demand, &pool, &inputs);
         Ok((decision, snapshot))
@@ -424,6 +475,9 @@ impl PoolJob<'_> {
             let why = match self.decide(alternative) {
                 Ok(d) if d.denial().is_none() && d.warning().is_none() => {
                     return Some(format!("Pool {name} has room for {}.", room_text(&d)));
+                }
+                Ok(d) if d.offers.as_ref().is_some_and(offers::Found::denies) => {
+                    format!("{name} (its nodes do not offer what the pod selects)")
                 }
                 Ok(d) if !d.unschedulable.is_empty() => {
                     format!("{name} (its nodes are too small for one pod)")

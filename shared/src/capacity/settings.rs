@@ -92,6 +92,12 @@ policy_settings! {
         /// ([`super::brake`]).
         #[serde(skip_serializing_if = "Option::is_none")]
         pub burst_brakes: Option<brakes::BurstBrakes> = None,
+        // Node offers (`super::offers`).
+        /// A charged pod template that selects a GPU product, a MIG profile or a least
+        /// driver or CUDA version that no schedulable node of its pool offers: `deny`,
+        /// `warn` (accept with a warning), or `allow` (not checked). A pool with a ceiling
+        /// can add nodes whose labels are unknown: there it only warns.
+        pub node_offers: Action = Action::Deny,
     }
 }
 
@@ -212,9 +218,9 @@ impl Settings {
 }
 
 /// The rule names `exceptions[].rules` may give: `capacity` excuses every denial of the
-/// gate; `burstBrake` and `sustained` only those rules' ([`super::brake`],
-/// [`super::sustained`]).
-pub const RULE_NAMES: [&str; 3] = ["capacity", "burstBrake", "sustained"];
+/// gate; `burstBrake`, `sustained` and `nodeOffers` only those rules' ([`super::brake`],
+/// [`super::sustained`], [`super::offers`]).
+pub const RULE_NAMES: [&str; 4] = ["capacity", "burstBrake", "sustained", "nodeOffers"];
 
 crate::exceptions::impl_has_exceptions!(Settings);
 

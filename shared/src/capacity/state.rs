@@ -13,7 +13,7 @@ use super::settings::{Settings, Usage};
 use crate::cluster::{Cluster, ClusterRequest, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::labels::settings::WORKLOAD_TYPE_LABEL;
-use crate::pools::{CheckedPool, read_offer};
+use crate::pools::{CheckedPool, read_offer_labelled};
 use std::fmt;
 
 /// Why a pool's state is not known.
@@ -35,7 +35,8 @@ impl From<HostFailure> for PoolError {
 /// Reads what the pool offers (its Nodes, or the capacity declared in settings, and its
 /// ceiling) and its GPUs in use (its Pods, or its ResourceQuotas), in that order. `namespace` and
 /// `demand` are the request's: with quotas, the namespace must have its quota and every
-/// quota must count the resources asked for.
+/// quota must count the resources asked for. `labels`: read the GPU nodes' labels too
+/// (`nodeOffers`: a template charged to the pool selects what they tell).
 pub fn read_pool(
     cluster: &dyn Cluster,
     settings: &Settings,
@@ -43,16 +44,18 @@ pub fn read_pool(
     names: &GpuResources,
     namespace: &str,
     demand: &GpuCounts,
+    labels: bool,
 ) -> Result<PoolSnapshot, PoolError> {
     let unreadable = |request: &ClusterRequest, e: &dyn fmt::Display| HostFailure {
         request: Box::new(request.clone()),
         error: HostError::Unreadable(e.to_string()),
     };
-    let offer = read_offer(cluster, pool, names)?;
+    let offer = read_offer_labelled(cluster, pool, names, labels)?;
     let mut snapshot = PoolSnapshot {
         allocatable: offer.allocatable,
         ceiling: offer.ceiling,
         plugin_down: offer.plugin_down,
+        inventory: offer.inventory,
         ..PoolSnapshot::default()
     };
     let mut per_node = None;

@@ -3,6 +3,7 @@
 mod brake;
 mod growth;
 mod namespace_quotas;
+mod offers;
 mod queue;
 mod quotas;
 mod reserve;

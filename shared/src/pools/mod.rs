@@ -41,5 +41,5 @@ pub use checked::{CheckedPool, PoolForm};
 pub use pool::{
     ClusterAutoscalerCeiling, DEFAULT_THRESHOLD_PERCENT, DeclaredGpus, Pool, Usage, WindowThreshold,
 };
-pub use read::{Offer, plugin_down_warning, read_offer};
+pub use read::{Offer, plugin_down_warning, read_offer, read_offer_labelled};
 pub use set::{PoolChecks, PoolSet};

@@ -21,6 +21,9 @@ pub struct Offer {
     /// Schedulable nodes that carry GPU labels but report no allocatable GPU (their
     /// device plugin is down): they offer nothing.
     pub plugin_down: Vec<String>,
+    /// The GPU nodes with their labels, when the caller asked for them
+    /// ([`read_offer_labelled`]) and the Nodes were read.
+    pub inventory: Option<Inventory>,
 }
 
 impl Offer {
@@ -38,8 +41,19 @@ pub fn read_offer(
     pool: CheckedPool,
     names: &GpuResources,
 ) -> Result<Offer, HostFailure> {
-    let (allocatable, nodes, plugin_down) = match pool.capacity() {
-        Some(declared) => (declared.clone(), None, Vec::new()),
+    read_offer_labelled(cluster, pool, names, false)
+}
+
+/// [`read_offer`], and with `labels` the GPU nodes' labels read from the same Node list
+/// into [`Offer::inventory`] (the shared inventory's reader and keys; no other call).
+pub fn read_offer_labelled(
+    cluster: &dyn Cluster,
+    pool: CheckedPool,
+    names: &GpuResources,
+    labels: bool,
+) -> Result<Offer, HostFailure> {
+    let (allocatable, nodes, inventory) = match pool.capacity() {
+        Some(declared) => (declared.clone(), None, None),
         None => {
             let request = node_list(pool.selector_query());
             let bytes = call(cluster, &request)?;
@@ -48,27 +62,32 @@ pub fn read_offer(
                 error: HostError::Unreadable(e.to_string()),
             };
             let nodes = parse_nodes(&bytes, names).map_err(unreadable)?;
-            // Only a schedulable node without GPUs makes the labels worth reading.
-            let plugin_down = if nodes
-                .per_node
-                .iter()
-                .any(|n| !n.allocatable.values().any(|g| *g > 0))
+            // The labels are read when asked for, or when a schedulable node without GPUs
+            // may have a device plugin down.
+            let inventory = if labels
+                || nodes
+                    .per_node
+                    .iter()
+                    .any(|n| !n.allocatable.values().any(|g| *g > 0))
             {
-                parse_inventory(&bytes, &LabelKeys::default(), names)
-                    .map_err(unreadable)?
-                    .plugin_down
+                Some(parse_inventory(&bytes, &LabelKeys::default(), names).map_err(unreadable)?)
             } else {
-                Vec::new()
+                None
             };
-            (nodes.allocatable.clone(), Some(nodes), plugin_down)
+            (nodes.allocatable.clone(), Some(nodes), inventory)
         }
     };
     let ceiling = read_ceiling(cluster, pool, names)?;
+    let plugin_down = inventory
+        .as_ref()
+        .map(|i| i.plugin_down.clone())
+        .unwrap_or_default();
     Ok(Offer {
         allocatable,
         nodes,
         ceiling,
         plugin_down,
+        inventory: inventory.filter(|_| labels),
     })
 }
 

@@ -22,6 +22,7 @@ fn read_scripted(
         &names(),
         "ml",
         &GpuCounts::new(),
+        false,
     );
     assert!(cluster.done(), "calls left unmade");
     read
