@@ -272,9 +272,8 @@ fn read_and_decide<P: Policy, F: Decide<P>>(payload: &[u8], decide: F) -> Verdic
 /// page costs a page fault the first time it is touched.
 #[inline(never)]
 fn read_payload<S: DeserializeOwned>(payload: &[u8]) -> Result<Payload<S>, String> {
-    utf8_text(payload).and_then(|text| {
-        serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error::<Payload<S>>(text, &e))
-    })
+    utf8_text(payload)
+        .and_then(|text| serde_json::from_str::<Payload<S>>(text).map_err(|e| read_error(text, &e)))
 }
 
 /// `bytes` as text, or where they stop being UTF-8. JSON is read as text (serde_json's
@@ -287,17 +286,16 @@ fn utf8_text(bytes: &[u8]) -> Result<&str, String> {
 
 /// serde_json's error `e` about `payload`, with the path of the field it is about
 /// (`settings.exemptNamespaces: invalid type...`): serde_json itself gives only a line
-/// and column. The path comes from reading the payload again with serde_path_to_error,
-/// on this error path only, so a readable payload is parsed once. Nesting beyond
-/// serde_json's recursion limit is said in words, without the path (`[0][0][0]...`).
-fn read_error<T: DeserializeOwned>(payload: &str, e: &serde_json::Error) -> String {
+/// and column, and [`crate::settings::path_at`] finds the field at that position in the
+/// payload's text. Nesting beyond serde_json's recursion limit is said in words, without
+/// the path (`[0][0][0]...`).
+fn read_error(payload: &str, e: &serde_json::Error) -> String {
     if e.to_string().starts_with("recursion limit exceeded") {
         return limits::too_deep_text(e.line(), e.column());
     }
-    match crate::settings::located::<T>(payload) {
-        None => e.to_string(),
-        Some((path, inner)) if path.is_empty() => inner.to_string(),
-        Some((path, inner)) => format!("{}: {inner}", path.trim_start_matches('.')),
+    match crate::settings::path_at(payload, e.line(), e.column()).trim_start_matches('.') {
+        "" => e.to_string(),
+        path => format!("{path}: {e}"),
     }
 }
 
@@ -314,8 +312,7 @@ pub fn validate_settings<P: Policy>(payload: &[u8]) -> CallResult {
                 return Err("must be a map of settings, not a list".to_string());
             }
             let text = utf8_text(payload)?;
-            serde_json::from_str::<Box<P::Settings>>(text)
-                .map_err(|e| read_error::<P::Settings>(text, &e))
+            serde_json::from_str::<Box<P::Settings>>(text).map_err(|e| read_error(text, &e))
         })
         .map_err(|e| format!("settings: {e}"))
         .and_then(|settings| P::check(settings).map(drop).map_err(|e| e.to_string()));
@@ -699,7 +696,7 @@ mod tests {
         let deep = "[".repeat(10_000);
         let e = serde_json::from_str::<Value>(&deep).unwrap_err();
         assert!(
-            read_error::<Value>(&deep, &e).starts_with(
+            read_error(&deep, &e).starts_with(
                 "its JSON is nested more than 127 levels deep (at line 1, column 128)"
             )
         );

@@ -83,8 +83,7 @@ const KAI_RANDOM_CHARS: usize = 7;
 /// The `deviceAccess` settings: every rule on by default. Read from JSON by
 /// [`DeviceAccess::from_json`] (unknown fields refused, omitted ones defaulted), not by
 /// derived `Deserialize` impls: one reader over a `Value` instead of a serde visitor per
-/// block and per deserializer (the settings are read plainly and through
-/// serde_path_to_error) keeps 35 KB out of the module.
+/// block and per deserializer keeps 35 KB out of the module.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceAccess {
@@ -218,7 +217,8 @@ fn invalid_type(field: &str, value: &Value, expected: &str) -> String {
     )
 }
 
-/// `field: `, or nothing for the block itself (serde_path_to_error names it).
+/// `field: `, or nothing for the block itself (the settings reader names it from the
+/// error's position, [`crate::settings::path_at`]).
 fn at(field: &str) -> String {
     if field.is_empty() {
         String::new()

@@ -1,8 +1,7 @@
 //! The one error type behind every settings message, and where in a JSON text or value
 //! serde failed.
 
-use serde::Deserialize;
-use serde::de::{DeserializeOwned, Deserializer};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
 
@@ -30,8 +29,8 @@ impl FieldError {
         text: &str,
     ) -> Result<T, FieldError> {
         serde_json::from_str(text).map_err(|e| {
-            let (inner, reason) = located::<T>(text).unwrap_or((String::new(), e));
-            FieldError::new(format!("{}{inner}", path()), without_position(&reason))
+            let inner = path_at(text, e.line(), e.column());
+            FieldError::new(format!("{}{inner}", path()), without_position(&e))
         })
     }
 
@@ -41,41 +40,127 @@ impl FieldError {
         value: &Value,
     ) -> Result<T, FieldError> {
         T::deserialize(value).map_err(|e| {
-            let (inner, reason) = located_in::<_, T>(value).unwrap_or((String::new(), e));
-            FieldError::new(format!("{}{inner}", path()), reason.to_string())
+            // A value has no positions: its text does, and the same reading fails there.
+            let text = value.to_string();
+            let (inner, reason) = located::<T>(&text).unwrap_or((String::new(), e));
+            FieldError::new(format!("{}{inner}", path()), without_position(&reason))
         })
     }
 }
 
-/// Where reading `T` from `text` fails, found by reading it again with
-/// serde_path_to_error (so only on an error path: serde_json itself gives a line and
-/// column), as a path from `text`'s value (`.field` and a map's `.key`, `[0]`), with the
-/// error. The path is where an unknown field was found, not the field itself (serde's
-/// message names it). `None` when the second reading does not fail.
-pub(crate) fn located<T: DeserializeOwned>(text: &str) -> Option<(String, serde_json::Error)> {
-    located_in::<_, T>(&mut serde_json::Deserializer::from_str(text))
+/// Where reading `T` from `text` fails, as a path from `text`'s value (`.field` and a
+/// map's `.key`, `[0]`), with the error; `None` when it does not fail. The path is that of
+/// the value serde_json stopped in, found from the error's line and column
+/// ([`path_at`]); for an unknown field, the object it was found in (serde's message names
+/// the field).
+fn located<T: DeserializeOwned>(text: &str) -> Option<(String, serde_json::Error)> {
+    let e = serde_json::from_str::<T>(text).err()?;
+    Some((path_at(text, e.line(), e.column()), e))
 }
 
-/// [`located`] for any deserializer.
-fn located_in<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Option<(String, D::Error)> {
-    let Err(e) = serde_path_to_error::deserialize::<_, T>(deserializer) else {
-        return None;
+/// The path of the innermost value of JSON `text` that the position `line`:`column`
+/// (serde_json's: 1-based lines, 1-based byte columns, 0 for a line's start) is in or
+/// just after: `.key` for a member of an object, `[i]` for an element of an array. A key
+/// read without its value (where serde stops on an unknown field) is not part of it.
+///
+/// This reads the text once, as tokens, instead of deserializing it again with path
+/// tracking (serde_path_to_error), which cost the capacity gate 228 KB of module for the
+/// same answer.
+pub(crate) fn path_at(text: &str, line: usize, column: usize) -> String {
+    enum Frame {
+        Object { key: Option<String>, in_value: bool },
+        Array { index: usize, in_element: bool },
+    }
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    let end = (line_start + column).min(text.len());
+    let bytes = &text.as_bytes()[..end];
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut i = 0;
+    // A value starts at the current position: mark the enclosing container.
+    let start_value = |stack: &mut Vec<Frame>| {
+        if let Some(Frame::Array { in_element, .. }) = stack.last_mut() {
+            *in_element = true;
+        }
     };
-    let unknown_field = e.inner().to_string().starts_with("unknown field");
-    let mut segments: Vec<_> = e.path().iter().collect();
-    if unknown_field {
-        segments.pop();
+    while i < bytes.len() {
+        match bytes[i] {
+            b'{' => {
+                start_value(&mut stack);
+                stack.push(Frame::Object {
+                    key: None,
+                    in_value: false,
+                });
+            }
+            b'[' => {
+                start_value(&mut stack);
+                stack.push(Frame::Array {
+                    index: 0,
+                    in_element: false,
+                });
+            }
+            b'}' | b']' => {
+                stack.pop();
+            }
+            b':' => {
+                if let Some(Frame::Object { in_value, .. }) = stack.last_mut() {
+                    *in_value = true;
+                }
+            }
+            b',' => match stack.last_mut() {
+                Some(Frame::Object { key, in_value }) => {
+                    *key = None;
+                    *in_value = false;
+                }
+                Some(Frame::Array { index, in_element }) => {
+                    *index += 1;
+                    *in_element = false;
+                }
+                None => {}
+            },
+            b'"' => {
+                let from = i + 1;
+                i = from;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                let raw = &text[from..i.min(bytes.len())];
+                match stack.last_mut() {
+                    Some(Frame::Object { key, in_value }) if !*in_value => {
+                        *key = Some(
+                            serde_json::from_str::<String>(&format!("\"{raw}\""))
+                                .unwrap_or_else(|_| raw.to_string()),
+                        );
+                    }
+                    _ => start_value(&mut stack),
+                }
+            }
+            b' ' | b'\t' | b'\n' | b'\r' => {}
+            _ => start_value(&mut stack),
+        }
+        i += 1;
     }
     let mut path = String::new();
-    for segment in segments {
-        if !matches!(segment, serde_path_to_error::Segment::Seq { .. }) {
-            path.push('.');
+    for frame in &stack {
+        match frame {
+            Frame::Object {
+                key: Some(k),
+                in_value: true,
+            } => {
+                path.push('.');
+                path.push_str(k);
+            }
+            Frame::Array {
+                index,
+                in_element: true,
+            } => path.push_str(&format!("[{index}]")),
+            _ => {}
         }
-        path.push_str(&segment.to_string());
     }
-    Some((path, e.into_inner()))
+    path
 }
 
 /// serde_json's message without its ` at line L column C`.
@@ -138,6 +223,37 @@ mod tests {
             "models[m]: invalid type: integer `7`, expected struct Entry"
         );
         assert!(FieldError::read_json::<Entry>(|| unreachable!(), r#"{"layers": 1}"#).is_ok());
+    }
+
+    /// (text, where serde_json stops, the path there)
+    #[rstest::rstest]
+    #[case::a_member(r#"{"a": {"b": 7}}"#, "7", ".a.b")]
+    #[case::an_element(r#"{"a": [1, {"b": [true, "x"]}]}"#, "\"x", ".a[1].b[1]")]
+    #[case::a_key_without_its_value(r#"{"a": {"b": 1, "zz": 2}}"#, "\"zz\"", ".a")]
+    #[case::a_closed_object_is_its_own_path(r#"{"a": [{"b": 1}]}"#, "}", ".a[0]")]
+    #[case::escaped_quotes_and_keys(r#"{"a\"b": {"c": "\"],{"}}"#, "}", ".a\"b")]
+    #[case::the_top(r#"  7"#, "7", "")]
+    #[case::an_empty_array_is_not_an_element(r#"{"a": []}"#, "[", ".a")]
+    #[case::on_a_later_line("{\n  \"a\": [\n    1,\n    2\n  ]\n}", "2", ".a[1]")]
+    fn the_path_at_a_position_is_the_value_there(
+        #[case] text: &str,
+        #[case] through: &str,
+        #[case] want: &str,
+    ) {
+        let end = text.find(through).unwrap() + through.len();
+        let line = text[..end].matches('\n').count() + 1;
+        let column = end - text[..end].rfind('\n').map_or(0, |n| n + 1);
+        assert_eq!(path_at(text, line, column), want);
+    }
+
+    #[test]
+    fn a_value_read_again_is_named_as_its_text_is() {
+        let value = serde_json::json!({"layers": 1, "aliases": ["a", 2]});
+        let e = FieldError::read_value::<Entry>(|| "models[m]".into(), &value).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "models[m].aliases[1]: invalid type: integer `2`, expected a string"
+        );
     }
 
     #[test]
