@@ -286,14 +286,14 @@ fn utf8_text(bytes: &[u8]) -> Result<&str, String> {
 
 /// serde_json's error `e` about `payload`, with the path of the field it is about
 /// (`settings.exemptNamespaces: invalid type...`): serde_json itself gives only a line
-/// and column, and [`crate::settings::path_at`] finds the field at that position in the
+/// and column, and [`crate::settings::path_of`] finds the field at that position in the
 /// payload's text. Nesting beyond serde_json's recursion limit is said in words, without
 /// the path (`[0][0][0]...`).
 fn read_error(payload: &str, e: &serde_json::Error) -> String {
     if e.to_string().starts_with("recursion limit exceeded") {
         return limits::too_deep_text(e.line(), e.column());
     }
-    match crate::settings::path_at(payload, e.line(), e.column()).trim_start_matches('.') {
+    match crate::settings::path_of(payload, e).trim_start_matches('.') {
         "" => e.to_string(),
         path => format!("{path}: {e}"),
     }

@@ -25,7 +25,7 @@ pub mod wildcard;
 pub use action::{Action, UnreadableCluster};
 pub use error::FieldError;
 #[cfg(feature = "kubewarden")]
-pub(crate) use error::path_at;
+pub(crate) use error::path_of;
 pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;
 pub use shared::{check_pool_ref, check_unique_pool_name, check_window_ref};

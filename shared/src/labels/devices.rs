@@ -218,7 +218,7 @@ fn invalid_type(field: &str, value: &Value, expected: &str) -> String {
 }
 
 /// `field: `, or nothing for the block itself (the settings reader names it from the
-/// error's position, [`crate::settings::path_at`]).
+/// error's position, [`crate::settings::path_of`]).
 fn at(field: &str) -> String {
     if field.is_empty() {
         String::new()

@@ -29,7 +29,7 @@ impl FieldError {
         text: &str,
     ) -> Result<T, FieldError> {
         serde_json::from_str(text).map_err(|e| {
-            let inner = path_at(text, e.line(), e.column());
+            let inner = path_of(text, &e);
             FieldError::new(format!("{}{inner}", path()), without_position(&e))
         })
     }
@@ -55,18 +55,38 @@ impl FieldError {
 /// the field).
 fn located<T: DeserializeOwned>(text: &str) -> Option<(String, serde_json::Error)> {
     let e = serde_json::from_str::<T>(text).err()?;
-    Some((path_at(text, e.line(), e.column()), e))
+    Some((path_of(text, &e), e))
+}
+
+/// The path of the value serde_json's error `e` about `text` is about ([`path_at`] its
+/// position).
+pub(crate) fn path_of(text: &str, e: &serde_json::Error) -> String {
+    let message = e.to_string();
+    let opened_by = if message.starts_with("invalid type: sequence") {
+        Some(b'[')
+    } else if message.starts_with("invalid type: map") {
+        Some(b'{')
+    } else {
+        None
+    };
+    path_at(text, e.line(), e.column(), opened_by)
 }
 
 /// The path of the innermost value of JSON `text` that the position `line`:`column`
-/// (serde_json's: 1-based lines, 1-based byte columns, 0 for a line's start) is in or
-/// just after: `.key` for a member of an object, `[i]` for an element of an array. A key
-/// read without its value (where serde stops on an unknown field) is not part of it.
+/// (serde_json's: 1-based lines, 1-based byte columns of the last character read, 0 for
+/// a line's start) is in, just after, or just before (serde_json stops before a value
+/// whose first character shows it is of the wrong type): `.key` for a member of an
+/// object, `[i]` for an element of an array. A key read without its value (where serde
+/// stops on an unknown field) is not part of it. An error about an object or array as a
+/// whole (a missing field, a wrong length) comes after its closing bracket: the path is
+/// that of the object or array. `opened_by` (`[` or `{`) says the error is about an array
+/// or object where something else was expected: serde_json stops either before it (its
+/// bracket comes next) or just after its opening bracket (types read from any value).
 ///
 /// This reads the text once, as tokens, instead of deserializing it again with path
 /// tracking (serde_path_to_error), which cost the capacity gate 228 KB of module for the
 /// same answer.
-pub(crate) fn path_at(text: &str, line: usize, column: usize) -> String {
+fn path_at(text: &str, line: usize, column: usize, opened_by: Option<u8>) -> String {
     enum Frame {
         Object { key: Option<String>, in_value: bool },
         Array { index: usize, in_element: bool },
@@ -142,6 +162,19 @@ pub(crate) fn path_at(text: &str, line: usize, column: usize) -> String {
             _ => start_value(&mut stack),
         }
         i += 1;
+    }
+    let next = text.as_bytes()[end..]
+        .iter()
+        .find(|b| !b.is_ascii_whitespace());
+    let last = bytes.iter().rev().find(|b| !b.is_ascii_whitespace());
+    match opened_by {
+        Some(open) if next != Some(&open) && last == Some(&open) => {
+            stack.pop();
+        }
+        _ if next.is_some_and(|b| !matches!(b, b',' | b'}' | b']' | b':')) => {
+            start_value(&mut stack);
+        }
+        _ => {}
     }
     let mut path = String::new();
     for frame in &stack {
@@ -243,7 +276,57 @@ mod tests {
         let end = text.find(through).unwrap() + through.len();
         let line = text[..end].matches('\n').count() + 1;
         let column = end - text[..end].rfind('\n').map_or(0, |n| n + 1);
-        assert_eq!(path_at(text, line, column), want);
+        assert_eq!(path_at(text, line, column, None), want);
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Outer {
+        outer: Vec<Entry>,
+        #[serde(default)]
+        pair: Option<(u32, u32)>,
+    }
+
+    /// serde_json's own errors, each named where the settings spell the value.
+    #[rstest::rstest]
+    #[case::missing_field(
+        r#"{"outer": [{"layers": 1}, {"aliases": []}]}"#,
+        ".outer[1]: missing field `layers`"
+    )]
+    #[case::missing_field_after_an_object(
+        r#"{"outer": [{"aliases": ["a"]}]}"#,
+        ".outer[0]: missing field `layers`"
+    )]
+    #[case::a_list_where_a_number_is(
+        r#"{"outer": [{"layers": [[1]]}]}"#,
+        ".outer[0].layers: invalid type: sequence"
+    )]
+    #[case::a_list_where_a_string_is(
+        r#"{"outer": [{"layers": 1, "aliases": [["x"]]}]}"#,
+        ".outer[0].aliases[0]: invalid type: sequence"
+    )]
+    #[case::an_object_in_a_list(
+        r#"{"outer": [{"layers": 1, "aliases": ["a", {}]}]}"#,
+        ".outer[0].aliases[1]: invalid type: map"
+    )]
+    #[case::unknown_field(
+        r#"{"outer": [{"layers": 1, "bad": 2}]}"#,
+        ".outer[0]: unknown field `bad`"
+    )]
+    #[case::a_wrong_length(r#"{"outer": [], "pair": [1]}"#, ".pair: invalid length 1")]
+    #[case::a_list_read_as_any_value(
+        r#"{"outer": [{"layers": 1, "aliases": []}], "pair": {"a": 1}}"#,
+        ".pair: invalid type: map"
+    )]
+    #[case::a_number_read_whole(
+        r#"{"outer": [{"layers": -1}]}"#,
+        ".outer[0].layers: invalid value: integer `-1`"
+    )]
+    fn serde_errors_name_the_value_they_are_about(#[case] text: &str, #[case] want: &str) {
+        let e = serde_json::from_str::<Outer>(text).unwrap_err();
+        let said = format!("{}: {e}", path_of(text, &e));
+        assert!(said.starts_with(want), "{said}");
     }
 
     #[test]
