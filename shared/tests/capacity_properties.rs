@@ -247,8 +247,9 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
     /// Through `evaluate`: the verdict is exactly `(used + replicas x GPUs) x 100 <=
-    /// threshold x allocatable` on the schedulable nodes, so it is monotonic in replicas,
-    /// in GPUs per pod and in the pods already in the pool.
+    /// threshold x allocatable` on the schedulable nodes, and a pod no larger than the
+    /// largest of them (a larger one can never be scheduled), so it is monotonic in
+    /// replicas, in GPUs per pod and in the pods already in the pool.
     #[test]
     fn gate_is_exact_and_monotonic(
         threshold in 1u32..=100,
@@ -261,9 +262,11 @@ proptest! {
         let allocatable: u64 = nodes.iter().filter(|n| !n.cordoned).map(|n| n.gpus).sum();
         let used: u64 = pods.iter().map(PoolPod::effective).sum();
         let v = gate(threshold, &nodes, &pods, replicas, gpus_per_pod);
+        let largest = nodes.iter().filter(|n| !n.cordoned).map(|n| n.gpus).max().unwrap_or(0);
         let demand = replicas * gpus_per_pod;
         let expected = demand == 0
-            || u128::from(used + demand) * 100 <= u128::from(threshold) * u128::from(allocatable);
+            || (u128::from(used + demand) * 100 <= u128::from(threshold) * u128::from(allocatable)
+                && gpus_per_pod <= largest);
         prop_assert_eq!(v.allowed, expected, "{:?}", v);
         prop_assert_eq!(v.allowed, v.message.is_none());
 
