@@ -147,7 +147,8 @@ fn path_at(text: &str, line: usize, column: usize, opened_by: Option<u8>) -> Str
                 while i < bytes.len() && bytes[i] != b'"' {
                     i += if bytes[i] == b'\\' { 2 } else { 1 };
                 }
-                let raw = &text[from..i.min(bytes.len())];
+                // (bytes: a position inside a character ends the text there)
+                let raw = String::from_utf8_lossy(&bytes[from.min(i)..i.min(bytes.len())]);
                 match stack.last_mut() {
                     Some(Frame::Object { key, in_value }) if !*in_value => {
                         *key = Some(
@@ -327,6 +328,17 @@ mod tests {
         let e = serde_json::from_str::<Outer>(text).unwrap_err();
         let said = format!("{}: {e}", path_of(text, &e));
         assert!(said.starts_with(want), "{said}");
+    }
+
+    #[test]
+    fn a_position_inside_a_character_or_past_the_end_is_no_panic() {
+        let text = "{\"a\": \"\u{f6}x\", \"\u{e4}\": [1]}";
+        for column in 0..text.len() + 3 {
+            path_at(text, 1, column, None);
+            path_at(text, 2, column, Some(b'['));
+        }
+        assert_eq!(path_at(text, 1, 8, None), ".a");
+        assert_eq!(path_at("{\"a\": \"x\\", 1, 12, None), ".a");
     }
 
     #[test]
