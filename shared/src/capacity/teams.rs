@@ -725,7 +725,9 @@ fn read_use(
             }
         })?;
         total.add(&used);
-        lists.push(bytes);
+        if settings.count_dra_claims {
+            lists.push(bytes);
+        }
     }
     if settings.count_dra_claims {
         let pools: Vec<&str> = found.budget.pools.iter().map(|(p, _)| p.as_str()).collect();
