@@ -107,9 +107,10 @@ class Case:
 # The cases of bench/src/cases.rs
 # ------------------------------------------------------------------------------------------------
 
+# case(POLICY, "kind", "request", settings, session, Intent): settings and session None or Some("path").
 CASE_CALL = re.compile(
-    r'case\(\s*(\w+),\s*"([^"]*)",\s*"([^"]*)",\s*(None|Some\("([^"]*)"\)),\s*(\w+),?\s*\)', re.S)
-SESSION_FIELD = re.compile(r'session:\s*Some\("([^"]*)"\)')
+    r'case\(\s*(\w+),\s*"([^"]*)",\s*"([^"]*)",\s*(?:None|Some\("([^"]*)"\)),\s*(?:None|Some\("([^"]*)"\)),'
+    r'\s*(\w+),?\s*\)', re.S)
 POLICY_CONST = re.compile(r'const (\w+): &str = "([^"]+)";')
 
 
@@ -121,18 +122,14 @@ def read_bench_cases(path=CASES_RS):
     if start < 0:
         raise BenchError(f"{path}: no `pub const CASES: &[Case] = &[` found")
     body = text[start:text.index("\n];", start)]
-    cases, previous_end = [], 0
+    cases = []
     for m in CASE_CALL.finditer(body):
-        const, kind, request, _, settings, intent = m.groups()
+        const, kind, request, settings, session, intent = m.groups()
         if const not in names:
             raise BenchError(f"{path}: unknown policy constant {const}")
-        # `Case { session: Some("..."), ..case(...) }`: the session is just before the call.
-        between = body[previous_end:m.start()]
-        session = SESSION_FIELD.search(between[between.rfind("Case {"):]) if "Case {" in between else None
-        previous_end = m.end()
         policy = names[const]
-        cases.append(Case(policy, kind, request, settings, None, session and session.group(1),
-                          intent.lower(), REPO / "policies" / policy))
+        cases.append(Case(policy, kind, request, settings, None, session, intent.lower(),
+                          REPO / "policies" / policy))
     expected = body.count("case(")
     if not cases or len(cases) != expected:
         raise BenchError(f"{path}: read {len(cases)} of {expected} cases; has CASES changed shape?")
