@@ -282,17 +282,7 @@ pub fn read(
     pods: &[u8],
     dra: &DraSettings,
 ) -> Result<ClaimUse, HostFailure> {
-    let request = claim_query(dra);
-    let unreadable = |e: ListError| HostFailure {
-        request: Box::new(request.clone()),
-        error: HostError::Unreadable(e.to_string()),
-    };
-    let referenced = referenced_claims(pods).map_err(unreadable)?;
-    if referenced.is_empty() {
-        return Ok(ClaimUse::default());
-    }
-    let claims = call(cluster, &request)?;
-    count_claims(&claims, &referenced, dra).map_err(unreadable)
+    read_by_label(cluster, &[pods], dra, "", &[]).map(|(total, _)| total)
 }
 
 /// What the allocated claims of the pods of several Pod list answers hold (`lists`, each
