@@ -25,3 +25,36 @@ pub(crate) fn starts_saying(v: &Verdict, opening: &str) {
 pub(crate) fn ends_saying(v: &Verdict, ending: &str) {
     assert!(message(v).ends_with(ending), "{v:?}");
 }
+
+/// Asserts that `v` denies with exactly `text`.
+#[track_caller]
+pub(crate) fn denies(v: &Verdict, text: &str) {
+    assert!(!v.allowed, "{v:?}");
+    assert_eq!(message(v), text, "{v:?}");
+}
+
+/// Asserts that `v` denies with a message that says `part`.
+#[track_caller]
+pub(crate) fn denies_saying(v: &Verdict, part: &str) {
+    assert!(!v.allowed, "{v:?}");
+    says(v, part);
+}
+
+/// Asserts that `v` denies with a message that starts with `opening`.
+#[track_caller]
+pub(crate) fn denies_starting(v: &Verdict, opening: &str) {
+    assert!(!v.allowed, "{v:?}");
+    starts_saying(v, opening);
+}
+
+/// The audit annotation `key` of `v` ("" without one).
+pub(crate) fn audit<'v>(v: &'v Verdict, key: &str) -> &'v str {
+    v.audit_annotations.get(key).map_or("", String::as_str)
+}
+
+/// Asserts that `v` allows, its audit annotation `key` saying `part`.
+#[track_caller]
+pub(crate) fn allows_noting(v: &Verdict, key: &str, part: &str) {
+    assert!(v.allowed, "{v:?}");
+    assert!(audit(v, key).contains(part), "{v:?}");
+}
