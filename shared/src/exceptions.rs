@@ -288,25 +288,6 @@ fn not_blank(
     Ok(())
 }
 
-/// `impl HasExceptions` for a settings type with `exceptions`, `maxExceptionDays` and
-/// `customKinds`.
-macro_rules! impl_has_exceptions {
-    ($settings:ty) => {
-        impl $crate::exceptions::HasExceptions for $settings {
-            fn exceptions(&self) -> &[$crate::exceptions::Exception] {
-                &self.exceptions
-            }
-            fn max_exception_days(&self) -> u32 {
-                self.max_exception_days
-            }
-            fn custom_kinds(&self) -> &[$crate::workload::CustomKind] {
-                &self.custom_kinds
-            }
-        }
-    };
-}
-pub(crate) use impl_has_exceptions;
-
 /// `verdict` with the policy's exceptions applied: a denial of `rule` for a workload an
 /// exception covers at `now` becomes an acceptance with the audit annotation [`AUDIT_KEY`]
 /// (and [`AUDIT_EXCUSED`]: what was excused) and, near its end, a warning; a denial whose

@@ -491,20 +491,30 @@ mod tests {
         }
     }
 
+    impl<T: Checks> crate::settings::Common for T {
+        fn exempt_namespaces(&self) -> &crate::settings::NamespaceList {
+            static NONE: crate::settings::NamespaceList =
+                crate::settings::NamespaceList(Vec::new());
+            &NONE
+        }
+    }
+
+    impl<T: Checks> crate::settings::CheckedForm for T {
+        type Settings = T;
+        fn check(settings: Box<T>) -> Result<Box<T>, FieldError> {
+            settings.checks()?;
+            Ok(settings)
+        }
+        fn settings(&self) -> &T {
+            self
+        }
+    }
+
     impl<T: DeserializeOwned + Checks> Policy for Toy<T> {
         const NAME: &'static str = "toy-policy";
         const HOST_CALLS: u8 = 0;
         type Settings = T;
         type Checked = T;
-        fn check(settings: Box<T>) -> Result<Box<T>, FieldError> {
-            settings.checks()?;
-            Ok(settings)
-        }
-        fn exempt_namespaces(_: &T) -> &crate::settings::NamespaceList {
-            static NONE: crate::settings::NamespaceList =
-                crate::settings::NamespaceList(Vec::new());
-            &NONE
-        }
         fn decide(_: crate::policy::Admission<'_, T>) -> Verdict {
             Verdict::accept()
         }

@@ -25,32 +25,77 @@ impl<'de> Deserialize<'de> for QuantityText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // A visitor, not an untagged enum: untagged enums buffer every value first, which
         // made parsing long Pod lists (the capacity gate) several times slower.
-        struct Visitor;
-        impl serde::de::Visitor<'_> for Visitor {
-            type Value = QuantityText;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a quantity (a string like \"2\" or \"16Gi\", or a number)")
-            }
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<QuantityText, E> {
-                Ok(QuantityText(v.to_string()))
-            }
-            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<QuantityText, E> {
-                Ok(QuantityText(v))
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<QuantityText, E> {
-                Ok(QuantityText(v.to_string()))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<QuantityText, E> {
-                Ok(QuantityText(v.to_string()))
-            }
-            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<QuantityText, E> {
-                Ok(QuantityText(
-                    serde_json::Number::from_f64(v)
-                        .map_or_else(|| v.to_string(), |n| n.to_string()),
-                ))
-            }
+        let text = ScalarText {
+            expecting: "a quantity (a string like \"2\" or \"16Gi\", or a number)",
+            lenient: false,
+        };
+        deserializer.deserialize_any(text).map(QuantityText)
+    }
+}
+
+/// Reads a scalar as text: a string as it is, a number as JSON writes it. `lenient` also
+/// reads a bool as `true`/`false`, and null, lists and maps as "" (skipped whole).
+struct ScalarText {
+    expecting: &'static str,
+    lenient: bool,
+}
+
+use serde::de::Unexpected;
+
+impl<'de> serde::de::Visitor<'de> for ScalarText {
+    type Value = String;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<String, E> {
+        Ok(v)
+    }
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<String, E> {
+        Ok(v.to_string())
+    }
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<String, E> {
+        if self.lenient {
+            return Ok(v.to_string());
         }
-        deserializer.deserialize_any(Visitor)
+        Ok(serde_json::Number::from_f64(v).map_or_else(|| v.to_string(), |n| n.to_string()))
+    }
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<String, E> {
+        self.lenient(Unexpected::Bool(v))?;
+        Ok(v.to_string())
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<String, E> {
+        self.lenient(Unexpected::Unit)?;
+        Ok(String::new())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<String, A::Error> {
+        self.lenient(Unexpected::Seq)?;
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(String::new())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+        self.lenient(Unexpected::Map)?;
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(String::new())
+    }
+}
+
+impl ScalarText {
+    /// Serde's error for `unexpected` unless lenient.
+    fn lenient<E: serde::de::Error>(&self, unexpected: Unexpected) -> Result<(), E> {
+        if self.lenient {
+            Ok(())
+        } else {
+            Err(E::invalid_type(unexpected, self))
+        }
     }
 }
 
@@ -167,52 +212,11 @@ fn words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::E
     struct Word(String);
     impl<'de> Deserialize<'de> for Word {
         fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            struct Visitor;
-            impl<'de> serde::de::Visitor<'de> for Visitor {
-                type Value = Word;
-                fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                    f.write_str("a command-line word")
-                }
-                fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Word, E> {
-                    Ok(Word(v.to_string()))
-                }
-                fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Word, E> {
-                    Ok(Word(v))
-                }
-                fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Word, E> {
-                    Ok(Word(v.to_string()))
-                }
-                fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Word, E> {
-                    Ok(Word(v.to_string()))
-                }
-                fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Word, E> {
-                    Ok(Word(v.to_string()))
-                }
-                fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Word, E> {
-                    Ok(Word(v.to_string()))
-                }
-                fn visit_unit<E: serde::de::Error>(self) -> Result<Word, E> {
-                    Ok(Word(String::new()))
-                }
-                fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                    self,
-                    mut seq: A,
-                ) -> Result<Word, A::Error> {
-                    while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                    Ok(Word(String::new()))
-                }
-                fn visit_map<A: serde::de::MapAccess<'de>>(
-                    self,
-                    mut map: A,
-                ) -> Result<Word, A::Error> {
-                    while map
-                        .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                        .is_some()
-                    {}
-                    Ok(Word(String::new()))
-                }
-            }
-            deserializer.deserialize_any(Visitor)
+            let text = ScalarText {
+                expecting: "a command-line word",
+                lenient: true,
+            };
+            deserializer.deserialize_any(text).map(Word)
         }
     }
     Ok(Option::<Vec<Word>>::deserialize(deserializer)?

@@ -30,6 +30,40 @@ pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;
 pub use shared::{check_pool_ref, check_unique_pool_name, check_window_ref};
 
+/// What every policy reads of its settings before its rules: given by `policy_settings!`.
+pub trait Common {
+    /// The namespaces whose requests the policy lets through unchecked.
+    fn exempt_namespaces(&self) -> &NamespaceList;
+
+    /// The settings' exceptions (and the custom kinds a workload's labels are read with);
+    /// `None` for settings without `exceptions`.
+    fn exceptions(&self) -> Option<&dyn crate::exceptions::HasExceptions> {
+        None
+    }
+}
+
+/// A policy's settings in the form its rules take (schedules, windows, percentages,
+/// selectors as typed values), built once from the settings as read
+/// ([`crate::policy::Policy::Checked`]).
+pub trait CheckedForm: Sized {
+    /// The settings as the host sends them.
+    type Settings: Common;
+
+    /// The settings checked (the first field found wrong, as `validate_settings` says it),
+    /// in their checked form. Boxed: settings are large, and a policy module's frames are
+    /// kept small (each stack page of a fresh instance costs a page fault).
+    fn check(settings: Box<Self::Settings>) -> Result<Box<Self>, FieldError>;
+
+    /// The checked form without the checks no request depends on (see
+    /// [`crate::policy::Policy::prepare`]); by default [`CheckedForm::check`]'s.
+    fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self>, FieldError> {
+        Self::check(settings)
+    }
+
+    /// The settings as read.
+    fn settings(&self) -> &Self::Settings;
+}
+
 /// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
 /// rendered `<path>: <reason>` (the message `validate_settings` returns).
 pub trait ValidateSettings {

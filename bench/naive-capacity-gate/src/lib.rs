@@ -13,13 +13,12 @@
 
 use gpu_rules::admission::{AdmissionRequest, Verdict};
 use gpu_rules::capacity::decision::decide;
-use gpu_rules::capacity::{PoolSnapshot, Settings, demand};
+use gpu_rules::capacity::{Checked, PoolSnapshot, Settings, demand};
 use gpu_rules::cluster::{Cluster, ClusterRequest, ListAll};
 use gpu_rules::gpu::{GpuResources, add_into, pod_gpus};
 use gpu_rules::podspec::PodSpec;
 use gpu_rules::policy::{Admission, GET_RESOURCE, LIST_RESOURCES_ALL, Policy};
 use gpu_rules::quantity::Quantity;
-use gpu_rules::settings::{FieldError, NamespaceList, ValidateSettings};
 use gpu_rules::workload::Workload;
 use serde::Deserialize;
 use serde_json::Value;
@@ -55,26 +54,16 @@ mod guest {
 }
 
 /// The naive gate as a [`Policy`]: the capacity gate's settings, checked as the gate checks
-/// them; no exempt namespaces.
+/// them, its exempt namespaces included.
 pub struct NaiveCapacityGate;
 
 impl Policy for NaiveCapacityGate {
     const NAME: &'static str = "naive-capacity-gate";
     const HOST_CALLS: u8 = LIST_RESOURCES_ALL | GET_RESOURCE;
     type Settings = Settings;
-    type Checked = Settings;
+    type Checked = Checked;
 
-    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
-        settings.validate()?;
-        Ok(settings)
-    }
-
-    fn exempt_namespaces(_: &Settings) -> &NamespaceList {
-        static NONE: NamespaceList = NamespaceList(Vec::new());
-        &NONE
-    }
-
-    fn decide(a: Admission<'_, Settings>) -> Verdict {
+    fn decide(a: Admission<'_, Checked>) -> Verdict {
         decide_naively(a.request, a.settings, a.cluster)
     }
 }
@@ -265,10 +254,11 @@ mod tests {
         .unwrap()
     }
 
-    fn settings() -> Settings {
-        serde_json::from_value(json!({"chargePods": "all",
+    fn settings() -> Box<Checked> {
+        let settings = serde_json::from_value(json!({"chargePods": "all",
             "pools": [{"name": "a", "nodeSelector": {"matchLabels": {"pool": "a"}}, "thresholdPercent": 100}]}))
-        .unwrap()
+        .unwrap();
+        NaiveCapacityGate::check(Box::new(settings)).unwrap()
     }
 
     #[test]

@@ -18,7 +18,7 @@
 
 use crate::pools::{CheckedPool, PoolChecks, PoolForm, PoolSet};
 use crate::settings::{
-    FieldError, NamespaceList, UnreadableCluster, ValidateSettings, policy_settings,
+    CheckedForm, FieldError, NamespaceList, UnreadableCluster, ValidateSettings, policy_settings,
 };
 use serde::{Deserialize, Serialize};
 
@@ -100,21 +100,26 @@ pub struct Checked {
     forms: Vec<PoolForm>,
 }
 
-impl Checked {
-    /// The settings checked (the first field found wrong, as `validate_settings` says it),
-    /// in the form the rules take.
-    pub fn new(settings: Box<Settings>) -> Result<Checked, FieldError> {
+impl CheckedForm for Checked {
+    type Settings = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         settings.validate()?;
-        Ok(Checked::prepared(settings))
+        Checked::prepare(settings)
     }
 
-    /// The form the rules take, without the checks (settings a host sends passed them, see
-    /// [`crate::policy::Policy::prepare`]).
-    pub fn prepared(settings: Box<Settings>) -> Checked {
+    /// The pools' forms, without the checks.
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let forms = settings.pools.iter().map(PoolForm::new).collect();
-        Checked { settings, forms }
+        Ok(Box::new(Checked { settings, forms }))
     }
 
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Checked {
     /// The `i`th pool, in the form the rules take.
     pub fn pool(&self, i: usize) -> Option<CheckedPool<'_>> {
         CheckedPool::at(&self.settings.pools, &self.forms, i)

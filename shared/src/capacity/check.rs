@@ -8,7 +8,7 @@ use super::teams::{TeamBudget, parse_budgets};
 use crate::pools::checked::{forms_with_thresholds, named_schedules};
 use crate::pools::{CheckedPool, PoolChecks, PoolForm};
 use crate::settings::{
-    Action, FieldError, UnreadableCluster, ValidateSettings, validate_label_key,
+    Action, CheckedForm, FieldError, UnreadableCluster, ValidateSettings, validate_label_key,
     validate_object_name,
 };
 
@@ -25,29 +25,34 @@ pub struct Checked {
     pub budgets: Vec<(String, TeamBudget)>,
 }
 
-impl Checked {
-    /// The settings checked (the first field found wrong, as `validate_settings` says it),
-    /// in the form the rules take.
-    pub fn new(settings: Box<Settings>) -> Result<Checked, FieldError> {
+impl CheckedForm for Checked {
+    type Settings = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         settings.validate()?;
-        Checked::prepared(settings)
+        Checked::prepare(settings)
     }
 
-    /// The form the rules take, without the checks no request depends on (settings a host
-    /// sends passed them, see [`crate::policy::Policy::prepare`]): the schedules the
-    /// pools' thresholds name and the team budgets are read, and refused when they do not
-    /// read.
-    pub fn prepared(settings: Box<Settings>) -> Result<Checked, FieldError> {
+    /// The form the rules take, without the checks no request depends on: the schedules
+    /// the pools' thresholds name and the team budgets are read, and refused when they do
+    /// not read.
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let schedules = named_schedules(&settings.pools, &settings.schedules)?;
         let forms = forms_with_thresholds(&settings.pools, &schedules);
         let budgets = parse_budgets("teamBudgets", &settings.team_budgets)?;
-        Ok(Checked {
+        Ok(Box::new(Checked {
             settings,
             forms,
             budgets,
-        })
+        }))
     }
 
+    fn settings(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl Checked {
     /// The `i`th pool, in the form the rules take.
     pub fn pool(&self, i: usize) -> Option<CheckedPool<'_>> {
         CheckedPool::at(&self.settings.pools, &self.forms, i)

@@ -70,7 +70,7 @@ use crate::policy::object_name;
 use crate::pools::CheckedPool;
 use crate::workload::Workload;
 use decision::Inputs;
-use demand::{Demand, Incoming, PoolClasses, PoolDemand, PoolShapes, PoolTypes};
+use demand::{Demand, Incoming};
 use serde_json::Value;
 use state::PoolError;
 
@@ -112,10 +112,9 @@ pub mod audit {
 /// What a request charges, or why it is decided without looking at the cluster.
 enum Plan {
     Charge {
-        per_pool: PoolDemand,
-        classes: PoolClasses,
-        shapes: PoolShapes,
-        types: PoolTypes,
+        /// Per pool what the request adds (`per_pool`: its growth on UPDATE), with the
+        /// charged templates' classes, shapes and types.
+        demand: Demand,
         notes: Vec<(&'static str, String)>,
         /// What the request adds template by template (namespace quotas, team budgets).
         incoming: Incoming,
@@ -143,15 +142,12 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
         // status, ephemeralcontainers, resize...: GPU requests cannot change there.
         _ => Plan::Done(Verdict::accept()),
     };
-    let (per_pool, classes, shapes, types, mut notes, incoming) = match plan {
+    let (demand, mut notes, incoming) = match plan {
         Plan::Charge {
-            per_pool,
-            classes,
-            shapes,
-            types,
+            demand,
             notes,
             incoming,
-        } => (per_pool, classes, shapes, types, notes, incoming),
+        } => (demand, notes, incoming),
         Plan::Done(verdict) => return verdict,
         Plan::HostFailed { failure, context } => {
             return host_failure(settings, &context, &failure, Vec::new());
@@ -160,26 +156,30 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
 
     let mut decisions = Vec::new();
     let mut pace = pace::Pace::new(cluster, settings, request, now);
-    for (index, demand) in &per_pool {
+    for (index, pool_demand) in &demand.per_pool {
         let Some(pool) = settings.pool(*index) else {
             continue;
         };
         let context = format!("pool {}", pool.name);
         if settings.usage_of(&pool) == Usage::Quotas
-            && let Some(denial) = uncounted_templates(&pool, classes.get(index))
+            && let Some(denial) = uncounted_templates(&pool, demand.classes.get(index))
         {
             return with_notes(Verdict::reject(format!("{context}: {denial}")), notes)
                 .with_audit(audit::CAPACITY, format!("{context}: not checked"));
         }
-        let shapes = shapes.get(index).map(Vec::as_slice).unwrap_or_default();
+        let shapes = demand
+            .shapes
+            .get(index)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let job = PoolJob {
             cluster,
             settings,
             names: &names,
             namespace: &request.namespace,
-            demand,
+            demand: pool_demand,
             shapes,
-            workload_type: demand::workload_type(types.get(index)),
+            workload_type: demand::workload_type(demand.types.get(index)),
             now,
         };
         match job.read_and_decide(pool) {
@@ -188,7 +188,7 @@ pub fn decide(a: crate::policy::Admission<'_, Checked>) -> Verdict {
                     && let Err(failure) = pace.judge(
                         &pool.name,
                         times,
-                        demand,
+                        pool_demand,
                         &decision.checks,
                         pool.sustained.as_ref(),
                     )
@@ -595,11 +595,8 @@ fn object_plan(
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
 
-    let classes = new.classes.clone();
-    let shapes = new.shapes.clone();
-    let types = new.types.clone();
     let mut incoming = Incoming {
-        new: new.templates.clone(),
+        new: std::mem::take(&mut new.templates),
         ..Incoming::default()
     };
     let per_pool = if request.is_update() {
@@ -638,11 +635,9 @@ fn object_plan(
     if per_pool.is_empty() && incoming.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
+    new.per_pool = per_pool;
     Plan::Charge {
-        per_pool,
-        classes,
-        shapes,
-        types,
+        demand: new,
         notes,
         incoming,
     }
@@ -818,17 +813,14 @@ fn scale_plan(
     // The parent was read masked to its resources: its pod affinity is not known.
     demand::read_scopes(&mut added.templates, &workload, &parent, false);
     let incoming = Incoming {
-        new: added.templates,
+        new: std::mem::take(&mut added.templates),
         ..Incoming::default()
     };
     if added.per_pool.is_empty() && incoming.is_empty() {
         return Plan::Done(with_notes(Verdict::accept(), notes));
     }
     Plan::Charge {
-        per_pool: added.per_pool,
-        classes: added.classes,
-        shapes: added.shapes,
-        types: added.types,
+        demand: added,
         notes,
         incoming,
     }

@@ -149,6 +149,20 @@ pub struct QuotaTarget<'a> {
     pub allocatable: &'a GpuCounts,
 }
 
+impl QuotaTarget<'_> {
+    /// The pool's PriorityClasses, sorted: what its quotas' scope must name.
+    fn sorted_classes(&self) -> Vec<&str> {
+        let mut classes: Vec<&str> = self
+            .pool
+            .priority_classes
+            .iter()
+            .map(String::as_str)
+            .collect();
+        classes.sort_unstable();
+        classes
+    }
+}
+
 /// The pool's GPUs in use: the sum of its quotas' `status.used`. Refused, with what is
 /// wrong and the fix, when that sum would miss pods: the request's namespace has no quota
 /// for the pool (its pods would not be counted), a quota is not scoped to exactly the
@@ -162,13 +176,7 @@ pub fn quota_usage(quotas: &[Quota], target: &QuotaTarget) -> Result<GpuCounts, 
     for q in quotas {
         by_namespace.entry(&q.namespace).or_default().push(&q.name);
     }
-    let mut classes: Vec<&str> = target
-        .pool
-        .priority_classes
-        .iter()
-        .map(String::as_str)
-        .collect();
-    classes.sort_unstable();
+    let classes = target.sorted_classes();
     let label = format!("{}={}", target.pool_label_key, target.pool.name);
     let mut used = GpuCounts::new();
     for q in quotas {
@@ -259,13 +267,7 @@ fn scope_selector_text(classes: &[&str]) -> String {
 
 /// The request's namespace has no quota for the pool: the quota to create.
 fn missing_quota(target: &QuotaTarget) -> String {
-    let mut classes: Vec<&str> = target
-        .pool
-        .priority_classes
-        .iter()
-        .map(String::as_str)
-        .collect();
-    classes.sort_unstable();
+    let classes = target.sorted_classes();
     let hard: Vec<String> = target
         .demand
         .keys()

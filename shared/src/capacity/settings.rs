@@ -222,8 +222,6 @@ impl Settings {
 /// [`super::sustained`], [`super::offers`]).
 pub const RULE_NAMES: [&str; 4] = ["capacity", "burstBrake", "sustained", "nodeOffers"];
 
-crate::exceptions::impl_has_exceptions!(Settings);
-
 #[cfg(test)]
 mod tests {
     use super::*;

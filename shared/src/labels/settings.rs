@@ -6,7 +6,8 @@ pub use super::tenancy::{GpuSharing, SharingModel, SharingRule};
 use crate::scheduling::TaintPattern;
 use crate::settings::wildcard::validate_pattern;
 use crate::settings::{
-    FieldError, ValidateSettings, policy_settings, validate_label_key, validate_label_value,
+    CheckedForm, FieldError, ValidateSettings, policy_settings, validate_label_key,
+    validate_label_value,
 };
 use serde::{Deserialize, Serialize};
 
@@ -218,8 +219,6 @@ pub const RULE_NAMES: [&str; 7] = [
     super::tenancy::GPU_ACCESS_RULE,
     super::tenancy::GPU_SHARING_RULE,
 ];
-
-crate::exceptions::impl_has_exceptions!(Settings);
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {
@@ -439,5 +438,25 @@ mod tests {
             )
             .is_ok()
         );
+    }
+}
+
+/// The labels policy's rules take its settings as read: every field is typed by serde, and
+/// nothing in them is read differently per request.
+impl CheckedForm for Settings {
+    type Settings = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The settings as read (a host sends only settings that checked).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        Ok(settings)
+    }
+
+    fn settings(&self) -> &Settings {
+        self
     }
 }

@@ -12,8 +12,7 @@ pub use describe::{describe, object_name, request_namespace, unreadable};
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::Cluster;
-use crate::exceptions::HasExceptions;
-use crate::settings::{FieldError, NamespaceList};
+use crate::settings::{CheckedForm, Common, FieldError};
 use serde::de::DeserializeOwned;
 
 /// `get_resource`, in [`Policy::HOST_CALLS`].
@@ -61,31 +60,31 @@ pub trait Policy {
     /// its `metadata.yml` declares in `hostCapabilities`.
     const HOST_CALLS: u8;
     /// The settings as the host sends them.
-    type Settings: DeserializeOwned;
-    /// The settings checked, in the form the rules take (schedules, windows, percentages
-    /// and the like as typed values): what the settings cache keeps.
-    type Checked;
+    type Settings: DeserializeOwned + Common;
+    /// The settings checked, in the form the rules take: what the settings cache keeps.
+    type Checked: CheckedForm<Settings = Self::Settings>;
     /// The rules its `exceptions` may name; the default [`Policy::excuse`] excuses denials
     /// of the first. None by default.
     const RULE_NAMES: &'static [&'static str] = &[];
 
     /// The settings checked (the first field found wrong, as `validate_settings` says it),
-    /// in their checked form. Boxed: settings are large, and a policy module's frames are
-    /// kept small (each stack page of a fresh instance costs a page fault).
-    fn check(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError>;
+    /// in their checked form ([`CheckedForm::check`]).
+    fn check(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
+        Self::Checked::check(settings)
+    }
 
-    /// The checked form of the settings a host sends with a request: by default
-    /// [`Policy::check`]'s. Hosts send only settings `validate_settings` accepted (kwctl and
-    /// policy-server refuse the others when they load the policy), and policy-server answers
-    /// each request on a fresh instance, which reads its settings again: a policy builds the
-    /// same form without the checks no request depends on (routing: the overlap of its
-    /// pools; VRAM fit: every `models` entry, which a request reads when it names one; the
-    /// capacity gate and the autoscaler policy: every check, their pools' forms and the
-    /// gate's team budgets are read; labels, whose rules take the settings as read: every
-    /// check). Settings that cannot be put in that form (a schedule that does not read) are
-    /// refused before the rules run.
+    /// The checked form of the settings a host sends with a request
+    /// ([`CheckedForm::prepare`]). Hosts send only settings `validate_settings` accepted
+    /// (kwctl and policy-server refuse the others when they load the policy), and
+    /// policy-server answers each request on a fresh instance, which reads its settings
+    /// again: a policy builds the same form without the checks no request depends on
+    /// (routing: the overlap of its pools; VRAM fit: every `models` entry, which a request
+    /// reads when it names one; the capacity gate and the autoscaler policy: every check,
+    /// their pools' forms and the gate's team budgets are read; labels, whose rules take the
+    /// settings as read: every check). Settings that cannot be put in that form (a schedule
+    /// that does not read) are refused before the rules run.
     fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self::Checked>, FieldError> {
-        Self::check(settings)
+        Self::Checked::prepare(settings)
     }
 
     /// Whether the policy judges `request` at all; every other request is accepted
@@ -94,23 +93,14 @@ pub trait Policy {
         request.creates_or_updates()
     }
 
-    /// The namespaces whose requests the policy lets through unchecked.
-    fn exempt_namespaces(settings: &Self::Checked) -> &NamespaceList;
-
     /// The policy's rules, for a request it judges in a namespace it does not exempt.
     fn decide(a: Admission<'_, Self::Checked>) -> Verdict;
 
-    /// The settings' exceptions (and the custom kinds a workload's labels are read with),
-    /// for the default [`Policy::excuse`]; none by default.
-    fn exceptions(_settings: &Self::Checked) -> Option<&dyn HasExceptions> {
-        None
-    }
-
     /// `verdict` with the denials the policy's exceptions excuse: by default, a denial
     /// without a code, as one of the first of [`Policy::RULE_NAMES`], for a workload one of
-    /// [`Policy::exceptions`] covers ([`crate::exceptions::excuse`]).
+    /// the settings' exceptions covers ([`crate::exceptions::excuse`]).
     fn excuse(verdict: Verdict, a: Admission<'_, Self::Checked>) -> Verdict {
-        match (Self::exceptions(a.settings), Self::RULE_NAMES.first()) {
+        match (a.settings.settings().exceptions(), Self::RULE_NAMES.first()) {
             (Some(settings), Some(rule)) => crate::exceptions::excuse(
                 verdict,
                 settings,
@@ -130,7 +120,7 @@ pub trait Policy {
             return Some(Verdict::accept());
         }
         let namespace = request_namespace(request);
-        if Self::exempt_namespaces(settings).contains(namespace) {
+        if settings.settings().exempt_namespaces().contains(namespace) {
             return Some(Verdict::accept().with_audit(
                 AUDIT_EXEMPT,
                 format!("namespace {namespace} is in exemptNamespaces: not checked"),

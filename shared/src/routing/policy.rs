@@ -1,14 +1,12 @@
 //! gpu-pool-routing-policy as a [`Policy`]: its settings checked ([`Checked`]), its rules
-//! ([`super::prepare`]), its exceptions, the host calls it may make. It changes objects: the
+//! ([`super::prepare`]), the rules its exceptions may name, the host calls it may make. It changes objects: the
 //! request handed over has its own object changed and moved into the answer.
 
 use super::settings::{Checked, RULE_NAMES, Settings};
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::SystemClock;
 use crate::cluster::Cluster;
-use crate::exceptions::HasExceptions;
 use crate::policy::{Admission, GET_RESOURCE, Policy};
-use crate::settings::{FieldError, NamespaceList};
 
 /// gpu-pool-routing-policy.
 pub struct Routing;
@@ -20,30 +18,12 @@ impl Policy for Routing {
     type Checked = Checked;
     const RULE_NAMES: &'static [&'static str] = &RULE_NAMES;
 
-    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
-        Checked::new(settings).map(Box::new)
-    }
-
-    /// The schedules read, without the other checks (the overlap of every two pools, the
-    /// most costly of them, concerns no request).
-    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
-        Checked::prepared(settings).map(Box::new)
-    }
-
     fn judges(request: &AdmissionRequest) -> bool {
         super::judges(request)
     }
 
-    fn exempt_namespaces(settings: &Checked) -> &NamespaceList {
-        &settings.exempt_namespaces
-    }
-
     fn decide(a: Admission<'_, Checked>) -> Verdict {
         super::decide(a)
-    }
-
-    fn exceptions(settings: &Checked) -> Option<&dyn HasExceptions> {
-        Some(&**settings)
     }
 
     /// [`super::prepare`], then the change written into the request's own object.

@@ -6,7 +6,7 @@ use super::overlap::{self, Members};
 use crate::podspec::Toleration;
 use crate::selector::LabelSelector;
 use crate::settings::{
-    FieldError, NamespaceList, ValidateSettings, check_labels_only, check_pool_ref,
+    CheckedForm, FieldError, NamespaceList, ValidateSettings, check_labels_only, check_pool_ref,
     check_unique_pool_name, check_window_ref, policy_settings, read_node_selector,
     validate_label_key, validate_label_value, validate_object_name,
 };
@@ -269,19 +269,23 @@ pub struct Checked {
     pub windows: BTreeMap<String, crate::schedule::Checked>,
 }
 
-impl Checked {
-    /// The settings checked (the first field found wrong, as `validate_settings` says it).
-    pub fn new(settings: Box<Settings>) -> Result<Self, FieldError> {
+impl CheckedForm for Checked {
+    type Settings = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let windows = settings.checked_windows()?;
-        Ok(Checked { settings, windows })
+        Ok(Box::new(Checked { settings, windows }))
     }
 
-    /// The settings in the form the rules take, their schedules read, without the checks
-    /// no request depends on (pools that overlap, label keys: settings a host sends passed
-    /// them, see [`crate::policy::Policy::prepare`]).
-    pub fn prepared(settings: Box<Settings>) -> Result<Self, FieldError> {
+    /// The schedules read, without the checks no request depends on (pools that overlap,
+    /// label keys).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let windows = crate::schedule::check_all(&settings.schedules, "schedules")?;
-        Ok(Checked { settings, windows })
+        Ok(Box::new(Checked { settings, windows }))
+    }
+
+    fn settings(&self) -> &Settings {
+        &self.settings
     }
 }
 
@@ -579,8 +583,6 @@ fn validate_toleration(field: &str, t: &PoolToleration) -> Result<(), FieldError
 
 /// The rule names `exceptions[].rules` may give.
 pub const RULE_NAMES: [&str; 1] = ["routing"];
-
-crate::exceptions::impl_has_exceptions!(Settings);
 
 #[cfg(test)]
 mod tests {

@@ -11,9 +11,10 @@ use super::FieldError;
 /// unknown fields (so that a typo cannot silently turn a rule off), spells them in
 /// camelCase and defaults the fields left out.
 ///
-/// It also gives the struct `gpu_resources()` (what counts as a GPU) and
+/// It also gives the struct `gpu_resources()` (what counts as a GPU),
 /// `validate_shared()` (the checks of the shared fields; the policy's own `validate` calls
-/// it, and checks `exceptions` against its rule names).
+/// it, and checks `exceptions` against its rule names), [`super::Common`] and, with
+/// `exceptions`, [`crate::exceptions::HasExceptions`].
 macro_rules! policy_settings {
     (
         $(#[$meta:meta])*
@@ -77,6 +78,8 @@ macro_rules! policy_settings {
             }
         }
 
+        $crate::settings::policy_settings!(@common $name $(, $exceptions)?);
+
         impl $name {
             /// What counts as a GPU under these settings.
             pub fn gpu_resources(&self) -> $crate::gpu::GpuResources<'_> {
@@ -94,6 +97,35 @@ macro_rules! policy_settings {
                 self.exempt_namespaces.validate("exemptNamespaces")?;
                 self.dra.validate("dra")?;
                 self.fractional_gpus.validate("fractionalGpus")
+            }
+        }
+    };
+    (@common $name:ident) => {
+        impl $crate::settings::Common for $name {
+            fn exempt_namespaces(&self) -> &$crate::settings::NamespaceList {
+                &self.exempt_namespaces
+            }
+        }
+    };
+    (@common $name:ident, $exceptions:ident) => {
+        impl $crate::settings::Common for $name {
+            fn exempt_namespaces(&self) -> &$crate::settings::NamespaceList {
+                &self.exempt_namespaces
+            }
+            fn exceptions(&self) -> Option<&dyn $crate::exceptions::HasExceptions> {
+                Some(self)
+            }
+        }
+
+        impl $crate::exceptions::HasExceptions for $name {
+            fn exceptions(&self) -> &[$crate::exceptions::Exception] {
+                &self.$exceptions
+            }
+            fn max_exception_days(&self) -> u32 {
+                self.max_exception_days
+            }
+            fn custom_kinds(&self) -> &[$crate::workload::CustomKind] {
+                &self.custom_kinds
             }
         }
     };
