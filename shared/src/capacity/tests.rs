@@ -141,6 +141,14 @@ fn run_a100(s: &Settings, replicas: u64, gpus: &str, cluster: &Script) -> Verdic
     )
 }
 
+/// Asserts that `v` denies with exactly `message`, its audit annotation capacity ending
+/// with `ending`.
+#[track_caller]
+fn denies_with_capacity(v: &Verdict, message: &str, ending: &str) {
+    denies(v, message);
+    notes_ending(v, "capacity", ending);
+}
+
 fn run(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
     let v = CapacityGate::evaluate(req, &crate::policy::checked::<CapacityGate>(s), cluster);
     assert!(
@@ -176,8 +184,7 @@ fn over_threshold_is_denied_with_the_numbers() {
         pods(&[8, 8, 8, 8, 8, 8, 2]),
     ));
     let v = run_deployment(4, Some("a100"), "2", &cluster);
-    denies(&v, OVER_BY_8);
-    notes_ending(&v, "capacity", "over");
+    denies_with_capacity(&v, OVER_BY_8, "over");
 }
 
 /// The denial of 8 more GPUs for pool a100 (8 nodes of 8) with 50 in use.

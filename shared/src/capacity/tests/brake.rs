@@ -135,12 +135,12 @@ fn a_namespace_over_its_brake_is_denied_with_when_it_may_try_again() {
     );
     // 10 more is 34: 2 over; the pod created 300 s ago leaves the window at 00:05:00.
     let v = braked(&s, "ml", 5, Some("ml-a"));
-    denies(
+    // The pool itself has room: only the brakes deny.
+    denies_with_capacity(
         &v,
         "pool a100: namespace ml was admitted 24 nvidia.com/gpu in the last 10m (3 pods: 24 by deployment llm); with this workload's 10 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile); team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods: 24 by deployment llm, 16 by job train); with this workload's 10 that is 50, over its burst brake of 48 per 10m (burstBrakes.perTeam): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile).",
+        "fits",
     );
-    // The pool itself has room: only the brakes deny.
-    notes_ending(&v, "capacity", "fits");
 }
 
 #[test]

@@ -158,13 +158,9 @@ fn karpenter_node_pool_without_a_gpu_limit_is_judged_on_allocatable() {
         Some(pods(&[])),
     );
     let v = run_a100(&karpenter(), 4, "2", &cluster);
-    denies(
+    denies_with_capacity(
         &v,
         "pool a100: nvidia.com/gpu would be 8 of 8 allocatable (100.0%) with this workload's 8 (0 in use), above the 90% threshold (room for 7 more; NodePool a100 spec.limits sets no nvidia.com/gpu). Wait for capacity, lower replicas, or target another pool.",
-    );
-    notes_ending(
-        &v,
-        "capacity",
         "over (NodePool a100 spec.limits sets no nvidia.com/gpu: judged on allocatable)",
     );
 }
@@ -263,12 +259,12 @@ fn a_pod_bigger_than_every_node_is_denied_naming_the_largest() {
     d["metadata"]["name"] = json!("big");
     let cluster = Script::new(pool_calls("a100", node_list, pod_list));
     let v = run(&create(d), &settings(), &cluster);
-    denies(
+    // The capacity check itself fits: only the node size denies.
+    denies_with_capacity(
         &v,
         "pool a100: a pod of spec.template.spec asks for 16 nvidia.com/gpu, more than any node of the pool has (the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.",
+        "fits",
     );
-    // The capacity check itself fits: only the node size denies.
-    notes_ending(&v, "capacity", "fits");
 }
 
 /// A pool of four 8-GPU nodes, 3 GPUs free on each (20 of 32 in use).

@@ -82,6 +82,19 @@ fn one_high_a100(answer: Result<String, String>) -> Verdict {
     )
 }
 
+/// [`quota_run`] with `quota_settings()` on one pod of 8 GPUs of pool h100 (priority class
+/// h100), its nodes of `node_gpus` each and its ResourceQuotas `quotas`.
+fn one_h100(node_gpus: &[u64], quotas: Vec<Value>) -> Verdict {
+    quota_run(
+        classed(1, "h100", "8", Some("h100")),
+        &quota_settings(),
+        vec![
+            (node_query(&quota_pool("h100")), Ok(nodes(node_gpus))),
+            quota_call("h100", Ok(quota_list(quotas))),
+        ],
+    )
+}
+
 fn quota_run(
     object: Value,
     s: &Settings,
@@ -121,17 +134,7 @@ fn quotas_over_the_threshold_deny_with_where_the_numbers_come_from() {
 
 #[test]
 fn quotas_with_measured_nodes_list_nodes_then_quotas() {
-    let v = quota_run(
-        classed(1, "h100", "8", Some("h100")),
-        &quota_settings(),
-        vec![
-            (node_query(&quota_pool("h100")), Ok(nodes(&[8, 8, 8, 8]))),
-            quota_call(
-                "h100",
-                Ok(quota_list(vec![quota("ml", "h100", &["h100"], 16)])),
-            ),
-        ],
-    );
+    let v = one_h100(&[8, 8, 8, 8], vec![quota("ml", "h100", &["h100"], 16)]);
     allows_annotated(
         &v,
         "capacity",
@@ -189,14 +192,7 @@ fn a_namespace_without_the_pools_quota_is_denied_with_the_quota_to_create() {
 #[test]
 fn the_quota_to_create_never_suggests_a_hard_of_zero() {
     // Pool h100 measured from its nodes, none of which is schedulable now.
-    let v = quota_run(
-        classed(1, "h100", "8", Some("h100")),
-        &quota_settings(),
-        vec![
-            (node_query(&quota_pool("h100")), Ok(nodes(&[]))),
-            quota_call("h100", Ok(quota_list(Vec::new()))),
-        ],
-    );
+    let v = one_h100(&[], Vec::new());
     says(
         &v,
         "spec: {hard: {requests.nvidia.com/gpu: <the GPUs the namespace may hold>}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [h100]}]}}",

@@ -67,13 +67,9 @@ fn batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_i
     s.validate().unwrap();
     // 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch.
     let v = run_typed(&s, 4, "batch");
-    denies(
+    denies_with_capacity(
         &v,
         "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
-    );
-    notes_ending(
-        &v,
-        "capacity",
         "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over",
     );
     // The same 8 GPUs for interactive work go into the reserve.
@@ -242,13 +238,9 @@ fn a_headroom_keeps_gpus_free_for_everyone() {
     s.pools[0].headroom = Some(ReserveText("10".into()));
     s.validate().unwrap();
     let v = run_typed(&s, 4, "interactive");
-    denies(
+    denies_with_capacity(
         &v,
         "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
-    );
-    notes_ending(
-        &v,
-        "capacity",
         "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over",
     );
     assert!(run_typed(&s, 3, "interactive").allowed);
