@@ -12,6 +12,12 @@ fn with_reserve(reserve: Value) -> Settings {
     serde_json::from_value(v).unwrap()
 }
 
+/// `s` with pool a100 keeping `headroom`.
+fn with_headroom(mut s: Settings, headroom: &str) -> Settings {
+    s.pools[0].headroom = Some(ReserveText(headroom.into()));
+    s
+}
+
 /// Pods of pool a100: (workload type or "" for none, GPUs).
 fn typed_pods(pods: &[(&str, u64)]) -> String {
     let items: Vec<Value> = pods
@@ -61,23 +67,41 @@ fn cluster(s: &Settings) -> Script {
     ])
 }
 
-#[test]
-fn batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_it() {
-    let s = with_reserve(json!({"interactive": 16}));
+/// Pool a100 of [`cluster`] with `s`: `denied` (replicas x 2 GPUs, workload type) is denied
+/// with `message`, its capacity note ending with `ending`; each of `accepted` is accepted.
+#[rstest]
+// 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch. The
+// same 8 GPUs for interactive work go into the reserve; batch work that stays out of the
+// reserve is accepted.
+#[case::batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_it(
+    with_reserve(json!({"interactive": 16})),
+    (4, "batch"),
+    "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
+    "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over",
+    &[(4, "interactive"), (2, "batch")]
+)]
+// 40 of 64 in use, limit 57; a headroom of 10 leaves 47: 8 more would be 48.
+#[case::a_headroom_keeps_gpus_free_for_everyone(
+    with_headroom(settings(), "10"),
+    (4, "interactive"),
+    "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
+    "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over",
+    &[(3, "interactive")]
+)]
+fn what_eats_into_the_kept_gpus_is_denied(
+    #[case] s: Settings,
+    #[case] denied: (u64, &str),
+    #[case] message: &str,
+    #[case] ending: &str,
+    #[case] accepted: &[(u64, &str)],
+) {
     s.validate().unwrap();
-    // 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch.
-    let v = run_typed(&s, 4, "batch");
-    denies_with_capacity(
-        &v,
-        "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
-        "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over",
-    );
-    // The same 8 GPUs for interactive work go into the reserve.
-    let v = run_typed(&s, 4, "interactive");
-    assert!(v.allowed, "{v:?}");
-    // Batch work that stays out of the reserve is accepted.
-    let v = run_typed(&s, 2, "batch");
-    assert!(v.allowed, "{v:?}");
+    let v = run_typed(&s, denied.0, denied.1);
+    denies_with_capacity(&v, message, ending);
+    for (replicas, workload_type) in accepted {
+        let v = run_typed(&s, *replicas, workload_type);
+        assert!(v.allowed, "{v:?}");
+    }
 }
 
 #[test]
@@ -232,25 +256,9 @@ fn the_first_window_that_holds_replaces_the_pools_reserve() {
 }
 
 #[test]
-fn a_headroom_keeps_gpus_free_for_everyone() {
-    // 40 of 64 in use, limit 57; a headroom of 10 leaves 47: 8 more would be 48.
-    let mut s = settings();
-    s.pools[0].headroom = Some(ReserveText("10".into()));
-    s.validate().unwrap();
-    let v = run_typed(&s, 4, "interactive");
-    denies_with_capacity(
-        &v,
-        "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
-        "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over",
-    );
-    assert!(run_typed(&s, 3, "interactive").allowed);
-}
-
-#[test]
 fn a_headroom_adds_to_the_reserves_kept_from_other_types() {
     // 5% of 64 = 3 of headroom, 12 kept for interactive: batch may use 57 - 15 = 42.
-    let mut s = with_reserve(json!({"interactive": 16}));
-    s.pools[0].headroom = Some(ReserveText("5%".into()));
+    let s = with_headroom(with_reserve(json!({"interactive": 16})), "5%");
     s.validate().unwrap();
     let v = run_typed(&s, 2, "batch");
     denies_starting(
