@@ -142,12 +142,16 @@ fn in_research() -> (Value, Script) {
     (object, script)
 }
 
+/// [`created`] with the host's answers of [`llm_on_a100`].
+fn on_a100(object: Value) -> Verdict {
+    created(object, &llm_on_a100())
+}
+
 const CPU_ONLY: &str = "HorizontalPodAutoscaler ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
 
 #[test]
 fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice() {
-    let script = llm_on_a100();
-    let v = created(hpa(10, cpu()), &script);
+    let v = on_a100(hpa(10, cpu()));
     denies(&v, CPU_ONLY);
     assert_eq!(
         v.audit_annotations["target"],
@@ -178,8 +182,7 @@ fn hpa_without_metrics_scales_on_cpu() {
 
 #[test]
 fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
-    let script = llm_on_a100();
-    let v = created(hpa(32, external()), &script);
+    let v = on_a100(hpa(32, external()));
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty());
     assert_eq!(
@@ -192,12 +195,10 @@ const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidi
 
 #[test]
 fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
-    let script = llm_on_a100();
-    let v = created(hpa(40, external()), &script);
+    let v = on_a100(hpa(40, external()));
     denies(&v, TOO_MANY);
     // Both findings in one message.
-    let script = llm_on_a100();
-    let v = created(hpa(40, cpu()), &script);
+    let v = on_a100(hpa(40, cpu()));
     starts_saying(&v, CPU_ONLY);
     ends_saying(
         &v,
@@ -284,14 +285,12 @@ fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
 fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     let prometheus = json!([{"type": "prometheus", "metadata": {"serverAddress": "http://prometheus:9090",
         "query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}]);
-    let script = llm_on_a100();
-    let v = created(scaled_object(Some(8), prometheus), &script);
+    let v = on_a100(scaled_object(Some(8), prometheus));
     assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
 
     let cpu_trigger =
         json!([{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]);
-    let script = llm_on_a100();
-    let v = created(scaled_object(Some(8), cpu_trigger.clone()), &script);
+    let v = on_a100(scaled_object(Some(8), cpu_trigger.clone()));
     assert!(v.allowed);
     assert_eq!(
         v.warnings,
@@ -301,8 +300,7 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     );
 
     // KEDA's default of 100 replicas is the bound when maxReplicaCount is left out.
-    let script = llm_on_a100();
-    let v = created(scaled_object(None, cpu_trigger), &script);
+    let v = on_a100(scaled_object(None, cpu_trigger));
     denies_saying(
         &v,
         "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold",
@@ -320,8 +318,7 @@ fn resource_metrics_only_is_a_setting(
     #[case] warnings: usize,
 ) {
     let s = with(settings_json(), "resourceMetricsOnly", json!(action));
-    let script = llm_on_a100();
-    let v = run(&create(hpa(4, cpu())), &s, &script);
+    let v = run(&create(hpa(4, cpu())), &s, &llm_on_a100());
     assert_eq!(v.allowed, allowed);
     assert_eq!(v.warnings.len(), warnings);
 }
@@ -332,8 +329,7 @@ fn keda_made_hpa_follows_the_keda_setting() {
     object["metadata"]["name"] = json!("keda-hpa-llm");
     object["metadata"]["ownerReferences"] = json!([{"apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject", "name": "llm", "controller": true, "uid": "u"}]);
-    let script = llm_on_a100();
-    let v = created(object, &script);
+    let v = on_a100(object);
     assert!(v.allowed);
     assert!(
         v.warnings[0].contains("(it is made by ScaledObject llm from its triggers)")
