@@ -572,12 +572,9 @@ mod tests {
             settings(json!({"limit": 3})),
             json!({"valid": true, "message": null})
         );
+        assert_eq!(refusal(json!({"limit": 30})), "limit: must be at most 10");
         assert_eq!(
-            settings(json!({"limit": 30}))["message"],
-            "limit: must be at most 10"
-        );
-        assert_eq!(
-            settings(json!([3]))["message"],
+            refusal(json!([3])),
             "settings: must be a map of settings, not a list"
         );
         let unknown = refusal(json!({"limt": 3}));
