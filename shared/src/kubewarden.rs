@@ -576,34 +576,36 @@ mod tests {
         out["message"].as_str().unwrap().to_string()
     }
 
+    /// The message of settings that are not valid, asserted to start with `opening`.
+    fn refusal_starting(value: Value, opening: &str) -> String {
+        let message = refusal(value);
+        assert!(message.starts_with(opening), "{message}");
+        message
+    }
+
     #[test]
     fn settings_valid_invalid_and_unknown() {
         assert_eq!(
             settings(json!({"limit": 3})),
             json!({"valid": true, "message": null})
         );
+        assert_eq!(refusal(json!({"limit": 30})), "limit: must be at most 10");
         assert_eq!(
-            settings(json!({"limit": 30}))["message"],
-            "limit: must be at most 10"
-        );
-        assert_eq!(
-            settings(json!([3]))["message"],
+            refusal(json!([3])),
             "settings: must be a map of settings, not a list"
         );
-        let unknown = refusal(json!({"limt": 3}));
-        assert!(
-            unknown.starts_with("settings: unknown field `limt`, expected `limit`"),
-            "{unknown}"
+        let unknown = refusal_starting(
+            json!({"limt": 3}),
+            "settings: unknown field `limt`, expected `limit`",
         );
         assert!(unknown.contains("limt"), "{unknown}");
     }
 
     #[test]
     fn wrong_types_name_the_field() {
-        let wrong = refusal(json!({"limit": "three"}));
-        assert!(
-            wrong.starts_with("settings: limit: invalid type: string \"three\""),
-            "{wrong}"
+        refusal_starting(
+            json!({"limit": "three"}),
+            "settings: limit: invalid type: string \"three\"",
         );
         let out = validate::<Toy<S>, _>(
             json!({"request": {"operation": "CREATE"}, "settings": {"limit": []}})

@@ -58,3 +58,32 @@ pub(crate) fn allows_noting(v: &Verdict, key: &str, part: &str) {
     assert!(v.allowed, "{v:?}");
     assert!(audit(v, key).contains(part), "{v:?}");
 }
+
+/// Asserts that the audit annotation `key` of `v` says `part`.
+#[track_caller]
+pub(crate) fn notes(v: &Verdict, key: &str, part: &str) {
+    assert!(audit(v, key).contains(part), "{v:?}");
+}
+
+/// Asserts that the audit annotation `key` of `v` ends with `ending`.
+#[track_caller]
+pub(crate) fn notes_ending(v: &Verdict, key: &str, ending: &str) {
+    assert!(audit(v, key).ends_with(ending), "{v:?}");
+}
+
+/// Asserts that `result` failed with an error whose text starts with `opening`.
+#[track_caller]
+pub(crate) fn fails_starting<T: std::fmt::Debug, E: std::fmt::Display>(
+    result: Result<T, E>,
+    opening: &str,
+) {
+    let err = result.unwrap_err().to_string();
+    assert!(err.starts_with(opening), "{err}");
+}
+
+/// Asserts that `v` allows, its audit annotation `key` being exactly `text`.
+#[track_caller]
+pub(crate) fn allows_annotated(v: &Verdict, key: &str, text: &str) {
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(audit(v, key), text, "{v:?}");
+}

@@ -6,7 +6,7 @@ use crate::cluster::ClusterRequest;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
 use crate::settings::ValidateSettings;
-use crate::testing::{ends_saying, says, starts_saying};
+use crate::testing::{denies, denies_saying, ends_saying, starts_saying};
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -104,6 +104,11 @@ fn create(object: Value) -> AdmissionRequest {
     request("CREATE", object, Value::Null)
 }
 
+/// [`run`] with `settings()` on the creation of `object`.
+fn created(object: Value, script: &Script) -> Verdict {
+    run(&create(object), &settings(), script)
+}
+
 fn run(r: &AdmissionRequest, s: &Settings, script: &Script) -> Verdict {
     let v =
         policy::Autoscaler::evaluate(r, &crate::policy::checked::<policy::Autoscaler>(s), script);
@@ -120,14 +125,34 @@ fn llm_on_a100() -> Script {
     ])
 }
 
+/// The host's answer for Deployment llm (`gpus` per replica, in `pool`) alone.
+fn target_only(pool: Option<&str>, gpus: &str) -> Script {
+    Script::new(vec![(get_deployment(), Ok(deployment(pool, gpus)))])
+}
+
+/// `hpa(10, external())` in namespace research, and the host's answer for its Deployment
+/// (4 GPUs per replica, in no pool).
+fn in_research() -> (Value, Script) {
+    let mut object = hpa(10, external());
+    object["metadata"]["namespace"] = json!("research");
+    let script = Script::new(vec![(
+        parent_query("apps/v1", "Deployment", "llm", "research"),
+        Ok(deployment(None, "4")),
+    )]);
+    (object, script)
+}
+
+/// [`created`] with the host's answers of [`llm_on_a100`].
+fn on_a100(object: Value) -> Verdict {
+    created(object, &llm_on_a100())
+}
+
 const CPU_ONLY: &str = "HorizontalPodAutoscaler ml/llm: it scales Deployment llm (2 nvidia.com/gpu per replica) on cpu only, and CPU utilization does not follow GPU inference load. Scale on requests per second, queue depth or a GPU metric with a Pods or External metric (e.g. vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL through a metrics adapter), or with a KEDA ScaledObject and a prometheus trigger.";
 
 #[test]
 fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice() {
-    let script = llm_on_a100();
-    let v = run(&create(hpa(10, cpu())), &settings(), &script);
-    assert!(!v.allowed);
-    assert_eq!(v.message.as_deref(), Some(CPU_ONLY));
+    let v = on_a100(hpa(10, cpu()));
+    denies(&v, CPU_ONLY);
     assert_eq!(
         v.audit_annotations["target"],
         "Deployment ml/llm: 2 nvidia.com/gpu per replica, maxReplicas 10"
@@ -143,10 +168,9 @@ fn hpa_on_cpu_only_for_a_gpu_deployment_is_denied_without_reading_the_pool_twice
 fn hpa_without_metrics_scales_on_cpu() {
     let mut object = hpa(10, Value::Null);
     object["spec"].as_object_mut().unwrap().remove("metrics");
-    let script = Script::new(vec![(get_deployment(), Ok(deployment(None, "1")))]);
-    let v = run(&create(object), &settings(), &script);
-    assert!(!v.allowed);
-    says(
+    let script = target_only(None, "1");
+    let v = created(object, &script);
+    denies_saying(
         &v,
         "on cpu only (spec.metrics is empty: the default is 80% average CPU utilization)",
     );
@@ -158,8 +182,7 @@ fn hpa_without_metrics_scales_on_cpu() {
 
 #[test]
 fn hpa_on_an_external_metric_within_the_pool_is_accepted() {
-    let script = llm_on_a100();
-    let v = run(&create(hpa(32, external())), &settings(), &script);
+    let v = on_a100(hpa(32, external()));
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty());
     assert_eq!(
@@ -172,13 +195,10 @@ const TOO_MANY: &str = "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidi
 
 #[test]
 fn max_replicas_above_the_pool_is_denied_with_the_largest_that_fits() {
-    let script = llm_on_a100();
-    let v = run(&create(hpa(40, external())), &settings(), &script);
-    assert!(!v.allowed);
-    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+    let v = on_a100(hpa(40, external()));
+    denies(&v, TOO_MANY);
     // Both findings in one message.
-    let script = llm_on_a100();
-    let v = run(&create(hpa(40, cpu())), &settings(), &script);
+    let v = on_a100(hpa(40, cpu()));
     starts_saying(&v, CPU_ONLY);
     ends_saying(
         &v,
@@ -198,28 +218,19 @@ fn reserves_and_headroom_do_not_bound_max_replicas() {
     let script = || llm_on_a100();
     assert!(run(&create(hpa(32, external())), &s, &script()).allowed);
     let v = run(&create(hpa(40, external())), &s, &script());
-    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+    denies(&v, TOO_MANY);
 }
 
 #[test]
 fn a_declared_capacity_needs_no_node_list() {
-    let script = Script::new(vec![(
-        get_deployment(),
-        Ok(deployment(Some("h100-burst"), "8")),
-    )]);
-    let v = run(&create(hpa(17, external())), &settings(), &script);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "HorizontalPodAutoscaler ml/llm: maxReplicas 17 x 8 nvidia.com/gpu per replica = 136 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less."
-        )
+    let script = target_only(Some("h100-burst"), "8");
+    let v = created(hpa(17, external()), &script);
+    denies(
+        &v,
+        "HorizontalPodAutoscaler ml/llm: maxReplicas 17 x 8 nvidia.com/gpu per replica = 136 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicas that fits is 16: set maxReplicas to 16 or less.",
     );
-    let script = Script::new(vec![(
-        get_deployment(),
-        Ok(deployment(Some("h100-burst"), "8")),
-    )]);
-    assert!(run(&create(hpa(16, external())), &settings(), &script).allowed);
+    let script = target_only(Some("h100-burst"), "8");
+    assert!(created(hpa(16, external()), &script).allowed);
 }
 
 #[test]
@@ -228,29 +239,20 @@ fn a_pool_offering_none_of_the_resource_fits_nothing() {
     d["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] =
         json!({"amd.com/gpu": "1"});
     let script = Script::new(vec![(get_deployment(), Ok(d.to_string()))]);
-    let v = run(&create(hpa(2, external())), &settings(), &script);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "HorizontalPodAutoscaler ml/llm: maxReplicas 2 x 1 amd.com/gpu per replica = 2 amd.com/gpu, more than pool h100-burst can ever hold (its capacity in the policy settings declares no amd.com/gpu). Not one replica fits: ask for fewer GPUs per replica, or target another pool or namespace."
-        )
+    let v = created(hpa(2, external()), &script);
+    denies(
+        &v,
+        "HorizontalPodAutoscaler ml/llm: maxReplicas 2 x 1 amd.com/gpu per replica = 2 amd.com/gpu, more than pool h100-burst can ever hold (its capacity in the policy settings declares no amd.com/gpu). Not one replica fits: ask for fewer GPUs per replica, or target another pool or namespace.",
     );
 }
 
 #[test]
 fn the_namespace_maximum_counts_every_gpu() {
-    let mut object = hpa(10, external());
-    object["metadata"]["namespace"] = json!("research");
-    let script = Script::new(vec![(
-        parent_query("apps/v1", "Deployment", "llm", "research"),
-        Ok(deployment(None, "4")),
-    )]);
-    let v = run(&create(object), &settings(), &script);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "HorizontalPodAutoscaler research/llm: maxReplicas 10 x 4 GPUs per replica = 40 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less."
-        )
+    let (object, script) = in_research();
+    let v = created(object, &script);
+    denies(
+        &v,
+        "HorizontalPodAutoscaler research/llm: maxReplicas 10 x 4 GPUs per replica = 40 GPUs, more than the 16 GPUs one autoscaler may scale to in namespace research (namespaceMaxGpus[0] in the policy settings). The largest maxReplicas that fits is 4: set maxReplicas to 4 or less.",
     );
     assert_eq!(
         v.audit_annotations["ceiling"],
@@ -260,14 +262,9 @@ fn the_namespace_maximum_counts_every_gpu() {
 
 #[test]
 fn below_min_replicas_says_to_lower_both() {
-    let mut object = hpa(10, external());
-    object["metadata"]["namespace"] = json!("research");
+    let (mut object, script) = in_research();
     object["spec"]["minReplicas"] = json!(6);
-    let script = Script::new(vec![(
-        parent_query("apps/v1", "Deployment", "llm", "research"),
-        Ok(deployment(None, "4")),
-    )]);
-    let v = run(&create(object), &settings(), &script);
+    let v = created(object, &script);
     ends_saying(
         &v,
         "The largest maxReplicas that fits is 4, below minReplicas 6: set both to 4 or less.",
@@ -279,7 +276,7 @@ fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
     let mut d: Value = serde_json::from_str(&deployment(Some("a100"), "0")).unwrap();
     d["spec"]["template"]["spec"]["containers"][0]["resources"] = json!({"limits": {"cpu": "2"}});
     let script = Script::new(vec![(get_deployment(), Ok(d.to_string()))]);
-    let v = run(&create(hpa(100, cpu())), &settings(), &script);
+    let v = created(hpa(100, cpu()), &script);
     assert!(v.allowed && v.warnings.is_empty());
     assert_eq!(v.audit_annotations["target"], "Deployment ml/llm: no GPU");
 }
@@ -288,22 +285,12 @@ fn a_non_gpu_target_is_accepted_after_the_target_lookup_only() {
 fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     let prometheus = json!([{"type": "prometheus", "metadata": {"serverAddress": "http://prometheus:9090",
         "query": "sum(vllm:num_requests_waiting)", "threshold": "5"}}]);
-    let script = llm_on_a100();
-    let v = run(
-        &create(scaled_object(Some(8), prometheus)),
-        &settings(),
-        &script,
-    );
+    let v = on_a100(scaled_object(Some(8), prometheus));
     assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
 
     let cpu_trigger =
         json!([{"type": "cpu", "metricType": "Utilization", "metadata": {"value": "60"}}]);
-    let script = llm_on_a100();
-    let v = run(
-        &create(scaled_object(Some(8), cpu_trigger.clone())),
-        &settings(),
-        &script,
-    );
+    let v = on_a100(scaled_object(Some(8), cpu_trigger.clone()));
     assert!(v.allowed);
     assert_eq!(
         v.warnings,
@@ -313,14 +300,8 @@ fn keda_prometheus_is_accepted_and_cpu_triggers_warn() {
     );
 
     // KEDA's default of 100 replicas is the bound when maxReplicaCount is left out.
-    let script = llm_on_a100();
-    let v = run(
-        &create(scaled_object(None, cpu_trigger)),
-        &settings(),
-        &script,
-    );
-    assert!(!v.allowed);
-    says(
+    let v = on_a100(scaled_object(None, cpu_trigger));
+    denies_saying(
         &v,
         "ScaledObject ml/llm: maxReplicaCount 100 (KEDA's default) x 2 nvidia.com/gpu per replica = 200 nvidia.com/gpu, more than pool a100 can ever hold",
     );
@@ -337,8 +318,7 @@ fn resource_metrics_only_is_a_setting(
     #[case] warnings: usize,
 ) {
     let s = with(settings_json(), "resourceMetricsOnly", json!(action));
-    let script = llm_on_a100();
-    let v = run(&create(hpa(4, cpu())), &s, &script);
+    let v = run(&create(hpa(4, cpu())), &s, &llm_on_a100());
     assert_eq!(v.allowed, allowed);
     assert_eq!(v.warnings.len(), warnings);
 }
@@ -349,8 +329,7 @@ fn keda_made_hpa_follows_the_keda_setting() {
     object["metadata"]["name"] = json!("keda-hpa-llm");
     object["metadata"]["ownerReferences"] = json!([{"apiVersion": "keda.sh/v1alpha1",
         "kind": "ScaledObject", "name": "llm", "controller": true, "uid": "u"}]);
-    let script = llm_on_a100();
-    let v = run(&create(object), &settings(), &script);
+    let v = on_a100(object);
     assert!(v.allowed);
     assert!(
         v.warnings[0].contains("(it is made by ScaledObject llm from its triggers)")
@@ -366,12 +345,10 @@ fn scaled_job_counts_its_inline_job() {
         "spec": {"maxReplicaCount": 10, "triggers": [{"type": "rabbitmq"}],
                  "jobTargetRef": {"parallelism": 2, "template": {"metadata": {"labels": {"gpu-admission/pool": "h100-burst"}},
                    "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}});
-    let v = run(&create(job), &settings(), &Script::none());
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "ScaledJob ml/train: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less."
-        )
+    let v = created(job, &Script::none());
+    denies(
+        &v,
+        "ScaledJob ml/train: maxReplicaCount 10 x 16 nvidia.com/gpu per job = 160 nvidia.com/gpu, more than pool h100-burst can ever hold (128 nvidia.com/gpu declared as its capacity in the policy settings). The largest maxReplicaCount that fits is 8: set maxReplicaCount to 8 or less.",
     );
 }
 
@@ -393,9 +370,8 @@ fn custom_kind_targets_are_read_with_their_masks() {
         "workerTemplate": {"metadata": {"labels": {"gpu-admission/pool": "h100-burst"}},
           "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": "8"}}}]}}}}});
     let script = Script::new(vec![(query, Ok(lws.to_string()))]);
-    let v = run(&create(object), &settings(), &script);
-    assert!(!v.allowed);
-    says(
+    let v = created(object, &script);
+    denies_saying(
         &v,
         "maxReplicas 9 x 16 nvidia.com/gpu per replica = 144 nvidia.com/gpu",
     );
@@ -406,7 +382,7 @@ fn unknown_target_kinds_are_accepted_with_a_warning_and_no_call() {
     let mut object = hpa(3, cpu());
     object["spec"]["scaleTargetRef"] =
         json!({"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout", "name": "llm"});
-    let v = run(&create(object), &settings(), &Script::none());
+    let v = created(object, &Script::none());
     assert!(v.allowed);
     assert_eq!(
         v.warnings,
@@ -433,9 +409,8 @@ const FORBIDDEN: &str = "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Depl
 )]
 fn an_unreadable_target_fails_closed(#[case] error: &str, #[case] message: &str) {
     let script = Script::new(vec![(get_deployment(), Err(error.into()))]);
-    let v = run(&create(hpa(4, external())), &settings(), &script);
-    assert!(!v.allowed);
-    assert_eq!(v.message.as_deref(), Some(message));
+    let v = created(hpa(4, external()), &script);
+    denies(&v, message);
     assert_eq!(v.audit_annotations["host-error"], error);
 }
 
@@ -468,7 +443,7 @@ fn an_unreadable_pool_fails_closed_after_the_other_findings() {
             Err("Callback evaluation failure: Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
         ),
     ]);
-    let v = run(&create(hpa(4, cpu())), &settings(), &script);
+    let v = created(hpa(4, cpu()), &script);
     assert!(!v.allowed);
     assert_eq!(
         v.message.as_deref().unwrap(),
@@ -481,12 +456,10 @@ fn an_unreadable_pool_fails_closed_after_the_other_findings() {
 #[test]
 fn answers_that_are_not_a_workload_fail_closed() {
     let script = Script::new(vec![(get_deployment(), Ok("[1, 2]".into()))]);
-    let v = run(&create(hpa(4, external())), &settings(), &script);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got a list). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
-        )
+    let v = created(hpa(4, external()), &script);
+    denies(
+        &v,
+        "HorizontalPodAutoscaler ml/llm: cannot get apps/v1/Deployment ml/llm: the answer could not be read (expected an object, got a list). The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.",
     );
 }
 
@@ -528,20 +501,18 @@ fn an_update_that_raises_max_replicas_is_checked() {
         &settings(),
         &script,
     );
-    assert_eq!(v.message.as_deref(), Some(TOO_MANY));
+    denies(&v, TOO_MANY);
 }
 
 #[test]
 fn malformed_autoscalers_are_rejected_with_400() {
     let mut object = hpa(4, cpu());
     object["spec"]["maxReplicas"] = json!("ten");
-    let v = run(&create(object), &settings(), &Script::none());
+    let v = created(object, &Script::none());
     assert_eq!(v.code, Some(400));
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "HorizontalPodAutoscaler ml/llm cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"ten\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)"
-        )
+    denies(
+        &v,
+        "HorizontalPodAutoscaler ml/llm cannot be read, so it is denied: spec.maxReplicas: must be a non-negative integer, got \"ten\". Fix the manifest (for a custom resource, check its customKinds entry in the policy settings)",
     );
 }
 
@@ -567,12 +538,9 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
             (claim.clone(), Err("not found".into())),
         ]);
         let v = run(&create(hpa(40, external())), &s, &script);
-        assert!(!v.allowed);
-        assert_eq!(
-            v.message.as_deref(),
-            Some(
-                "HorizontalPodAutoscaler ml/llm: the GPUs of Deployment llm cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload"
-            )
+        denies(
+            &v,
+            "HorizontalPodAutoscaler ml/llm: the GPUs of Deployment llm cannot be counted, so this autoscaler cannot be checked: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload",
         );
     }
     let template = json!({"spec": {"spec": {"devices": {"requests": [
@@ -582,9 +550,8 @@ fn a_target_whose_dra_claim_cannot_be_read_is_denied_as_uncountable() {
         (claim, Ok(template.to_string())),
         (a100_nodes(), Ok(nodes(&[8; 8]))),
     ]);
-    let v = run(&create(hpa(40, external())), &settings(), &script);
-    assert!(!v.allowed);
-    says(
+    let v = created(hpa(40, external()), &script);
+    denies_saying(
         &v,
         "maxReplicas 40 x 4 nvidia.com/gpu per replica = 160 nvidia.com/gpu",
     );
@@ -630,11 +597,10 @@ fn scale_from_zero_fits_under_the_pools_ceiling(
         format!("serving: {audit}, 32 fit")
     );
     let v = run(&create(hpa(40, external())), &s, &Script::new(calls()));
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            format!("HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool serving can ever hold ({described}). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less.")
-                .as_str()
-        )
+    denies(
+        &v,
+        &format!(
+            "HorizontalPodAutoscaler ml/llm: maxReplicas 40 x 2 nvidia.com/gpu per replica = 80 nvidia.com/gpu, more than pool serving can ever hold ({described}). The largest maxReplicas that fits is 32: set maxReplicas to 32 or less."
+        ),
     );
 }

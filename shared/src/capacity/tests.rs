@@ -20,6 +20,10 @@ use rstest::rstest;
 use serde_json::{Value, json};
 
 use crate::cluster::fake::Script;
+use crate::testing::{
+    allows_annotated, allows_noting, audit, denies, denies_saying, denies_starting, ends_saying,
+    fails_starting, message, notes, notes_ending, says,
+};
 
 fn settings() -> Settings {
     serde_json::from_value(json!({
@@ -128,6 +132,23 @@ fn run_deployment(replicas: u64, pool: Option<&str>, gpus: &str, cluster: &Scrip
     )
 }
 
+/// [`run`] on the creation of `deployment(replicas, Some("a100"), gpus)` with `s`.
+fn run_a100(s: &Settings, replicas: u64, gpus: &str, cluster: &Script) -> Verdict {
+    run(
+        &create(deployment(replicas, Some("a100"), gpus)),
+        s,
+        cluster,
+    )
+}
+
+/// Asserts that `v` denies with exactly `message`, its audit annotation capacity ending
+/// with `ending`.
+#[track_caller]
+fn denies_with_capacity(v: &Verdict, message: &str, ending: &str) {
+    denies(v, message);
+    notes_ending(v, "capacity", ending);
+}
+
 fn run(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
     let v = CapacityGate::evaluate(req, &crate::policy::checked::<CapacityGate>(s), cluster);
     assert!(
@@ -163,15 +184,11 @@ fn over_threshold_is_denied_with_the_numbers() {
         pods(&[8, 8, 8, 8, 8, 8, 2]),
     ));
     let v = run_deployment(4, Some("a100"), "2", &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool."
-        )
-    );
-    assert!(v.audit_annotations["capacity"].ends_with("over"));
+    denies_with_capacity(&v, OVER_BY_8, "over");
 }
+
+/// The denial of 8 more GPUs for pool a100 (8 nodes of 8) with 50 in use.
+const OVER_BY_8: &str = "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.";
 
 #[rstest]
 #[case::exactly_at(82, true)]
@@ -187,21 +204,16 @@ fn per_pool_thresholds_apply() {
     // h100 has an 80% threshold: 20 + 8 = 28 of 32 = 87.5% is over.
     let cluster = Script::new(pool_calls("h100", nodes(&[8, 8, 8, 8]), pods(&[8, 8, 4])));
     let v = run_deployment(1, Some("h100"), "8", &cluster);
-    assert!(!v.allowed);
-    assert!(v.message.unwrap().contains("above the 80% threshold"));
+    denies_saying(&v, "above the 80% threshold");
 }
 
 #[test]
 fn empty_pool_is_denied_clearly() {
     let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
     let v = run_deployment(1, Some("a100"), "1", &cluster);
-    assert!(!v.allowed);
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .starts_with("pool a100: no schedulable node offers nvidia.com/gpu for this workload's 1 (no node matches gpu-admission/pool=a100)"),
-        "{v:?}"
+    denies_starting(
+        &v,
+        "pool a100: no schedulable node offers nvidia.com/gpu for this workload's 1 (no node matches gpu-admission/pool=a100)",
     );
 }
 
@@ -281,18 +293,11 @@ fn templates_in_two_pools_check_both_in_settings_order() {
     calls.extend(pool_calls("h100", nodes(&[8]), pods(&[6])));
     let cluster = Script::new(calls);
     let v = run(&create(ray), &settings(), &cluster);
-    assert!(!v.allowed, "{v:?}");
-    let msg = v.message.unwrap();
-    assert!(
-        msg.starts_with("pool h100: nvidia.com/gpu would be 7 of 8"),
-        "{msg}"
-    );
+    denies_starting(&v, "pool h100: nvidia.com/gpu would be 7 of 8");
     assert_eq!(v.audit_annotations["pool"], "a100,h100");
     assert!(
-        v.audit_annotations["capacity"]
-            .starts_with("a100: nvidia.com/gpu used 0 + incoming 6 = 6 of 8"),
-        "{}",
-        v.audit_annotations["capacity"]
+        audit(&v, "capacity").starts_with("a100: nvidia.com/gpu used 0 + incoming 6 = 6 of 8"),
+        "{v:?}"
     );
 }
 
@@ -328,51 +333,26 @@ fn updates_are_charged_the_increase(
         None => Script::none(),
     };
     let v = run(&request("UPDATE", new, old), &no_surge(), &cluster);
-    assert!(v.allowed, "{v:?}");
     match incoming {
-        Some(n) => assert!(
-            v.audit_annotations["capacity"].contains(&format!("incoming {n} ")),
-            "{v:?}"
-        ),
+        Some(n) => allows_noting(&v, "capacity", &format!("incoming {n} ")),
         None => assert_eq!(v, Verdict::accept()),
     }
 }
 
-#[test]
-fn update_moving_pools_is_charged_in_full_to_the_new_pool() {
-    let cluster = Script::new(pool_calls("h100", nodes(&[8]), pods(&[])));
-    let v = run(
-        &request(
-            "UPDATE",
-            deployment(2, Some("h100"), "2"),
-            deployment(2, Some("a100"), "2"),
-        ),
-        &no_surge(),
-        &cluster,
-    );
-    assert!(v.allowed);
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 4 "),
-        "{v:?}"
-    );
-}
-
-#[test]
-fn update_with_unreadable_old_object_charges_everything() {
-    let cluster = Script::new(pool_calls("a100", nodes(&[64]), pods(&[])));
-    let v = run(
-        &request(
-            "UPDATE",
-            deployment(2, Some("a100"), "2"),
-            json!({"kind": 5}),
-        ),
-        &no_surge(),
-        &cluster,
-    );
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 4 "),
-        "{v:?}"
-    );
+/// An update of 2 replicas x 2 GPUs in `pool` (one node of `node_gpus`) from `old`: all 4
+/// GPUs are charged to `pool`.
+#[rstest]
+#[case::update_moving_pools_is_charged_in_full_to_the_new_pool(
+    "h100",
+    8,
+    deployment(2, Some("a100"), "2")
+)]
+#[case::update_with_unreadable_old_object_charges_everything("a100", 64, json!({"kind": 5}))]
+fn updates_charged_in_full(#[case] pool: &str, #[case] node_gpus: u64, #[case] old: Value) {
+    let cluster = Script::new(pool_calls(pool, nodes(&[node_gpus]), pods(&[])));
+    let new = deployment(2, Some(pool), "2");
+    let v = run(&request("UPDATE", new, old), &no_surge(), &cluster);
+    allows_noting(&v, "capacity", "incoming 4 ");
 }
 
 fn rs_owner() -> Value {
@@ -431,7 +411,10 @@ fn replicaset_of_a_deployment_is_not_charged_even_with_charge_pods_all() {
     s.charge_pods = ChargePods::All;
     let v = run(&create(rs), &s, &Script::none());
     assert!(v.allowed);
-    assert!(v.audit_annotations["not-charged"].starts_with("created by Deployment llm"));
+    assert!(
+        audit(&v, "not-charged").starts_with("created by Deployment llm"),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -439,11 +422,10 @@ fn malformed_object_is_rejected_not_a_panic() {
     let mut d = deployment(1, Some("a100"), "1");
     d["spec"]["replicas"] = json!("many");
     let v = run(&create(d), &settings(), &Script::none());
-    assert!(!v.allowed);
     assert_eq!(v.code, Some(400));
-    assert!(
-        v.message.as_deref().unwrap().starts_with("Deployment ml/llm cannot be read, so it is denied: spec.replicas: must be a non-negative integer"),
-        "{v:?}"
+    denies_starting(
+        &v,
+        "Deployment ml/llm cannot be read, so it is denied: spec.replicas: must be a non-negative integer",
     );
 }
 
@@ -454,12 +436,9 @@ fn host_error_fails_closed_with_what_to_grant() {
         Err("Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
     )]);
     let v = run_deployment(1, Some("a100"), "1", &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error."
-        )
+    denies(
+        &v,
+        "pool a100: cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. The GPU capacity gate denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.",
     );
     assert_eq!(
         v.audit_annotations["host-error"],
@@ -503,6 +482,15 @@ fn scale(group: &str, resource: &str, old: Value, new: Value) -> AdmissionReques
     .unwrap()
 }
 
+/// [`run`] with `settings()` on a scale of Deployment ml/llm from `old` to `new` replicas.
+fn scale_deployment(old: Value, new: Value, cluster: &Script) -> Verdict {
+    run(
+        &scale("apps", "deployments", old, new),
+        &settings(),
+        cluster,
+    )
+}
+
 /// What get_resource returns for the Deployment under field masks: no apiVersion/kind.
 fn masked_parent(pool: &str, gpus: &str) -> String {
     json!({"metadata": {"name": "llm", "namespace": "ml"},
@@ -524,18 +512,8 @@ fn scale_up_is_charged_the_added_replicas() {
     ));
     let cluster = Script::new(calls);
     // 2 -> 6 replicas of 2 GPUs: 8 more on top of 50 in use = 58 of 64.
-    let v = run(
-        &scale("apps", "deployments", json!(2), json!(6)),
-        &settings(),
-        &cluster,
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool."
-        )
-    );
+    let v = scale_deployment(json!(2), json!(6), &cluster);
+    denies(&v, OVER_BY_8);
 }
 
 #[rstest]
@@ -559,11 +537,7 @@ fn scale_reads_the_right_parent(
         &settings(),
         &cluster,
     );
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 2 "),
-        "{v:?}"
-    );
+    allows_noting(&v, "capacity", "incoming 2 ");
 }
 
 #[rstest]
@@ -571,11 +545,7 @@ fn scale_reads_the_right_parent(
 #[case::same(json!(3), json!(3))]
 #[case::to_zero(json!(3), json!(null))]
 fn scale_down_makes_no_host_call(#[case] old: Value, #[case] new: Value) {
-    let v = run(
-        &scale("apps", "deployments", old, new),
-        &settings(),
-        &Script::none(),
-    );
+    let v = scale_deployment(old, new, &Script::none());
     assert_eq!(v, Verdict::accept());
 }
 
@@ -593,23 +563,19 @@ fn scale_of_an_unknown_resource_is_not_gated() {
     );
     assert!(v.allowed);
     assert!(
-        v.audit_annotations["not-charged"]
-            .starts_with("scale of leaderworkersets.leaderworkerset.x-k8s.io is not gated")
+        audit(&v, "not-charged")
+            .starts_with("scale of leaderworkersets.leaderworkerset.x-k8s.io is not gated"),
+        "{v:?}"
     );
 }
 
 #[test]
 fn scale_with_bad_replicas_is_rejected() {
-    let v = run(
-        &scale("apps", "deployments", json!(1), json!(-3)),
-        &settings(),
-        &Script::none(),
-    );
-    assert!(!v.allowed);
+    let v = scale_deployment(json!(1), json!(-3), &Script::none());
     assert_eq!(v.code, Some(400));
-    assert_eq!(
-        v.message.as_deref(),
-        Some("scale of deployments ml/llm: spec.replicas must be a non-negative integer, got -3")
+    denies(
+        &v,
+        "scale of deployments ml/llm: spec.replicas must be a non-negative integer, got -3",
     );
 }
 
@@ -622,13 +588,8 @@ fn scale_parent_failures_fail_closed(#[case] answer: Result<String, String>, #[c
         parent_query("apps/v1", "Deployment", "llm", "ml"),
         answer,
     )]);
-    let v = run(
-        &scale("apps", "deployments", json!(1), json!(2)),
-        &settings(),
-        &cluster,
-    );
-    assert!(!v.allowed);
-    assert!(v.message.as_deref().unwrap().starts_with(start), "{v:?}");
+    let v = scale_deployment(json!(1), json!(2), &cluster);
+    denies_starting(&v, start);
 }
 
 #[test]
@@ -638,11 +599,7 @@ fn scale_of_a_cpu_workload_is_accepted_after_reading_it() {
         parent_query("apps/v1", "Deployment", "llm", "ml"),
         Ok(parent.to_string()),
     )]);
-    let v = run(
-        &scale("apps", "deployments", json!(1), json!(20)),
-        &settings(),
-        &cluster,
-    );
+    let v = scale_deployment(json!(1), json!(20), &cluster);
     assert_eq!(v, Verdict::accept());
 }
 
@@ -696,12 +653,9 @@ fn unreadable_dra_claim_is_denied_before_the_pool_is_read() {
     });
     let script = Script::new(vec![(get.clone(), Err("not found".into()))]);
     let v = run(&create(object.clone()), &settings(), &script);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload"
-        )
+    denies(
+        &v,
+        "the capacity gate cannot count the GPUs of this workload, so it cannot admit it: spec.template.spec: resource claim 'gpus' (ResourceClaimTemplate four-gpus) cannot be read (not found); create it before the workload",
     );
     // Readable: 3 replicas x 4 devices are charged to the pool.
     let template = json!({"spec": {"spec": {"devices": {"requests": [

@@ -262,12 +262,12 @@ fn ray_head_without_gpu_is_left_alone() {
             .get("gpu-admission/pool")
             .is_none()
     );
+    let worker_pool = |i: usize| {
+        &out["spec"]["workerGroupSpecs"][i]["template"]["metadata"]["labels"]["gpu-admission/pool"]
+    };
+    assert_eq!(worker_pool(0), "batch");
     assert_eq!(
-        out["spec"]["workerGroupSpecs"][0]["template"]["metadata"]["labels"]["gpu-admission/pool"],
-        "batch"
-    );
-    assert_eq!(
-        out["spec"]["workerGroupSpecs"][1]["template"]["metadata"]["labels"]["gpu-admission/pool"],
+        worker_pool(1),
         "interactive",
         "each template joins the pool its own labels select"
     );

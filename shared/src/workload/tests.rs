@@ -389,13 +389,10 @@ fn writes_back_into_the_matched_template() {
     metadata_mut(&mut object, worker)
         .unwrap()
         .insert("labels".into(), json!({"gpu-admission/pool": "batch"}));
+    let written = &object["spec"]["workerGroupSpecs"][0]["template"];
+    assert_eq!(written["spec"]["nodeSelector"]["pool"], "batch");
     assert_eq!(
-        object["spec"]["workerGroupSpecs"][0]["template"]["spec"]["nodeSelector"]["pool"],
-        "batch"
-    );
-    assert_eq!(
-        object["spec"]["workerGroupSpecs"][0]["template"]["metadata"]["labels"]["gpu-admission/pool"],
-        "batch",
+        written["metadata"]["labels"]["gpu-admission/pool"], "batch",
         "missing metadata is created"
     );
     assert!(
@@ -545,17 +542,23 @@ fn pod_count_overflow_is_an_error() {
     assert!(matches!(err, WorkloadError::TooManyPods { .. }), "{err}");
 }
 
-#[test]
-fn locations_and_pointers() {
-    assert_eq!(dot_to_pointer("spec.template"), "/spec/template");
-    assert_eq!(dot_to_pointer("a/b.c~d"), "/a~1b/c~0d");
-    assert_eq!(dot_to_pointer("a~/b"), "/a~0~1b");
-    assert_eq!(pointer_to_location("/spec/a~1b/12/c"), "spec.a/b[12].c");
-    assert_eq!(
-        pointer_to_location("/spec/workerGroupSpecs/1/template"),
-        "spec.workerGroupSpecs[1].template"
-    );
-    assert_eq!(pointer_to_location(""), "(object)");
+#[rstest]
+#[case::dotted("spec.template", "/spec/template")]
+#[case::slash_and_tilde_escaped("a/b.c~d", "/a~1b/c~0d")]
+#[case::tilde_before_slash("a~/b", "/a~0~1b")]
+fn dotted_locations_become_pointers(#[case] dotted: &str, #[case] pointer: &str) {
+    assert_eq!(dot_to_pointer(dotted), pointer);
+}
+
+#[rstest]
+#[case::escapes_and_an_index("/spec/a~1b/12/c", "spec.a/b[12].c")]
+#[case::a_ray_worker_template(
+    "/spec/workerGroupSpecs/1/template",
+    "spec.workerGroupSpecs[1].template"
+)]
+#[case::the_whole_object("", "(object)")]
+fn pointers_become_locations(#[case] pointer: &str, #[case] location: &str) {
+    assert_eq!(pointer_to_location(pointer), location);
 }
 
 #[test]

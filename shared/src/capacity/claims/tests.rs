@@ -6,6 +6,7 @@ use crate::capacity::settings::Settings;
 use crate::cluster::fake::Script;
 use crate::policy::Policy;
 use crate::pools::nodes::node_query;
+use crate::testing::{allows_noting, denies, denies_saying, denies_starting, notes};
 use serde_json::{Value, json};
 
 const GPU: &str = "nvidia.com/gpu";
@@ -63,6 +64,11 @@ fn claim(
     c
 }
 
+/// GPU counts of (resource, count).
+fn gpus(counts: &[(&str, u64)]) -> GpuCounts {
+    counts.iter().map(|(r, n)| (r.to_string(), *n)).collect()
+}
+
 fn count(pods: &[Value], claims: &[Value]) -> ClaimUse {
     let refs = referenced_claims(list("PodList", pods.to_vec()).as_bytes()).unwrap();
     count_claims(
@@ -114,7 +120,7 @@ fn allocated_claims_count_their_devices_and_pending_ones_nothing() {
             referenced: 2,
             allocated: 1,
             shared: 0,
-            gpus: GpuCounts::from([(GPU.to_string(), 4)]),
+            gpus: gpus(&[(GPU, 4)]),
         }
     );
     assert_eq!(
@@ -133,7 +139,7 @@ fn a_claim_shared_by_several_pods_counts_once() {
         ],
         &[claim("ml", "shared", "gpu.nvidia.com", None, Some(2))],
     );
-    assert_eq!(used.gpus, GpuCounts::from([(GPU.to_string(), 2)]));
+    assert_eq!(used.gpus, gpus(&[(GPU, 2)]));
     assert_eq!((used.allocated, used.shared), (1, 1));
     assert_eq!(
         used.audit("a100"),
@@ -159,10 +165,7 @@ fn devices_count_as_their_request_class_mig_by_profile() {
     );
     assert_eq!(
         used.gpus,
-        GpuCounts::from([
-            ("nvidia.com/mig-3g.40gb".to_string(), 2),
-            ("amd.com/gpu".to_string(), 1)
-        ]),
+        gpus(&[("nvidia.com/mig-3g.40gb", 2), ("amd.com/gpu", 1)]),
         "a NIC is no GPU"
     );
     assert_eq!(used.allocated, 3);
@@ -188,10 +191,7 @@ fn first_available_alternatives_driver_fallback_and_admin_access() {
     let used = count(&[pod("ml", 0, &["alt"], &[])], &[c]);
     assert_eq!(
         used.gpus,
-        GpuCounts::from([
-            ("nvidia.com/mig-1g.10gb".to_string(), 1),
-            ("amd.com/gpu".to_string(), 1)
-        ])
+        gpus(&[("nvidia.com/mig-1g.10gb", 1), ("amd.com/gpu", 1)])
     );
 }
 
@@ -292,6 +292,18 @@ fn run(s: &Settings, calls: Vec<(ClusterRequest, Result<String, String>)>) -> Ve
     v
 }
 
+/// The calls that read pool a100 of `s` without claims: `node_list`, then `pods`.
+fn plain_pool(s: &Settings, node_list: String, pods: Vec<Value>) -> Calls {
+    let pool = &s.pools[0];
+    vec![
+        (node_query(pool), Ok(node_list)),
+        (
+            pod_query("gpu-admission/pool", pool),
+            Ok(list("PodList", pods)),
+        ),
+    ]
+}
+
 /// Pool a100: 8 nodes x 8 GPUs; its 7 pods hold 50 GPUs through claims only (six of 8
 /// GPUs, one shared by two pods; one pending claim).
 fn all_dra_pool(s: &Settings) -> Vec<(ClusterRequest, Result<String, String>)> {
@@ -321,12 +333,9 @@ fn all_dra_pool(s: &Settings) -> Vec<(ClusterRequest, Result<String, String>)> {
 fn a_pool_whose_usage_is_all_dra_claims_is_denied_over_its_threshold() {
     let s = settings(true);
     let v = run(&s, all_dra_pool(&s));
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool."
-        )
+    denies(
+        &v,
+        "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.",
     );
     assert_eq!(
         v.audit_annotations["dra-claims"],
@@ -337,20 +346,10 @@ fn a_pool_whose_usage_is_all_dra_claims_is_denied_over_its_threshold() {
 #[test]
 fn without_the_setting_claims_are_not_read() {
     let s = settings(false);
-    let pool = &s.pools[0];
     let pods: Vec<Value> = (0..6)
         .map(|i| pod("ml", 0, &[&format!("c{i}")], &[]))
         .collect();
-    let v = run(
-        &s,
-        vec![
-            (node_query(pool), Ok(nodes(&[8; 8]))),
-            (
-                pod_query("gpu-admission/pool", pool),
-                Ok(list("PodList", pods)),
-            ),
-        ],
-    );
+    let v = run(&s, plain_pool(&s, nodes(&[8; 8]), pods));
     assert!(v.allowed, "{v:?}");
     assert!(!v.audit_annotations.contains_key("dra-claims"));
 }
@@ -360,35 +359,22 @@ fn a_claim_list_that_cannot_be_read_fails_closed() {
     let s = settings(true);
     let mut calls = all_dra_pool(&s);
     calls[2].1 = Err("Policy has not been granted access to Kubernetes resource.k8s.io/v1/ResourceClaim resources. The violation has been reported.".into());
-    let v = run(&s, calls);
-    assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with("pool a100: cannot list resource.k8s.io/v1/ResourceClaim: not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}"),
-        "{message}"
+    denies_starting(
+        &run(&s, calls),
+        "pool a100: cannot list resource.k8s.io/v1/ResourceClaim: not granted to this policy: add {apiVersion: resource.k8s.io/v1, kind: ResourceClaim}",
     );
 }
 
 #[test]
 fn a_node_with_gpu_labels_and_no_allocatable_gpu_is_named() {
     let s = settings(false);
-    let pool = &s.pools[0];
     let mut node_list: Value = serde_json::from_str(&nodes(&[8, 8, 0])).unwrap();
     // A node of the pool without GPU labels nor GPUs is no GPU node: not named.
     node_list["items"]
         .as_array_mut()
         .unwrap()
         .push(json!({"metadata": {"name": "cpu-0"}, "status": {"allocatable": {"cpu": "8"}}}));
-    let v = run(
-        &s,
-        vec![
-            (node_query(pool), Ok(node_list.to_string())),
-            (
-                pod_query("gpu-admission/pool", pool),
-                Ok(list("PodList", vec![])),
-            ),
-        ],
-    );
+    let v = run(&s, plain_pool(&s, node_list.to_string(), vec![]));
     assert!(v.allowed, "{v:?}");
     assert_eq!(
         v.warnings,
@@ -467,29 +453,18 @@ fn team_budgets_count_the_devices_of_the_teams_claims() {
     // 2 in limits + 8 (claim big, shared: once) + 4 (claim h) = 14 held; 8 of them in a100.
     let (s, calls) = team_with_claims(true);
     let v = run(&s, calls);
-    assert!(!v.allowed, "{v:?}");
-    let message = v.message.as_deref().unwrap();
-    assert!(
-        message.contains("team ml-a would hold 22 of its 16 nvidia.com/gpu (14 used + 8 incoming)"),
-        "{message}"
+    denies_saying(
+        &v,
+        "team ml-a would hold 22 of its 16 nvidia.com/gpu (14 used + 8 incoming)",
     );
-    let audit = &v.audit_annotations["team"];
-    assert!(
-        audit.contains("used 14 + incoming 8 = 22 of 16, over"),
-        "{audit}"
-    );
-    assert!(
-        audit.contains("used 8 + incoming 8 = 16 of 10, over"),
-        "{audit}"
-    );
+    notes(&v, "team", "used 14 + incoming 8 = 22 of 16, over");
+    notes(&v, "team", "used 8 + incoming 8 = 16 of 10, over");
     // Without countDraClaims the claims are not read: 2 held, 0 in a100, and it fits.
     let (s, calls) = team_with_claims(false);
-    let v = run(&s, calls);
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["team"].contains("used 2 + incoming 8 = 10 of 16, fits"),
-        "{:?}",
-        v.audit_annotations
+    allows_noting(
+        &run(&s, calls),
+        "team",
+        "used 2 + incoming 8 = 10 of 16, fits",
     );
 }
 
@@ -590,25 +565,16 @@ fn a_reserve_its_type_fills_through_claims_keeps_nothing_more() {
     // 36 in use (16 through claims); interactive holds its 16: nothing more is kept from
     // the batch workload: 36 + 8 = 44 of the 57 under the threshold.
     let v = reserve_filled_by_claims(true);
-    assert!(v.allowed, "{v:?}");
     assert!(
         !v.audit_annotations["capacity"].contains("reserve"),
         "{v:?}"
     );
-    assert!(
-        v.audit_annotations["capacity"].contains("used 36 + incoming 8 = 44 of 64"),
-        "{:?}",
-        v.audit_annotations
-    );
+    allows_noting(&v, "capacity", "used 36 + incoming 8 = 44 of 64");
     // Without countDraClaims the claims count nowhere: 20 in use, and the reserve keeps its
     // 16 (interactive seems to hold nothing): 20 + 8 = 28 of 57 - 16 = 41 fits too.
-    let v = reserve_filled_by_claims(false);
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["capacity"].contains(
-            "reserve nvidia.com/gpu: 16 kept for interactive (16 reserved, 0 held by its pods)"
-        ),
-        "{:?}",
-        v.audit_annotations
+    allows_noting(
+        &reserve_filled_by_claims(false),
+        "capacity",
+        "reserve nvidia.com/gpu: 16 kept for interactive (16 reserved, 0 held by its pods)",
     );
 }

@@ -101,6 +101,13 @@ fn deployment_in(namespace: &str, replicas: u64) -> AdmissionRequest {
     r
 }
 
+/// [`at_now`] with `s` on `deployment_in(namespace, replicas)` in [`cluster`], the
+/// namespace's team label `team`.
+fn braked(s: &Settings, namespace: &str, replicas: u64, team: Option<&str>) -> Verdict {
+    let cluster = cluster(s, team.map(|t| (namespace, t)));
+    at_now(&deployment_in(namespace, replicas), s, &cluster)
+}
+
 fn at_now(req: &AdmissionRequest, s: &Settings, cluster: &Script) -> Verdict {
     let v = CapacityGate::evaluate_at(
         req,
@@ -121,29 +128,19 @@ fn a_namespace_over_its_brake_is_denied_with_when_it_may_try_again() {
     let s = brakes();
     s.validate().unwrap();
     // ml: 24 admitted in the window; 4 x 2 = 8 more is 32, the brake: accepted.
-    let v = at_now(
-        &deployment_in("ml", 4),
-        &s,
-        &cluster(&s, Some(("ml", "ml-a"))),
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["burst-brake"],
-        "a100: namespace ml nvidia.com/gpu admitted 24 + incoming 8 = 32 of 32 per 10m, fits; a100: team ml-a nvidia.com/gpu admitted 40 + incoming 8 = 48 of 48 per 10m, fits"
+    allows_annotated(
+        &braked(&s, "ml", 4, Some("ml-a")),
+        "burst-brake",
+        "a100: namespace ml nvidia.com/gpu admitted 24 + incoming 8 = 32 of 32 per 10m, fits; a100: team ml-a nvidia.com/gpu admitted 40 + incoming 8 = 48 of 48 per 10m, fits",
     );
     // 10 more is 34: 2 over; the pod created 300 s ago leaves the window at 00:05:00.
-    let v = at_now(
-        &deployment_in("ml", 5),
-        &s,
-        &cluster(&s, Some(("ml", "ml-a"))),
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref().unwrap(),
-        "pool a100: namespace ml was admitted 24 nvidia.com/gpu in the last 10m (3 pods: 24 by deployment llm); with this workload's 10 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile); team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods: 24 by deployment llm, 16 by job train); with this workload's 10 that is 50, over its burst brake of 48 per 10m (burstBrakes.perTeam): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile)."
-    );
+    let v = braked(&s, "ml", 5, Some("ml-a"));
     // The pool itself has room: only the brakes deny.
-    assert!(v.audit_annotations["capacity"].ends_with("fits"));
+    denies_with_capacity(
+        &v,
+        "pool a100: namespace ml was admitted 24 nvidia.com/gpu in the last 10m (3 pods: 24 by deployment llm); with this workload's 10 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile); team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods: 24 by deployment llm, 16 by job train); with this workload's 10 that is 50, over its burst brake of 48 per 10m (burstBrakes.perTeam): it may try again at 2026-12-01T00:05:00Z (when enough of those pods have left the window, if nothing else is admitted meanwhile).",
+        "fits",
+    );
 }
 
 #[test]
@@ -153,43 +150,24 @@ fn the_sibling_namespace_is_accepted_and_the_team_brake_spans_namespaces() {
         json!({}),
     );
     // ml-b: 16 admitted + 10 = 26 of 32; no team brake, no Namespace read.
-    let v = at_now(
-        &deployment_in("ml-b", 5),
-        &namespace_only,
-        &cluster(&namespace_only, None),
-    );
+    let v = braked(&namespace_only, "ml-b", 5, None);
     assert!(v.allowed, "{v:?}");
     // With the team brake: ml and ml-b are team ml-a, 40 admitted + 10 = 50 of 48.
     let s = brakes();
-    let v = at_now(
-        &deployment_in("ml-b", 5),
-        &s,
-        &cluster(&s, Some(("ml-b", "ml-a"))),
-    );
-    assert!(!v.allowed, "{v:?}");
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with(
-            "pool a100: team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods"
-        ),
-        "{message}"
+    let v = braked(&s, "ml-b", 5, Some("ml-a"));
+    denies_starting(
+        &v,
+        "pool a100: team ml-a was admitted 40 nvidia.com/gpu in the last 10m (5 pods",
     );
     assert!(
-        !message.contains("namespace ml-b was admitted"),
-        "{message}"
+        !message(&v).contains("namespace ml-b was admitted"),
+        "{v:?}"
     );
     // Pods created 30 and 60 s ago leave at 00:09:30 and 00:09:00... the two oldest
     // (300 s: 00:05:00, 200 s: 00:06:40) free 16, enough for 2 over.
-    assert!(
-        message.contains("may try again at 2026-12-01T00:05:00Z"),
-        "{message}"
-    );
+    says(&v, "may try again at 2026-12-01T00:05:00Z");
     // A namespace of another team, and one without a team label: their own counts.
-    let v = at_now(
-        &deployment_in("ml-z", 5),
-        &s,
-        &cluster(&s, Some(("ml-z", "ml-z"))),
-    );
+    let v = braked(&s, "ml-z", 5, Some("ml-z"));
     assert!(v.allowed, "{v:?}");
     let mut calls = cluster(&s, None).answers.into_inner();
     calls.push((
@@ -197,25 +175,19 @@ fn the_sibling_namespace_is_accepted_and_the_team_brake_spans_namespaces() {
         Ok(json!({"metadata": {"name": "ml-b"}}).to_string()),
     ));
     let v = at_now(&deployment_in("ml-b", 5), &s, &Script::new(calls));
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["burst-brake"]
-            .contains("namespace ml-b has no label gpu-admission/team: no team brake")
+    allows_noting(
+        &v,
+        "burst-brake",
+        "namespace ml-b has no label gpu-admission/team: no team brake",
     );
 }
 
 #[test]
 fn a_workload_larger_than_the_brake_is_told_to_come_in_parts() {
     let s = brakes();
-    let v = at_now(
-        &deployment_in("ml-q", 17),
-        &s,
-        &cluster(&s, Some(("ml-q", "ml-q"))),
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref().unwrap(),
-        "pool a100: namespace ml-q was admitted 0 nvidia.com/gpu in the last 10m (0 pods); with this workload's 34 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): this workload alone asks for more than the brake allows: admit it in parts of at most 32 over time."
+    denies(
+        &braked(&s, "ml-q", 17, Some("ml-q")),
+        "pool a100: namespace ml-q was admitted 0 nvidia.com/gpu in the last 10m (0 pods); with this workload's 34 that is 34, over its burst brake of 32 per 10m (burstBrakes.perNamespace): this workload alone asks for more than the brake allows: admit it in parts of at most 32 over time.",
     );
 }
 
@@ -229,34 +201,26 @@ fn an_exception_for_the_brake_excuses_it_alone() {
     };
     let s = exception(json!(["burstBrake"]), "2026-12-20");
     s.validate().unwrap();
-    let v = at_now(
-        &deployment_in("ml", 5),
-        &s,
-        &cluster(&s, Some(("ml", "ml-a"))),
+    let v = braked(&s, "ml", 5, Some("ml-a"));
+    allows_annotated(
+        &v,
+        "exception",
+        "exception=launch owner=alice@example.com expires=2026-12-21T00:00:00Z",
     );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["exception"],
-        "exception=launch owner=alice@example.com expires=2026-12-21T00:00:00Z"
+    assert!(
+        audit(&v, "excused").starts_with("pool a100: namespace ml was admitted 24"),
+        "{v:?}"
     );
-    assert!(v.audit_annotations["excused"].starts_with("pool a100: namespace ml was admitted 24"));
     // An exception for the sustained rule does not excuse the brake.
     let s = exception(json!(["sustained"]), "2026-12-20");
-    let v = at_now(
-        &deployment_in("ml", 5),
-        &s,
-        &cluster(&s, Some(("ml", "ml-a"))),
-    );
+    let v = braked(&s, "ml", 5, Some("ml-a"));
     assert!(!v.allowed, "{v:?}");
     // An expired one says so.
     let s = exception(json!(["burstBrake"]), "2026-11-20");
-    let v = at_now(
-        &deployment_in("ml", 5),
-        &s,
-        &cluster(&s, Some(("ml", "ml-a"))),
+    denies_saying(
+        &braked(&s, "ml", 5, Some("ml-a")),
+        "(exception launch (owner alice@example.com) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)",
     );
-    assert!(!v.allowed, "{v:?}");
-    assert!(v.message.unwrap().contains("(exception launch (owner alice@example.com) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)"));
 }
 
 /// Pool a100 (64 GPUs) with `sustained`, pods of (GPUs, created seconds ago).
@@ -280,20 +244,17 @@ fn a_pool_held_above_its_sustained_percent_for_the_whole_time_is_denied() {
     // 32 of 64 held since before 23:58:00 (50%), 16 more since a minute ago; 48 + 8 fits
     // the 90% threshold, but the pool has been at 50% for 2 minutes.
     let (s, c) = sustained_case(32, 16);
-    let v = at_now(&deployment_in("ml", 4), &s, &c);
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref().unwrap(),
-        "pool a100: at least 32 of its 64 nvidia.com/gpu (50.0%) have been held for the whole of the last 2m (by pods created before then and still there), at or above its sustained limit of 50% for 2m (pools[].sustained); it takes new work once that load falls below 50%."
+    denies(
+        &at_now(&deployment_in("ml", 4), &s, &c),
+        "pool a100: at least 32 of its 64 nvidia.com/gpu (50.0%) have been held for the whole of the last 2m (by pods created before then and still there), at or above its sustained limit of 50% for 2m (pools[].sustained); it takes new work once that load falls below 50%.",
     );
     // A spike is not a sustained load: 24 held for 2 minutes (37.5%), 24 more since a
     // minute ago (75% now) is accepted.
     let (s, c) = sustained_case(24, 24);
-    let v = at_now(&deployment_in("ml", 4), &s, &c);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["sustained"],
-        "a100: sustained nvidia.com/gpu held 24 of 64 (37.5%) for 2m, limit 50%, fits"
+    allows_annotated(
+        &at_now(&deployment_in("ml", 4), &s, &c),
+        "sustained",
+        "a100: sustained nvidia.com/gpu held 24 of 64 (37.5%) for 2m, limit 50%, fits",
     );
 }
 
@@ -330,8 +291,7 @@ fn invalid_brake_settings_name_the_field(
     #[case] pool: Value,
     #[case] start: &str,
 ) {
-    let err = with(fields, pool).validate().unwrap_err().to_string();
-    assert!(err.starts_with(start), "{err}");
+    fails_starting(with(fields, pool).validate(), start);
 }
 
 #[test]

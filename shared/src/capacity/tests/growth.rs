@@ -52,33 +52,33 @@ fn node_pool_answer(limits: Value) -> String {
     json!({"metadata": {"name": "a100"}, "spec": {"limits": limits}}).to_string()
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or_default()
-}
-
 // -- ceilings ------------------------------------------------------------------------
+
+/// [`run_a100`] on `replicas` x 2 GPUs, pool a100 having `maxAllocatable: 64`, no Node and
+/// no Pod.
+fn zero_nodes_under_64(replicas: u64) -> Verdict {
+    let s = with_a100(json!({"maxAllocatable": {GPU: 64}}));
+    let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
+    run_a100(&s, replicas, "2", &cluster)
+}
 
 #[test]
 fn zero_node_pool_with_a_static_ceiling_accepts_what_fits_under_it() {
-    let s = with_a100(json!({"maxAllocatable": {GPU: 64}}));
-    let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(&create(deployment(4, Some("a100"), "2")), &s, &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)"
+    allows_annotated(
+        &zero_nodes_under_64(4),
+        "capacity",
+        "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)",
     );
     // Over the ceiling: denied, saying which number decided.
+    let s = with_a100(json!({"maxAllocatable": {GPU: 64}}));
     let cluster = Script::new(pool_calls(
         "a100",
         nodes(&[8, 8]),
         pods(&[8, 8, 8, 8, 8, 8, 2]),
     ));
-    let v = run(&create(deployment(4, Some("a100"), "2")), &s, &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "pool a100: nvidia.com/gpu would be 58 of 64 it can grow to (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more; ceiling 64 from maxAllocatable in settings, 16 allocatable now). Wait for capacity, lower replicas, or target another pool."
+    denies(
+        &run_a100(&s, 4, "2", &cluster),
+        "pool a100: nvidia.com/gpu would be 58 of 64 it can grow to (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more; ceiling 64 from maxAllocatable in settings, 16 allocatable now). Wait for capacity, lower replicas, or target another pool.",
     );
 }
 
@@ -86,13 +86,10 @@ fn zero_node_pool_with_a_static_ceiling_accepts_what_fits_under_it() {
 /// pool with `maxAllocatable: 64` and no Node accepts 8 replicas of 2 GPUs.
 #[test]
 fn scale_from_zero_accepts_what_the_autoscaler_policy_accepts() {
-    let s = with_a100(json!({"maxAllocatable": {GPU: 64}}));
-    let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(&create(deployment(8, Some("a100"), "2")), &s, &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)"
+    allows_annotated(
+        &zero_nodes_under_64(8),
+        "capacity",
+        "a100: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)",
     );
 }
 
@@ -100,11 +97,10 @@ fn scale_from_zero_accepts_what_the_autoscaler_policy_accepts() {
 fn a_ceiling_below_what_is_allocatable_changes_nothing() {
     let s = with_a100(json!({"maxAllocatable": {GPU: 16}}));
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 4]), pods(&[8, 8, 8])));
-    let v = run(&create(deployment(1, Some("a100"), "4")), &s, &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 24 + incoming 4 = 28 of 32 allocatable (87.5%), threshold 90%, fits (ceiling 16 from maxAllocatable in settings, 32 allocatable now)"
+    allows_annotated(
+        &run_a100(&s, 1, "4", &cluster),
+        "capacity",
+        "a100: nvidia.com/gpu used 24 + incoming 4 = 28 of 32 allocatable (87.5%), threshold 90%, fits (ceiling 16 from maxAllocatable in settings, 32 allocatable now)",
     );
 }
 
@@ -112,11 +108,9 @@ fn a_ceiling_below_what_is_allocatable_changes_nothing() {
 fn a_ceiling_of_another_resource_does_not_raise_this_one() {
     let s = with_a100(json!({"maxAllocatable": {"nvidia.com/mig-1g.10gb": 56}}));
     let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(&create(deployment(1, Some("a100"), "1")), &s, &cluster);
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("pool a100: no schedulable node offers nvidia.com/gpu for this workload's 1 (no node matches gpu-admission/pool=a100)"),
-        "{v:?}"
+    denies_starting(
+        &run_a100(&s, 1, "1", &cluster),
+        "pool a100: no schedulable node offers nvidia.com/gpu for this workload's 1 (no node matches gpu-admission/pool=a100)",
     );
 }
 
@@ -149,15 +143,10 @@ fn zero_node_pool_with_a_karpenter_node_pool_found() {
         )),
         Some(pods(&[])),
     );
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &karpenter(),
-        &cluster,
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from NodePool a100 spec.limits, 0 allocatable now)"
+    allows_annotated(
+        &run_a100(&karpenter(), 4, "2", &cluster),
+        "capacity",
+        "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from NodePool a100 spec.limits, 0 allocatable now)",
     );
 }
 
@@ -168,21 +157,11 @@ fn karpenter_node_pool_without_a_gpu_limit_is_judged_on_allocatable() {
         Ok(node_pool_answer(json!({"cpu": "1000"}))),
         Some(pods(&[])),
     );
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &karpenter(),
-        &cluster,
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        message(&v),
-        "pool a100: nvidia.com/gpu would be 8 of 8 allocatable (100.0%) with this workload's 8 (0 in use), above the 90% threshold (room for 7 more; NodePool a100 spec.limits sets no nvidia.com/gpu). Wait for capacity, lower replicas, or target another pool."
-    );
-    assert!(
-        v.audit_annotations["capacity"].ends_with(
-            "over (NodePool a100 spec.limits sets no nvidia.com/gpu: judged on allocatable)"
-        ),
-        "{v:?}"
+    let v = run_a100(&karpenter(), 4, "2", &cluster);
+    denies_with_capacity(
+        &v,
+        "pool a100: nvidia.com/gpu would be 8 of 8 allocatable (100.0%) with this workload's 8 (0 in use), above the 90% threshold (room for 7 more; NodePool a100 spec.limits sets no nvidia.com/gpu). Wait for capacity, lower replicas, or target another pool.",
+        "over (NodePool a100 spec.limits sets no nvidia.com/gpu: judged on allocatable)",
     );
 }
 
@@ -201,20 +180,15 @@ fn karpenter_node_pool_without_a_gpu_limit_is_judged_on_allocatable() {
 )]
 fn karpenter_node_pool_that_cannot_be_read_fails_closed(#[case] error: &str, #[case] denial: &str) {
     let cluster = karpenter_calls(nodes(&[]), Err(error.into()), None);
-    let v = run(
-        &create(deployment(1, Some("a100"), "1")),
-        &karpenter(),
-        &cluster,
-    );
-    assert!(!v.allowed);
-    assert_eq!(message(&v), denial);
+    let v = run_a100(&karpenter(), 1, "1", &cluster);
+    denies(&v, denial);
     assert_eq!(v.audit_annotations["host-error"], error);
     assert_eq!(v.audit_annotations["capacity"], "pool a100: not checked");
     // unreadableCluster: warn: accepted with a warning, as for any read.
     let mut open = karpenter();
     open.unreadable_cluster = Some(crate::settings::Action::Warn);
     let cluster = karpenter_calls(nodes(&[]), Err(error.into()), None);
-    let v = run(&create(deployment(1, Some("a100"), "1")), &open, &cluster);
+    let v = run_a100(&open, 1, "1", &cluster);
     assert!(v.allowed);
     assert_eq!(v.warnings.len(), 1);
 }
@@ -229,19 +203,12 @@ fn unreadable_node_pool_limits(#[case] limits: Value, #[case] reason: &str) {
         limits.to_string()
     };
     let cluster = karpenter_calls(nodes(&[]), Ok(answer), None);
-    let v = run(
-        &create(deployment(1, Some("a100"), "1")),
-        &karpenter(),
-        &cluster,
+    let v = run_a100(&karpenter(), 1, "1", &cluster);
+    denies_starting(
+        &v,
+        "pool a100: cannot get karpenter.sh/v1/NodePool a100: the answer could not be read (",
     );
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with(
-            "pool a100: cannot get karpenter.sh/v1/NodePool a100: the answer could not be read ("
-        ),
-        "{v:?}"
-    );
-    assert!(message(&v).contains(reason), "{v:?}");
+    denies_saying(&v, reason);
 }
 
 fn cluster_autoscaler() -> Settings {
@@ -251,38 +218,23 @@ fn cluster_autoscaler() -> Settings {
 #[test]
 fn cluster_autoscaler_ceiling_is_max_nodes_times_gpus_per_node() {
     let cluster = Script::new(pool_calls("a100", nodes(&[8, 8]), pods(&[8, 8])));
-    let v = run(
-        &create(deployment(4, Some("a100"), "8")),
-        &cluster_autoscaler(),
-        &cluster,
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 16 + incoming 32 = 48 of 64 it can grow to (75.0%), threshold 90%, fits (ceiling 64 from clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu, 16 allocatable now)"
+    allows_annotated(
+        &run_a100(&cluster_autoscaler(), 4, "8", &cluster),
+        "capacity",
+        "a100: nvidia.com/gpu used 16 + incoming 32 = 48 of 64 it can grow to (75.0%), threshold 90%, fits (ceiling 64 from clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu, 16 allocatable now)",
     );
 }
 
 #[test]
 fn cluster_autoscaler_node_shape_decides_what_a_zero_node_pool_can_schedule() {
     let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(
-        &create(deployment(1, Some("a100"), "16")),
-        &cluster_autoscaler(),
-        &cluster,
-    );
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "pool a100: a pod of spec.template.spec asks for 16 nvidia.com/gpu, more than any node of the pool has (the pool has no node now and the nodes the cluster autoscaler adds have 8), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes."
+    denies(
+        &run_a100(&cluster_autoscaler(), 1, "16", &cluster),
+        "pool a100: a pod of spec.template.spec asks for 16 nvidia.com/gpu, more than any node of the pool has (the pool has no node now and the nodes the cluster autoscaler adds have 8), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.",
     );
     // 8 per pod fits the shape the autoscaler adds.
     let cluster = Script::new(pool_calls("a100", nodes(&[]), pods(&[])));
-    let v = run(
-        &create(deployment(2, Some("a100"), "8")),
-        &cluster_autoscaler(),
-        &cluster,
-    );
+    let v = run_a100(&cluster_autoscaler(), 2, "8", &cluster);
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty(), "{v:?}");
 }
@@ -307,13 +259,12 @@ fn a_pod_bigger_than_every_node_is_denied_naming_the_largest() {
     d["metadata"]["name"] = json!("big");
     let cluster = Script::new(pool_calls("a100", node_list, pod_list));
     let v = run(&create(d), &settings(), &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "pool a100: a pod of spec.template.spec asks for 16 nvidia.com/gpu, more than any node of the pool has (the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes."
-    );
     // The capacity check itself fits: only the node size denies.
-    assert!(v.audit_annotations["capacity"].ends_with("fits"), "{v:?}");
+    denies_with_capacity(
+        &v,
+        "pool a100: a pod of spec.template.spec asks for 16 nvidia.com/gpu, more than any node of the pool has (the largest, gpu-a100-0, has 8 nvidia.com/gpu allocatable), so it can never be scheduled. Ask for at most 8 nvidia.com/gpu per pod (split the work over more pods), or target a pool with bigger nodes.",
+        "fits",
+    );
 }
 
 /// A pool of four 8-GPU nodes, 3 GPUs free on each (20 of 32 in use).
@@ -338,11 +289,7 @@ const FRAGMENTED: &str = "no node has room for one pod of spec.template.spec (4 
 
 #[test]
 fn fragmentation_warns_by_default() {
-    let v = run(
-        &create(deployment(1, Some("a100"), "4")),
-        &settings(),
-        &fragmented(),
-    );
+    let v = run_a100(&settings(), 1, "4", &fragmented());
     assert!(v.allowed, "{v:?}");
     assert_eq!(
         v.warnings,
@@ -362,16 +309,14 @@ fn fragmentation_deny_denies_naming_the_largest_free_block() {
         fragmentation: crate::settings::Action::Deny,
         ..settings()
     };
-    let v = run(&create(deployment(1, Some("a100"), "4")), &s, &fragmented());
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        format!(
+    denies(
+        &run_a100(&s, 1, "4", &fragmented()),
+        &format!(
             "pool a100: {FRAGMENTED}. Wait for GPUs to free up on one node, ask for fewer GPUs per pod, or target another pool (fragmentation: deny)."
-        )
+        ),
     );
     // A pod that fits the largest free block is accepted without a word.
-    let v = run(&create(deployment(2, Some("a100"), "3")), &s, &fragmented());
+    let v = run_a100(&s, 2, "3", &fragmented());
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty());
 }
@@ -382,7 +327,7 @@ fn a_pool_that_can_still_grow_a_node_is_not_fragmented() {
         fragmentation: crate::settings::Action::Deny,
         ..with_a100(json!({"clusterAutoscaler": {"maxNodes": 8, "gpusPerNode": {GPU: 8}}}))
     };
-    let v = run(&create(deployment(1, Some("a100"), "4")), &s, &fragmented());
+    let v = run_a100(&s, 1, "4", &fragmented());
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty(), "{v:?}");
 }
@@ -392,17 +337,9 @@ fn pending_pods_count_in_the_pool_but_on_no_node() {
     let node_list = named_nodes(&[("gpu-a100-0", 8), ("gpu-a100-1", 8)]);
     let pod_list = bound_pods(&[("gpu-a100-0", 8), ("", 4)]);
     let cluster = Script::new(pool_calls("a100", node_list, pod_list));
-    let v = run(
-        &create(deployment(1, Some("a100"), "2")),
-        &settings(),
-        &cluster,
-    );
-    assert!(v.allowed, "{v:?}");
+    let v = run_a100(&settings(), 1, "2", &cluster);
     assert!(v.warnings.is_empty(), "{v:?}");
-    assert!(
-        v.audit_annotations["capacity"].contains("used 12 + incoming 2 = 14 of 16"),
-        "{v:?}"
-    );
+    allows_noting(&v, "capacity", "used 12 + incoming 2 = 14 of 16");
 }
 
 // -- suspended and queued workloads --------------------------------------------------
@@ -446,21 +383,14 @@ fn the_update_that_unsuspends_a_job_is_charged_in_full() {
         v.audit_annotations["suspend"],
         "Job ml/llm is unsuspended (spec.suspend: true -> false): charged in full"
     );
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 32 "),
-        "{v:?}"
-    );
+    notes(&v, "capacity", "incoming 32 ");
     // Suspending again, or updating while suspended, is never charged.
     for (new, old) in [
         (job(Some(true), 4, "8"), job(Some(false), 4, "8")),
         (job(Some(true), 8, "8"), job(Some(true), 4, "8")),
     ] {
         let v = run(&request("UPDATE", new, old), &settings(), &Script::none());
-        assert!(v.allowed);
-        assert!(
-            v.audit_annotations["suspend"].contains("is suspended"),
-            "{v:?}"
-        );
+        allows_noting(&v, "suspend", "is suspended");
     }
 }
 
@@ -472,11 +402,7 @@ fn suspendable_kinds_from_settings_and_built_in_custom_kinds() {
             "Master": {"replicas": 1, "template": template(Some("a100"), "8")},
             "Worker": {"replicas": 3, "template": template(Some("a100"), "8")}}}});
     let v = run(&create(pytorch), &settings(), &Script::none());
-    assert!(v.allowed);
-    assert!(
-        v.audit_annotations["suspend"].contains("(spec.runPolicy.suspend: true)"),
-        "{v:?}"
-    );
+    allows_noting(&v, "suspend", "(spec.runPolicy.suspend: true)");
     let mut s = settings();
     s.custom_kinds.push(serde_json::from_value(json!({"group": "example.com", "kind": "Trainer",
         "templates": [{"path": "$.spec", "podSpec": "template.spec", "metadata": "template.metadata"}]})).unwrap());
@@ -533,12 +459,8 @@ fn a_kueue_labelled_job_is_left_to_its_queue() {
     running["spec"]["suspend"] = json!(false);
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 8]), pods(&[])));
     let v = run(&request("UPDATE", running, kueue_job()), &s, &cluster);
-    assert!(v.allowed, "{v:?}");
     assert!(!v.audit_annotations.contains_key("queue"));
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 32 "),
-        "{v:?}"
-    );
+    allows_noting(&v, "capacity", "incoming 32 ");
 }
 
 #[test]
@@ -552,6 +474,23 @@ fn a_queue_label_on_a_cpu_workload_says_nothing() {
 }
 
 // -- rollout surge -------------------------------------------------------------------
+
+/// [`run`] on the update of `old` to `new` with `settings()`, pool a100 one node of 64
+/// GPUs and none in use.
+fn update_on_64(new: Value, old: Value) -> Verdict {
+    let cluster = Script::new(pool_calls("a100", nodes(&[64]), pods(&[])));
+    run(&request("UPDATE", new, old), &settings(), &cluster)
+}
+
+/// Asserts that the update of `old` to `new` with `s` is accepted without a host call or
+/// a word.
+#[track_caller]
+fn charges_nothing(new: Value, old: Value, s: &Settings) {
+    assert_eq!(
+        run(&request("UPDATE", new, old), s, &Script::none()),
+        Verdict::accept()
+    );
+}
 
 fn rollout(replicas: u64, strategy: Option<Value>) -> (Value, Value) {
     let mut old = deployment(replicas, Some("a100"), "1");
@@ -580,13 +519,8 @@ fn a_template_change_is_charged_max_surge_pods(
     #[case] how: &str,
 ) {
     let (new, old) = rollout(replicas, strategy);
-    let cluster = Script::new(pool_calls("a100", nodes(&[64]), pods(&[])));
-    let v = run(&request("UPDATE", new, old), &settings(), &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["capacity"].contains(&format!("incoming {surge} ")),
-        "{v:?}"
-    );
+    let v = update_on_64(new, old);
+    allows_noting(&v, "capacity", &format!("incoming {surge} "));
     assert_eq!(
         v.audit_annotations["surge"],
         format!(
@@ -600,13 +534,8 @@ fn a_template_change_is_charged_max_surge_pods(
 fn surge_adds_to_a_replica_increase() {
     let (mut new, old) = rollout(10, None);
     new["spec"]["replicas"] = json!(12);
-    let cluster = Script::new(pool_calls("a100", nodes(&[64]), pods(&[])));
-    let v = run(&request("UPDATE", new, old), &settings(), &cluster);
     // 2 more replicas + 25% of 12 = 3 surge pods.
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 5 "),
-        "{v:?}"
-    );
+    notes(&update_on_64(new, old), "capacity", "incoming 5 ");
 }
 
 #[rstest]
@@ -614,10 +543,7 @@ fn surge_adds_to_a_replica_increase() {
 #[case::zero_surge(Some(json!({"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}})))]
 fn recreate_and_zero_surge_charge_nothing(#[case] strategy: Option<Value>) {
     let (new, old) = rollout(10, strategy);
-    assert_eq!(
-        run(&request("UPDATE", new, old), &settings(), &Script::none()),
-        Verdict::accept()
-    );
+    charges_nothing(new, old, &settings());
 }
 
 #[test]
@@ -626,21 +552,12 @@ fn no_surge_for_statefulsets_paused_deployments_or_with_the_setting_off() {
     for o in [&mut new, &mut old] {
         o["kind"] = json!("StatefulSet");
     }
-    assert_eq!(
-        run(&request("UPDATE", new, old), &settings(), &Script::none()),
-        Verdict::accept()
-    );
+    charges_nothing(new, old, &settings());
     let (mut new, old) = rollout(10, None);
     new["spec"]["paused"] = json!(true);
-    assert_eq!(
-        run(&request("UPDATE", new, old), &settings(), &Script::none()),
-        Verdict::accept()
-    );
+    charges_nothing(new, old, &settings());
     let (new, old) = rollout(10, None);
-    assert_eq!(
-        run(&request("UPDATE", new, old), &no_surge(), &Script::none()),
-        Verdict::accept()
-    );
+    charges_nothing(new, old, &no_surge());
 }
 
 #[test]
@@ -648,12 +565,7 @@ fn resuming_a_paused_deployment_is_charged_its_surge() {
     let mut old = deployment(8, Some("a100"), "1");
     old["spec"]["paused"] = json!(true);
     let new = deployment(8, Some("a100"), "1");
-    let cluster = Script::new(pool_calls("a100", nodes(&[64]), pods(&[])));
-    let v = run(&request("UPDATE", new, old), &settings(), &cluster);
-    assert!(
-        v.audit_annotations["capacity"].contains("incoming 2 "),
-        "{v:?}"
-    );
+    notes(&update_on_64(new, old), "capacity", "incoming 2 ");
 }
 
 #[test]
@@ -661,10 +573,7 @@ fn a_metadata_only_update_starts_no_rollout() {
     let old = deployment(10, Some("a100"), "1");
     let mut new = old.clone();
     new["metadata"]["labels"] = json!({"team": "x"});
-    assert_eq!(
-        run(&request("UPDATE", new, old), &settings(), &Script::none()),
-        Verdict::accept()
-    );
+    charges_nothing(new, old, &settings());
 }
 
 // -- alternatives --------------------------------------------------------------------
@@ -700,15 +609,10 @@ fn a_denial_names_the_first_alternative_with_room() {
     // h100 (80%): 24 of 32 in use, room for 1 only; batch: room for 28.
     calls.extend(calls_of(&s, "h100", nodes(&[8; 4]), pods(&[8, 8, 8])));
     calls.extend(calls_of(&s, "batch", nodes(&[8; 4]), pods(&[])));
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &s,
-        &Script::new(calls),
-    );
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "pool a100: nvidia.com/gpu would be 58 of 64 allocatable (90.6%) with this workload's 8 (50 in use), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool. Pool batch has room for 28 nvidia.com/gpu."
+    let v = run_a100(&s, 4, "2", &Script::new(calls));
+    denies(
+        &v,
+        &format!("{OVER_BY_8} Pool batch has room for 28 nvidia.com/gpu."),
     );
     assert_eq!(
         v.audit_annotations["alternatives"],
@@ -723,17 +627,11 @@ fn a_denial_says_when_no_alternative_has_room() {
     calls.extend(calls_of(&s, "h100", nodes(&[8; 4]), pods(&[8, 8, 8])));
     let batch = s.pool_named("batch").unwrap().1.clone();
     calls.push((node_query(&batch), Err("nodes is forbidden".into())));
-    let v = run(
-        &create(deployment(4, Some("a100"), "2")),
-        &s,
-        &Script::new(calls),
-    );
+    let v = run_a100(&s, 4, "2", &Script::new(calls));
     assert!(!v.allowed);
-    assert!(
-        message(&v).ends_with(
-            "or target another pool. No alternative pool has room: h100 (room for 1 nvidia.com/gpu), batch (its state could not be read)."
-        ),
-        "{v:?}"
+    ends_saying(
+        &v,
+        "or target another pool. No alternative pool has room: h100 (room for 1 nvidia.com/gpu), batch (its state could not be read).",
     );
 }
 
@@ -741,7 +639,7 @@ fn a_denial_says_when_no_alternative_has_room() {
 fn an_accepted_workload_reads_no_alternative() {
     let s = with_alternatives();
     let cluster = Script::new(calls_of(&s, "a100", nodes(&[8; 8]), pods(&[])));
-    assert!(run(&create(deployment(4, Some("a100"), "2")), &s, &cluster).allowed);
+    assert!(run_a100(&s, 4, "2", &cluster).allowed);
 }
 
 // -- thresholds by schedule window ---------------------------------------------------
@@ -840,22 +738,18 @@ fn the_monday_after_a_weekend_night_window() {
 fn prepared_settings_read_the_windows_and_budgets_the_rules_take() {
     let mut v = serde_json::to_value(windowed()).unwrap();
     v["schedules"]["peak"]["timeZone"] = json!("Mars/Olympus");
-    let err = CapacityGate::prepare(serde_json::from_value(v.clone()).unwrap()).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("schedules.peak.timeZone: 'Mars/Olympus'"),
-        "{err}"
+    fails_starting(
+        CapacityGate::prepare(serde_json::from_value(v.clone()).unwrap()),
+        "schedules.peak.timeZone: 'Mars/Olympus'",
     );
     // A schedule no threshold names is not read.
     v["pools"][0]["thresholds"] = json!([{"window": "night", "thresholdPercent": 100}]);
     assert!(CapacityGate::prepare(serde_json::from_value(v).unwrap()).is_ok());
     let mut v = serde_json::to_value(settings()).unwrap();
     v["teamBudgets"] = json!({"ml-a": 16});
-    let err = CapacityGate::prepare(serde_json::from_value(v).unwrap()).unwrap_err();
-    assert!(
-        err.to_string()
-            .starts_with("teamBudgets.ml-a: must be a budget"),
-        "{err}"
+    fails_starting(
+        CapacityGate::prepare(serde_json::from_value(v).unwrap()),
+        "teamBudgets.ml-a: must be a budget",
     );
 
     let prepared = CapacityGate::prepare(Box::new(windowed())).unwrap();
@@ -872,10 +766,6 @@ fn prepared_settings_read_the_windows_and_budgets_the_rules_take() {
             &at_peak,
         );
         assert!(cluster.done());
-        assert!(!v.allowed);
-        assert!(
-            message(&v).contains("above the 70% threshold of window peak"),
-            "{v:?}"
-        );
+        denies_saying(&v, "above the 70% threshold of window peak");
     }
 }

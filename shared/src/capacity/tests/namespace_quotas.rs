@@ -7,10 +7,6 @@ use crate::capacity::queries::namespace_quota_query;
 
 const GPU: &str = "nvidia.com/gpu";
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or_default()
-}
-
 /// `settings()` with namespace quotas checked, switched on explicitly.
 fn checked() -> Settings {
     Settings {
@@ -57,10 +53,9 @@ fn with_class(replicas: u64, gpus: &str, class: Option<&str>) -> Value {
 fn a_deployment_over_its_namespace_quota_is_denied_with_the_numbers() {
     let cluster = Script::new(vec![quota_call(vec![quota("gpus", 16, Some(12), None)])]);
     let v = run(&create(deployment(4, None, "2")), &checked(), &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "namespace ml: ResourceQuota gpus would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota."
+    denies(
+        &v,
+        "namespace ml: ResourceQuota gpus would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.",
     );
     assert_eq!(
         v.audit_annotations["quota"],
@@ -131,9 +126,9 @@ fn every_quota_that_counts_the_pods_is_checked() {
         &checked(),
         &cluster,
     );
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("namespace ml: ResourceQuota high-gpus would hold 12 of its 8")
+    denies_starting(
+        &v,
+        "namespace ml: ResourceQuota high-gpus would hold 12 of its 8",
     );
     assert_eq!(
         v.audit_annotations["quota"],
@@ -182,10 +177,9 @@ fn a_scale_up_over_the_quota_is_denied_on_the_scale_subresource() {
         &checked(),
         &cluster,
     );
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "namespace ml: ResourceQuota gpus would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota."
+    denies(
+        &v,
+        "namespace ml: ResourceQuota gpus would hold 20 of its 16 requests.nvidia.com/gpu (12 used + 8 incoming): 2 of the 4 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free GPUs in the namespace, or ask for a larger quota.",
     );
 }
 
@@ -231,8 +225,7 @@ fn exempt_and_poolless_templates_are_still_counted_by_the_quota() {
     s.exempt_priority_classes = vec!["batch-low".into()];
     let cluster = Script::new(vec![quota_call(vec![quota("gpus", 4, Some(0), None)])]);
     let v = run(&create(with_class(4, "2", Some("batch-low"))), &s, &cluster);
-    assert!(!v.allowed, "{v:?}");
-    assert!(message(&v).contains("would hold 8 of its 4"));
+    denies_saying(&v, "would hold 8 of its 4");
 }
 
 #[test]
@@ -255,10 +248,9 @@ fn limits_and_bare_gpu_keys_are_not_counted_and_are_named() {
 fn a_quota_not_counted_yet_is_denied_with_a_retry() {
     let cluster = Script::new(vec![quota_call(vec![quota("gpus", 16, None, None)])]);
     let v = run(&create(deployment(1, None, "1")), &checked(), &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "ResourceQuota ml/gpus has no status.used for requests.nvidia.com/gpu yet (the quota controller has not counted it): retry in a few seconds"
+    denies(
+        &v,
+        "ResourceQuota ml/gpus has no status.used for requests.nvidia.com/gpu yet (the quota controller has not counted it): retry in a few seconds",
     );
 }
 
@@ -268,10 +260,9 @@ fn a_template_without_cpu_or_memory_under_a_not_best_effort_quota_is_said_to_be_
     q["spec"]["scopes"] = json!(["NotBestEffort"]);
     let cluster = Script::new(vec![quota_call(vec![q])]);
     let v = run(&create(deployment(1, None, "2")), &checked(), &cluster);
-    assert!(!v.allowed);
-    assert!(
-        message(&v).contains("(taken to count these pods: scope NotBestEffort: the pod template sets no cpu or memory"),
-        "{v:?}"
+    denies_saying(
+        &v,
+        "(taken to count these pods: scope NotBestEffort: the pod template sets no cpu or memory",
     );
     // With a cpu request the pods are Burstable: counted without a word.
     let mut d = deployment(1, None, "2");

@@ -79,21 +79,27 @@ fn judge(req: &AdmissionRequest, s: &Settings, node_list: String) -> Verdict {
     v
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or_default()
+/// [`judge`] with `settings()` on [`a100_nodes`].
+fn judge_a100(req: &AdmissionRequest) -> Verdict {
+    judge(req, &settings(), a100_nodes())
+}
+
+/// A Deployment of one pod of pool a100 asking for one `nvidia.com/gpu`, its template
+/// labelled `label: version`.
+fn needing(label: &str, version: &str) -> AdmissionRequest {
+    selecting("nvidia.com/gpu", "1", json!({}), json!({label: version}))
 }
 
 const ADVICE: &str = "Select a GPU product, MIG profile and driver or CUDA version the pool's nodes offer, or target a pool whose nodes offer them (nodeOffers: deny).";
 
 #[test]
 fn a_product_no_node_of_the_pool_carries_is_denied_naming_the_products_there() {
-    let v = judge(&product(A100_80), &settings(), a100_nodes());
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        message(&v),
-        format!(
+    let v = judge_a100(&product(A100_80));
+    denies(
+        &v,
+        &format!(
             "pool a100: spec.template.spec: no node offers GPU product '{A100_80}' (nvidia.com/gpu.product) (did you mean '{A100_40}'?); the nodes offer {A100_40} (2 nodes). {ADVICE}"
-        )
+        ),
     );
     assert_eq!(
         v.audit_annotations["node-offers"],
@@ -102,22 +108,18 @@ fn a_product_no_node_of_the_pool_carries_is_denied_naming_the_products_there() {
         )
     );
     // The capacity is still measured and reported.
-    assert!(v.audit_annotations["capacity"].ends_with("fits"), "{v:?}");
+    notes_ending(&v, "capacity", "fits");
 }
 
 #[test]
 fn a_typo_of_the_product_there_is_denied_with_a_suggestion() {
-    let v = judge(&product("NVIDIA-A100-SXM4-40G"), &settings(), a100_nodes());
-    assert!(!v.allowed);
-    assert!(
-        message(&v).contains(&format!("(did you mean '{A100_40}'?)")),
-        "{v:?}"
-    );
+    let v = judge_a100(&product("NVIDIA-A100-SXM4-40G"));
+    denies_saying(&v, &format!("(did you mean '{A100_40}'?)"));
 }
 
 #[test]
 fn the_product_there_is_accepted_and_required_affinity_counts_as_a_selection() {
-    let v = judge(&product(A100_40), &settings(), a100_nodes());
+    let v = judge_a100(&product(A100_40));
     assert!(v.allowed, "{v:?}");
     assert!(!v.audit_annotations.contains_key("node-offers"));
     // Required node affinity restricting the product to values none of which is there.
@@ -127,26 +129,20 @@ fn the_product_there_is_accepted_and_required_affinity_counts_as_a_selection() {
     spec["affinity"] = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
             "values": ["NVIDIA-H100-80GB-HBM3", A100_80]}]}]}}});
-    let v = judge(&req, &settings(), a100_nodes());
-    assert!(!v.allowed);
-    assert!(
-        message(&v).contains(&format!(
-            "no node offers GPU product '{A100_80}' or 'NVIDIA-H100-80GB-HBM3'"
-        )),
-        "{v:?}"
+    denies_saying(
+        &judge_a100(&req),
+        &format!("no node offers GPU product '{A100_80}' or 'NVIDIA-H100-80GB-HBM3'"),
     );
 }
 
 #[test]
 fn a_mig_profile_the_nodes_do_not_offer_is_denied_naming_the_profiles_there() {
     let req = selecting("nvidia.com/mig-2g.20gb", "1", json!({}), json!({}));
-    let v = judge(&req, &settings(), mig_nodes());
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        format!(
+    denies(
+        &judge(&req, &settings(), mig_nodes()),
+        &format!(
             "pool a100: spec.template.spec: no node offers MIG profile 2g.20gb (nvidia.com/mig-2g.20gb); they offer 1g.10gb, 3g.40gb. {ADVICE}"
-        )
+        ),
     );
     let req = selecting("nvidia.com/mig-3g.40gb", "1", json!({}), json!({}));
     assert!(judge(&req, &settings(), mig_nodes()).allowed);
@@ -154,42 +150,20 @@ fn a_mig_profile_the_nodes_do_not_offer_is_denied_naming_the_profiles_there() {
 
 #[test]
 fn a_driver_older_than_the_template_asks_for_is_denied() {
-    let req = selecting(
-        "nvidia.com/gpu",
-        "1",
-        json!({}),
-        json!({"gpu-admission/min-driver-version": "550.54"}),
-    );
-    let v = judge(&req, &settings(), a100_nodes());
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        format!(
+    denies(
+        &judge_a100(&needing("gpu-admission/min-driver-version", "550.54")),
+        &format!(
             "pool a100: spec.template.spec: the pod needs driver version 550.54 or later (label gpu-admission/min-driver-version on spec.template.spec), and the newest driver on the nodes that offer its GPUs is 535.104.05. {ADVICE}"
-        )
+        ),
     );
-    let req = selecting(
-        "nvidia.com/gpu",
-        "1",
-        json!({}),
-        json!({"gpu-admission/min-driver-version": "535.104"}),
-    );
-    assert!(judge(&req, &settings(), a100_nodes()).allowed);
+    assert!(judge_a100(&needing("gpu-admission/min-driver-version", "535.104")).allowed);
 }
 
 #[test]
 fn a_version_that_does_not_read_is_denied_naming_the_label() {
-    let req = selecting(
-        "nvidia.com/gpu",
-        "1",
-        json!({}),
-        json!({"gpu-admission/min-cuda-version": "twelve"}),
-    );
-    let v = judge(&req, &settings(), a100_nodes());
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("pool a100: spec.template.spec: label gpu-admission/min-cuda-version on spec.template.spec is 'twelve', not a version"),
-        "{v:?}"
+    denies_starting(
+        &judge_a100(&needing("gpu-admission/min-cuda-version", "twelve")),
+        "pool a100: spec.template.spec: label gpu-admission/min-cuda-version on spec.template.spec is 'twelve', not a version",
     );
 }
 
@@ -237,24 +211,23 @@ fn an_exception_for_node_offers_excuses_it_alone() {
     };
     let s = exception(json!(["nodeOffers"]), "2026-12-20");
     let v = judge(&product(A100_80), &s, a100_nodes());
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["exception"],
-        "exception=new-a100s owner=alice@example.com expires=2026-12-21T00:00:00Z"
+    allows_annotated(
+        &v,
+        "exception",
+        "exception=new-a100s owner=alice@example.com expires=2026-12-21T00:00:00Z",
     );
     assert!(
-        v.audit_annotations["excused"]
-            .starts_with("pool a100: spec.template.spec: no node offers GPU product")
+        audit(&v, "excused")
+            .starts_with("pool a100: spec.template.spec: no node offers GPU product"),
+        "{v:?}"
     );
     // The capacity is still judged for an excused template: 4 in use + 1 of 16 fits, a
     // Deployment of 16 pods does not.
     let mut req = product(A100_80);
     req.object["spec"]["replicas"] = json!(16);
-    let v = judge(&req, &s, a100_nodes());
-    assert!(!v.allowed);
-    assert!(
-        message(&v).contains("nvidia.com/gpu would be 20 of 16"),
-        "{v:?}"
+    denies_saying(
+        &judge(&req, &s, a100_nodes()),
+        "nvidia.com/gpu would be 20 of 16",
     );
     // An exception for another rule does not excuse it; one that has ended says so.
     let v = judge(
@@ -269,9 +242,9 @@ fn an_exception_for_node_offers_excuses_it_alone() {
         a100_nodes(),
     );
     assert!(!v.allowed);
-    assert!(
-        message(&v).ends_with("(exception new-a100s (owner alice@example.com) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)"),
-        "{v:?}"
+    ends_saying(
+        &v,
+        "(exception new-a100s (owner alice@example.com) expired at 2026-11-21T00:00:00Z; renew it or fix the workload)",
     );
 }
 

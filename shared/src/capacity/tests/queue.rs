@@ -73,8 +73,9 @@ fn unsuspend(pods: u64, gpus: &str) -> AdmissionRequest {
     request("UPDATE", job(pods, gpus, false), job(pods, gpus, true))
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or_default()
+/// [`run`] with `budget_of_16(json!({}))` on `req`, the cluster answering `calls`.
+fn queued(req: &AdmissionRequest, calls: Vec<(ClusterRequest, Result<String, String>)>) -> Verdict {
+    run(req, &budget_of_16(json!({})), &Script::new(calls))
 }
 
 const OVER_BUDGET: &str = "team ml-a would hold 36 of its 16 nvidia.com/gpu (4 used + 32 incoming)";
@@ -82,18 +83,10 @@ const OVER_BUDGET: &str = "team ml-a would hold 36 of its 16 nvidia.com/gpu (4 u
 #[test]
 fn a_labelled_deployment_is_gated_kueue_does_not_manage_it() {
     // The issue's case: 30 x 8 GPUs against a budget of 16, with the queue label.
-    let cluster = Script::new(team_calls());
-    let v = run(
-        &create(labelled(deployment(30, None, "8"))),
-        &budget_of_16(json!({})),
-        &cluster,
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert!(
-        message(&v).starts_with(
-            "team ml-a would hold 244 of its 16 nvidia.com/gpu (4 used + 240 incoming)"
-        ),
-        "{v:?}"
+    let v = queued(&create(labelled(deployment(30, None, "8"))), team_calls());
+    denies_starting(
+        &v,
+        "team ml-a would hold 244 of its 16 nvidia.com/gpu (4 used + 240 incoming)",
     );
     assert_eq!(
         v.audit_annotations["queue"],
@@ -105,13 +98,8 @@ fn a_labelled_deployment_is_gated_kueue_does_not_manage_it() {
 fn without_its_local_queue_the_unsuspended_job_is_gated_and_denied_over_the_budget() {
     let mut calls = vec![local_queue(MISSING)];
     calls.extend(team_calls());
-    let v = run(
-        &unsuspend(4, "8"),
-        &budget_of_16(json!({})),
-        &Script::new(calls),
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert!(message(&v).starts_with(OVER_BUDGET), "{v:?}");
+    let v = queued(&unsuspend(4, "8"), calls);
+    denies_starting(&v, OVER_BUDGET);
     assert_eq!(
         v.audit_annotations["queue"],
         "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a, but LocalQueue ml/team-a does not exist: gated like any workload"
@@ -121,22 +109,17 @@ fn without_its_local_queue_the_unsuspended_job_is_gated_and_denied_over_the_budg
 
 #[test]
 fn with_its_local_queue_the_unsuspended_job_is_left_to_the_queue() {
-    let cluster = Script::new(vec![local_queue(FOUND)]);
-    let v = run(&unsuspend(4, "8"), &budget_of_16(json!({})), &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["queue"],
-        "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a: LocalQueue ml/team-a exists and Kueue holds the Job (suspended), so its queue admits it, not the capacity gate (gateQueued: false)"
+    let v = queued(&unsuspend(4, "8"), vec![local_queue(FOUND)]);
+    allows_annotated(
+        &v,
+        "queue",
+        "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a: LocalQueue ml/team-a exists and Kueue holds the Job (suspended), so its queue admits it, not the capacity gate (gateQueued: false)",
     );
 }
 
 #[test]
 fn a_job_created_running_is_gated_without_reading_the_queue() {
-    let v = run(
-        &create(job(4, "8", false)),
-        &budget_of_16(json!({})),
-        &Script::new(team_calls()),
-    );
+    let v = queued(&create(job(4, "8", false)), team_calls());
     assert!(!v.allowed, "{v:?}");
     assert_eq!(
         v.audit_annotations["queue"],
@@ -146,11 +129,7 @@ fn a_job_created_running_is_gated_without_reading_the_queue() {
 
 #[test]
 fn a_suspended_job_is_not_charged_and_makes_no_call() {
-    let v = run(
-        &create(job(4, "8", true)),
-        &budget_of_16(json!({})),
-        &Script::new(vec![]),
-    );
+    let v = queued(&create(job(4, "8", true)), vec![]);
     assert!(v.allowed, "{v:?}");
     assert!(v.audit_annotations.contains_key("suspend"), "{v:?}");
 }
@@ -159,11 +138,7 @@ fn a_suspended_job_is_not_charged_and_makes_no_call() {
 fn without_the_grant_it_is_gated_with_a_warning_naming_it() {
     let mut calls = vec![local_queue(Err(NOT_GRANTED))];
     calls.extend(team_calls());
-    let v = run(
-        &unsuspend(1, "8"),
-        &budget_of_16(json!({})),
-        &Script::new(calls),
-    );
+    let v = queued(&unsuspend(1, "8"), calls);
     assert!(v.allowed, "{v:?}");
     assert_eq!(v.warnings.len(), 1, "{v:?}");
     assert_eq!(
@@ -179,17 +154,10 @@ fn an_unreachable_api_server_fails_closed() {
     let calls = vec![local_queue(Err(
         "error trying to connect: Connection refused",
     ))];
-    let v = run(
-        &unsuspend(1, "8"),
-        &budget_of_16(json!({})),
-        &Script::new(calls),
-    );
-    assert!(!v.allowed, "{v:?}");
-    assert!(
-        message(&v).starts_with(
-            "Job ml/llm: its LocalQueue: cannot get kueue.x-k8s.io/v1beta1/LocalQueue ml/team-a"
-        ),
-        "{v:?}"
+    let v = queued(&unsuspend(1, "8"), calls);
+    denies_starting(
+        &v,
+        "Job ml/llm: its LocalQueue: cannot get kueue.x-k8s.io/v1beta1/LocalQueue ml/team-a",
     );
 }
 
@@ -224,8 +192,7 @@ fn pods_count_as_held_by_kueues_scheduling_gate(#[case] gate: bool, #[case] left
 fn gate_queued_gates_every_labelled_workload_without_reading_the_queue() {
     let s = budget_of_16(json!({"gateQueued": true}));
     let v = run(&unsuspend(4, "8"), &s, &Script::new(team_calls()));
-    assert!(!v.allowed, "{v:?}");
-    assert!(message(&v).starts_with(OVER_BUDGET), "{v:?}");
+    denies_starting(&v, OVER_BUDGET);
     assert!(!v.audit_annotations.contains_key("queue"), "{v:?}");
 }
 

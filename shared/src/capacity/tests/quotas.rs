@@ -72,6 +72,29 @@ fn classed(replicas: u64, pool: &str, gpus: &str, class: Option<&str>) -> Value 
     d
 }
 
+/// [`quota_run`] with `quota_settings()` on one pod of 2 GPUs of pool a100 (priority class
+/// a100-high), the quota list answered by `answer`.
+fn one_high_a100(answer: Result<String, String>) -> Verdict {
+    quota_run(
+        classed(1, "a100", "2", Some("a100-high")),
+        &quota_settings(),
+        vec![quota_call("a100", answer)],
+    )
+}
+
+/// [`quota_run`] with `quota_settings()` on one pod of 8 GPUs of pool h100 (priority class
+/// h100), its nodes of `node_gpus` each and its ResourceQuotas `quotas`.
+fn one_h100(node_gpus: &[u64], quotas: Vec<Value>) -> Verdict {
+    quota_run(
+        classed(1, "h100", "8", Some("h100")),
+        &quota_settings(),
+        vec![
+            (node_query(&quota_pool("h100")), Ok(nodes(node_gpus))),
+            quota_call("h100", Ok(quota_list(quotas))),
+        ],
+    )
+}
+
 fn quota_run(
     object: Value,
     s: &Settings,
@@ -87,10 +110,10 @@ fn quotas_and_declared_capacity_make_one_call_and_say_so() {
         &quota_settings(),
         vec![quota_call("a100", Ok(quota_list(a100_quotas())))],
     );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "a100: nvidia.com/gpu used 40 from 6 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in settings (75.0%), threshold 90%, fits"
+    allows_annotated(
+        &v,
+        "capacity",
+        "a100: nvidia.com/gpu used 40 from 6 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in settings (75.0%), threshold 90%, fits",
     );
 }
 
@@ -103,31 +126,19 @@ fn quotas_over_the_threshold_deny_with_where_the_numbers_come_from() {
         &quota_settings(),
         vec![quota_call("a100", Ok(quota_list(items)))],
     );
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: nvidia.com/gpu would be 58 of capacity 64 declared in settings (90.6%) with this workload's 8 (50 in use from 7 ResourceQuotas), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool."
-        )
+    denies(
+        &v,
+        "pool a100: nvidia.com/gpu would be 58 of capacity 64 declared in settings (90.6%) with this workload's 8 (50 in use from 7 ResourceQuotas), above the 90% threshold (room for 7 more). Wait for capacity, lower replicas, or target another pool.",
     );
 }
 
 #[test]
 fn quotas_with_measured_nodes_list_nodes_then_quotas() {
-    let v = quota_run(
-        classed(1, "h100", "8", Some("h100")),
-        &quota_settings(),
-        vec![
-            (node_query(&quota_pool("h100")), Ok(nodes(&[8, 8, 8, 8]))),
-            quota_call(
-                "h100",
-                Ok(quota_list(vec![quota("ml", "h100", &["h100"], 16)])),
-            ),
-        ],
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "h100: nvidia.com/gpu used 16 from 1 ResourceQuota + incoming 8 = 24 of 32 allocatable (75.0%), threshold 80%, fits"
+    let v = one_h100(&[8, 8, 8, 8], vec![quota("ml", "h100", &["h100"], 16)]);
+    allows_annotated(
+        &v,
+        "capacity",
+        "h100: nvidia.com/gpu used 16 from 1 ResourceQuota + incoming 8 = 24 of 32 allocatable (75.0%), threshold 80%, fits",
     );
 }
 
@@ -141,10 +152,10 @@ fn pods_with_declared_capacity_list_only_pods() {
             Ok(pods(&[4, 4, 4])),
         )],
     );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["capacity"],
-        "l4: nvidia.com/gpu used 12 + incoming 2 = 14 of capacity 16 declared in settings (87.5%), threshold 90%, fits"
+    allows_annotated(
+        &v,
+        "capacity",
+        "l4: nvidia.com/gpu used 12 + incoming 2 = 14 of capacity 16 declared in settings (87.5%), threshold 90%, fits",
     );
 }
 
@@ -161,28 +172,19 @@ fn a_resource_the_declared_capacity_lacks_is_denied_naming_the_declaration() {
         &quota_settings(),
         vec![quota_call("a100", Ok(quota_list(vec![item])))],
     );
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: the capacity declared in settings has no amd.com/gpu for this workload's 1 (it declares nvidia.com/gpu: 64, nvidia.com/mig-1g.10gb: 28). Request a resource the pool offers, target another pool, or declare the resource in the pool's capacity in the policy settings."
-        )
+    denies(
+        &v,
+        "pool a100: the capacity declared in settings has no amd.com/gpu for this workload's 1 (it declares nvidia.com/gpu: 64, nvidia.com/mig-1g.10gb: 28). Request a resource the pool offers, target another pool, or declare the resource in the pool's capacity in the policy settings.",
     );
 }
 
 #[test]
 fn a_namespace_without_the_pools_quota_is_denied_with_the_quota_to_create() {
     let items: Vec<Value> = a100_quotas().into_iter().skip(1).collect();
-    let v = quota_run(
-        classed(1, "a100", "2", Some("a100-high")),
-        &quota_settings(),
-        vec![quota_call("a100", Ok(quota_list(items)))],
-    );
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: namespace ml has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."
-        )
+    let v = one_high_a100(Ok(quota_list(items)));
+    denies(
+        &v,
+        "pool a100: namespace ml has no ResourceQuota labelled gpu-admission/pool=a100, so the pool's pods there would not be counted. Create it: {apiVersion: v1, kind: ResourceQuota, metadata: {name: gpu-a100, namespace: ml, labels: {gpu-admission/pool: \"a100\"}}, spec: {hard: {requests.nvidia.com/gpu: \"64\"}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [a100-high, a100-low]}]}}} (spec.hard at the pool's size caps nothing; lower it to cap the namespace). The GPU capacity gate denies what it cannot count (unreadableCluster: deny).",
     );
     assert_eq!(v.audit_annotations["capacity"], "pool a100: not checked");
 }
@@ -190,18 +192,10 @@ fn a_namespace_without_the_pools_quota_is_denied_with_the_quota_to_create() {
 #[test]
 fn the_quota_to_create_never_suggests_a_hard_of_zero() {
     // Pool h100 measured from its nodes, none of which is schedulable now.
-    let v = quota_run(
-        classed(1, "h100", "8", Some("h100")),
-        &quota_settings(),
-        vec![
-            (node_query(&quota_pool("h100")), Ok(nodes(&[]))),
-            quota_call("h100", Ok(quota_list(Vec::new()))),
-        ],
-    );
-    let message = v.message.unwrap();
-    assert!(
-        message.contains("spec: {hard: {requests.nvidia.com/gpu: <the GPUs the namespace may hold>}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [h100]}]}}"),
-        "{message}"
+    let v = one_h100(&[], Vec::new());
+    says(
+        &v,
+        "spec: {hard: {requests.nvidia.com/gpu: <the GPUs the namespace may hold>}, scopeSelector: {matchExpressions: [{scopeName: PriorityClass, operator: In, values: [h100]}]}}",
     );
 }
 
@@ -269,22 +263,11 @@ fn with_quota(index: usize, edit: impl FnOnce(&mut Value)) -> String {
     "namespace team-0 has 2 ResourceQuotas labelled gpu-admission/pool=a100 (gpu-a100, gpu-a100-more), which count the same pods twice: keep one"
 )]
 fn quotas_that_would_miss_pods_are_denied_naming_them(#[case] list: String, #[case] start: &str) {
-    let v = quota_run(
-        classed(1, "a100", "2", Some("a100-high")),
-        &quota_settings(),
-        vec![quota_call("a100", Ok(list))],
-    );
-    assert!(!v.allowed, "{v:?}");
-    let message = v.message.unwrap();
-    assert!(
-        message.starts_with(&format!("pool a100: {start}")),
-        "{message}"
-    );
-    assert!(
-        message.ends_with(
-            ". The GPU capacity gate denies what it cannot count (unreadableCluster: deny)."
-        ),
-        "{message}"
+    let v = one_high_a100(Ok(list));
+    denies_starting(&v, &format!("pool a100: {start}"));
+    ends_saying(
+        &v,
+        ". The GPU capacity gate denies what it cannot count (unreadableCluster: deny).",
     );
 }
 
@@ -295,13 +278,8 @@ fn quotas_of_other_pools_and_resources_do_not_matter() {
     items[1]["spec"]["hard"] =
         json!({"requests.nvidia.com/gpu": "8", "requests.nvidia.com/mig-1g.10gb": "4"});
     items[1]["status"]["used"]["requests.nvidia.com/mig-1g.10gb"] = json!("3");
-    let v = quota_run(
-        classed(1, "a100", "2", Some("a100-high")),
-        &quota_settings(),
-        vec![quota_call("a100", Ok(quota_list(items)))],
-    );
-    assert!(v.allowed, "{v:?}");
-    assert!(v.audit_annotations["capacity"].contains("used 40 from 6 ResourceQuotas"));
+    let v = one_high_a100(Ok(quota_list(items)));
+    allows_noting(&v, "capacity", "used 40 from 6 ResourceQuotas");
 }
 
 #[rstest]
@@ -319,11 +297,11 @@ fn a_template_whose_pods_the_quotas_would_not_count_is_denied_without_a_call(
         &quota_settings(),
         Vec::new(),
     );
-    assert_eq!(
-        v.message.as_deref().map(str::to_string),
-        Some(format!(
+    denies(
+        &v,
+        &format!(
             "pool a100: its GPUs in use are counted by ResourceQuotas scoped to its priority classes (a100-high, a100-low), which would not count this workload's pods: {why}. Set priorityClassName to one of a100-high, a100-low (gpu-pool-routing-policy sets it on the pool's workloads)."
-        ))
+        ),
     );
     assert_eq!(v.audit_annotations["capacity"], "pool a100: not checked");
 }
@@ -343,14 +321,8 @@ fn a_template_whose_pods_the_quotas_would_not_count_is_denied_without_a_call(
 )]
 #[case::not_a_list(Ok("[]".to_string()), "pool a100: cannot list v1/ResourceQuota: the answer could not be read (")]
 fn quota_list_failures_fail_closed(#[case] answer: Result<String, String>, #[case] start: &str) {
-    let v = quota_run(
-        classed(1, "a100", "2", Some("a100-high")),
-        &quota_settings(),
-        vec![quota_call("a100", answer)],
-    );
-    assert!(!v.allowed);
-    let message = v.message.unwrap();
-    assert!(message.starts_with(start), "{message}");
+    let v = one_high_a100(answer);
+    denies_starting(&v, start);
 }
 
 #[test]
@@ -373,16 +345,13 @@ fn scale_up_in_quota_mode_checks_the_parents_priority_class() {
             quota_call("a100", Ok(quota_list(a100_quotas()))),
         ]),
     );
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["capacity"].contains("used 40 from 6 ResourceQuotas + incoming 8 ")
+    allows_noting(
+        &v,
+        "capacity",
+        "used 40 from 6 ResourceQuotas + incoming 8 ",
     );
     let v = run(&req, &s, &Script::new(vec![(get(), Ok(parent("other")))]));
-    assert!(
-        v.message
-            .unwrap()
-            .contains("spec.template.spec has priorityClassName other"),
-    );
+    says(&v, "spec.template.spec has priorityClassName other");
 }
 
 #[test]

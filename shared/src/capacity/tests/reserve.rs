@@ -12,6 +12,12 @@ fn with_reserve(reserve: Value) -> Settings {
     serde_json::from_value(v).unwrap()
 }
 
+/// `s` with pool a100 keeping `headroom`.
+fn with_headroom(mut s: Settings, headroom: &str) -> Settings {
+    s.pools[0].headroom = Some(ReserveText(headroom.into()));
+    s
+}
+
 /// Pods of pool a100: (workload type or "" for none, GPUs).
 fn typed_pods(pods: &[(&str, u64)]) -> String {
     let items: Vec<Value> = pods
@@ -36,6 +42,15 @@ fn typed_deployment(replicas: u64, gpus: &str, workload_type: &str) -> Admission
     create(d)
 }
 
+/// [`run`] with `s` on `typed_deployment(replicas, "2", workload_type)` in [`cluster`].
+fn run_typed(s: &Settings, replicas: u64, workload_type: &str) -> Verdict {
+    run(
+        &typed_deployment(replicas, "2", workload_type),
+        s,
+        &cluster(s),
+    )
+}
+
 /// Pool a100 with `reserve`: 64 GPUs, 36 held by batch pods and 4 by interactive ones.
 fn cluster(s: &Settings) -> Script {
     let pool = s.pool_named("a100").unwrap().1;
@@ -52,32 +67,41 @@ fn cluster(s: &Settings) -> Script {
     ])
 }
 
-#[test]
-fn batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_it() {
-    let s = with_reserve(json!({"interactive": 16}));
+/// Pool a100 of [`cluster`] with `s`: `denied` (replicas x 2 GPUs, workload type) is denied
+/// with `message`, its capacity note ending with `ending`; each of `accepted` is accepted.
+#[rstest]
+// 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch. The
+// same 8 GPUs for interactive work go into the reserve; batch work that stays out of the
+// reserve is accepted.
+#[case::batch_is_denied_by_the_interactive_reserve_and_interactive_is_accepted_into_it(
+    with_reserve(json!({"interactive": 16})),
+    (4, "batch"),
+    "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
+    "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over",
+    &[(4, "interactive"), (2, "batch")]
+)]
+// 40 of 64 in use, limit 57; a headroom of 10 leaves 47: 8 more would be 48.
+#[case::a_headroom_keeps_gpus_free_for_everyone(
+    with_headroom(settings(), "10"),
+    (4, "interactive"),
+    "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
+    "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over",
+    &[(3, "interactive")]
+)]
+fn what_eats_into_the_kept_gpus_is_denied(
+    #[case] s: Settings,
+    #[case] denied: (u64, &str),
+    #[case] message: &str,
+    #[case] ending: &str,
+    #[case] accepted: &[(u64, &str)],
+) {
     s.validate().unwrap();
-    // 40 of 64 in use, limit 57 at 90%: 16 - 4 = 12 kept for interactive, 45 for batch.
-    let v = run(&typed_deployment(4, "2", "batch"), &s, &cluster(&s));
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
-        )
-    );
-    assert!(
-        v.audit_annotations["capacity"].ends_with(
-            "a100: reserve nvidia.com/gpu: 12 kept for interactive (16 reserved, 4 held by its pods) from workload-type batch, over"
-        ),
-        "{}",
-        v.audit_annotations["capacity"]
-    );
-    // The same 8 GPUs for interactive work go into the reserve.
-    let v = run(&typed_deployment(4, "2", "interactive"), &s, &cluster(&s));
-    assert!(v.allowed, "{v:?}");
-    // Batch work that stays out of the reserve is accepted.
-    let v = run(&typed_deployment(2, "2", "batch"), &s, &cluster(&s));
-    assert!(v.allowed, "{v:?}");
+    let v = run_typed(&s, denied.0, denied.1);
+    denies_with_capacity(&v, message, ending);
+    for (replicas, workload_type) in accepted {
+        let v = run_typed(&s, *replicas, workload_type);
+        assert!(v.allowed, "{v:?}");
+    }
 }
 
 #[test]
@@ -85,19 +109,8 @@ fn a_workload_without_the_label_is_kept_out_of_every_reserve() {
     // 25% of 64 = 16 for interactive, 4 held: 12 kept from an unlabelled workload too.
     let s = with_reserve(json!({"interactive": "25%"}));
     s.validate().unwrap();
-    let v = run(&run_request(), &s, &cluster(&s));
-    assert!(!v.allowed, "{v:?}");
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("this workload (no single workload-type) may use 45"),
-        "{v:?}"
-    );
-}
-
-fn run_request() -> AdmissionRequest {
-    create(deployment(4, Some("a100"), "2"))
+    let v = run(&create(deployment(4, Some("a100"), "2")), &s, &cluster(&s));
+    denies_saying(&v, "this workload (no single workload-type) may use 45");
 }
 
 #[test]
@@ -114,30 +127,26 @@ fn a_filled_reserve_keeps_nothing() {
     ]);
     let v = run(&typed_deployment(4, "2", "batch"), &s, &cluster);
     assert!(v.allowed, "{v:?}");
-    assert!(!v.audit_annotations["capacity"].contains("reserve"));
+    assert!(!audit(&v, "capacity").contains("reserve"), "{v:?}");
 }
 
 #[test]
 fn the_pod_list_of_a_pool_with_reserves_keeps_the_workload_type_label() {
     let s = with_reserve(json!({"interactive": 16}));
-    let ClusterRequest::ListAll(list) = pod_query("gpu-admission/pool", &s.pools[0]) else {
-        panic!("a list of every namespace");
-    };
+    assert!(pod_masks(&s.pools[0]).contains("metadata.labels.workload-type"));
     assert!(
-        list.field_masks
-            .unwrap()
-            .contains("metadata.labels.workload-type")
-    );
-    let ClusterRequest::ListAll(plain) = pod_query("gpu-admission/pool", &s.pools[1]) else {
-        panic!("a list of every namespace");
-    };
-    assert!(
-        !plain
-            .field_masks
-            .unwrap()
+        !pod_masks(&s.pools[1])
             .iter()
             .any(|m| m.starts_with("metadata"))
     );
+}
+
+/// The field masks of the list of every namespace's Pods that reads `pool`.
+fn pod_masks(pool: &Pool) -> std::collections::BTreeSet<String> {
+    let ClusterRequest::ListAll(list) = pod_query("gpu-admission/pool", pool) else {
+        panic!("a list of every namespace");
+    };
+    list.field_masks.unwrap()
 }
 
 #[rstest]
@@ -147,8 +156,7 @@ fn the_pod_list_of_a_pool_with_reserves_keeps_the_workload_type_label() {
 #[case::percents_add_up(json!({"interactive": "60%", "serving": "50%"}), "pools[0].reserve: the percents reserved add up to 110%, more than the pool")]
 #[case::bad_type(json!({"inter active": 4}), "pools[0].reserve.inter active: 'inter active' is not a valid label value")]
 fn a_wrong_reserve_names_its_field(#[case] reserve: Value, #[case] message: &str) {
-    let err = with_reserve(reserve).validate().unwrap_err().to_string();
-    assert!(err.starts_with(message), "{err}");
+    fails_starting(with_reserve(reserve).validate(), message);
 }
 
 #[rstest]
@@ -168,16 +176,18 @@ fn headroom_and_reserves_leave_room(
 #[test]
 fn a_reserve_needs_usage_from_pods() {
     let mut s = with_reserve(json!({"interactive": 16}));
+    counted_from_quotas(&mut s);
+    fails_starting(
+        s.validate(),
+        "pools[0].reserve: a reserve counts what each workload type holds from the pool's Pods",
+    );
+}
+
+/// Pool a100 of `s` counted from ResourceQuotas (64 GPUs, priority class a100-high).
+fn counted_from_quotas(s: &mut Settings) {
     s.pools[0].usage = Some(Usage::Quotas);
     s.pools[0].priority_classes = vec!["a100-high".into()];
     s.pools[0].capacity = Some(serde_json::from_value(json!({"nvidia.com/gpu": 64})).unwrap());
-    let err = s.validate().unwrap_err().to_string();
-    assert!(
-        err.starts_with(
-            "pools[0].reserve: a reserve counts what each workload type holds from the pool's Pods"
-        ),
-        "{err}"
-    );
 }
 
 // -- reserves by schedule window, headroom, exceptions -----------------------------------
@@ -218,17 +228,12 @@ fn a_window_reserve_keeps_gpus_at_peak_only(#[case] hh: i64, #[case] allowed: bo
     let batch = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(hh));
     assert_eq!(batch.allowed, allowed, "{batch:?}");
     if !allowed {
-        assert_eq!(
-            batch.message.as_deref(),
-            Some(
-                "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved in window peak, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
-            )
+        denies(
+            &batch,
+            "pool a100: 12 nvidia.com/gpu are kept for workload types interactive (16 reserved in window peak, 4 held by its pods); this workload (workload-type batch) may use 45 of the 57 under the threshold, 40 are in use, room for 5 more, it asks for 8. Wait for capacity, lower replicas, or target another pool.",
         );
     } else {
-        assert!(
-            !batch.audit_annotations["capacity"].contains("reserve"),
-            "{batch:?}"
-        );
+        assert!(!audit(&batch, "capacity").contains("reserve"), "{batch:?}");
     }
     // Interactive work goes into the reserve, at peak or not.
     assert!(run_at(&typed_deployment(4, "2", "interactive"), &s, &tuesday(hh)).allowed);
@@ -240,56 +245,32 @@ fn the_first_window_that_holds_replaces_the_pools_reserve() {
     // Outside peak the pool's own reserve keeps 4 for serving; at peak the window's only.
     s.pools[0].reserve = serde_json::from_value(json!({"serving": 4})).unwrap();
     let off_peak = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(6));
-    assert!(
-        off_peak.audit_annotations["capacity"]
-            .contains("reserve nvidia.com/gpu: 4 kept for serving (4 reserved, 0 held by its pods) from workload-type batch, fits"),
-        "{off_peak:?}"
+    notes(
+        &off_peak,
+        "capacity",
+        "reserve nvidia.com/gpu: 4 kept for serving (4 reserved, 0 held by its pods) from workload-type batch, fits",
     );
     let peak = run_at(&typed_deployment(4, "2", "batch"), &s, &tuesday(9));
     assert!(!peak.allowed);
-    assert!(!peak.message.unwrap().contains("serving"));
-}
-
-#[test]
-fn a_headroom_keeps_gpus_free_for_everyone() {
-    // 40 of 64 in use, limit 57; a headroom of 10 leaves 47: 8 more would be 48.
-    let mut s = settings();
-    s.pools[0].headroom = Some(ReserveText("10".into()));
-    s.validate().unwrap();
-    let v = run(&typed_deployment(4, "2", "interactive"), &s, &cluster(&s));
-    assert!(!v.allowed, "{v:?}");
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "pool a100: 10 nvidia.com/gpu are kept free as headroom against admissions that race on the same snapshot of the pool; this workload (workload-type interactive) may use 47 of the 57 under the threshold, 40 are in use, room for 7 more, it asks for 8. Wait for capacity, lower replicas, or target another pool."
-        )
-    );
-    assert!(
-        v.audit_annotations["capacity"].ends_with(
-            "reserve nvidia.com/gpu: 10 kept (10 as headroom) from workload-type interactive, over"
-        ),
-        "{}",
-        v.audit_annotations["capacity"]
-    );
-    assert!(run(&typed_deployment(3, "2", "interactive"), &s, &cluster(&s)).allowed);
+    assert!(!message(&peak).contains("serving"), "{peak:?}");
 }
 
 #[test]
 fn a_headroom_adds_to_the_reserves_kept_from_other_types() {
     // 5% of 64 = 3 of headroom, 12 kept for interactive: batch may use 57 - 15 = 42.
-    let mut s = with_reserve(json!({"interactive": 16}));
-    s.pools[0].headroom = Some(ReserveText("5%".into()));
+    let s = with_headroom(with_reserve(json!({"interactive": 16})), "5%");
     s.validate().unwrap();
-    let v = run(&typed_deployment(2, "2", "batch"), &s, &cluster(&s));
-    assert!(!v.allowed, "{v:?}");
-    assert!(
-        v.message.as_deref().unwrap().starts_with(
-            "pool a100: 15 nvidia.com/gpu are kept: 3 free as headroom against admissions that race on the same snapshot of the pool, 12 for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 42 of the 57"
-        ),
-        "{v:?}"
+    let v = run_typed(&s, 2, "batch");
+    denies_starting(
+        &v,
+        "pool a100: 15 nvidia.com/gpu are kept: 3 free as headroom against admissions that race on the same snapshot of the pool, 12 for workload types interactive (16 reserved, 4 held by its pods); this workload (workload-type batch) may use 42 of the 57",
     );
-    assert!(v.audit_annotations["capacity"].ends_with("reserve nvidia.com/gpu: 15 kept (3 as headroom) for interactive (16 reserved, 4 held by its pods) from workload-type batch, over"));
-    assert!(run(&typed_deployment(1, "2", "batch"), &s, &cluster(&s)).allowed);
+    notes_ending(
+        &v,
+        "capacity",
+        "reserve nvidia.com/gpu: 15 kept (3 as headroom) for interactive (16 reserved, 4 held by its pods) from workload-type batch, over",
+    );
+    assert!(run_typed(&s, 1, "batch").allowed);
 }
 
 #[test]
@@ -303,11 +284,10 @@ fn an_exception_for_the_capacity_rule_excuses_a_reserve_denial() {
     req.namespace = "ml-batch".into();
     let at = crate::clock::FixedClock(4_073_500_800 - 100 * 86_400); // 100 days before
     let verdict = run_at(&req, &s, &at);
-    assert!(verdict.allowed, "{verdict:?}");
-    assert!(
-        verdict.audit_annotations[crate::exceptions::AUDIT_EXCUSED]
-            .contains("kept for workload types interactive"),
-        "{verdict:?}"
+    allows_noting(
+        &verdict,
+        crate::exceptions::AUDIT_EXCUSED,
+        "kept for workload types interactive",
     );
     // Another namespace is still denied.
     assert!(!run_at(&typed_deployment(4, "2", "batch"), &s, &at).allowed);
@@ -320,18 +300,16 @@ fn an_exception_for_the_capacity_rule_excuses_a_reserve_denial() {
 fn a_wrong_reserve_window_names_its_field(#[case] windows: Value, #[case] message: &str) {
     let mut s = peak_reserve();
     s.pools[0].reserve_windows = serde_json::from_value(windows).unwrap();
-    let err = s.validate().unwrap_err().to_string();
-    assert!(err.starts_with(message), "{err}");
+    fails_starting(s.validate(), message);
 }
 
 #[test]
 fn a_wrong_headroom_names_its_field() {
     let mut s = settings();
     s.pools[1].headroom = Some(ReserveText("0".into()));
-    let err = s.validate().unwrap_err().to_string();
-    assert!(
-        err.starts_with("pools[1].headroom: '0' must be a whole number of GPUs above 0"),
-        "{err}"
+    fails_starting(
+        s.validate(),
+        "pools[1].headroom: '0' must be a whole number of GPUs above 0",
     );
     // An empty headroom, as forms send, is none.
     s.pools[1].headroom = Some(ReserveText(String::new()));
@@ -342,20 +320,7 @@ fn a_wrong_headroom_names_its_field() {
 #[test]
 fn a_window_reserve_needs_usage_from_pods_and_lists_the_workload_type() {
     let mut s = peak_reserve();
-    let ClusterRequest::ListAll(list) = pod_query("gpu-admission/pool", &s.pools[0]) else {
-        panic!("a list of every namespace");
-    };
-    assert!(
-        list.field_masks
-            .unwrap()
-            .contains("metadata.labels.workload-type")
-    );
-    s.pools[0].usage = Some(Usage::Quotas);
-    s.pools[0].priority_classes = vec!["a100-high".into()];
-    s.pools[0].capacity = Some(serde_json::from_value(json!({"nvidia.com/gpu": 64})).unwrap());
-    let err = s.validate().unwrap_err().to_string();
-    assert!(
-        err.starts_with("pools[0].reserveWindows: a reserve counts"),
-        "{err}"
-    );
+    assert!(pod_masks(&s.pools[0]).contains("metadata.labels.workload-type"));
+    counted_from_quotas(&mut s);
+    fails_starting(s.validate(), "pools[0].reserveWindows: a reserve counts");
 }

@@ -7,10 +7,6 @@ use crate::admission::ValidateSettings;
 use crate::capacity::queries::{namespace_pod_query, team_pod_query};
 use crate::capacity::teams::namespace_query;
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or_default()
-}
-
 /// `settings()` with `budgets` as teamBudgets.
 fn with_budgets(budgets: Value) -> Settings {
     let mut v = serde_json::to_value(settings()).unwrap();
@@ -54,33 +50,48 @@ fn three_namespaces() -> String {
     ])
 }
 
+/// The calls that find team ml-a by the Namespace label and read its pods in
+/// [`three_namespaces`].
+fn labelled_team() -> Vec<(ClusterRequest, Result<String, String>)> {
+    vec![
+        namespace(json!({"gpu-admission/team": "ml-a"})),
+        (team_pod_query("ml-a"), Ok(three_namespaces())),
+    ]
+}
+
+/// [`run`] with `s` on the creation of `replicas` x 2 GPUs in no pool, the cluster
+/// answering `calls`.
+fn run_x2(
+    s: &Settings,
+    replicas: u64,
+    calls: Vec<(ClusterRequest, Result<String, String>)>,
+) -> Verdict {
+    run(
+        &create(deployment(replicas, None, "2")),
+        s,
+        &Script::new(calls),
+    )
+}
+
 #[test]
 fn a_team_budget_across_three_namespaces_denies_with_the_numbers() {
     let s = with_budgets(json!({"ml-a": {"nvidia.com/gpu": 16}}));
-    let cluster = Script::new(vec![
-        namespace(json!({"gpu-admission/team": "ml-a"})),
-        (team_pod_query("ml-a"), Ok(three_namespaces())),
-    ]);
-    let v = run(&create(deployment(3, None, "2")), &s, &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "team ml-a would hold 18 of its 16 nvidia.com/gpu (12 used + 6 incoming): 2 of the 3 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget."
+    let v = run_x2(&s, 3, labelled_team());
+    denies(
+        &v,
+        "team ml-a would hold 18 of its 16 nvidia.com/gpu (12 used + 6 incoming): 2 of the 3 incoming replicas (2 nvidia.com/gpu each) fit. Lower replicas, free the team's GPUs, or ask for a larger budget.",
     );
     assert_eq!(
         v.audit_annotations["team"],
         "team ml-a (Namespace label gpu-admission/team; budget in settings; 4 pods): nvidia.com/gpu used 12 + incoming 6 = 18 of 16, over"
     );
     // Within the budget: exactly at it.
-    let cluster = Script::new(vec![
-        namespace(json!({"gpu-admission/team": "ml-a"})),
-        (team_pod_query("ml-a"), Ok(three_namespaces())),
-    ]);
-    let v = run(&create(deployment(2, None, "2")), &s, &cluster);
+    let v = run_x2(&s, 2, labelled_team());
     assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations["team"]
-            .ends_with("nvidia.com/gpu used 12 + incoming 4 = 16 of 16, fits")
+    notes_ending(
+        &v,
+        "team",
+        "nvidia.com/gpu used 12 + incoming 4 = 16 of 16, fits",
     );
 }
 
@@ -89,7 +100,7 @@ fn a_team_given_by_its_namespaces_is_read_namespace_by_namespace() {
     let s = with_budgets(
         json!({"ml-a": {"namespaces": ["ml", "ml-dev", "ml-prod"], "nvidia.com/gpu": 16}}),
     );
-    let cluster = Script::new(vec![
+    let calls = vec![
         (
             namespace_pod_query("ml"),
             Ok(team_pods(&[("ml", Some("a100"), 4)])),
@@ -105,16 +116,16 @@ fn a_team_given_by_its_namespaces_is_read_namespace_by_namespace() {
                 ("ml-prod", None, 2),
             ])),
         ),
-    ]);
-    let v = run(&create(deployment(3, None, "2")), &s, &cluster);
-    assert!(!v.allowed);
-    assert!(
-        message(&v)
-            .starts_with("team ml-a would hold 18 of its 16 nvidia.com/gpu (12 used + 6 incoming)")
+    ];
+    let v = run_x2(&s, 3, calls);
+    denies_starting(
+        &v,
+        "team ml-a would hold 18 of its 16 nvidia.com/gpu (12 used + 6 incoming)",
     );
     assert!(
-        v.audit_annotations["team"]
-            .starts_with("team ml-a (namespaces listed in its budget in settings; 4 pods)")
+        audit(&v, "team")
+            .starts_with("team ml-a (namespaces listed in its budget in settings; 4 pods)"),
+        "{v:?}"
     );
 }
 
@@ -124,15 +135,13 @@ fn per_pool_team_limits_count_the_pool_label_of_the_team_pods() {
         json!({"ml-a": {"nvidia.com/gpu": 32, "pools": {"a100": 8, "h100": {"nvidia.com/gpu": 4}}}}),
     );
     let mut calls = pool_calls("a100", nodes(&[8; 8]), pods(&[8]));
-    calls.push(namespace(json!({"gpu-admission/team": "ml-a"})));
-    calls.push((team_pod_query("ml-a"), Ok(three_namespaces())));
+    calls.extend(labelled_team());
     let cluster = Script::new(calls);
     // 3 x 2 in pool a100: 6 used there + 6 = 12 of 8; 18 of 32 in all.
     let v = run(&create(deployment(3, Some("a100"), "2")), &s, &cluster);
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (6 used + 6 incoming): 1 of the 3 incoming replicas (2 nvidia.com/gpu each) fits. Lower replicas, free the team's GPUs, or ask for a larger budget."
+    denies(
+        &v,
+        "team ml-a would hold 12 of its 8 nvidia.com/gpu in pool a100 (6 used + 6 incoming): 1 of the 3 incoming replicas (2 nvidia.com/gpu each) fits. Lower replicas, free the team's GPUs, or ask for a larger budget.",
     );
     assert_eq!(
         v.audit_annotations["team"],
@@ -143,22 +152,16 @@ fn per_pool_team_limits_count_the_pool_label_of_the_team_pods() {
 #[test]
 fn a_namespace_without_a_team_is_not_limited() {
     let s = with_budgets(json!({"ml-a": {"nvidia.com/gpu": 1}}));
-    let cluster = Script::new(vec![namespace(json!({"other": "x"}))]);
-    let v = run(&create(deployment(3, None, "2")), &s, &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations["team"],
-        "namespace ml belongs to no team with a budget"
+    allows_annotated(
+        &run_x2(&s, 3, vec![namespace(json!({"other": "x"}))]),
+        "team",
+        "namespace ml belongs to no team with a budget",
     );
 }
 
 #[test]
 fn without_budgets_no_team_call_is_made() {
-    let v = run(
-        &create(deployment(3, None, "2")),
-        &settings(),
-        &Script::none(),
-    );
+    let v = run_x2(&settings(), 3, vec![]);
     assert!(v.allowed);
     assert!(!v.audit_annotations.contains_key("team"));
 }
@@ -187,18 +190,16 @@ fn config_map(data: Value) -> Result<Value, String> {
 fn budgets_from_the_config_map_replace_the_settings() {
     let mut s = with_config_map();
     s.team_budgets = with_budgets(json!({"ml-a": {"nvidia.com/gpu": 100}})).team_budgets;
-    let cluster = Script::new(vec![
-        config_map_call(config_map(
-            json!({"budgets.json": r#"{"ml-a": {"nvidia.com/gpu": 16, "pools": {"a100": 8}}}"#}),
-        )),
-        namespace(json!({"gpu-admission/team": "ml-a"})),
-        (team_pod_query("ml-a"), Ok(three_namespaces())),
-    ]);
-    let v = run(&create(deployment(3, None, "2")), &s, &cluster);
-    assert!(!v.allowed);
-    assert!(message(&v).starts_with("team ml-a would hold 18 of its 16 nvidia.com/gpu"));
-    assert!(
-        v.audit_annotations["team"].contains("budget in ConfigMap gpu-system/gpu-team-budgets")
+    let mut calls = vec![config_map_call(config_map(
+        json!({"budgets.json": r#"{"ml-a": {"nvidia.com/gpu": 16, "pools": {"a100": 8}}}"#}),
+    ))];
+    calls.extend(labelled_team());
+    let v = run_x2(&s, 3, calls);
+    denies_starting(&v, "team ml-a would hold 18 of its 16 nvidia.com/gpu");
+    notes(
+        &v,
+        "team",
+        "budget in ConfigMap gpu-system/gpu-team-budgets",
     );
 }
 
@@ -239,14 +240,8 @@ fn the_budgets_config_map_missing_malformed_or_not_granted_fails_closed_naming_i
     #[case] answer: Result<Value, String>,
     #[case] start: &str,
 ) {
-    let cluster = Script::new(vec![config_map_call(answer)]);
-    let v = run(
-        &create(deployment(3, None, "2")),
-        &with_config_map(),
-        &cluster,
-    );
-    assert!(!v.allowed);
-    assert!(message(&v).starts_with(start), "{}", message(&v));
+    let v = run_x2(&with_config_map(), 3, vec![config_map_call(answer)]);
+    denies_starting(&v, start);
     assert_eq!(
         v.audit_annotations["team"],
         "team budget of namespace ml: not checked"
@@ -257,10 +252,10 @@ fn the_budgets_config_map_missing_malformed_or_not_granted_fails_closed_naming_i
 fn a_missing_config_map_with_unreadable_cluster_warn_accepts_with_a_warning() {
     let mut s = with_config_map();
     s.unreadable_cluster = Some(crate::settings::Action::Warn);
-    let cluster = Script::new(vec![config_map_call(Err(
+    let calls = vec![config_map_call(Err(
         "Cannot find v1/ConfigMap named 'gpu-team-budgets' inside of namespace 'gpu-system'".into(),
-    ))]);
-    let v = run(&create(deployment(3, None, "2")), &s, &cluster);
+    ))];
+    let v = run_x2(&s, 3, calls);
     assert!(v.allowed);
     assert_eq!(
         v.warnings,
@@ -285,12 +280,10 @@ fn a_missing_config_map_with_unreadable_cluster_warn_accepts_with_a_warning() {
 fn invalid_team_settings_name_the_field(#[case] budgets: Value, #[case] start: &str) {
     let mut v = serde_json::to_value(settings()).unwrap();
     v["teamBudgets"] = budgets;
-    let err = serde_json::from_value::<Settings>(v)
-        .unwrap()
-        .validate()
-        .unwrap_err()
-        .to_string();
-    assert!(err.starts_with(start), "{err}");
+    fails_starting(
+        serde_json::from_value::<Settings>(v).unwrap().validate(),
+        start,
+    );
 }
 
 #[test]

@@ -80,14 +80,9 @@ fn switched_on_explicitly_a_missing_grant_fails_closed(#[case] error: &str) {
         check_namespace_quotas: Some(true),
         ..upgraded()
     };
-    let v = run(&one_gpu(), &s, &quotas_fail(error));
-    assert!(!v.allowed, "{v:?}");
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap_or_default()
-            .starts_with("namespace ml: its ResourceQuotas: cannot list v1/ResourceQuota"),
-        "{v:?}"
+    denies_starting(
+        &run(&one_gpu(), &s, &quotas_fail(error)),
+        "namespace ml: its ResourceQuotas: cannot list v1/ResourceQuota",
     );
 }
 

@@ -148,36 +148,6 @@ fn host_texts_are_classified(#[case] raw: &str, #[case] class: FailureClass) {
     "has not been granted access",
     "cannot list apps/v1/Deployment: not granted to this policy: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources"
 )]
-#[case::refused(
-    node_query(&pool()),
-    "ServiceError: client error (Connect) Caused by: 0: client error (Connect) 1: tcp connect error 2: Connection refused (os error 111)",
-    "cannot list v1/Node: API server unreachable (connection refused): policy-server could not read the cluster; the next request retries"
-)]
-#[case::dns(
-    node_query(&pool()),
-    "dns error: failed to lookup address information",
-    "cannot list v1/Node: API server unreachable (its name does not resolve): policy-server could not read the cluster; the next request retries"
-)]
-#[case::reset(
-    node_query(&pool()),
-    "connection reset by peer",
-    "cannot list v1/Node: API server unreachable (connection reset): policy-server could not read the cluster; the next request retries"
-)]
-#[case::timed_out(
-    node_query(&pool()),
-    "operation timed out",
-    "cannot list v1/Node: API server timed out: policy-server could not read the cluster; the next request retries"
-)]
-#[case::server_error(
-    node_query(&pool()),
-    "ApiError: etcdserver: leader changed: InternalError (ErrorResponse { status: \"Failure\", message: \"etcdserver: leader changed\", reason: \"InternalError\", code: 500 })",
-    "cannot list v1/Node: API server error (HTTP 500): policy-server could not read the cluster; the next request retries"
-)]
-#[case::throttled(
-    node_query(&pool()),
-    "ApiError: Too many requests: TooManyRequests (ErrorResponse { code: 429 })",
-    "cannot list v1/Node: API server error (HTTP 429, too many requests): policy-server could not read the cluster; the next request retries"
-)]
 #[case::other(
     node_query(&pool()),
     "the list of recorded responses is empty",
@@ -188,9 +158,51 @@ fn failures_name_their_class_and_what_to_change(
     #[case] raw: &str,
     #[case] explanation: &str,
 ) {
+    explains(request, raw, explanation);
+}
+
+/// Asserts that the failure of `request` with `raw` explains itself as `explanation` and
+/// keeps `raw`.
+#[track_caller]
+fn explains(request: ClusterRequest, raw: &str, explanation: &str) {
     let f = failure(request, raw);
     assert_eq!(f.explanation(), explanation);
     assert_eq!(f.raw(10_000), raw);
+}
+
+/// The message of each class that passes (the API server unreachable, slow or failing):
+/// what could not be done, the class in the words other suites match, and that the next
+/// request retries.
+#[rstest]
+#[case::refused(
+    "ServiceError: client error (Connect) Caused by: 0: client error (Connect) 1: tcp connect error 2: Connection refused (os error 111)",
+    "API server unreachable (connection refused)"
+)]
+#[case::dns(
+    "dns error: failed to lookup address information",
+    "API server unreachable (its name does not resolve)"
+)]
+#[case::reset(
+    "connection reset by peer",
+    "API server unreachable (connection reset)"
+)]
+#[case::timed_out("operation timed out", "API server timed out")]
+#[case::server_error(
+    "ApiError: etcdserver: leader changed: InternalError (ErrorResponse { status: \"Failure\", message: \"etcdserver: leader changed\", reason: \"InternalError\", code: 500 })",
+    "API server error (HTTP 500)"
+)]
+#[case::throttled(
+    "ApiError: Too many requests: TooManyRequests (ErrorResponse { code: 429 })",
+    "API server error (HTTP 429, too many requests)"
+)]
+fn passing_failures_say_the_next_request_retries(#[case] raw: &str, #[case] class: &str) {
+    explains(
+        node_query(&pool()),
+        raw,
+        &format!(
+            "cannot list v1/Node: {class}: policy-server could not read the cluster; the next request retries"
+        ),
+    );
 }
 
 #[test]
