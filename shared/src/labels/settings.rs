@@ -291,6 +291,26 @@ impl ValidateSettings for Settings {
     }
 }
 
+/// The labels policy's rules take its settings as read: every field is typed by serde, and
+/// nothing in them is read differently per request.
+impl CheckedForm for Settings {
+    type Settings = Settings;
+
+    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// The settings as read (a host sends only settings that checked).
+    fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
+        Ok(settings)
+    }
+
+    fn settings(&self) -> &Settings {
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,25 +458,5 @@ mod tests {
             )
             .is_ok()
         );
-    }
-}
-
-/// The labels policy's rules take its settings as read: every field is typed by serde, and
-/// nothing in them is read differently per request.
-impl CheckedForm for Settings {
-    type Settings = Settings;
-
-    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
-        settings.validate()?;
-        Ok(settings)
-    }
-
-    /// The settings as read (a host sends only settings that checked).
-    fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
-        Ok(settings)
-    }
-
-    fn settings(&self) -> &Settings {
-        self
     }
 }
