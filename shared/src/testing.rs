@@ -58,3 +58,29 @@ pub(crate) fn allows_noting(v: &Verdict, key: &str, part: &str) {
     assert!(v.allowed, "{v:?}");
     assert!(audit(v, key).contains(part), "{v:?}");
 }
+
+/// Asserts that `v` allows, its audit annotation `key` being exactly `text`.
+#[track_caller]
+pub(crate) fn allows_recording(v: &Verdict, key: &str, text: &str) {
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(audit(v, key), text, "{v:?}");
+}
+
+/// Asserts that `v` allows with exactly the warnings `texts`.
+#[track_caller]
+pub(crate) fn allows_warning(v: &Verdict, texts: &[&str]) {
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(v.warnings, texts, "{v:?}");
+}
+
+/// Asserts that `result` is an error whose text starts with `opening`.
+#[track_caller]
+pub(crate) fn fails_starting<T: std::fmt::Debug, E: std::fmt::Display>(
+    result: Result<T, E>,
+    opening: &str,
+) {
+    match result {
+        Ok(value) => panic!("expected an error starting {opening:?}, got {value:?}"),
+        Err(e) => assert!(e.to_string().starts_with(opening), "{e}"),
+    }
+}

@@ -163,6 +163,11 @@ fn run(settings: &Settings, object: Value) -> Verdict {
     evaluate(&request("CREATE", object), settings, &FakeCluster::none())
 }
 
+/// The policy on `object`, with the default settings.
+fn judge(object: Value) -> Verdict {
+    run(&settings_with(json!({})), object)
+}
+
 #[test]
 fn design_example_70b_on_two_a10g_is_rejected_with_the_fix() {
     let object = deployment(
