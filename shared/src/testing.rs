@@ -84,3 +84,24 @@ pub(crate) fn fails_starting<T: std::fmt::Debug, E: std::fmt::Display>(
         Err(e) => assert!(e.to_string().starts_with(opening), "{e}"),
     }
 }
+
+/// Asserts that `text` says `part`.
+#[track_caller]
+pub(crate) fn text_says(text: &str, part: &str) {
+    assert!(text.contains(part), "{text:?} does not say {part:?}");
+}
+
+/// Asserts that `text` starts with `opening`.
+#[track_caller]
+pub(crate) fn text_starts(text: &str, opening: &str) {
+    assert!(
+        text.starts_with(opening),
+        "{text:?} does not start {opening:?}"
+    );
+}
+
+/// Asserts that `text` ends with `ending`.
+#[track_caller]
+pub(crate) fn text_ends(text: &str, ending: &str) {
+    assert!(text.ends_with(ending), "{text:?} does not end {ending:?}");
+}
