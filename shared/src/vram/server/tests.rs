@@ -1,5 +1,5 @@
 use super::*;
-use crate::vram::catalog::model::ModelSpec;
+use crate::vram::catalog::model::tests::model;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -13,13 +13,6 @@ fn read(v: Value) -> Result<ServerArgs, String> {
 
 fn args(list: &[&str]) -> ServerArgs {
     read(json!({"name": "vllm", "args": list})).unwrap()
-}
-
-fn model(v: Value) -> Model {
-    serde_json::from_value::<ModelSpec>(v)
-        .unwrap()
-        .resolve("m")
-        .unwrap()
 }
 
 fn llama_8b() -> Model {
