@@ -396,6 +396,7 @@ fn positive_count(text: &str, max: u64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::fails_starting;
     use serde_json::json;
 
     fn pod(v: serde_json::Value) -> (ObjectMeta, PodSpec) {
@@ -520,19 +521,15 @@ mod tests {
         let mut s = FractionalSettings::default();
         assert!(s.validate("fractionalGpus").is_ok());
         s.kai.scheduler_names = vec![];
-        assert!(
-            s.validate("fractionalGpus")
-                .unwrap_err()
-                .to_string()
-                .starts_with("fractionalGpus.kai.schedulerNames")
+        fails_starting(
+            s.validate("fractionalGpus"),
+            "fractionalGpus.kai.schedulerNames",
         );
         let mut s = FractionalSettings::default();
         s.hami.cores_resource = " ".into();
-        assert!(
-            s.validate("fractionalGpus")
-                .unwrap_err()
-                .to_string()
-                .starts_with("fractionalGpus.hami.coresResource")
+        fails_starting(
+            s.validate("fractionalGpus"),
+            "fractionalGpus.hami.coresResource",
         );
     }
 }

@@ -71,19 +71,49 @@ pub(crate) fn notes_ending(v: &Verdict, key: &str, ending: &str) {
     assert!(audit(v, key).ends_with(ending), "{v:?}");
 }
 
-/// Asserts that `result` failed with an error whose text starts with `opening`.
+/// Asserts that `v` allows, its audit annotation `key` being exactly `text`.
+#[track_caller]
+pub(crate) fn allows_recording(v: &Verdict, key: &str, text: &str) {
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(audit(v, key), text, "{v:?}");
+}
+
+/// Asserts that `v` allows with exactly the warnings `texts`.
+#[track_caller]
+pub(crate) fn allows_warning(v: &Verdict, texts: &[&str]) {
+    assert!(v.allowed, "{v:?}");
+    assert_eq!(v.warnings, texts, "{v:?}");
+}
+
+/// Asserts that `result` is an error whose text starts with `opening`.
 #[track_caller]
 pub(crate) fn fails_starting<T: std::fmt::Debug, E: std::fmt::Display>(
     result: Result<T, E>,
     opening: &str,
 ) {
-    let err = result.unwrap_err().to_string();
-    assert!(err.starts_with(opening), "{err}");
+    match result {
+        Ok(value) => panic!("expected an error starting {opening:?}, got {value:?}"),
+        Err(e) => assert!(e.to_string().starts_with(opening), "{e}"),
+    }
 }
 
-/// Asserts that `v` allows, its audit annotation `key` being exactly `text`.
+/// Asserts that `text` says `part`.
 #[track_caller]
-pub(crate) fn allows_annotated(v: &Verdict, key: &str, text: &str) {
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(audit(v, key), text, "{v:?}");
+pub(crate) fn text_says(text: &str, part: &str) {
+    assert!(text.contains(part), "{text:?} does not say {part:?}");
+}
+
+/// Asserts that `text` starts with `opening`.
+#[track_caller]
+pub(crate) fn text_starts(text: &str, opening: &str) {
+    assert!(
+        text.starts_with(opening),
+        "{text:?} does not start {opening:?}"
+    );
+}
+
+/// Asserts that `text` ends with `ending`.
+#[track_caller]
+pub(crate) fn text_ends(text: &str, ending: &str) {
+    assert!(text.ends_with(ending), "{text:?} does not end {ending:?}");
 }

@@ -607,6 +607,19 @@ impl Case {
     fn evaluate_with(&self, settings: &Settings, n: u64, args: &[String]) -> Verdict {
         create(with_args(self.object(n), args), settings)
     }
+
+    /// When the server running `args` on `n` GPUs per pod is denied: that denial and the
+    /// verdict with `other_args` instead (nothing when `args` fit).
+    fn misfit_then(
+        &self,
+        n: u64,
+        args: &[String],
+        other_args: &[String],
+    ) -> Option<(Verdict, Verdict)> {
+        let settings = self.settings();
+        let first = self.evaluate_with(&settings, n, args);
+        (!first.allowed).then(|| (first, self.evaluate_with(&settings, n, other_args)))
+    }
 }
 
 /// Server flags: context length, sequences, and usable memory in thousandths.
@@ -638,16 +651,13 @@ proptest! {
         more_seqs in 0u64..=256,
         usable in prop::option::of(10u64..=1000),
     ) {
-        let settings = c.settings();
-        let smaller = c.evaluate_with(&settings, n, &server_flags(context, seqs, usable));
-        if smaller.allowed {
-            return Ok(());
-        }
-        let larger = c.evaluate_with(
-            &settings,
+        let Some((smaller, larger)) = c.misfit_then(
             n,
+            &server_flags(context, seqs, usable),
             &server_flags(context + more_context, seqs + more_seqs, usable),
-        );
+        ) else {
+            return Ok(());
+        };
         prop_assert!(
             !larger.allowed,
             "{} x {} denied ({:?}) but {} x {} accepted\n{:?}",
@@ -663,83 +673,89 @@ proptest! {
         usable in 10u64..=1000,
         less in 0u64..=990,
     ) {
-        let settings = c.settings();
-        let more_memory = c.evaluate_with(&settings, n, &server_flags(8192, 1, Some(usable)));
-        if more_memory.allowed {
-            return Ok(());
-        }
         let lower = usable.saturating_sub(less).max(10);
-        let less_memory = c.evaluate_with(&settings, n, &server_flags(8192, 1, Some(lower)));
+        let Some((_, less_memory)) = c.misfit_then(
+            n,
+            &server_flags(8192, 1, Some(usable)),
+            &server_flags(8192, 1, Some(lower)),
+        ) else {
+            return Ok(());
+        };
         prop_assert!(!less_memory.allowed, "{} denied, {} accepted\n{:?}", usable, lower, c);
     }
 }
 
-/// The flags the policy reads and values for them.
+/// The flags the policy reads and values for them: one flag of a group, one value for it.
 fn known_flag() -> impl Strategy<Value = (&'static str, String)> {
+    let flag = |group: &[&'static str]| prop::sample::select(group.to_vec());
     prop_oneof![
-        prop::sample::select(vec![
-            "--model",
-            "--model-path",
-            "--model-id",
-            "--model_id",
-            "--served-model-name"
-        ])
-        .prop_flat_map(|f| ("[a-zA-Z0-9][a-zA-Z0-9._/-]{0,30}").prop_map(move |v| (f, v))),
-        prop::sample::select(vec![
-            "--max-model-len",
-            "--max_model_len",
-            "--context-length",
-            "--max-total-tokens",
-            "--max-length"
-        ])
-        .prop_flat_map(|f| prop_oneof![
-            (1u64..=100_000_000).prop_map(|n| n.to_string()),
-            (1u64..=9999).prop_map(|n| format!("{n}k")),
-            (1u64..=99).prop_map(|n| format!("{n}K")),
-            "[a-z0-9.]{0,6}",
-        ]
-        .prop_map(move |v| (f, v))),
-        prop::sample::select(vec![
-            "--max-num-seqs",
-            "--tensor-parallel-size",
-            "-tp",
-            "--tp-size",
-            "--num-shard",
-            "--pipeline-parallel-size",
-            "-pp"
-        ])
-        .prop_flat_map(|f| prop_oneof![
-            (0u64..=5000).prop_map(|n| n.to_string()),
-            "[0-9.x-]{0,5}"
-        ]
-        .prop_map(move |v| (f, v))),
-        prop::sample::select(vec!["--gpu-memory-utilization", "--mem-fraction-static"])
-            .prop_flat_map(|f| prop_oneof![
+        (
+            flag(&[
+                "--model",
+                "--model-path",
+                "--model-id",
+                "--model_id",
+                "--served-model-name"
+            ]),
+            "[a-zA-Z0-9][a-zA-Z0-9._/-]{0,30}",
+        ),
+        (
+            flag(&[
+                "--max-model-len",
+                "--max_model_len",
+                "--context-length",
+                "--max-total-tokens",
+                "--max-length"
+            ]),
+            prop_oneof![
+                (1u64..=100_000_000).prop_map(|n| n.to_string()),
+                (1u64..=9999).prop_map(|n| format!("{n}k")),
+                (1u64..=99).prop_map(|n| format!("{n}K")),
+                "[a-z0-9.]{0,6}",
+            ],
+        ),
+        (
+            flag(&[
+                "--max-num-seqs",
+                "--tensor-parallel-size",
+                "-tp",
+                "--tp-size",
+                "--num-shard",
+                "--pipeline-parallel-size",
+                "-pp"
+            ]),
+            prop_oneof![(0u64..=5000).prop_map(|n| n.to_string()), "[0-9.x-]{0,5}"],
+        ),
+        (
+            flag(&["--gpu-memory-utilization", "--mem-fraction-static"]),
+            prop_oneof![
                 (0u64..=1200).prop_map(|t| format!("{}.{:03}", t / 1000, t % 1000)),
                 "[0-9.]{0,5}"
-            ]
-            .prop_map(move |v| (f, v))),
-        prop::sample::select(vec![
-            "--quantization",
-            "-q",
-            "--quantize",
-            "--kv-cache-dtype",
-            "--dtype"
-        ])
-        .prop_flat_map(|f| prop::sample::select(vec![
-            "awq",
-            "gptq",
-            "fp8",
-            "fp8_e5m2",
-            "auto",
-            "half",
-            "bfloat16",
-            "float",
-            "gguf",
-            "int4",
-            "bitsandbytes"
-        ])
-        .prop_map(move |v| (f, v.to_string()))),
+            ],
+        ),
+        (
+            flag(&[
+                "--quantization",
+                "-q",
+                "--quantize",
+                "--kv-cache-dtype",
+                "--dtype"
+            ]),
+            prop::sample::select(vec![
+                "awq",
+                "gptq",
+                "fp8",
+                "fp8_e5m2",
+                "auto",
+                "half",
+                "bfloat16",
+                "float",
+                "gguf",
+                "int4",
+                "bitsandbytes"
+            ])
+            .prop_map(str::to_string),
+        ),
     ]
 }
 

@@ -1,12 +1,17 @@
 use super::*;
 use crate::cluster::fake::Objects;
-use crate::testing::says;
+use crate::testing::{fails_starting, says};
 use serde_json::{Value, json};
 
 fn template(requests: Value) -> Value {
     json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
            "metadata": {"name": "t", "namespace": "ml"},
            "spec": {"spec": {"devices": {"requests": requests}}}})
+}
+
+/// The counts of `resources`, as a claim or pod adds them up.
+fn counts(resources: &[(&str, u64)]) -> GpuCounts {
+    resources.iter().map(|(r, n)| (r.to_string(), *n)).collect()
 }
 
 fn gpus(requests: Value) -> Result<ClaimGpus, String> {
@@ -32,13 +37,13 @@ fn counts_exact_requests_in_gpu_classes() {
         {"name": "nic", "exactly": {"deviceClassName": "rdma.example.com", "count": 8}}
     ]))
     .unwrap();
-    assert_eq!(g.gpus, GpuCounts::from([("nvidia.com/gpu".into(), 5)]));
+    assert_eq!(g.gpus, counts(&[("nvidia.com/gpu", 5)]));
 }
 
 #[test]
 fn reads_v1beta1_inline_requests() {
     let g = gpus(json!([{"name": "a", "deviceClassName": "gpu.amd.com", "count": 2}])).unwrap();
-    assert_eq!(g.gpus, GpuCounts::from([("amd.com/gpu".into(), 2)]));
+    assert_eq!(g.gpus, counts(&[("amd.com/gpu", 2)]));
 }
 
 #[test]
@@ -52,10 +57,7 @@ fn first_available_counts_the_largest_alternative() {
     .unwrap();
     assert_eq!(
         g.gpus,
-        GpuCounts::from([
-            ("nvidia.com/gpu".into(), 2),
-            ("nvidia.com/mig-1g.10gb".into(), 3)
-        ])
+        counts(&[("nvidia.com/gpu", 2), ("nvidia.com/mig-1g.10gb", 3)])
     );
 }
 
@@ -149,20 +151,10 @@ fn settings_map_more_classes_and_unmap_builtins() {
     assert_eq!(s.gpu_resource("gpu.nvidia.com"), Some("nvidia.com/gpu"));
     assert!(s.validate("dra").is_ok());
     s.api_version = "v1".into();
-    assert!(
-        s.validate("dra")
-            .unwrap_err()
-            .to_string()
-            .starts_with("dra.apiVersion")
-    );
+    fails_starting(s.validate("dra"), "dra.apiVersion");
     let mut s = DraSettings::default();
     s.gpu_device_classes.insert("a b".into(), "x".into());
-    assert!(
-        s.validate("dra")
-            .unwrap_err()
-            .to_string()
-            .starts_with("dra.gpuDeviceClasses")
-    );
+    fails_starting(s.validate("dra"), "dra.gpuDeviceClasses");
 }
 
 #[test]
@@ -267,10 +259,7 @@ fn template_gpus_adds_claim_devices_to_the_pod() {
     let names = crate::gpu::GpuResources::default();
     let book = resolve(&w, "ml", &DraSettings::default(), &four_gpus());
     let pod = crate::gpu::template_gpus(&w.templates[0], &names, &book);
-    assert_eq!(
-        pod.effective,
-        GpuCounts::from([("nvidia.com/gpu".into(), 4)])
-    );
+    assert_eq!(pod.effective, counts(&[("nvidia.com/gpu", 4)]));
     assert_eq!(pod.claims, pod.effective);
     assert!(pod.problems.is_empty());
     let total = crate::gpu::workload_gpus(&w, &names, &book);
@@ -393,10 +382,7 @@ fn hami_sizing_resources_are_never_gpus() {
         "resources": {"limits": {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 30}}}]}))
     .unwrap();
     let pod = crate::gpu::pod_gpus(&spec, &names);
-    assert_eq!(
-        pod.effective,
-        GpuCounts::from([("nvidia.com/gpu".into(), 1)])
-    );
+    assert_eq!(pod.effective, counts(&[("nvidia.com/gpu", 1)]));
 }
 
 /// gpu-labels-policy on `request`, with `settings` checked.

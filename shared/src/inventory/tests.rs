@@ -1,6 +1,8 @@
 use super::*;
 use crate::cluster::fake::Script;
 use crate::cluster::{ClusterRequest, FailureClass};
+use crate::testing::fails_starting;
+use rstest::rstest;
 use serde_json::{Value, json};
 
 /// A GFD-labelled NVIDIA node: `gpus` whole GPUs of `product` reporting `mib` each, driver
@@ -58,6 +60,17 @@ fn demand(products: &[&str], gpus: &[(&str, u64)]) -> Demand {
 }
 
 const KEY: &str = "nvidia.com/gpu.product";
+
+/// The inventory settings reading the nodes labelled nvidia.com/gpu.present=true.
+fn gpu_present() -> InventorySettings {
+    InventorySettings {
+        node_selector: LabelSelector::from_labels([(
+            "nvidia.com/gpu.present".to_string(),
+            "true".to_string(),
+        )]),
+        ..InventorySettings::default()
+    }
+}
 
 /// [`super::check`] with the refusal's message.
 fn check(inventory: &Inventory, demand: &Demand, key: &str) -> Result<(), String> {
@@ -145,13 +158,7 @@ fn mig_memory_labels_are_read_per_profile() {
 
 #[test]
 fn a_single_product_narrows_the_nodes_read() {
-    let settings = InventorySettings {
-        node_selector: LabelSelector::from_labels([(
-            "nvidia.com/gpu.present".to_string(),
-            "true".to_string(),
-        )]),
-        ..InventorySettings::default()
-    };
+    let settings = gpu_present();
     assert_eq!(
         settings
             .narrowed(KEY, "NVIDIA-L4")
@@ -244,10 +251,9 @@ fn label_keys_are_configurable() {
         memory: "not a key!".into(),
         ..LabelKeys::default()
     };
-    let e = bad.validate("nodeInventory.labelKeys").unwrap_err();
-    assert!(
-        e.to_string().starts_with("nodeInventory.labelKeys.memory"),
-        "{e}"
+    fails_starting(
+        bad.validate("nodeInventory.labelKeys"),
+        "nodeInventory.labelKeys.memory",
     );
 }
 
@@ -301,17 +307,19 @@ fn reading_uses_the_pools_node_query_and_its_failure_wording() {
             .collect::<Vec<_>>(),
         vec!["spec.taints", "spec.unschedulable", "status.allocatable"]
     );
+    let read = |cluster: &Script| {
+        read_inventory(
+            cluster,
+            &selector,
+            &LabelKeys::default(),
+            &GpuResources::default(),
+        )
+    };
     let ok = Script::new(vec![(
         query.clone(),
         Ok(node_list(&[gfd_node("n", "NVIDIA-L4", 23034, 1, "550.54")])),
     )]);
-    let inv = read_inventory(
-        &ok,
-        &selector,
-        &LabelKeys::default(),
-        &GpuResources::default(),
-    )
-    .unwrap();
+    let inv = read(&ok).unwrap();
     assert_eq!(inv.gpu_nodes.len(), 1);
     assert!(ok.done());
 
@@ -319,26 +327,14 @@ fn reading_uses_the_pools_node_query_and_its_failure_wording() {
         query.clone(),
         Err("Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
     )]);
-    let f = read_inventory(
-        &denied,
-        &selector,
-        &LabelKeys::default(),
-        &GpuResources::default(),
-    )
-    .unwrap_err();
+    let f = read(&denied).unwrap_err();
     assert_eq!(f.class(), FailureClass::NotGranted);
     assert_eq!(
         f.explanation(),
         "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources"
     );
     let garbled = Script::new(vec![(query, Ok(r#"{"items": [{"metadata": 3}]}"#.into()))]);
-    let f = read_inventory(
-        &garbled,
-        &selector,
-        &LabelKeys::default(),
-        &GpuResources::default(),
-    )
-    .unwrap_err();
+    let f = read(&garbled).unwrap_err();
     assert_eq!(f.class(), FailureClass::Unreadable);
 }
 
@@ -371,81 +367,27 @@ fn offered_selections_pass() {
     }
 }
 
-#[test]
-fn a_product_no_node_offers_is_named_with_what_is_there() {
-    let inv = cluster();
-    let offered = "the nodes offer NVIDIA-A100-SXM4-40GB (2 nodes), NVIDIA-A100-SXM4-80GB (1 node), NVIDIA-L4 (1 node)";
-    let absent = check(
-        &inv,
-        &demand(&["NVIDIA-H100-80GB-HBM3"], &[("nvidia.com/gpu", 1)]),
-        KEY,
-    )
-    .unwrap_err();
+#[rstest]
+#[case::a_product_no_node_offers(&["NVIDIA-H100-80GB-HBM3"], ("nvidia.com/gpu", 1),
+    "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-40GB (2 nodes), NVIDIA-A100-SXM4-80GB (1 node), NVIDIA-L4 (1 node)")]
+#[case::a_product_misspelt(&["nvidia-a100-sxm4-40G"], ("nvidia.com/gpu", 1),
+    "no node offers GPU product 'nvidia-a100-sxm4-40G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-40GB'?); the nodes offer NVIDIA-A100-SXM4-40GB (2 nodes), NVIDIA-A100-SXM4-80GB (1 node), NVIDIA-L4 (1 node)")]
+#[case::a_product_offered_only_as_mig_devices(&["NVIDIA-A100-SXM4-80GB"], ("nvidia.com/gpu", 1),
+    "no node of NVIDIA-A100-SXM4-80GB offers nvidia.com/gpu; they offer nvidia.com/mig-1g.10gb (up to 7 per node), nvidia.com/mig-3g.40gb (up to 2 per node)")]
+#[case::an_absent_mig_profile(&[], ("nvidia.com/mig-7g.80gb", 1),
+    "no node offers MIG profile 7g.80gb (nvidia.com/mig-7g.80gb); they offer 1g.10gb, 3g.40gb")]
+#[case::a_mig_profile_of_a_product_without_mig(&["NVIDIA-L4"], ("nvidia.com/mig-1g.10gb", 1),
+    "no node of NVIDIA-L4 offers MIG profile 1g.10gb (nvidia.com/mig-1g.10gb); they offer no MIG device (MIG strategy: single)")]
+#[case::more_gpus_per_pod_than_any_node_has(&["NVIDIA-A100-SXM4-40GB"], ("nvidia.com/gpu", 16),
+    "the pod asks for 16 nvidia.com/gpu, and no node of NVIDIA-A100-SXM4-40GB has more than 8 allocatable: ask for at most 8 per pod and split the work over more pods")]
+fn what_no_node_offers_is_named_with_what_is_there(
+    #[case] products: &[&str],
+    #[case] gpus: (&str, u64),
+    #[case] message: &str,
+) {
     assert_eq!(
-        absent,
-        format!(
-            "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); {offered}"
-        )
-    );
-    let typo = check(
-        &inv,
-        &demand(&["nvidia-a100-sxm4-40G"], &[("nvidia.com/gpu", 1)]),
-        KEY,
-    )
-    .unwrap_err();
-    assert_eq!(
-        typo,
-        format!(
-            "no node offers GPU product 'nvidia-a100-sxm4-40G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-40GB'?); {offered}"
-        )
-    );
-}
-
-#[test]
-fn a_product_offered_only_as_mig_devices_says_so() {
-    let e = check(
-        &cluster(),
-        &demand(&["NVIDIA-A100-SXM4-80GB"], &[("nvidia.com/gpu", 1)]),
-        KEY,
-    )
-    .unwrap_err();
-    assert_eq!(
-        e,
-        "no node of NVIDIA-A100-SXM4-80GB offers nvidia.com/gpu; they offer nvidia.com/mig-1g.10gb (up to 7 per node), nvidia.com/mig-3g.40gb (up to 2 per node)"
-    );
-}
-
-#[test]
-fn an_absent_mig_profile_is_named_with_the_profiles_there() {
-    let inv = cluster();
-    let e = check(&inv, &demand(&[], &[("nvidia.com/mig-7g.80gb", 1)]), KEY).unwrap_err();
-    assert_eq!(
-        e,
-        "no node offers MIG profile 7g.80gb (nvidia.com/mig-7g.80gb); they offer 1g.10gb, 3g.40gb"
-    );
-    let e = check(
-        &inv,
-        &demand(&["NVIDIA-L4"], &[("nvidia.com/mig-1g.10gb", 1)]),
-        KEY,
-    )
-    .unwrap_err();
-    assert_eq!(
-        e,
-        "no node of NVIDIA-L4 offers MIG profile 1g.10gb (nvidia.com/mig-1g.10gb); they offer no MIG device (MIG strategy: single)"
-    );
-}
-
-#[test]
-fn more_gpus_per_pod_than_any_node_has_is_denied() {
-    let e = check(
-        &cluster(),
-        &demand(&["NVIDIA-A100-SXM4-40GB"], &[("nvidia.com/gpu", 16)]),
-        KEY,
-    )
-    .unwrap_err();
-    assert_eq!(
-        e,
-        "the pod asks for 16 nvidia.com/gpu, and no node of NVIDIA-A100-SXM4-40GB has more than 8 allocatable: ask for at most 8 per pod and split the work over more pods"
+        check(&cluster(), &demand(products, &[gpus]), KEY),
+        Err(message.to_string())
     );
 }
 
@@ -535,13 +477,7 @@ mod properties {
 
 #[test]
 fn the_whole_list_is_read_only_when_the_narrowed_one_has_no_gpu_node() {
-    let settings = InventorySettings {
-        node_selector: LabelSelector::from_labels([(
-            "nvidia.com/gpu.present".to_string(),
-            "true".to_string(),
-        )]),
-        ..InventorySettings::default()
-    };
+    let settings = gpu_present();
     let names = GpuResources::default();
     let narrow = nodes_by(&settings.narrowed(KEY, "NVIDIA-L4").unwrap());
     let wide = nodes_by(&settings.node_selector);

@@ -53,6 +53,7 @@ pub fn check(request: &AdmissionRequest, settings: &Settings) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{denies, denies_saying};
     use serde_json::{Value, json};
 
     fn request(object: Value) -> AdmissionRequest {
@@ -81,12 +82,9 @@ mod tests {
         let r = request(template(16, "ExactCount"));
         assert!(is_claim_object(&r));
         let v = check(&r, &settings);
-        assert!(!v.allowed);
-        assert_eq!(
-            v.message.as_deref(),
-            Some(
-                "ResourceClaimTemplate big asks for 16 GPUs (nvidia.com/gpu: 16); a pod may hold at most 8 (maxGpusPerPod), and every pod that uses this claim would hold them: ask for at most 8"
-            )
+        denies(
+            &v,
+            "ResourceClaimTemplate big asks for 16 GPUs (nvidia.com/gpu: 16); a pod may hold at most 8 (maxGpusPerPod), and every pod that uses this claim would hold them: ask for at most 8",
         );
         assert!(check(&request(template(8, "ExactCount")), &settings).allowed);
         assert!(check(&r, &Settings::default()).allowed, "no maximum set");
@@ -95,8 +93,7 @@ mod tests {
     #[test]
     fn uncountable_claims_are_denied() {
         let v = check(&request(template(1, "All")), &Settings::default());
-        assert!(!v.allowed);
-        assert!(v.message.unwrap().contains("allocationMode: All"));
+        denies_saying(&v, "allocationMode: All");
         let bad = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
                          "metadata": {"name": "x"}, "spec": {"devices": {"requests": 7}}});
         let v = check(&request(bad), &Settings::default());

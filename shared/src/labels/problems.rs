@@ -710,9 +710,23 @@ pub fn more_problems(total: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{text_ends, text_says, text_starts};
     use rstest::rstest;
 
     const AT: &str = "spec.template.metadata.labels";
+
+    /// At `location`, the label `key` is missing from x.labels.
+    fn missing(location: &str, key: String) -> Finding {
+        Finding {
+            location: location.into(),
+            problem: Problem::MissingLabel {
+                key,
+                expected: Expected::NonEmpty,
+                labels_at: "x.labels".into(),
+                empty: false,
+            },
+        }
+    }
 
     #[rstest]
     #[case::missing(Problem::MissingLabel { key: "workload-type".into(), expected: Expected::OneOf(vec!["interactive".into(), "batch".into()]), labels_at: AT.into(), empty: false },
@@ -749,15 +763,7 @@ mod tests {
 
     #[test]
     fn message_numbers_findings_and_names_locations_when_several() {
-        let finding = |location: &str, key: &str| Finding {
-            location: location.into(),
-            problem: Problem::MissingLabel {
-                key: key.into(),
-                expected: Expected::NonEmpty,
-                labels_at: "x.labels".into(),
-                empty: false,
-            },
-        };
+        let finding = |location: &str, key: &str| missing(location, key.into());
         let one = rejection_message("Pod 'p'", &[finding("spec", "team")], false);
         assert_eq!(
             one,
@@ -768,24 +774,16 @@ mod tests {
             &[finding("a.spec", "team"), finding("b.spec", "owner")],
             true,
         );
-        assert!(
-            two.starts_with("RayCluster 'r' breaks the GPU admission rules (2 problems): 1) a.spec: label 'team'"),
-            "{two}"
+        text_starts(
+            &two,
+            "RayCluster 'r' breaks the GPU admission rules (2 problems): 1) a.spec: label 'team'",
         );
-        assert!(two.contains("; 2) b.spec: label 'owner'"), "{two}");
+        text_says(&two, "; 2) b.spec: label 'owner'");
     }
 
     #[test]
     fn message_lists_ten_problems_and_counts_the_rest() {
-        let finding = |i: usize| Finding {
-            location: "spec".into(),
-            problem: Problem::MissingLabel {
-                key: format!("k{i}"),
-                expected: Expected::NonEmpty,
-                labels_at: "x.labels".into(),
-                empty: false,
-            },
-        };
+        let finding = |i: usize| missing("spec", format!("k{i}"));
         let at_limit: Vec<Finding> = (1..=MAX_LISTED).map(finding).collect();
         let m = rejection_message("Pod 'p'", &at_limit, false);
         assert!(
@@ -794,10 +792,10 @@ mod tests {
         );
         let over: Vec<Finding> = (1..=MAX_LISTED + 2).map(finding).collect();
         let m = rejection_message("Pod 'p'", &over, false);
-        assert!(m.starts_with("Pod 'p' breaks the GPU admission rules (12 problems): "));
-        assert!(
-            m.ends_with("10) label 'k10' is missing (GPU pods must carry it): add k10: <a non-empty value> to x.labels; and 2 more problems, not listed here"),
-            "{m}"
+        text_starts(&m, "Pod 'p' breaks the GPU admission rules (12 problems): ");
+        text_ends(
+            &m,
+            "10) label 'k10' is missing (GPU pods must carry it): add k10: <a non-empty value> to x.labels; and 2 more problems, not listed here",
         );
         assert!(!m.contains("k11"), "{m}");
         assert_eq!(

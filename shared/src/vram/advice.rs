@@ -224,19 +224,13 @@ fn join_or(options: &[String]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::catalog::model::ModelSpec;
+    use super::super::catalog::model::tests::model;
     use super::super::catalog::products::{DeviceMemory, GpuCatalog};
     use super::super::memory::ProductSource;
     use super::super::settings::Settings;
     use super::*;
+    use rstest::rstest;
     use serde_json::{Value, json};
-
-    fn model(v: Value) -> Model {
-        serde_json::from_value::<ModelSpec>(v)
-            .unwrap()
-            .resolve("m")
-            .unwrap()
-    }
 
     fn llama_70b() -> Model {
         model(
@@ -297,96 +291,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn same_product_first_then_larger_ones() {
-        let l4 = slice("NVIDIA-L4", "nvidia.com/gpu", 1);
-        let m = model(json!({"vramGiB": 30, "attentionHeads": 32}));
-        assert_eq!(
-            advice(&m, Some(&l4), 1, json!({})),
-            "Request nvidia.com/gpu: 2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product)."
-        );
-    }
-
-    #[test]
-    fn tensor_parallel_sizes_divide_the_attention_heads() {
-        let l4 = slice("NVIDIA-L4", "nvidia.com/gpu", 1);
-        // 50 GiB on L4s (20.2 GiB usable each): 3 would fit, but 40 heads take 2, 4, 5, 8...
-        let m = model(json!({"vramGiB": 50, "attentionHeads": 40}));
-        let text = advice(&m, Some(&l4), 1, json!({"suggestProducts": ["NVIDIA-L4"]}));
-        assert_eq!(
-            text,
-            "Request nvidia.com/gpu: 4 on NVIDIA-L4; counts are tensor-parallel sizes that divide the model's 40 attention heads."
-        );
-    }
-
-    #[test]
-    fn pools_are_suggested_when_configured() {
-        let a10g = slice("NVIDIA-A10G", "nvidia.com/gpu", 1);
-        let m = model(json!({"vramGiB": 100}));
-        let text = advice(
-            &m,
-            Some(&a10g),
-            1,
-            json!({"poolProducts": {"small": "NVIDIA-A10G", "big": "NVIDIA-H100-80GB-HBM3", "huge": "NVIDIA-H200"}}),
-        );
-        assert_eq!(
-            text,
-            "Request nvidia.com/gpu: 5 on NVIDIA-A10G, or 1 in pool huge (NVIDIA-H200), or 2 in pool big (NVIDIA-H100-80GB-HBM3) (pod label gpu-admission/pool)."
-        );
-    }
-
-    #[test]
-    fn groups_count_per_pod() {
-        let h100 = slice("NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu", 1);
-        let m = model(json!({"vramGiB": 600}));
-        let text = advice(
-            &m,
-            Some(&h100),
-            4,
-            json!({"suggestProducts": ["NVIDIA-H200"]}),
-        );
-        assert_eq!(
-            text,
-            "Request nvidia.com/gpu: 3 per pod on NVIDIA-H100-80GB-HBM3, or 2 per pod on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product)."
-        );
-    }
-
-    #[test]
-    fn mig_suggests_a_larger_profile_and_whole_gpus() {
-        let mig = slice("MIG 1g.10gb", "nvidia.com/mig-1g.10gb", 1);
-        let m = model(json!({"vramGiB": 15}));
-        let text = advice(&m, Some(&mig), 1, json!({"suggestProducts": ["NVIDIA-L4"]}));
-        assert_eq!(
-            text,
-            "Request nvidia.com/mig-1g.18gb: 1, or nvidia.com/gpu: 1 on NVIDIA-L4 (nodeSelector nvidia.com/gpu.product)."
-        );
-    }
-
-    #[test]
-    fn nothing_fits_suggests_sharding_or_quantizing() {
-        let t4 = slice("Tesla-T4", "nvidia.com/gpu", 1);
-        let m = model(json!({"parametersBillions": 405, "dtype": "bf16"}));
-        let text = advice(&m, Some(&t4), 1, json!({"suggestProducts": ["NVIDIA-L4"]}));
-        assert_eq!(
-            text,
-            "It does not fit on Tesla-T4 with up to 8 GPUs per pod. No GPU the policy knows fits it with up to 8 GPUs per pod: serve it on more pods (LeaderWorkerSet, KServe multi-node), lower its contextLength or concurrency, or quantize it (fp8 weights: ~415 GiB)."
-        );
-    }
-
-    #[test]
-    fn nothing_fits_in_any_pool() {
-        let l4 = slice("NVIDIA-L4", "nvidia.com/gpu", 1);
-        let m = model(json!({"parametersBillions": 671, "dtype": "fp8"}));
-        let text = advice(
-            &m,
-            Some(&l4),
-            1,
-            json!({"poolProducts": {"l4": "NVIDIA-L4", "h100": "NVIDIA-H100-80GB-HBM3"}}),
-        );
-        assert_eq!(
-            text,
-            "It does not fit on NVIDIA-L4 with up to 8 GPUs per pod. No pool's GPU fits it with up to 8 GPUs per pod: serve it on more pods (LeaderWorkerSet, KServe multi-node), lower its contextLength or concurrency."
-        );
+    /// The advice for a model needing `need` on one GPU `current` (label, resource) per pod,
+    /// over `pods` pods, with `settings`.
+    #[rstest]
+    #[case::same_product_first_then_larger_ones(("NVIDIA-L4", "nvidia.com/gpu"),
+        json!({"vramGiB": 30, "attentionHeads": 32}), 1, json!({}),
+        "Request nvidia.com/gpu: 2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).")]
+    // 50 GiB on L4s (20.2 GiB usable each): 3 would fit, but 40 heads take 2, 4, 5, 8...
+    #[case::tensor_parallel_sizes_divide_the_attention_heads(("NVIDIA-L4", "nvidia.com/gpu"),
+        json!({"vramGiB": 50, "attentionHeads": 40}), 1, json!({"suggestProducts": ["NVIDIA-L4"]}),
+        "Request nvidia.com/gpu: 4 on NVIDIA-L4; counts are tensor-parallel sizes that divide the model's 40 attention heads.")]
+    #[case::pools_are_suggested_when_configured(("NVIDIA-A10G", "nvidia.com/gpu"),
+        json!({"vramGiB": 100}), 1,
+        json!({"poolProducts": {"small": "NVIDIA-A10G", "big": "NVIDIA-H100-80GB-HBM3", "huge": "NVIDIA-H200"}}),
+        "Request nvidia.com/gpu: 5 on NVIDIA-A10G, or 1 in pool huge (NVIDIA-H200), or 2 in pool big (NVIDIA-H100-80GB-HBM3) (pod label gpu-admission/pool).")]
+    #[case::groups_count_per_pod(("NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu"),
+        json!({"vramGiB": 600}), 4, json!({"suggestProducts": ["NVIDIA-H200"]}),
+        "Request nvidia.com/gpu: 3 per pod on NVIDIA-H100-80GB-HBM3, or 2 per pod on NVIDIA-H200 (nodeSelector nvidia.com/gpu.product).")]
+    #[case::mig_suggests_a_larger_profile_and_whole_gpus(("MIG 1g.10gb", "nvidia.com/mig-1g.10gb"),
+        json!({"vramGiB": 15}), 1, json!({"suggestProducts": ["NVIDIA-L4"]}),
+        "Request nvidia.com/mig-1g.18gb: 1, or nvidia.com/gpu: 1 on NVIDIA-L4 (nodeSelector nvidia.com/gpu.product).")]
+    #[case::nothing_fits_suggests_sharding_or_quantizing(("Tesla-T4", "nvidia.com/gpu"),
+        json!({"parametersBillions": 405, "dtype": "bf16"}), 1, json!({"suggestProducts": ["NVIDIA-L4"]}),
+        "It does not fit on Tesla-T4 with up to 8 GPUs per pod. No GPU the policy knows fits it with up to 8 GPUs per pod: serve it on more pods (LeaderWorkerSet, KServe multi-node), lower its contextLength or concurrency, or quantize it (fp8 weights: ~415 GiB).")]
+    #[case::nothing_fits_in_any_pool(("NVIDIA-L4", "nvidia.com/gpu"),
+        json!({"parametersBillions": 671, "dtype": "fp8"}), 1,
+        json!({"poolProducts": {"l4": "NVIDIA-L4", "h100": "NVIDIA-H100-80GB-HBM3"}}),
+        "It does not fit on NVIDIA-L4 with up to 8 GPUs per pod. No pool's GPU fits it with up to 8 GPUs per pod: serve it on more pods (LeaderWorkerSet, KServe multi-node), lower its contextLength or concurrency.")]
+    fn advises(
+        #[case] (label, resource): (&str, &str),
+        #[case] need: Value,
+        #[case] pods: u64,
+        #[case] settings: Value,
+        #[case] text: &str,
+    ) {
+        let current = slice(label, resource, 1);
+        assert_eq!(advice(&model(need), Some(&current), pods, settings), text);
     }
 
     #[test]

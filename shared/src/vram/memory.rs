@@ -414,6 +414,7 @@ pub fn usable_text(usable_mib: u64, percent: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{text_ends, text_says, text_starts};
     use serde_json::{Value, json};
 
     fn spec(v: Value) -> PodSpec {
@@ -455,6 +456,16 @@ mod tests {
         pod_slices(&lookup, view, &labels, &counts(gpus))
     }
 
+    /// The slices of `gpus` on nodes selected by their product label.
+    fn on_product(product: &str, gpus: &[(&str, u64)]) -> Vec<Slice> {
+        resolve(
+            json!({"nodeSelector": {"nvidia.com/gpu.product": product}}),
+            &[],
+            gpus,
+        )
+        .unwrap()
+    }
+
     fn summary(slices: &[Slice]) -> Vec<(String, u64, u64)> {
         slices
             .iter()
@@ -471,12 +482,7 @@ mod tests {
 
     #[test]
     fn node_selector_gives_the_product() {
-        let s = resolve(
-            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G"}}),
-            &[],
-            &[("nvidia.com/gpu", 2)],
-        )
-        .unwrap();
+        let s = on_product("NVIDIA-A10G", &[("nvidia.com/gpu", 2)]);
         assert_eq!(summary(&s), vec![("NVIDIA-A10G".to_string(), 2, 46056)]);
         assert_eq!(s[0].source, ProductSource::Selector);
         assert_eq!(s[0].product.as_deref(), Some("NVIDIA-A10G"));
@@ -516,34 +522,22 @@ mod tests {
 
     #[test]
     fn shared_gpus_count_once() {
-        let s = resolve(
-            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G-SHARED"}}),
-            &[],
-            &[("nvidia.com/gpu", 4)],
-        )
-        .unwrap();
+        let s = on_product("NVIDIA-A10G-SHARED", &[("nvidia.com/gpu", 4)]);
         assert_eq!(s[0].mib(), 23028);
         assert_eq!(
             describe(&[(1, &s[0])]),
             "4 x NVIDIA-A10G-SHARED (time-sliced: counted as one GPU's memory per pod)"
         );
-        let r = resolve(
-            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"}}),
-            &[],
-            &[("nvidia.com/gpu.shared", 2)],
-        )
-        .unwrap();
+        let r = on_product("NVIDIA-L4", &[("nvidia.com/gpu.shared", 2)]);
         assert_eq!(r[0].mib(), 23034);
     }
 
     #[test]
     fn mixed_resources_are_each_resolved() {
-        let s = resolve(
-            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}}),
-            &[],
+        let s = on_product(
+            "NVIDIA-A100-SXM4-80GB",
             &[("nvidia.com/gpu", 1), ("nvidia.com/mig-1g.10gb", 2)],
-        )
-        .unwrap();
+        );
         assert_eq!(
             describe(&[(1, &s[0]), (1, &s[1])]),
             "1 x NVIDIA-A100-SXM4-80GB + 2 x MIG 1g.10gb (MIG devices do not combine: counted as one per pod)"
@@ -558,43 +552,36 @@ mod tests {
 
     #[test]
     fn unknown_gpus_say_what_to_add() {
-        let none = resolve(json!({}), &[], &[("nvidia.com/gpu", 1)]).unwrap_err();
-        assert!(none.starts_with("the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product>"), "{none}");
-        assert!(
-            none.ends_with("or a pool with the pod label gpu-admission/pool"),
-            "{none}"
+        // Why one GPU of the pod `spec` labelled `labels` has no known memory.
+        let refused = |spec: Value, labels: &[(&str, &str)]| {
+            resolve(spec, labels, &[("nvidia.com/gpu", 1)]).unwrap_err()
+        };
+        let none = refused(json!({}), &[]);
+        text_starts(
+            &none,
+            "the GPU type is unknown: select one with nodeSelector nvidia.com/gpu.product: <product>",
         );
-        let product = resolve(
+        text_ends(&none, "or a pool with the pod label gpu-admission/pool");
+        let product = refused(
             json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-Z9"}}),
             &[],
-            &[("nvidia.com/gpu", 1)],
-        )
-        .unwrap_err();
-        assert!(
-            product.starts_with(
-                "GPU product 'NVIDIA-Z9' (nvidia.com/gpu.product) is not in the policy's catalog"
-            ),
-            "{product}"
         );
-        let pool = resolve(
-            json!({}),
-            &[("gpu-admission/pool", "tpu")],
-            &[("nvidia.com/gpu", 1)],
-        )
-        .unwrap_err();
-        assert!(
-            pool.starts_with("pool 'tpu' (pod label gpu-admission/pool) has no GPU product"),
-            "{pool}"
+        text_starts(
+            &product,
+            "GPU product 'NVIDIA-Z9' (nvidia.com/gpu.product) is not in the policy's catalog",
         );
-        let empty = resolve(
+        let pool = refused(json!({}), &[("gpu-admission/pool", "tpu")]);
+        text_starts(
+            &pool,
+            "pool 'tpu' (pod label gpu-admission/pool) has no GPU product",
+        );
+        let empty = refused(
             json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L4"},
                    "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
                      {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-A10G"]}]}]}}}}),
             &[],
-            &[("nvidia.com/gpu", 1)],
-        )
-        .unwrap_err();
-        assert!(empty.contains("allow no GPU product at all"), "{empty}");
+        );
+        text_says(&empty, "allow no GPU product at all");
     }
 
     #[test]
@@ -606,12 +593,7 @@ mod tests {
     fn usable_memory_is_rounded_per_device() {
         // 0.9 x 23,028 = 20,725.2 per A10G: two give 41,450, three 62,175 (not 62,175.6
         // rounded once, which can exceed what each GPU's share adds).
-        let s = resolve(
-            json!({"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A10G"}}),
-            &[],
-            &[("nvidia.com/gpu", 3)],
-        )
-        .unwrap();
+        let s = on_product("NVIDIA-A10G", &[("nvidia.com/gpu", 3)]);
         assert_eq!(s[0].usable_mib(90), 3 * 20725);
         assert_eq!(usable_per_device(3, 20001, 50), 30000);
         let mig = resolve(json!({}), &[], &[("nvidia.com/mig-1g.10gb", 4)]).unwrap();

@@ -128,7 +128,7 @@ fn a_namespace_over_its_brake_is_denied_with_when_it_may_try_again() {
     let s = brakes();
     s.validate().unwrap();
     // ml: 24 admitted in the window; 4 x 2 = 8 more is 32, the brake: accepted.
-    allows_annotated(
+    allows_recording(
         &braked(&s, "ml", 4, Some("ml-a")),
         "burst-brake",
         "a100: namespace ml nvidia.com/gpu admitted 24 + incoming 8 = 32 of 32 per 10m, fits; a100: team ml-a nvidia.com/gpu admitted 40 + incoming 8 = 48 of 48 per 10m, fits",
@@ -202,7 +202,7 @@ fn an_exception_for_the_brake_excuses_it_alone() {
     let s = exception(json!(["burstBrake"]), "2026-12-20");
     s.validate().unwrap();
     let v = braked(&s, "ml", 5, Some("ml-a"));
-    allows_annotated(
+    allows_recording(
         &v,
         "exception",
         "exception=launch owner=alice@example.com expires=2026-12-21T00:00:00Z",
@@ -251,7 +251,7 @@ fn a_pool_held_above_its_sustained_percent_for_the_whole_time_is_denied() {
     // A spike is not a sustained load: 24 held for 2 minutes (37.5%), 24 more since a
     // minute ago (75% now) is accepted.
     let (s, c) = sustained_case(24, 24);
-    allows_annotated(
+    allows_recording(
         &at_now(&deployment_in("ml", 4), &s, &c),
         "sustained",
         "a100: sustained nvidia.com/gpu held 24 of 64 (37.5%) for 2m, limit 50%, fits",

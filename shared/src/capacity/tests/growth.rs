@@ -64,7 +64,7 @@ fn zero_nodes_under_64(replicas: u64) -> Verdict {
 
 #[test]
 fn zero_node_pool_with_a_static_ceiling_accepts_what_fits_under_it() {
-    allows_annotated(
+    allows_recording(
         &zero_nodes_under_64(4),
         "capacity",
         "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)",
@@ -86,7 +86,7 @@ fn zero_node_pool_with_a_static_ceiling_accepts_what_fits_under_it() {
 /// pool with `maxAllocatable: 64` and no Node accepts 8 replicas of 2 GPUs.
 #[test]
 fn scale_from_zero_accepts_what_the_autoscaler_policy_accepts() {
-    allows_annotated(
+    allows_recording(
         &zero_nodes_under_64(8),
         "capacity",
         "a100: nvidia.com/gpu used 0 + incoming 16 = 16 of 64 it can grow to (25.0%), threshold 90%, fits (ceiling 64 from maxAllocatable in settings, 0 allocatable now)",
@@ -97,7 +97,7 @@ fn scale_from_zero_accepts_what_the_autoscaler_policy_accepts() {
 fn a_ceiling_below_what_is_allocatable_changes_nothing() {
     let s = with_a100(json!({"maxAllocatable": {GPU: 16}}));
     let cluster = Script::new(pool_calls("a100", nodes(&[8; 4]), pods(&[8, 8, 8])));
-    allows_annotated(
+    allows_recording(
         &run_a100(&s, 1, "4", &cluster),
         "capacity",
         "a100: nvidia.com/gpu used 24 + incoming 4 = 28 of 32 allocatable (87.5%), threshold 90%, fits (ceiling 16 from maxAllocatable in settings, 32 allocatable now)",
@@ -143,7 +143,7 @@ fn zero_node_pool_with_a_karpenter_node_pool_found() {
         )),
         Some(pods(&[])),
     );
-    allows_annotated(
+    allows_recording(
         &run_a100(&karpenter(), 4, "2", &cluster),
         "capacity",
         "a100: nvidia.com/gpu used 0 + incoming 8 = 8 of 64 it can grow to (12.5%), threshold 90%, fits (ceiling 64 from NodePool a100 spec.limits, 0 allocatable now)",
@@ -218,7 +218,7 @@ fn cluster_autoscaler() -> Settings {
 #[test]
 fn cluster_autoscaler_ceiling_is_max_nodes_times_gpus_per_node() {
     let cluster = Script::new(pool_calls("a100", nodes(&[8, 8]), pods(&[8, 8])));
-    allows_annotated(
+    allows_recording(
         &run_a100(&cluster_autoscaler(), 4, "8", &cluster),
         "capacity",
         "a100: nvidia.com/gpu used 16 + incoming 32 = 48 of 64 it can grow to (75.0%), threshold 90%, fits (ceiling 64 from clusterAutoscaler: 8 nodes x 8 nvidia.com/gpu, 16 allocatable now)",

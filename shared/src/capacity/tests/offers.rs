@@ -211,7 +211,7 @@ fn an_exception_for_node_offers_excuses_it_alone() {
     };
     let s = exception(json!(["nodeOffers"]), "2026-12-20");
     let v = judge(&product(A100_80), &s, a100_nodes());
-    allows_annotated(
+    allows_recording(
         &v,
         "exception",
         "exception=new-a100s owner=alice@example.com expires=2026-12-21T00:00:00Z",

@@ -110,7 +110,7 @@ fn without_its_local_queue_the_unsuspended_job_is_gated_and_denied_over_the_budg
 #[test]
 fn with_its_local_queue_the_unsuspended_job_is_left_to_the_queue() {
     let v = queued(&unsuspend(4, "8"), vec![local_queue(FOUND)]);
-    allows_annotated(
+    allows_recording(
         &v,
         "queue",
         "Job ml/llm carries kueue.x-k8s.io/queue-name=team-a: LocalQueue ml/team-a exists and Kueue holds the Job (suspended), so its queue admits it, not the capacity gate (gateQueued: false)",

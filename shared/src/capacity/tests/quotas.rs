@@ -110,7 +110,7 @@ fn quotas_and_declared_capacity_make_one_call_and_say_so() {
         &quota_settings(),
         vec![quota_call("a100", Ok(quota_list(a100_quotas())))],
     );
-    allows_annotated(
+    allows_recording(
         &v,
         "capacity",
         "a100: nvidia.com/gpu used 40 from 6 ResourceQuotas + incoming 8 = 48 of capacity 64 declared in settings (75.0%), threshold 90%, fits",
@@ -135,7 +135,7 @@ fn quotas_over_the_threshold_deny_with_where_the_numbers_come_from() {
 #[test]
 fn quotas_with_measured_nodes_list_nodes_then_quotas() {
     let v = one_h100(&[8, 8, 8, 8], vec![quota("ml", "h100", &["h100"], 16)]);
-    allows_annotated(
+    allows_recording(
         &v,
         "capacity",
         "h100: nvidia.com/gpu used 16 from 1 ResourceQuota + incoming 8 = 24 of 32 allocatable (75.0%), threshold 80%, fits",
@@ -152,7 +152,7 @@ fn pods_with_declared_capacity_list_only_pods() {
             Ok(pods(&[4, 4, 4])),
         )],
     );
-    allows_annotated(
+    allows_recording(
         &v,
         "capacity",
         "l4: nvidia.com/gpu used 12 + incoming 2 = 14 of capacity 16 declared in settings (87.5%), threshold 90%, fits",

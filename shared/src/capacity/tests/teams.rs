@@ -152,7 +152,7 @@ fn per_pool_team_limits_count_the_pool_label_of_the_team_pods() {
 #[test]
 fn a_namespace_without_a_team_is_not_limited() {
     let s = with_budgets(json!({"ml-a": {"nvidia.com/gpu": 1}}));
-    allows_annotated(
+    allows_recording(
         &run_x2(&s, 3, vec![namespace(json!({"other": "x"}))]),
         "team",
         "namespace ml belongs to no team with a budget",

@@ -7,7 +7,7 @@ use crate::clock::FixedClock;
 use crate::cluster::NoCluster;
 use crate::exceptions::{AUDIT_EXCUSED, AUDIT_KEY};
 use crate::policy::{Policy, checked};
-use crate::testing::{ends_saying, says, starts_saying};
+use crate::testing::{audit, denies, ends_saying, says, starts_saying};
 use serde_json::{Value, json};
 
 // 2026-12-01T00:00:00Z, a Tuesday.
@@ -86,9 +86,9 @@ fn a_valid_exception_accepts_with_its_audit_and_what_it_excused() {
     s.validate().unwrap();
     let v = at(NOW, "ml-lab", unlabelled(), &s);
     assert!(v.allowed, "{v:?}");
-    assert_eq!(v.audit_annotations[AUDIT_KEY], AUDIT);
+    assert_eq!(audit(&v, AUDIT_KEY), AUDIT);
     assert_eq!(
-        v.audit_annotations[AUDIT_EXCUSED],
+        audit(&v, AUDIT_EXCUSED),
         "Pod 'p' breaks the GPU admission rules (2 problems): 1) label 'workload-type' is missing (GPU pods must carry it): add workload-type: <one of interactive, batch, training> to metadata.labels; 2) label 'team' is missing (GPU pods must carry it): add team: <a non-empty value> to metadata.labels"
     );
     assert!(v.warnings.is_empty(), "{:?}", v.warnings);
@@ -114,15 +114,12 @@ fn a_valid_exception_accepts_with_its_audit_and_what_it_excused() {
 fn only_the_rules_an_exception_names_are_excused() {
     let s = settings(json!([exception(&["requiredLabels"], "2026-12-31")]));
     let v = at(NOW, "ml-lab", unlabelled_half_gpu(), &s);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "Pod 'p' breaks the GPU admission rules (1 problem): 1) container 'main' asks for nvidia.com/gpu: 500m, which is not a whole number: GPUs are whole devices, so ask for nvidia.com/gpu: 1 (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)"
-        )
+    denies(
+        &v,
+        "Pod 'p' breaks the GPU admission rules (1 problem): 1) container 'main' asks for nvidia.com/gpu: 500m, which is not a whole number: GPUs are whole devices, so ask for nvidia.com/gpu: 1 (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)",
     );
     // The denial still says which exception applied to what.
-    assert_eq!(v.audit_annotations[AUDIT_KEY], AUDIT);
+    assert_eq!(audit(&v, AUDIT_KEY), AUDIT);
     assert!(v.audit_annotations[AUDIT_EXCUSED].contains("(2 problems): 1) label 'workload-type'"));
     // A second exception for gpuRequests: both named, the pod accepted.
     let mut second = exception(&["gpuRequests"], "2026-12-15");
@@ -135,7 +132,7 @@ fn only_the_rules_an_exception_names_are_excused() {
     let v = at(NOW, "ml-lab", unlabelled_half_gpu(), &s);
     assert!(v.allowed, "{v:?}");
     assert_eq!(
-        v.audit_annotations[AUDIT_KEY],
+        audit(&v, AUDIT_KEY),
         format!("{AUDIT}; exception=half-gpus owner=bob expires=2026-12-16T00:00:00Z")
     );
     assert!(
@@ -212,7 +209,7 @@ fn each_rule_is_excused_by_its_name_and_by_no_other() {
             &settings_for(rule, json!([exception(&[rule], "2026-12-31")])),
         );
         assert!(own.allowed, "{rule}: {own:?}");
-        assert_eq!(own.audit_annotations[AUDIT_KEY], AUDIT, "{rule}");
+        assert_eq!(audit(&own, AUDIT_KEY), AUDIT, "{rule}");
         for other in super::super::RULE_NAMES.iter().filter(|r| **r != rule) {
             let v = at(
                 NOW,
@@ -338,7 +335,7 @@ fn a_claim_template_over_max_gpus_per_pod_is_excused_as_gpu_requests() {
     s.max_gpus_per_pod = Some(8);
     let v = at(NOW, "ml-lab", template.clone(), &s);
     assert!(v.allowed, "{v:?}");
-    assert_eq!(v.audit_annotations[AUDIT_KEY], AUDIT);
+    assert_eq!(audit(&v, AUDIT_KEY), AUDIT);
     s.exceptions = settings(json!([exception(&["requiredLabels"], "2026-12-31")])).exceptions;
     assert!(!at(NOW, "ml-lab", template, &s).allowed);
 }
@@ -356,7 +353,7 @@ fn an_unchanged_update_keeps_only_what_is_not_excused() {
     let v = Labels::evaluate_at(&r, &checked::<Labels>(&s), &NoCluster, &FixedClock(NOW));
     assert!(v.allowed);
     assert!(v.warnings[0].contains("(1 problem)"), "{:?}", v.warnings);
-    assert_eq!(v.audit_annotations[AUDIT_KEY], AUDIT);
+    assert_eq!(audit(&v, AUDIT_KEY), AUDIT);
 }
 
 #[test]

@@ -116,9 +116,8 @@ fn gpus_only_in_namespaces_with_the_access_label() {
         message(&v),
         "Pod 'p' breaks the GPU admission rules (1 problem): 1) namespace bare may not use GPUs: its Namespace has no label gpu-access (gpuAccessLabel), which the cluster admins set on the namespaces allowed GPUs; ask them to set gpu-access: <one of true> on it, or run the workload without GPUs"
     );
-    let v = run("lab", whole("batch"), &access(), &c);
     says(
-        &v,
+        &run("lab", whole("batch"), &access(), &c),
         "1) namespace lab may not use GPUs: its Namespace label gpu-access is 'false', not <one of true> (gpuAccessLabel)",
     );
 }

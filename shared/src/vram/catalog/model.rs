@@ -549,7 +549,7 @@ pub fn billions(params_millions: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use rstest::rstest;
     use serde_json::{Value, json};
@@ -558,7 +558,8 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    fn model(v: Value) -> Model {
+    /// The model of the models entry `v` (named m), which must check.
+    pub(crate) fn model(v: Value) -> Model {
         spec(v).resolve("models[m]").unwrap()
     }
 

@@ -261,34 +261,36 @@ fn fetch(cluster: &dyn Cluster, r: &RegistryRef) -> Result<Loaded, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::fake::Objects;
     use rstest::rstest;
     use serde_json::json;
-    use std::cell::Cell;
 
-    /// Answers every host call with `answer` and counts the calls.
-    struct Fake {
-        answer: Result<Value, String>,
-        calls: Cell<usize>,
-    }
-
-    impl Cluster for Fake {
-        fn call(&self, request: &ClusterRequest) -> Result<Vec<u8>, String> {
-            self.calls.set(self.calls.get() + 1);
-            assert_eq!(request.what(), "v1/ConfigMap");
-            self.answer.clone().map(|v| v.to_string().into_bytes())
-        }
-    }
-
-    fn fake(answer: Result<Value, String>) -> Fake {
-        Fake {
-            answer,
-            calls: Cell::new(0),
+    /// The cluster whose ConfigMap gpu-models answers `answer` (and records the calls).
+    fn fake(answer: Result<Value, String>) -> Objects {
+        match answer {
+            Ok(object) => Objects::default().with("ConfigMap", "gpu-models", object),
+            Err(e) => Objects::default().failing("ConfigMap", "gpu-models", &e),
         }
     }
 
     fn configmap(data: Value) -> Result<Value, String> {
         Ok(json!({"apiVersion": "v1", "kind": "ConfigMap",
                   "metadata": {"name": "gpu-models", "namespace": "gpu-system"}, "data": data}))
+    }
+
+    /// Looks each of `ids` up in a registry with no settings models, its ConfigMap at `r`
+    /// answering `answer`: whether it is found, or why it cannot be.
+    fn lookups(
+        answer: Result<Value, String>,
+        r: &RegistryRef,
+        ids: &[&str],
+    ) -> Vec<Result<bool, String>> {
+        let models = BTreeMap::new();
+        let cluster = fake(answer);
+        let registry = Registry::new(&models, Some(r), &cluster);
+        ids.iter()
+            .map(|id| registry.lookup(id).map(|found| found.is_some()))
+            .collect()
     }
 
     fn settings_models() -> BTreeMap<String, ModelEntry> {
@@ -331,7 +333,7 @@ mod tests {
         let registry = Registry::new(&models, None, &cluster);
         let found = registry.lookup(reference).unwrap();
         assert_eq!(found.map(|f| f.id).as_deref(), id);
-        assert_eq!(cluster.calls.get(), 0);
+        assert_eq!(cluster.calls.borrow().len(), 0);
     }
 
     #[test]
@@ -358,33 +360,19 @@ mod tests {
             mistral.source, "settings",
             "settings still answer what the ConfigMap lacks"
         );
-        assert_eq!(cluster.calls.get(), 1);
+        assert_eq!(cluster.calls.borrow().len(), 1);
     }
 
     #[test]
     fn json_key_is_the_fallback_and_a_named_key_is_used() {
-        let models = BTreeMap::new();
-        let cluster = fake(configmap(
-            json!({"models.json": "{\"m\": {\"vramGiB\": 2}}"}),
-        ));
-        let r = reference();
-        assert!(
-            Registry::new(&models, Some(&r), &cluster)
-                .lookup("m")
-                .unwrap()
-                .is_some()
-        );
-        let cluster = fake(configmap(json!({"llm": "m: {vramGiB: 2}"})));
+        let json = configmap(json!({"models.json": "{\"m\": {\"vramGiB\": 2}}"}));
+        assert_eq!(lookups(json, &reference(), &["m"]), [Ok(true)]);
         let named = RegistryRef {
             key: Some("llm".into()),
             ..reference()
         };
-        assert!(
-            Registry::new(&models, Some(&named), &cluster)
-                .lookup("m")
-                .unwrap()
-                .is_some()
-        );
+        let llm = configmap(json!({"llm": "m: {vramGiB: 2}"}));
+        assert_eq!(lookups(llm, &named, &["m"]), [Ok(true)]);
     }
 
     #[rstest]
@@ -416,24 +404,19 @@ mod tests {
         #[case] answer: Result<Value, String>,
         #[case] message: &str,
     ) {
-        let models = BTreeMap::new();
-        let cluster = fake(answer);
-        let r = reference();
-        let registry = Registry::new(&models, Some(&r), &cluster);
-        assert_eq!(registry.lookup("m").unwrap_err(), message);
+        assert_eq!(
+            lookups(answer, &reference(), &["m"]),
+            [Err(message.to_string())]
+        );
     }
 
     #[test]
     fn a_broken_entry_only_affects_its_model() {
-        let models = BTreeMap::new();
-        let cluster = fake(configmap(
-            json!({"models.yaml": "bad: {dtype: x}\ngood: {vramGiB: 3}\n"}),
-        ));
-        let r = reference();
-        let registry = Registry::new(&models, Some(&r), &cluster);
-        assert!(registry.lookup("good").unwrap().is_some());
-        assert!(registry.lookup("bad").is_err());
-        assert!(registry.lookup("other").unwrap().is_none());
+        let yaml = configmap(json!({"models.yaml": "bad: {dtype: x}\ngood: {vramGiB: 3}\n"}));
+        let found = lookups(yaml, &reference(), &["good", "bad", "other"]);
+        assert_eq!(found[0], Ok(true));
+        assert!(found[1].is_err(), "{found:?}");
+        assert_eq!(found[2], Ok(false));
     }
 
     #[test]

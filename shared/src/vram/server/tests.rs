@@ -1,5 +1,5 @@
 use super::*;
-use crate::vram::catalog::model::ModelSpec;
+use crate::vram::catalog::model::tests::model;
 use rstest::rstest;
 use serde_json::{Value, json};
 
@@ -13,13 +13,6 @@ fn read(v: Value) -> Result<ServerArgs, String> {
 
 fn args(list: &[&str]) -> ServerArgs {
     read(json!({"name": "vllm", "args": list})).unwrap()
-}
-
-fn model(v: Value) -> Model {
-    serde_json::from_value::<ModelSpec>(v)
-        .unwrap()
-        .resolve("m")
-        .unwrap()
 }
 
 fn llama_8b() -> Model {
@@ -359,24 +352,25 @@ fn context_and_sequences_replace_the_registry_figures() {
     assert!(applied.model.estimate(1).total_mib > llama_8b().estimate(1).total_mib);
 }
 
+/// The dtypes of the weights and the KV cache of `model` served with `list`.
+fn dtypes(model: &Model, list: &[&str]) -> (Dtype, Dtype) {
+    let applied = apply(model, &args(list));
+    let Need::Estimate(d) = &applied.model.need else {
+        panic!("{:?}", applied.model.need)
+    };
+    (d.dtype, d.kv.as_ref().unwrap().dtype)
+}
+
 #[test]
 fn dtypes_follow_the_server() {
     // fp8 weights from --quantization: the KV cache stays bf16 (vLLM's auto).
-    let q = apply(&llama_8b(), &args(&["--quantization", "fp8"]));
-    let Need::Estimate(d) = &q.model.need else {
-        panic!()
-    };
     assert_eq!(
-        (d.dtype, d.kv.as_ref().unwrap().dtype),
+        dtypes(&llama_8b(), &["--quantization", "fp8"]),
         (Dtype::Fp8, Dtype::Bf16)
     );
     // --dtype float32: weights and KV cache in fp32.
-    let f = apply(&llama_8b(), &args(&["--dtype", "float"]));
-    let Need::Estimate(d) = &f.model.need else {
-        panic!()
-    };
     assert_eq!(
-        (d.dtype, d.kv.as_ref().unwrap().dtype),
+        dtypes(&llama_8b(), &["--dtype", "float"]),
         (Dtype::Fp32, Dtype::Fp32)
     );
     // An AWQ model registered as int4 keeps its weights; --dtype half is its activations.
@@ -384,16 +378,10 @@ fn dtypes_follow_the_server() {
         json!({"parametersBillions": 8, "dtype": "int4", "layers": 32, "kvHeads": 8,
                            "headDim": 128, "contextLength": 8192}),
     );
-    let h = apply(&awq, &args(&["--quantization", "awq", "--dtype", "half"]));
-    let Need::Estimate(d) = &h.model.need else {
-        panic!()
-    };
+    let awq_half = ["--quantization", "awq", "--dtype", "half"];
+    assert_eq!(dtypes(&awq, &awq_half), (Dtype::Int4, Dtype::Fp16));
     assert_eq!(
-        (d.dtype, d.kv.as_ref().unwrap().dtype),
-        (Dtype::Int4, Dtype::Fp16)
-    );
-    assert_eq!(
-        h.ignored,
+        apply(&awq, &args(&awq_half)).ignored,
         vec!["--quantization awq (the registry's dtype int4 is already quantized)"]
     );
     // An explicit registry kvCacheDtype stays unless the server names one.
@@ -401,16 +389,11 @@ fn dtypes_follow_the_server() {
         json!({"parametersBillions": 8, "dtype": "bf16", "layers": 32, "kvHeads": 8,
                               "headDim": 128, "contextLength": 8192, "kvCacheDtype": "fp8"}),
     );
-    let kept = apply(&fp8_kv, &args(&["--dtype", "half"]));
-    let Need::Estimate(d) = &kept.model.need else {
-        panic!()
-    };
-    assert_eq!(d.kv.as_ref().unwrap().dtype, Dtype::Fp8);
-    let auto = apply(&fp8_kv, &args(&["--kv-cache-dtype", "auto"]));
-    let Need::Estimate(d) = &auto.model.need else {
-        panic!()
-    };
-    assert_eq!(d.kv.as_ref().unwrap().dtype, Dtype::Bf16);
+    assert_eq!(dtypes(&fp8_kv, &["--dtype", "half"]).1, Dtype::Fp8);
+    assert_eq!(
+        dtypes(&fp8_kv, &["--kv-cache-dtype", "auto"]).1,
+        Dtype::Bf16
+    );
 }
 
 #[test]

@@ -5,14 +5,37 @@ use super::*;
 use crate::inventory::tests::{gfd_node, node_list};
 
 fn with_nodes(extra: Value) -> Settings {
-    let mut s = json!({"nodeInventory": {"enabled": true},
-        "models": {"big": {"vramGiB": 70}, "mid": {"vramGiB": 21}, "small": {"vramGiB": 8.8}}});
-    if let (Some(s), Some(extra)) = (s.as_object_mut(), extra.as_object()) {
-        for (k, v) in extra {
-            s.insert(k.clone(), v.clone());
-        }
-    }
-    serde_json::from_value(s).unwrap()
+    merged(
+        json!({"nodeInventory": {"enabled": true},
+            "models": {"big": {"vramGiB": 70}, "mid": {"vramGiB": 21}, "small": {"vramGiB": 8.8}}}),
+        extra,
+    )
+}
+
+/// The settings with the node inventory off: the catalog's memory only.
+fn catalog_only() -> Settings {
+    with_nodes(json!({"nodeInventory": {"enabled": false}}))
+}
+
+/// With the node inventory on, the LeaderWorkerSet among the custom kinds.
+fn with_nodes_and_lws() -> Settings {
+    let mut settings = with_nodes(json!({}));
+    settings.custom_kinds = serde_json::from_value(
+        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
+    )
+    .unwrap();
+    settings
+}
+
+/// A LeaderWorkerSet of `mid`: a leader on `leader` and a worker on `gpus` x `worker`.
+fn lws_of_mid(leader: &str, gpus: u64, worker: &str) -> Value {
+    json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
+        "metadata": {"name": "lws", "namespace": "ml"},
+        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
+            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", 1, Some(leader))},
+            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
+                "spec": pod_spec("nvidia.com/gpu", gpus, Some(worker))}}}})
 }
 
 /// The API server's side of a Node list: the items whose labels match the label selector
@@ -80,6 +103,11 @@ fn judged(settings: &Settings, cluster: &dyn Cluster, object: Value) -> Verdict 
     evaluate(&request("CREATE", object), settings, cluster)
 }
 
+/// The policy, with the node inventory on, listing the nodes of `cluster`.
+fn on_nodes(cluster: &dyn Cluster, object: Value) -> Verdict {
+    judged(&with_nodes(json!({})), cluster, object)
+}
+
 /// One GPU on an A100-SXM4-80GB or an L4 (required node affinity).
 fn two_products() -> Value {
     let mut spec = pod_spec("nvidia.com/gpu", 1, None);
@@ -99,45 +127,30 @@ fn a100_80(mib: u64) -> Vec<Value> {
 
 #[test]
 fn the_memory_the_nodes_report_replaces_the_catalogs() {
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
-    );
+    let object = model_on("big", 1, "NVIDIA-A100-SXM4-80GB");
     // The catalog's 81,920 MiB x 90% holds 70 GiB; the 73,000 MiB the nodes report do not.
-    let catalog = judged(
-        &with_nodes(json!({"nodeInventory": {"enabled": false}})),
-        &FakeCluster::none(),
-        object.clone(),
-    );
+    let catalog = judged(&catalog_only(), &FakeCluster::none(), object.clone());
     assert!(catalog.allowed, "{catalog:?}");
     let cluster = nodes(&a100_80(73000));
-    let v = judged(&with_nodes(json!({})), &cluster, object);
-    assert!(!v.allowed);
-    let m = v.message.unwrap();
-    assert!(
-        m.starts_with("model big needs 70 GiB GPU memory (as given in the model registry); the pod asks for 1 x NVIDIA-A100-SXM4-80GB (73000 MiB per GPU, reported by 2 nodes) = 64 GiB usable at 90%."),
-        "{m}"
+    let v = on_nodes(&cluster, object);
+    denies_starting(
+        &v,
+        "model big needs 70 GiB GPU memory (as given in the model registry); the pod asks for 1 x NVIDIA-A100-SXM4-80GB (73000 MiB per GPU, reported by 2 nodes) = 64 GiB usable at 90%.",
     );
     assert_eq!(cluster.calls(), 1, "one Node list");
 }
 
 #[test]
 fn nodes_reporting_more_than_the_catalog_admit_what_it_would_deny() {
-    let object = labelled("mid", pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
-    assert!(
-        !run(
-            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
-            object.clone()
-        )
-        .allowed
-    );
+    let object = model_on("mid", 1, "NVIDIA-L4");
+    assert!(!run(&catalog_only(), object.clone()).allowed);
     let mut l4 = gfd_node("l1", "NVIDIA-L4", 24576, 1, "550.54");
     l4["metadata"]["labels"]["nvidia.com/gpu.memory"] = json!("24576");
-    let v = judged(&with_nodes(json!({})), &nodes(&[l4]), object);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations[AUDIT_FIT],
-        "model mid needs 21 GiB; the pod asks for 1 x NVIDIA-L4 (24576 MiB per GPU, reported by 1 node) = 21 GiB usable at 90%"
+    let v = on_nodes(&nodes(&[l4]), object);
+    allows_recording(
+        &v,
+        AUDIT_FIT,
+        "model mid needs 21 GiB; the pod asks for 1 x NVIDIA-L4 (24576 MiB per GPU, reported by 1 node) = 21 GiB usable at 90%",
     );
 }
 
@@ -148,39 +161,21 @@ fn the_catalog_is_used_when_no_node_reports_the_memory_and_the_message_says_so()
         .as_object_mut()
         .unwrap()
         .remove("nvidia.com/gpu.memory");
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
-    );
-    let v = judged(&with_nodes(json!({})), &nodes(&[h100]), object);
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations[AUDIT_FIT].contains(
-            "1 x NVIDIA-H100-80GB-HBM3 (81559 MiB per GPU from the catalog: no node reports it)"
-        ),
-        "{:?}",
-        v.audit_annotations
+    let object = model_on("big", 1, "NVIDIA-H100-80GB-HBM3");
+    let v = on_nodes(&nodes(&[h100]), object);
+    allows_noting(
+        &v,
+        AUDIT_FIT,
+        "1 x NVIDIA-H100-80GB-HBM3 (81559 MiB per GPU from the catalog: no node reports it)",
     );
 }
 
 #[test]
 fn a_product_not_in_the_catalog_is_sized_by_the_nodes() {
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-RTX-PRO-6000")),
-    );
-    let unknown = run(
-        &with_nodes(json!({"nodeInventory": {"enabled": false}})),
-        object.clone(),
-    );
-    assert!(
-        unknown
-            .message
-            .unwrap()
-            .contains("is not in the policy's catalog")
-    );
-    let v = judged(
-        &with_nodes(json!({})),
+    let object = model_on("big", 1, "NVIDIA-RTX-PRO-6000");
+    let unknown = run(&catalog_only(), object.clone());
+    says(&unknown, "is not in the policy's catalog");
+    let v = on_nodes(
         &nodes(&[gfd_node("rtx", "NVIDIA-RTX-PRO-6000", 97887, 4, "575.51")]),
         object,
     );
@@ -188,41 +183,20 @@ fn a_product_not_in_the_catalog_is_sized_by_the_nodes() {
 }
 
 #[rstest]
-#[case::wrong_product(
-    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
-    json!({}),
-    "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)"
-)]
-#[case::typo(
-    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80G")),
-    json!({}),
-    "no node offers GPU product 'NVIDIA-A100-SXM4-80G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-80GB'?); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)"
-)]
-#[case::mig_profile_absent(
-    pod_spec("nvidia.com/mig-3g.40gb", 1, None),
-    json!({}),
-    "no node offers MIG profile 3g.40gb (nvidia.com/mig-3g.40gb); they offer no MIG device (MIG strategy: single)"
-)]
-#[case::too_many_gpus_per_pod(
-    pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4")),
-    json!({}),
-    "the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable: ask for at most 1 per pod and split the work over more pods"
-)]
-#[case::driver_too_old(
-    pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")),
-    json!({"gpu-admission/min-driver-version": "550"}),
-    "the pod needs driver version 550 or later (annotation gpu-admission/min-driver-version on spec.template.spec), and the newest driver on the nodes of NVIDIA-L4 that offer its GPUs is 535.104.05"
-)]
-#[case::cuda_too_old(
-    pod_spec("nvidia.com/gpu", 1, None),
-    json!({"gpu-admission/min-cuda-version": "12.8"}),
-    "the pod needs CUDA version 12.8 or later (annotation gpu-admission/min-cuda-version on spec.template.spec), and the newest CUDA on the nodes that offer its GPUs is 12.2"
-)]
-#[case::not_a_version(
-    pod_spec("nvidia.com/gpu", 1, None),
-    json!({"gpu-admission/min-driver-version": "latest"}),
-    "annotation gpu-admission/min-driver-version on spec.template.spec is 'latest', not a version like 535.104 (dotted whole numbers)"
-)]
+#[case::wrong_product(pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")), json!({}),
+    "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)")]
+#[case::typo(pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80G")), json!({}),
+    "no node offers GPU product 'NVIDIA-A100-SXM4-80G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-80GB'?); the nodes offer NVIDIA-A100-SXM4-80GB (2 nodes), NVIDIA-L4 (1 node)")]
+#[case::mig_profile_absent(pod_spec("nvidia.com/mig-3g.40gb", 1, None), json!({}),
+    "no node offers MIG profile 3g.40gb (nvidia.com/mig-3g.40gb); they offer no MIG device (MIG strategy: single)")]
+#[case::too_many_gpus_per_pod(pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4")), json!({}),
+    "the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable: ask for at most 1 per pod and split the work over more pods")]
+#[case::driver_too_old(pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")), json!({"gpu-admission/min-driver-version": "550"}),
+    "the pod needs driver version 550 or later (annotation gpu-admission/min-driver-version on spec.template.spec), and the newest driver on the nodes of NVIDIA-L4 that offer its GPUs is 535.104.05")]
+#[case::cuda_too_old(pod_spec("nvidia.com/gpu", 1, None), json!({"gpu-admission/min-cuda-version": "12.8"}),
+    "the pod needs CUDA version 12.8 or later (annotation gpu-admission/min-cuda-version on spec.template.spec), and the newest CUDA on the nodes that offer its GPUs is 12.2")]
+#[case::not_a_version(pod_spec("nvidia.com/gpu", 1, None), json!({"gpu-admission/min-driver-version": "latest"}),
+    "annotation gpu-admission/min-driver-version on spec.template.spec is 'latest', not a version like 535.104 (dotted whole numbers)")]
 fn a_selection_no_node_offers_is_denied_with_what_is_there(
     #[case] spec: Value,
     #[case] annotations: Value,
@@ -231,8 +205,7 @@ fn a_selection_no_node_offers_is_denied_with_what_is_there(
     let object = deployment(json!({"gpu-admission/model": "mid"}), annotations, spec);
     let deny = with_nodes(json!({"nodeInventory": {"enabled": true, "noMatchingNodes": "deny"}}));
     let v = judged(&deny, &nodes(&a100_80(81920)), object);
-    assert!(!v.allowed);
-    assert_eq!(v.message.as_deref(), Some(message));
+    denies(&v, message);
 }
 
 #[test]
@@ -242,7 +215,7 @@ fn a_driver_the_nodes_meet_is_admitted() {
         json!({}),
         pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
     );
-    let v = judged(&with_nodes(json!({})), &nodes(&a100_80(81920)), object);
+    let v = on_nodes(&nodes(&a100_80(81920)), object);
     assert!(v.allowed, "{v:?}");
 }
 
@@ -255,25 +228,19 @@ fn device_plugin_down_nodes_are_named_in_a_warning() {
     let warning = "GPU nodes with GPU labels but no allocatable GPU (is their device plugin down?), not counted: h-down";
     // Selecting two products: every GPU node is read.
     let any = labelled("small", two_products());
-    let v = judged(&with_nodes(json!({})), &nodes(&items), any);
+    let v = on_nodes(&nodes(&items), any);
     assert!(v.allowed, "{v:?}");
     assert_eq!(v.warnings, vec![warning]);
     // Selecting the A100s: only their nodes are read, and none of them is down.
-    let a100 = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
-    );
-    let v = judged(&with_nodes(json!({})), &nodes(&items), a100);
+    let a100 = model_on("big", 1, "NVIDIA-A100-SXM4-80GB");
+    let v = on_nodes(&nodes(&items), a100);
     assert!(v.allowed, "{v:?}");
     assert!(v.warnings.is_empty(), "{:?}", v.warnings);
     // Selecting the H100s: their one node is down, so every node is read; none offers
     // H100s, which noMatchingNodes (warn by default) lets through with a warning.
-    let h100 = labelled(
-        "mid",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
-    );
+    let h100 = model_on("mid", 1, "NVIDIA-H100-80GB-HBM3");
     let cluster = nodes(&items);
-    let v = judged(&with_nodes(json!({})), &cluster, h100.clone());
+    let v = on_nodes(&cluster, h100.clone());
     assert!(v.allowed, "{v:?}");
     assert_eq!(
         v.warnings,
@@ -315,37 +282,23 @@ fn one_known_product_narrows_the_list_and_the_whole_list_names_what_is_there() {
         (None, true, vec![String::new()]),
     ] {
         let cluster = nodes(&items);
-        let v = judged(&with_nodes(json!({})), &cluster, selected(product));
+        let v = on_nodes(&cluster, selected(product));
         assert_eq!(v.allowed, allowed, "{product:?}: {v:?}");
         assert_eq!(cluster.selectors(), selectors, "{product:?}");
     }
     // Two pods selecting different products: the whole list, once.
-    let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-        "metadata": {"name": "lws", "namespace": "ml"},
-        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
-            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
-                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB"))},
-            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
-                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4"))}}}});
+    let object = lws_of_mid("NVIDIA-A100-SXM4-80GB", 1, "NVIDIA-L4");
     let cluster = nodes(&items);
-    let mut settings = with_nodes(json!({}));
-    settings.custom_kinds = serde_json::from_value(
-        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
-    )
-    .unwrap();
-    judged(&settings, &cluster, object);
+    judged(&with_nodes_and_lws(), &cluster, object);
     assert_eq!(cluster.selectors(), vec![String::new()]);
 }
 
 #[test]
 fn a_product_of_gpu_products_narrows_too() {
     let items = vec![gfd_node("rtx", "NVIDIA-RTX-PRO-6000", 97887, 4, "575.51")];
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-RTX-PRO-6000")),
-    );
+    let object = model_on("big", 1, "NVIDIA-RTX-PRO-6000");
     let cluster = nodes(&items);
-    assert!(judged(&with_nodes(json!({})), &cluster, object.clone()).allowed);
+    assert!(on_nodes(&cluster, object.clone()).allowed);
     assert_eq!(
         cluster.selectors(),
         vec![String::new()],
@@ -377,37 +330,28 @@ fn a_cluster_with_no_gpu_node_now_follows_no_matching_nodes(
     let cpu =
         json!({"metadata": {"name": "cpu", "labels": {}}, "status": {"allocatable": {"cpu": "8"}}});
     // A known product and no GPU node (a Karpenter pool scaled to zero): sized by the catalog.
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
-    );
+    let object = model_on("big", 1, "NVIDIA-A100-SXM4-80GB");
     let v = judged(&settings, &nodes(std::slice::from_ref(&cpu)), object);
     assert_eq!(v.allowed, allowed, "{v:?}");
     if !allowed {
-        assert_eq!(
-            v.message.as_deref(),
-            Some("no schedulable node offers GPUs (1 nodes read)")
-        );
+        denies(&v, "no schedulable node offers GPUs (1 nodes read)");
         return;
     }
     assert_eq!(v.warnings, warning.into_iter().collect::<Vec<_>>());
-    assert!(
-        v.audit_annotations[AUDIT_FIT]
-            .contains("(81920 MiB per GPU from the catalog: no node reports it)"),
-        "{:?}",
-        v.audit_annotations
+    allows_noting(
+        &v,
+        AUDIT_FIT,
+        "(81920 MiB per GPU from the catalog: no node reports it)",
     );
     if warning.is_none() {
-        assert!(
-            v.audit_annotations[AUDIT_FIT]
-                .contains("not checked against the nodes (nodeInventory.noMatchingNodes: allow)")
+        allows_noting(
+            &v,
+            AUDIT_FIT,
+            "not checked against the nodes (nodeInventory.noMatchingNodes: allow)",
         );
     }
     // A product neither on the nodes nor known to the policy is denied whatever it says.
-    let typo = labelled(
-        "mid",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80G")),
-    );
+    let typo = model_on("mid", 1, "NVIDIA-A100-SXM4-80G");
     let v = judged(&settings, &nodes(&[cpu]), typo);
     assert!(!v.allowed, "{v:?}");
 }
@@ -424,7 +368,7 @@ fn mig_devices_are_sized_by_the_memory_the_nodes_report() {
     // The catalog's 10,240 MiB x 90% hold 8.8 GiB; the 9,728 the nodes report do not.
     assert!(
         judged(
-            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
+            &catalog_only(),
             &FakeCluster::none(),
             one("nvidia.com/mig-1g.10gb")
         )
@@ -435,20 +379,16 @@ fn mig_devices_are_sized_by_the_memory_the_nodes_report() {
         &nodes(&[mig.clone()]),
         one("nvidia.com/mig-1g.10gb"),
     );
-    assert!(!v.allowed);
-    assert!(
-        v.message.as_deref().unwrap().contains("the pod asks for 1 x MIG 1g.10gb (9728 MiB per device, reported by 1 node) = 8.5 GiB usable at 90%. Request nvidia.com/mig-1g.12gb: 1, or"),
-        "{v:?}"
+    denies_saying(
+        &v,
+        "the pod asks for 1 x MIG 1g.10gb (9728 MiB per device, reported by 1 node) = 8.5 GiB usable at 90%. Request nvidia.com/mig-1g.12gb: 1, or",
     );
     // No node reports 2g.20gb: the catalog's size, and the message says so.
     let v = judged(&settings, &nodes(&[mig]), one("nvidia.com/mig-2g.20gb"));
-    assert!(v.allowed, "{v:?}");
-    assert!(
-        v.audit_annotations[AUDIT_FIT].contains(
-            "1 x MIG 2g.20gb (20480 MiB per device from the catalog: no node reports it)"
-        ),
-        "{:?}",
-        v.audit_annotations
+    allows_noting(
+        &v,
+        AUDIT_FIT,
+        "1 x MIG 2g.20gb (20480 MiB per device from the catalog: no node reports it)",
     );
 }
 
@@ -458,16 +398,13 @@ fn nodes_that_cannot_be_read_deny_with_what_to_grant() {
         answer: Err("Policy has not been granted access to Kubernetes v1/Node resources. The violation has been reported.".into()),
         ..FakeCluster::none()
     };
-    let object = labelled("mid", pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L4")));
-    let v = judged(&with_nodes(json!({})), &cluster, object);
-    assert!(!v.allowed);
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check (nodeInventory.enabled); the host's error is in the audit annotation host-error."
-        )
+    let object = model_on("mid", 1, "NVIDIA-L4");
+    let v = on_nodes(&cluster, object);
+    denies(
+        &v,
+        "cannot list v1/Node: not granted to this policy: add {apiVersion: v1, kind: Node} to the ClusterAdmissionPolicy's contextAwareResources. gpu-vram-fit-policy denies what it cannot check (nodeInventory.enabled); the host's error is in the audit annotation host-error.",
     );
-    assert!(v.audit_annotations[AUDIT_HOST_ERROR].starts_with("Policy has not been granted"));
+    assert!(audit(&v, AUDIT_HOST_ERROR).starts_with("Policy has not been granted"));
 }
 
 #[test]
@@ -478,19 +415,9 @@ fn no_list_without_gpus_or_with_the_inventory_off_or_on_an_unchanged_update() {
         json!({}),
         json!({"containers": [{"name": "web", "image": "nginx"}]}),
     );
-    assert!(judged(&with_nodes(json!({})), &cluster, cpu).allowed);
-    let object = labelled(
-        "big",
-        pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-A100-SXM4-80GB")),
-    );
-    assert!(
-        judged(
-            &with_nodes(json!({"nodeInventory": {"enabled": false}})),
-            &cluster,
-            object.clone()
-        )
-        .allowed
-    );
+    assert!(on_nodes(&cluster, cpu).allowed);
+    let object = model_on("big", 1, "NVIDIA-A100-SXM4-80GB");
+    assert!(judged(&catalog_only(), &cluster, object.clone()).allowed);
     let mut update = request("UPDATE", object.clone());
     update.old_object = object;
     assert!(evaluate(&update, &with_nodes(json!({})), &cluster).allowed);
@@ -541,68 +468,52 @@ fn the_image_labels_ask_for_a_driver_and_cuda_version_too() {
         images: FakeCluster::images(vec![("vllm/vllm-openai", Ok(labels))]),
         ..nodes(&a100_80(81920))
     };
+    // The image's labels and the template's annotations, on the A100s.
+    let asking =
+        |labels: Value, annotations: Value| judged(&settings, &api(labels), object(annotations));
     // The A100s run driver 550.54.15 and CUDA 12.2.
-    let v = judged(
-        &settings,
-        &api(json!({"io.gpu-admission.min-driver-version": "560"})),
-        object(json!({})),
+    denies(
+        &asking(
+            json!({"io.gpu-admission.min-driver-version": "560"}),
+            json!({}),
+        ),
+        "the pod needs driver version 560 or later (label io.gpu-admission.min-driver-version of image vllm/vllm-openai), and the newest driver on the nodes of NVIDIA-A100-SXM4-80GB that offer its GPUs is 550.54.15",
     );
-    assert_eq!(
-        v.message.as_deref(),
-        Some(
-            "the pod needs driver version 560 or later (label io.gpu-admission.min-driver-version of image vllm/vllm-openai), and the newest driver on the nodes of NVIDIA-A100-SXM4-80GB that offer its GPUs is 550.54.15"
-        )
+    starts_saying(
+        &asking(
+            json!({"io.gpu-admission.min-cuda-version": "12.4"}),
+            json!({}),
+        ),
+        "the pod needs CUDA version 12.4 or later (label io.gpu-admission.min-cuda-version of image vllm/vllm-openai)",
     );
-    let v = judged(
-        &settings,
-        &api(json!({"io.gpu-admission.min-cuda-version": "12.4"})),
-        object(json!({})),
-    );
-    assert!(v.message.as_deref().unwrap().starts_with("the pod needs CUDA version 12.4 or later (label io.gpu-admission.min-cuda-version of image vllm/vllm-openai)"), "{v:?}");
     // The higher of the image's and the template's asks counts.
-    let v = judged(
-        &settings,
-        &api(json!({"io.gpu-admission.min-driver-version": "535"})),
-        object(json!({"gpu-admission/min-driver-version": "555"})),
+    says(
+        &asking(
+            json!({"io.gpu-admission.min-driver-version": "535"}),
+            json!({"gpu-admission/min-driver-version": "555"}),
+        ),
+        "(annotation gpu-admission/min-driver-version on spec.template.spec)",
     );
-    assert!(
-        v.message
-            .as_deref()
-            .unwrap()
-            .contains("(annotation gpu-admission/min-driver-version on spec.template.spec)"),
-        "{v:?}"
-    );
-    let v = judged(
-        &settings,
-        &api(json!({"io.gpu-admission.min-driver-version": "550.54"})),
-        object(json!({"gpu-admission/min-driver-version": "535"})),
+    let v = asking(
+        json!({"io.gpu-admission.min-driver-version": "550.54"}),
+        json!({"gpu-admission/min-driver-version": "535"}),
     );
     assert!(v.allowed, "{v:?}");
     // Without imageLabels the image is not read.
     let off = api(json!({"io.gpu-admission.min-driver-version": "560"}));
-    assert!(judged(&with_nodes(json!({})), &off, object(json!({}))).allowed);
+    assert!(on_nodes(&off, object(json!({}))).allowed);
     assert!(off.images.image_calls.borrow().is_empty());
 }
 
 #[test]
 fn every_pod_of_a_unit_is_matched_against_the_nodes() {
     // The leader's product is on no node (warn); the worker asks for more L4s than a node has.
-    let object = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
-        "metadata": {"name": "lws", "namespace": "ml"},
-        "spec": {"replicas": 1, "leaderWorkerTemplate": {"size": 2,
-            "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
-                "spec": pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3"))},
-            "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "mid"}},
-                "spec": pod_spec("nvidia.com/gpu", 2, Some("NVIDIA-L4"))}}}});
-    let mut settings = with_nodes(json!({}));
-    settings.custom_kinds = serde_json::from_value(
-        json!([{"group": "leaderworkerset.x-k8s.io", "kind": "LeaderWorkerSet"}]),
-    )
-    .unwrap();
-    let v = judged(&settings, &nodes(&a100_80(81920)), object);
-    assert!(!v.allowed, "{v:?}");
-    let m = v.message.unwrap();
-    assert!(m.contains("the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable"), "{m}");
+    let object = lws_of_mid("NVIDIA-H100-80GB-HBM3", 2, "NVIDIA-L4");
+    let v = judged(&with_nodes_and_lws(), &nodes(&a100_80(81920)), object);
+    denies_saying(
+        &v,
+        "the pod asks for 2 nvidia.com/gpu, and no node of NVIDIA-L4 has more than 1 allocatable",
+    );
     assert!(
         v.warnings
             .iter()

@@ -2,6 +2,10 @@
 //! over-provisioning, end to end on admission requests.
 
 use super::*;
+use crate::testing::{
+    allows_recording, allows_warning, audit, denies, denies_saying, denies_starting, ends_saying,
+    starts_saying,
+};
 
 fn server(args: &[&str]) -> Value {
     json!({"name": "server", "image": "vllm/vllm-openai:v0.6.3", "args": args})
@@ -18,27 +22,21 @@ fn unlabelled(spec: Value) -> Value {
     deployment(json!({}), json!({}), spec)
 }
 
-fn message(v: &Verdict) -> &str {
-    v.message.as_deref().unwrap_or("")
+/// llama-3.1-8b, labelled, its server run with `args` on `gpus` x `product`.
+fn llama_8b_running(args: &[&str], gpus: u64, product: &str) -> Value {
+    labelled("llama-3.1-8b", running(args, gpus, product))
 }
 
 #[test]
 fn the_arguments_name_the_model_without_a_label() {
-    let v = run(
-        &settings_with(json!({})),
-        unlabelled(running(
-            &["--model", "meta-llama/Llama-3.1-8B-Instruct"],
-            1,
-            "NVIDIA-L4",
-        )),
-    );
-    assert!(v.allowed, "{v:?}");
+    let v = judge(unlabelled(running(
+        &["--model", "meta-llama/Llama-3.1-8B-Instruct"],
+        1,
+        "NVIDIA-L4",
+    )));
+    allows_recording(&v, AUDIT_MODEL, "meta-llama/Llama-3.1-8B-Instruct");
     assert_eq!(
-        v.audit_annotations[AUDIT_MODEL],
-        "meta-llama/Llama-3.1-8B-Instruct"
-    );
-    assert_eq!(
-        v.audit_annotations[AUDIT_MODEL_SOURCE],
+        audit(&v, AUDIT_MODEL_SOURCE),
         "argument --model of container server on spec.template.spec"
     );
     assert!(!v.audit_annotations.contains_key(AUDIT_SERVER_ARGS));
@@ -48,37 +46,28 @@ fn the_arguments_name_the_model_without_a_label() {
 fn a_longer_context_and_more_sequences_are_counted() {
     // 8B on one L4 fits at the registry's 8192 tokens x 1; 131072 tokens x 64 sequences is
     // 131,072 B/token x 8,388,608 tokens = 1 TiB of KV cache.
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(
-                &["--max-model-len", "131072", "--max-num-seqs=64"],
-                1,
-                "NVIDIA-L4",
-            ),
-        ),
-    );
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("model meta-llama/Llama-3.1-8B-Instruct needs ~1143 GiB GPU memory (weights 15 GiB bf16, KV cache 1024 GiB for 64 x 131072 tokens, overhead 10%; --max-model-len 131072, --max-num-seqs 64 from container server); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%."),
-        "{v:?}"
+    let v = judge(llama_8b_running(
+        &["--max-model-len", "131072", "--max-num-seqs=64"],
+        1,
+        "NVIDIA-L4",
+    ));
+    denies_starting(
+        &v,
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~1143 GiB GPU memory (weights 15 GiB bf16, KV cache 1024 GiB for 64 x 131072 tokens, overhead 10%; --max-model-len 131072, --max-num-seqs 64 from container server); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%.",
     );
     // A shorter context is counted too: accepted, and the audit says from where.
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(&["--max-model-len", "4096"], 1, "NVIDIA-L4"),
-        ),
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations[AUDIT_FIT],
-        "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB (--max-model-len 4096 from container server); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%"
+    let v = judge(llama_8b_running(
+        &["--max-model-len", "4096"],
+        1,
+        "NVIDIA-L4",
+    ));
+    allows_recording(
+        &v,
+        AUDIT_FIT,
+        "model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB (--max-model-len 4096 from container server); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%",
     );
     assert_eq!(
-        v.audit_annotations[AUDIT_SERVER_ARGS],
+        audit(&v, AUDIT_SERVER_ARGS),
         "counted: --max-model-len 4096 from container server"
     );
 }
@@ -86,43 +75,30 @@ fn a_longer_context_and_more_sequences_are_counted() {
 #[test]
 fn gpu_memory_utilization_replaces_the_usable_percentage() {
     // 17,975 MiB needed; one L4 gives floor(23,034 x 75%) = 17,275.
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(&["--gpu-memory-utilization", "0.75"], 1, "NVIDIA-L4"),
-        ),
-    );
-    assert!(!v.allowed);
-    assert!(
-        message(&v).contains("the pod asks for 1 x NVIDIA-L4 = 16 GiB usable at 75% (--gpu-memory-utilization 0.75 of container server). Request nvidia.com/gpu: 2 on NVIDIA-L4"),
-        "{v:?}"
+    denies_saying(
+        &judge(llama_8b_running(
+            &["--gpu-memory-utilization", "0.75"],
+            1,
+            "NVIDIA-L4",
+        )),
+        "the pod asks for 1 x NVIDIA-L4 = 16 GiB usable at 75% (--gpu-memory-utilization 0.75 of container server). Request nvidia.com/gpu: 2 on NVIDIA-L4",
     );
 }
 
 #[test]
 fn a_label_and_arguments_naming_different_models_are_denied() {
-    let object = labelled(
-        "llama-3.1-8b",
-        running(
-            &["--model", "meta-llama/Llama-3.1-70B-Instruct"],
-            1,
-            "NVIDIA-L4",
-        ),
+    let object = llama_8b_running(
+        &["--model", "meta-llama/Llama-3.1-70B-Instruct"],
+        1,
+        "NVIDIA-L4",
     );
-    let v = run(&settings_with(json!({})), object.clone());
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "the label gpu-admission/model on spec.template.spec names model 'llama-3.1-8b', but the argument --model of container server on spec.template.spec names 'meta-llama/Llama-3.1-70B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)"
+    denies(
+        &judge(object.clone()),
+        "the label gpu-admission/model on spec.template.spec names model 'llama-3.1-8b', but the argument --model of container server on spec.template.spec names 'meta-llama/Llama-3.1-70B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)",
     );
     // warn: judged on what the server runs, which does not fit.
     let v = run(&settings_with(json!({"modelMismatch": "warn"})), object);
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB"),
-        "{v:?}"
-    );
+    denies_starting(&v, "model meta-llama/Llama-3.1-70B-Instruct needs ~167 GiB");
     assert_eq!(
         v.warnings,
         vec![
@@ -151,38 +127,17 @@ fn a_registered_short_name_judges_an_unregistered_id() {
     // The registry knows the model by its label-friendly name only.
     let s: Settings =
         serde_json::from_value(json!({"models": {"llama-3.1-8b": {"vramGiB": 18}}})).unwrap();
-    let v = run(
-        &s,
-        labelled(
-            "llama-3.1-8b",
-            running(
-                &["--model", "meta-llama/Llama-3.1-8B-Instruct"],
-                1,
-                "NVIDIA-L4",
-            ),
-        ),
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(v.audit_annotations[AUDIT_MODEL], "llama-3.1-8b");
+    let serving = |id: &str| run(&s, llama_8b_running(&["--model", id], 1, "NVIDIA-L4"));
+    let v = serving("meta-llama/Llama-3.1-8B-Instruct");
+    allows_recording(&v, AUDIT_MODEL, "llama-3.1-8b");
     assert_eq!(
-        v.audit_annotations[AUDIT_MODEL_SOURCE],
+        audit(&v, AUDIT_MODEL_SOURCE),
         "label gpu-admission/model on spec.template.spec; the argument --model of container server on spec.template.spec names it 'meta-llama/Llama-3.1-8B-Instruct'"
     );
     // An unregistered id that is not the labelled model is a contradiction.
-    let v = run(
-        &s,
-        labelled(
-            "llama-3.1-8b",
-            running(
-                &["--model", "meta-llama/Llama-3.1-70B-Instruct"],
-                1,
-                "NVIDIA-L4",
-            ),
-        ),
-    );
-    assert!(
-        message(&v).ends_with("names 'meta-llama/Llama-3.1-70B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)"),
-        "{v:?}"
+    ends_saying(
+        &serving("meta-llama/Llama-3.1-70B-Instruct"),
+        "names 'meta-llama/Llama-3.1-70B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)",
     );
 }
 
@@ -193,19 +148,15 @@ fn a_model_loaded_from_a_path_is_named_by_the_label() {
         1,
         "NVIDIA-L4",
     );
-    let v = run(
-        &settings_with(json!({})),
-        labelled("llama-3.1-8b", spec.clone()),
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations[AUDIT_MODEL_SOURCE],
-        "label gpu-admission/model on spec.template.spec"
+    allows_recording(
+        &judge(labelled("llama-3.1-8b", spec.clone())),
+        AUDIT_MODEL_SOURCE,
+        "label gpu-admission/model on spec.template.spec",
     );
     let v = run(&settings_with(json!({"noModel": "deny"})), unlabelled(spec));
-    assert_eq!(
-        message(&v),
-        "this GPU workload names no model the policy can see (container server loads its model from /mnt/models, a path in the container), so its GPU memory cannot be checked: add the pod-template label gpu-admission/model: <model> or the annotation gpu-admission/model (for ids with '/', like meta-llama/Llama-3.1-8B-Instruct)"
+    denies(
+        &v,
+        "this GPU workload names no model the policy can see (container server loads its model from /mnt/models, a path in the container), so its GPU memory cannot be checked: add the pod-template label gpu-admission/model: <model> or the annotation gpu-admission/model (for ids with '/', like meta-llama/Llama-3.1-8B-Instruct)",
     );
 }
 
@@ -221,49 +172,41 @@ fn a_registered_served_model_name_names_the_model_last() {
         1,
         "NVIDIA-L40S",
     );
-    let v = run(&settings_with(json!({})), unlabelled(spec.clone()));
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(v.audit_annotations[AUDIT_MODEL], "Qwen/Qwen2.5-7B-Instruct");
+    allows_recording(
+        &judge(unlabelled(spec.clone())),
+        AUDIT_MODEL,
+        "Qwen/Qwen2.5-7B-Instruct",
+    );
     // An unregistered name is only a name: the workload names no model.
     let mut other = spec;
     other["containers"][0]["args"][3] = json!("chat");
-    let v = run(&settings_with(json!({})), unlabelled(other));
-    assert!(v.allowed);
-    assert_eq!(
-        v.audit_annotations[AUDIT_FIT],
-        "not checked: the workload names no model (container server loads its model from /mnt/models)"
+    allows_recording(
+        &judge(unlabelled(other)),
+        AUDIT_FIT,
+        "not checked: the workload names no model (container server loads its model from /mnt/models)",
     );
 }
 
 #[test]
 fn tensor_parallel_must_match_the_gpus() {
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(&["--tensor-parallel-size", "4"], 2, "NVIDIA-L4"),
-        ),
-    );
-    assert_eq!(
-        message(&v),
-        "container server runs --tensor-parallel-size 4, but the pod has 2 GPUs: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 2, or request nvidia.com/gpu: 4."
+    denies(
+        &judge(llama_8b_running(
+            &["--tensor-parallel-size", "4"],
+            2,
+            "NVIDIA-L4",
+        )),
+        "container server runs --tensor-parallel-size 4, but the pod has 2 GPUs: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 2, or request nvidia.com/gpu: 4.",
     );
     // No model needed to see it.
-    let v = run(
-        &settings_with(json!({})),
-        unlabelled(running(&["--num-shard=1"], 2, "NVIDIA-L4")),
+    starts_saying(
+        &judge(unlabelled(running(&["--num-shard=1"], 2, "NVIDIA-L4"))),
+        "container server runs --num-shard 1, but the pod has 2 GPUs",
     );
-    assert!(
-        message(&v).starts_with("container server runs --num-shard 1, but the pod has 2 GPUs"),
-        "{v:?}"
-    );
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(&["--tensor-parallel-size", "2"], 2, "NVIDIA-L4"),
-        ),
-    );
+    let v = judge(llama_8b_running(
+        &["--tensor-parallel-size", "2"],
+        2,
+        "NVIDIA-L4",
+    ));
     assert!(v.allowed, "{v:?}");
 }
 
@@ -278,66 +221,47 @@ fn tensor_times_pipeline_parallel_is_the_group_s_gpus() {
                 "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "llama-3.1-70b"}}, "spec": leader},
                 "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "llama-3.1-70b"}}, "spec": worker}}}})
     };
-    let v = run(
-        &settings_with(json!({})),
-        lws(&[
-            "--tensor-parallel-size",
-            "4",
-            "--pipeline-parallel-size",
-            "2",
-        ]),
-    );
+    let v = judge(lws(&[
+        "--tensor-parallel-size",
+        "4",
+        "--pipeline-parallel-size",
+        "2",
+    ]));
     assert!(v.allowed, "{v:?}");
-    let v = run(
-        &settings_with(json!({})),
-        lws(&["--tensor-parallel-size", "4"]),
-    );
-    assert_eq!(
-        message(&v),
-        "container server in spec.leaderWorkerTemplate.leaderTemplate.spec runs --tensor-parallel-size 4, but the LeaderWorkerSet group has 8 GPUs over 2 pods: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 8, or request nvidia.com/gpu: 2 per pod."
+    denies(
+        &judge(lws(&["--tensor-parallel-size", "4"])),
+        "container server in spec.leaderWorkerTemplate.leaderTemplate.spec runs --tensor-parallel-size 4, but the LeaderWorkerSet group has 8 GPUs over 2 pods: the server needs exactly as many GPUs as it shards the model over. Set --tensor-parallel-size 8, or request nvidia.com/gpu: 2 per pod.",
     );
 }
 
 #[test]
 fn malformed_arguments_are_denied_and_unknown_ones_ignored() {
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(&["--max-model-len", "lots"], 1, "NVIDIA-L4"),
-        ),
+    denies(
+        &judge(llama_8b_running(
+            &["--max-model-len", "lots"],
+            1,
+            "NVIDIA-L4",
+        )),
+        "the server arguments cannot be read: container server: --max-model-len is 'lots', not a number of tokens from 1 to 100000000 (like 8192 or 32k)",
     );
-    assert_eq!(
-        message(&v),
-        "the server arguments cannot be read: container server: --max-model-len is 'lots', not a number of tokens from 1 to 100000000 (like 8192 or 32k)"
-    );
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            running(
-                &[
-                    "--enable-chunked-prefill",
-                    "--port",
-                    "8000",
-                    "--swap-space=4",
-                ],
-                1,
-                "NVIDIA-L4",
-            ),
-        ),
-    );
+    let v = judge(llama_8b_running(
+        &[
+            "--enable-chunked-prefill",
+            "--port",
+            "8000",
+            "--swap-space=4",
+        ],
+        1,
+        "NVIDIA-L4",
+    ));
     assert!(v.allowed, "{v:?}");
 }
 
 #[test]
 fn an_update_that_changes_the_arguments_is_judged_again() {
     let s = settings_with(json!({}));
-    let old = labelled("llama-3.1-8b", running(&[], 1, "NVIDIA-L4"));
-    let new = labelled(
-        "llama-3.1-8b",
-        running(&["--max-model-len", "131072"], 1, "NVIDIA-L4"),
-    );
+    let old = llama_8b_running(&[], 1, "NVIDIA-L4");
+    let new = llama_8b_running(&["--max-model-len", "131072"], 1, "NVIDIA-L4");
     let mut update = request("UPDATE", new);
     update.old_object = old.clone();
     assert!(!evaluate(&update, &s, &FakeCluster::none()).allowed);
@@ -360,17 +284,15 @@ fn kserve_model_id_beats_the_storage_uri() {
         "--max_model_len=8192"
     ]);
     // The helper labels it bge-large: a label naming another model than --model_id.
-    let v = run(&settings_with(json!({})), isvc.clone());
-    assert_eq!(
-        message(&v),
-        "the label gpu-admission/model on spec.predictor names model 'bge-large', but the argument --model_id of container model on spec.predictor names 'meta-llama/Llama-3.1-8B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)"
+    denies(
+        &judge(isvc.clone()),
+        "the label gpu-admission/model on spec.predictor names model 'bge-large', but the argument --model_id of container model on spec.predictor names 'meta-llama/Llama-3.1-8B-Instruct': label the workload with the model it serves, or serve the model it is labelled with (modelMismatch: deny)",
     );
     isvc["metadata"]["labels"] = json!({});
-    let v = run(&settings_with(json!({})), isvc);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations[AUDIT_MODEL],
-        "meta-llama/Llama-3.1-8B-Instruct"
+    allows_recording(
+        &judge(isvc),
+        AUDIT_MODEL,
+        "meta-llama/Llama-3.1-8B-Instruct",
     );
 }
 
@@ -394,26 +316,23 @@ fn interactive(labels: Value, spec: Value) -> Value {
     deployment(l, json!({}), spec)
 }
 
+/// The policy, with the caps, on an interactive Deployment labelled `labels` too.
+fn capped_interactive(labels: Value, spec: Value) -> Verdict {
+    run(&capped(json!({})), interactive(labels, spec))
+}
+
 #[test]
 fn requested_memory_is_capped_without_a_model() {
-    let v = run(
-        &capped(json!({})),
-        interactive(
+    denies(
+        &capped_interactive(
             json!({}),
             pod_spec("nvidia.com/gpu", 8, Some("NVIDIA-H100-80GB-HBM3")),
         ),
+        "the pod asks for 8 x NVIDIA-H100-80GB-HBM3 = 638 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: one NVIDIA-H100-80GB-HBM3 already holds more; use a smaller GPU or a MIG slice. Need more VRAM? Talk to the platform team.",
     );
-    assert_eq!(
-        message(&v),
-        "the pod asks for 8 x NVIDIA-H100-80GB-HBM3 = 638 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: one NVIDIA-H100-80GB-HBM3 already holds more; use a smaller GPU or a MIG slice. Need more VRAM? Talk to the platform team."
-    );
-    let v = run(
-        &capped(json!({})),
-        interactive(json!({}), pod_spec("nvidia.com/gpu", 4, Some("NVIDIA-L4"))),
-    );
-    assert_eq!(
-        message(&v),
-        "the pod asks for 4 x NVIDIA-L4 = 90 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: request at most nvidia.com/gpu: 1 of NVIDIA-L4. Need more VRAM? Talk to the platform team."
+    denies(
+        &capped_interactive(json!({}), pod_spec("nvidia.com/gpu", 4, Some("NVIDIA-L4"))),
+        "the pod asks for 4 x NVIDIA-L4 = 90 GiB of GPU memory, more than the 40 GiB allowed for gpu-admission/workload-type=interactive workloads: request at most nvidia.com/gpu: 1 of NVIDIA-L4. Need more VRAM? Talk to the platform team.",
     );
     // Within the cap, or another label value, or no label: judged as before.
     for (labels, gpus) in [
@@ -435,46 +354,30 @@ fn requested_memory_is_capped_without_a_model() {
 
 #[test]
 fn requested_memory_is_capped_with_a_model_that_fits() {
-    let v = run(
-        &capped(json!({})),
-        interactive(
+    denies_starting(
+        &capped_interactive(
             json!({"gpu-admission/model": "llama-3.1-8b"}),
             pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
         ),
-    );
-    assert!(!v.allowed);
-    assert!(
-        message(&v).starts_with("the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 80 GiB of GPU memory, more than the 40 GiB allowed"),
-        "{v:?}"
+        "the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 80 GiB of GPU memory, more than the 40 GiB allowed",
     );
     // MIG devices count each; time-sliced replicas count once.
-    let v = run(
-        &capped(json!({})),
-        interactive(json!({}), pod_spec("nvidia.com/mig-3g.40gb", 2, None)),
+    starts_saying(
+        &capped_interactive(json!({}), pod_spec("nvidia.com/mig-3g.40gb", 2, None)),
+        "the pod asks for 2 x MIG 3g.40gb",
     );
-    assert!(
-        message(&v).starts_with("the pod asks for 2 x MIG 3g.40gb"),
-        "{v:?}"
-    );
-    let v = run(
-        &capped(json!({})),
-        interactive(
-            json!({}),
-            pod_spec("nvidia.com/gpu", 4, Some("NVIDIA-L4-SHARED")),
-        ),
+    let v = capped_interactive(
+        json!({}),
+        pod_spec("nvidia.com/gpu", 4, Some("NVIDIA-L4-SHARED")),
     );
     assert!(v.allowed, "four replicas of one L4 are 22.5 GiB: {v:?}");
 }
 
 #[test]
 fn an_unknown_gpu_under_a_cap_follows_unknown_gpu() {
-    let v = run(
-        &capped(json!({})),
-        interactive(json!({}), pod_spec("nvidia.com/gpu", 1, None)),
-    );
-    assert!(
-        message(&v).starts_with("cannot check the GPU memory cap of gpu-admission/workload-type=interactive workloads: the GPU type is unknown"),
-        "{v:?}"
+    starts_saying(
+        &capped_interactive(json!({}), pod_spec("nvidia.com/gpu", 1, None)),
+        "cannot check the GPU memory cap of gpu-admission/workload-type=interactive workloads: the GPU type is unknown",
     );
     let v = run(
         &capped(json!({"unknownGpu": "allow"})),
@@ -487,47 +390,32 @@ fn an_unknown_gpu_under_a_cap_follows_unknown_gpu() {
 
 #[test]
 fn a_model_in_half_the_gpus_is_over_provisioned() {
-    let object = labelled(
-        "llama-3.1-8b",
-        running(&["--tensor-parallel-size", "4"], 4, "NVIDIA-L4"),
-    );
-    let v = run(&settings_with(json!({})), object.clone());
-    assert!(v.allowed);
-    assert_eq!(
-        v.warnings,
-        vec![
-            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 4 x NVIDIA-L4 = 80 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-L4 with --tensor-parallel-size 1 holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)"
-        ]
+    let object = llama_8b_running(&["--tensor-parallel-size", "4"], 4, "NVIDIA-L4");
+    allows_warning(
+        &judge(object.clone()),
+        &[
+            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 4 x NVIDIA-L4 = 80 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-L4 with --tensor-parallel-size 1 holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)",
+        ],
     );
     let v = run(
         &settings_with(json!({"overprovision": "deny"})),
         object.clone(),
     );
-    assert!(!v.allowed);
-    assert!(
-        message(&v)
-            .starts_with("over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB"),
-        "{v:?}"
+    denies_starting(
+        &v,
+        "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB",
     );
     let v = run(&settings_with(json!({"overprovision": "allow"})), object);
-    assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
+    allows_warning(&v, &[]);
 }
 
 #[test]
 fn a_model_on_a_smaller_product_is_over_provisioned() {
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "llama-3.1-8b",
-            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-H100-80GB-HBM3")),
-        ),
-    );
-    assert!(v.allowed);
-    assert_eq!(
-        v.warnings,
-        vec![
-            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-A10G (nodeSelector nvidia.com/gpu.product) holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)"
-        ]
+    allows_warning(
+        &judge(model_on("llama-3.1-8b", 1, "NVIDIA-H100-80GB-HBM3")),
+        &[
+            "over-provisioned: model meta-llama/Llama-3.1-8B-Instruct needs ~18 GiB, and the pod asks for 1 x NVIDIA-H100-80GB-HBM3 = 71 GiB usable at 90%; nvidia.com/gpu: 1 on NVIDIA-A10G (nodeSelector nvidia.com/gpu.product) holds it in half the GPU memory or less (20 GiB usable): request that instead (overprovision: warn)",
+        ],
     );
     // With pools, a pool is proposed.
     let s = settings_with(
@@ -548,14 +436,7 @@ fn a_model_on_a_smaller_product_is_over_provisioned() {
         "{v:?}"
     );
     // A model that needs more than half is not over-provisioned.
-    let v = run(
-        &settings_with(json!({})),
-        labelled(
-            "qwen2.5-7b",
-            pod_spec("nvidia.com/gpu", 1, Some("NVIDIA-L40S")),
-        ),
-    );
-    assert!(v.allowed && v.warnings.is_empty(), "{v:?}");
+    allows_warning(&judge(model_on("qwen2.5-7b", 1, "NVIDIA-L40S")), &[]);
 }
 
 // Image labels.
@@ -564,18 +445,23 @@ fn with_images() -> Settings {
     settings_with(json!({"imageLabels": {"enabled": true}}))
 }
 
+/// A cluster whose image vllm/vllm-openai:v0.6.3 has the labels `labels`.
+fn image_labelled(labels: Value) -> FakeCluster {
+    FakeCluster::images(vec![("vllm/vllm-openai:v0.6.3", Ok(labels))])
+}
+
+/// The policy, reading image labels from `cluster`, on `object`.
+fn judge_images(cluster: &FakeCluster, object: Value) -> Verdict {
+    evaluate(&request("CREATE", object), &with_images(), cluster)
+}
+
 #[test]
 fn image_labels_name_the_model_after_the_arguments() {
-    let cluster = FakeCluster::images(vec![(
-        "vllm/vllm-openai:v0.6.3",
-        Ok(json!({"io.gpu-admission.model": "qwen2.5-7b"})),
-    )]);
-    let object = unlabelled(running(&[], 1, "NVIDIA-L40S"));
-    let v = evaluate(&request("CREATE", object), &with_images(), &cluster);
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(v.audit_annotations[AUDIT_MODEL], "Qwen/Qwen2.5-7B-Instruct");
+    let cluster = image_labelled(json!({"io.gpu-admission.model": "qwen2.5-7b"}));
+    let v = judge_images(&cluster, unlabelled(running(&[], 1, "NVIDIA-L40S")));
+    allows_recording(&v, AUDIT_MODEL, "Qwen/Qwen2.5-7B-Instruct");
     assert_eq!(
-        v.audit_annotations[AUDIT_MODEL_SOURCE],
+        audit(&v, AUDIT_MODEL_SOURCE),
         "label io.gpu-admission.model of image vllm/vllm-openai:v0.6.3"
     );
     assert_eq!(*cluster.image_calls.borrow(), ["vllm/vllm-openai:v0.6.3"]);
@@ -586,61 +472,42 @@ fn image_labels_name_the_model_after_the_arguments() {
         1,
         "NVIDIA-L40S",
     ));
-    let v = evaluate(&request("CREATE", object), &with_images(), &cluster);
     assert_eq!(
-        v.audit_annotations[AUDIT_MODEL],
+        audit(&judge_images(&cluster, object), AUDIT_MODEL),
         "meta-llama/Llama-3.1-8B-Instruct"
     );
     // A pod label naming another model than the image: modelMismatch.
     let object = labelled("llama-3.1-70b", running(&[], 1, "NVIDIA-L40S"));
-    let v = evaluate(&request("CREATE", object), &with_images(), &cluster);
-    assert!(
-        message(&v).starts_with("the label gpu-admission/model on spec.template.spec names model 'llama-3.1-70b', but the label io.gpu-admission.model of image vllm/vllm-openai:v0.6.3 names 'qwen2.5-7b'"),
-        "{v:?}"
+    starts_saying(
+        &judge_images(&cluster, object),
+        "the label gpu-admission/model on spec.template.spec names model 'llama-3.1-70b', but the label io.gpu-admission.model of image vllm/vllm-openai:v0.6.3 names 'qwen2.5-7b'",
     );
 }
 
 #[test]
 fn image_memory_serves_models_the_registry_does_not_know() {
-    let cluster = FakeCluster::images(vec![(
-        "vllm/vllm-openai:v0.6.3",
-        Ok(json!({"io.gpu-admission.model": "acme/chat-13b", "io.gpu-admission.vram-gib": "30"})),
-    )]);
-    let v = evaluate(
-        &request("CREATE", unlabelled(running(&[], 1, "NVIDIA-L4"))),
-        &with_images(),
-        &cluster,
-    );
-    assert!(!v.allowed);
-    assert_eq!(
-        message(&v),
-        "model acme/chat-13b needs 30 GiB GPU memory (as given by label io.gpu-admission.vram-gib of image vllm/vllm-openai:v0.6.3); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product)."
+    let on_one_l4 = |labels: Value| {
+        judge_images(
+            &image_labelled(labels),
+            unlabelled(running(&[], 1, "NVIDIA-L4")),
+        )
+    };
+    denies(
+        &on_one_l4(
+            json!({"io.gpu-admission.model": "acme/chat-13b", "io.gpu-admission.vram-gib": "30"}),
+        ),
+        "model acme/chat-13b needs 30 GiB GPU memory (as given by label io.gpu-admission.vram-gib of image vllm/vllm-openai:v0.6.3); the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%. Request nvidia.com/gpu: 2 on NVIDIA-L4, or 1 on NVIDIA-A100-SXM4-40GB, or 1 on NVIDIA-L40S (nodeSelector nvidia.com/gpu.product).",
     );
     // A registered model keeps its registry entry.
-    let cluster = FakeCluster::images(vec![(
-        "vllm/vllm-openai:v0.6.3",
-        Ok(json!({"io.gpu-admission.model": "llama-3.1-8b", "io.gpu-admission.vram-gib": "60"})),
-    )]);
-    let v = evaluate(
-        &request("CREATE", unlabelled(running(&[], 1, "NVIDIA-L4"))),
-        &with_images(),
-        &cluster,
+    let v = on_one_l4(
+        json!({"io.gpu-admission.model": "llama-3.1-8b", "io.gpu-admission.vram-gib": "60"}),
     );
     assert!(v.allowed, "{v:?}");
     // Memory alone, for an image that names no model.
-    let cluster = FakeCluster::images(vec![(
-        "vllm/vllm-openai:v0.6.3",
-        Ok(json!({"io.gpu-admission.vram-gib": "12"})),
-    )]);
-    let v = evaluate(
-        &request("CREATE", unlabelled(running(&[], 1, "NVIDIA-L4"))),
-        &with_images(),
-        &cluster,
-    );
-    assert!(v.allowed, "{v:?}");
-    assert_eq!(
-        v.audit_annotations[AUDIT_FIT],
-        "model of image vllm/vllm-openai:v0.6.3 needs 12 GiB; the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%"
+    allows_recording(
+        &on_one_l4(json!({"io.gpu-admission.vram-gib": "12"})),
+        AUDIT_FIT,
+        "model of image vllm/vllm-openai:v0.6.3 needs 12 GiB; the pod asks for 1 x NVIDIA-L4 = 20 GiB usable at 90%",
     );
 }
 
@@ -676,23 +543,20 @@ fn an_unreadable_image_follows_unknown_model(
         if warnings > 0 {
             assert_eq!(v.warnings[0], format!("{text} (unknownModel: warn)"));
         }
-        assert_eq!(
-            v.audit_annotations[AUDIT_MODEL],
-            "meta-llama/Llama-3.1-8B-Instruct"
-        );
+        assert_eq!(audit(&v, AUDIT_MODEL), "meta-llama/Llama-3.1-8B-Instruct");
     } else {
-        assert_eq!(message(&v), text);
+        denies(&v, text);
     }
 }
 
 #[test]
 fn each_image_is_read_once_and_only_when_enabled() {
-    let cluster = FakeCluster::images(vec![("vllm/vllm-openai:v0.6.3", Ok(json!({})))]);
+    let cluster = image_labelled(json!({}));
     let lws = json!({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet",
         "spec": {"leaderWorkerTemplate": {"size": 4,
             "leaderTemplate": {"metadata": {"labels": {"gpu-admission/model": "llama-3.1-70b"}}, "spec": running(&[], 2, "NVIDIA-A10G")},
             "workerTemplate": {"metadata": {"labels": {"gpu-admission/model": "llama-3.1-70b"}}, "spec": running(&[], 2, "NVIDIA-A10G")}}}});
-    evaluate(&request("CREATE", lws.clone()), &with_images(), &cluster);
+    judge_images(&cluster, lws.clone());
     assert_eq!(cluster.image_calls.borrow().len(), 1);
     let cluster = FakeCluster::none();
     evaluate(&request("CREATE", lws), &settings_with(json!({})), &cluster);
