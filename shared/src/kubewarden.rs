@@ -499,14 +499,20 @@ mod tests {
         }
     }
 
-    impl<T: Checks> crate::settings::CheckedForm for T {
-        type Settings = T;
+    impl<T: Checks> crate::settings::ValidateSettings for T {
+        fn validate(&self) -> Result<(), FieldError> {
+            self.checks()
+        }
+    }
+
+    /// Checked on every path, as a policy whose form needs every check.
+    impl<T: Checks> crate::settings::CheckedForm<T> for T {
         fn check(settings: Box<T>) -> Result<Box<T>, FieldError> {
+            Self::prepare(settings)
+        }
+        fn prepare(settings: Box<T>) -> Result<Box<T>, FieldError> {
             settings.checks()?;
             Ok(settings)
-        }
-        fn settings(&self) -> &T {
-            self
         }
     }
 

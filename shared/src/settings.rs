@@ -43,26 +43,54 @@ pub trait Common {
 }
 
 /// A policy's settings in the form its rules take (schedules, windows, percentages,
-/// selectors as typed values), built once from the settings as read
+/// selectors as typed values), built once from the settings as read, `S`
 /// ([`crate::policy::Policy::Checked`]).
-pub trait CheckedForm: Sized {
-    /// The settings as the host sends them.
-    type Settings: Common;
-
+pub trait CheckedForm<S: ValidateSettings>: Holds<S> + Sized {
     /// The settings checked (the first field found wrong, as `validate_settings` says it),
-    /// in their checked form. Boxed: settings are large, and a policy module's frames are
+    /// in their checked form: by default [`ValidateSettings::validate`], then
+    /// [`CheckedForm::prepare`]. Boxed: settings are large, and a policy module's frames are
     /// kept small (each stack page of a fresh instance costs a page fault).
-    fn check(settings: Box<Self::Settings>) -> Result<Box<Self>, FieldError>;
-
-    /// The checked form without the checks no request depends on (see
-    /// [`crate::policy::Policy::prepare`]); by default [`CheckedForm::check`]'s.
-    fn prepare(settings: Box<Self::Settings>) -> Result<Box<Self>, FieldError> {
-        Self::check(settings)
+    fn check(settings: Box<S>) -> Result<Box<Self>, FieldError> {
+        settings.validate()?;
+        Self::prepare(settings)
     }
 
-    /// The settings as read.
-    fn settings(&self) -> &Self::Settings;
+    /// The checked form without the checks no request depends on (see
+    /// [`crate::policy::Policy::prepare`]).
+    fn prepare(settings: Box<S>) -> Result<Box<Self>, FieldError>;
 }
+
+/// What holds a policy's settings as read: its checked form, or the settings themselves
+/// (a policy whose rules take them as read).
+pub trait Holds<S> {
+    fn settings(&self) -> &S;
+}
+
+impl<S> Holds<S> for S {
+    fn settings(&self) -> &S {
+        self
+    }
+}
+
+/// [`Holds`] and `Deref` to the settings as read for a checked form that keeps them in its
+/// field `settings`.
+macro_rules! holds_settings {
+    ($checked:ty => $settings:ty) => {
+        impl $crate::settings::Holds<$settings> for $checked {
+            fn settings(&self) -> &$settings {
+                &self.settings
+            }
+        }
+
+        impl std::ops::Deref for $checked {
+            type Target = $settings;
+            fn deref(&self) -> &$settings {
+                &self.settings
+            }
+        }
+    };
+}
+pub(crate) use holds_settings;
 
 /// Settings that can check themselves: the first field found wrong, as a [`FieldError`]
 /// rendered `<path>: <reason>` (the message `validate_settings` returns).

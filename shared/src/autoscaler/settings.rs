@@ -100,22 +100,11 @@ pub struct Checked {
     forms: Vec<PoolForm>,
 }
 
-impl CheckedForm for Checked {
-    type Settings = Settings;
-
-    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
-        settings.validate()?;
-        Checked::prepare(settings)
-    }
-
+impl CheckedForm<Settings> for Checked {
     /// The pools' forms, without the checks.
     fn prepare(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let forms = settings.pools.iter().map(PoolForm::new).collect();
         Ok(Box::new(Checked { settings, forms }))
-    }
-
-    fn settings(&self) -> &Settings {
-        &self.settings
     }
 }
 
@@ -126,12 +115,7 @@ impl Checked {
     }
 }
 
-impl std::ops::Deref for Checked {
-    type Target = Settings;
-    fn deref(&self) -> &Settings {
-        &self.settings
-    }
-}
+crate::settings::holds_settings!(Checked => Settings);
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {

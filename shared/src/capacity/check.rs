@@ -25,14 +25,7 @@ pub struct Checked {
     pub budgets: Vec<(String, TeamBudget)>,
 }
 
-impl CheckedForm for Checked {
-    type Settings = Settings;
-
-    fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
-        settings.validate()?;
-        Checked::prepare(settings)
-    }
-
+impl CheckedForm<Settings> for Checked {
     /// The form the rules take, without the checks no request depends on: the schedules
     /// the pools' thresholds name and the team budgets are read, and refused when they do
     /// not read.
@@ -45,10 +38,6 @@ impl CheckedForm for Checked {
             forms,
             budgets,
         }))
-    }
-
-    fn settings(&self) -> &Settings {
-        &self.settings
     }
 }
 
@@ -65,12 +54,7 @@ impl Checked {
     }
 }
 
-impl std::ops::Deref for Checked {
-    type Target = Settings;
-    fn deref(&self) -> &Settings {
-        &self.settings
-    }
-}
+crate::settings::holds_settings!(Checked => Settings);
 
 impl ValidateSettings for Settings {
     fn validate(&self) -> Result<(), FieldError> {

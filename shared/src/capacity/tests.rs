@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 
 use crate::cluster::fake::Script;
 use crate::testing::{
-    allows_recording, allows_noting, audit, denies, denies_saying, denies_starting, ends_saying,
+    allows_noting, allows_recording, audit, denies, denies_saying, denies_starting, ends_saying,
     fails_starting, message, notes, notes_ending, says,
 };
 

@@ -293,21 +293,10 @@ impl ValidateSettings for Settings {
 
 /// The labels policy's rules take its settings as read: every field is typed by serde, and
 /// nothing in them is read differently per request.
-impl CheckedForm for Settings {
-    type Settings = Settings;
-
-    fn check(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
-        settings.validate()?;
-        Ok(settings)
-    }
-
+impl CheckedForm<Settings> for Settings {
     /// The settings as read (a host sends only settings that checked).
     fn prepare(settings: Box<Settings>) -> Result<Box<Settings>, FieldError> {
         Ok(settings)
-    }
-
-    fn settings(&self) -> &Settings {
-        self
     }
 }
 

@@ -12,7 +12,7 @@ pub use describe::{describe, object_name, request_namespace, unreadable};
 use crate::admission::{AdmissionRequest, Verdict};
 use crate::clock::{Clock, SystemClock};
 use crate::cluster::Cluster;
-use crate::settings::{CheckedForm, Common, FieldError};
+use crate::settings::{CheckedForm, Common, FieldError, Holds, ValidateSettings};
 use serde::de::DeserializeOwned;
 
 /// `get_resource`, in [`Policy::HOST_CALLS`].
@@ -60,9 +60,9 @@ pub trait Policy {
     /// its `metadata.yml` declares in `hostCapabilities`.
     const HOST_CALLS: u8;
     /// The settings as the host sends them.
-    type Settings: DeserializeOwned + Common;
+    type Settings: DeserializeOwned + Common + ValidateSettings;
     /// The settings checked, in the form the rules take: what the settings cache keeps.
-    type Checked: CheckedForm<Settings = Self::Settings>;
+    type Checked: CheckedForm<Self::Settings>;
     /// The rules its `exceptions` may name; the default [`Policy::excuse`] excuses denials
     /// of the first. None by default.
     const RULE_NAMES: &'static [&'static str] = &[];
@@ -87,6 +87,11 @@ pub trait Policy {
         Self::Checked::prepare(settings)
     }
 
+    /// The settings as read, from their checked form.
+    fn settings(checked: &Self::Checked) -> &Self::Settings {
+        Holds::<Self::Settings>::settings(checked)
+    }
+
     /// Whether the policy judges `request` at all; every other request is accepted
     /// unchanged. Every policy judges CREATE and UPDATE.
     fn judges(request: &AdmissionRequest) -> bool {
@@ -100,7 +105,10 @@ pub trait Policy {
     /// without a code, as one of the first of [`Policy::RULE_NAMES`], for a workload one of
     /// the settings' exceptions covers ([`crate::exceptions::excuse`]).
     fn excuse(verdict: Verdict, a: Admission<'_, Self::Checked>) -> Verdict {
-        match (a.settings.settings().exceptions(), Self::RULE_NAMES.first()) {
+        match (
+            Self::settings(a.settings).exceptions(),
+            Self::RULE_NAMES.first(),
+        ) {
             (Some(settings), Some(rule)) => crate::exceptions::excuse(
                 verdict,
                 settings,
@@ -120,7 +128,10 @@ pub trait Policy {
             return Some(Verdict::accept());
         }
         let namespace = request_namespace(request);
-        if settings.settings().exempt_namespaces().contains(namespace) {
+        if Self::settings(settings)
+            .exempt_namespaces()
+            .contains(namespace)
+        {
             return Some(Verdict::accept().with_audit(
                 AUDIT_EXEMPT,
                 format!("namespace {namespace} is in exemptNamespaces: not checked"),

@@ -269,9 +269,7 @@ pub struct Checked {
     pub windows: BTreeMap<String, crate::schedule::Checked>,
 }
 
-impl CheckedForm for Checked {
-    type Settings = Settings;
-
+impl CheckedForm<Settings> for Checked {
     fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
         let windows = settings.checked_windows()?;
         Ok(Box::new(Checked { settings, windows }))
@@ -283,18 +281,9 @@ impl CheckedForm for Checked {
         let windows = crate::schedule::check_all(&settings.schedules, "schedules")?;
         Ok(Box::new(Checked { settings, windows }))
     }
-
-    fn settings(&self) -> &Settings {
-        &self.settings
-    }
 }
 
-impl std::ops::Deref for Checked {
-    type Target = Settings;
-    fn deref(&self) -> &Settings {
-        &self.settings
-    }
-}
+crate::settings::holds_settings!(Checked => Settings);
 
 impl Settings {
     /// Every check of the settings; the schedules, checked, by name.

@@ -123,12 +123,10 @@ pub struct Checked {
     pub config: Config,
 }
 
-impl CheckedForm for Checked {
-    type Settings = Settings;
-
+impl CheckedForm<Settings> for Checked {
     fn check(settings: Box<Settings>) -> Result<Box<Checked>, FieldError> {
-        settings.check_models()?;
-        Checked::prepare(settings)
+        let config = settings.check()?;
+        Ok(Box::new(Checked { settings, config }))
     }
 
     /// Every check but that of the `models` entries: each is read and checked when a
@@ -138,18 +136,9 @@ impl CheckedForm for Checked {
         let config = settings.config()?;
         Ok(Box::new(Checked { settings, config }))
     }
-
-    fn settings(&self) -> &Settings {
-        &self.settings
-    }
 }
 
-impl std::ops::Deref for Checked {
-    type Target = Settings;
-    fn deref(&self) -> &Settings {
-        &self.settings
-    }
-}
+crate::settings::holds_settings!(Checked => Settings);
 
 /// Settings, checked and ready to use (the `models` entries apart: see [`ModelEntry`]).
 #[derive(Debug, Clone)]
