@@ -324,56 +324,29 @@ impl Settings {
         }
 
         let caps = match &self.model_memory_caps {
-            // Empty is "no caps" (what a settings form leaves behind).
             None => None,
-            Some(c) if c.label_key.is_empty() && c.max_gib.is_empty() => None,
-            Some(c) => {
-                validate_label_key("modelMemoryCaps.labelKey", &c.label_key)?;
-                if c.max_gib.is_empty() {
-                    return Err(FieldError::new(
-                        "modelMemoryCaps.maxGiB",
-                        "give at least one label value and its cap, e.g. interactive: 40",
-                    ));
-                }
-                let mut caps = BTreeMap::new();
-                for (value, gib) in &c.max_gib {
-                    let field = format!("modelMemoryCaps.maxGiB[{value}]");
-                    validate_label_value(&field, value)?;
-                    caps.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
-                }
-                Some((c.label_key.clone(), caps))
-            }
+            Some(c) => label_caps("modelMemoryCaps", &c.label_key, &c.max_gib)?
+                .map(|caps| (c.label_key.clone(), caps)),
         };
 
         let requested_caps = match &self.requested_memory_caps {
             None => None,
-            Some(c) if c.label_key.is_empty() && c.max_gib.is_empty() => None,
-            Some(c) => {
-                validate_label_key("requestedMemoryCaps.labelKey", &c.label_key)?;
-                if c.max_gib.is_empty() {
-                    return Err(FieldError::new(
-                        "requestedMemoryCaps.maxGiB",
-                        "give at least one label value and its cap, e.g. interactive: 40",
-                    ));
+            Some(c) => match label_caps("requestedMemoryCaps", &c.label_key, &c.max_gib)? {
+                None => None,
+                Some(max_mib) => {
+                    if c.message.len() > 1024 {
+                        return Err(FieldError::new(
+                            "requestedMemoryCaps.message",
+                            format!("at most 1024 characters, got {}", c.message.len()),
+                        ));
+                    }
+                    Some(RequestedCapsConfig {
+                        label_key: c.label_key.clone(),
+                        max_mib,
+                        message: c.message.trim().to_string(),
+                    })
                 }
-                let mut max_mib = BTreeMap::new();
-                for (value, gib) in &c.max_gib {
-                    let field = format!("requestedMemoryCaps.maxGiB[{value}]");
-                    validate_label_value(&field, value)?;
-                    max_mib.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
-                }
-                if c.message.len() > 1024 {
-                    return Err(FieldError::new(
-                        "requestedMemoryCaps.message",
-                        format!("at most 1024 characters, got {}", c.message.len()),
-                    ));
-                }
-                Some(RequestedCapsConfig {
-                    label_key: c.label_key.clone(),
-                    max_mib,
-                    message: c.message.trim().to_string(),
-                })
-            }
+            },
         };
 
         self.validate_shared()?;
@@ -458,6 +431,33 @@ impl Config {
             targets
         })
     }
+}
+
+/// A block of caps by label value (`modelMemoryCaps`, `requestedMemoryCaps`, named `name`),
+/// checked: value -> cap in MiB, or none when the block is empty (what a settings form
+/// leaves behind).
+fn label_caps(
+    name: &str,
+    label_key: &str,
+    max_gib: &BTreeMap<String, NumText>,
+) -> Result<Option<BTreeMap<String, u64>>, FieldError> {
+    if label_key.is_empty() && max_gib.is_empty() {
+        return Ok(None);
+    }
+    validate_label_key(&format!("{name}.labelKey"), label_key)?;
+    if max_gib.is_empty() {
+        return Err(FieldError::new(
+            format!("{name}.maxGiB"),
+            "give at least one label value and its cap, e.g. interactive: 40",
+        ));
+    }
+    let mut caps = BTreeMap::new();
+    for (value, gib) in max_gib {
+        let field = format!("{name}.maxGiB[{value}]");
+        validate_label_value(&field, value)?;
+        caps.insert(value.clone(), gib.whole(&field, 1, MAX_CAP_GIB)? * 1024);
+    }
+    Ok(Some(caps))
 }
 
 fn known_product(catalog: &GpuCatalog, field: &str, product: &str) -> Result<(), FieldError> {
