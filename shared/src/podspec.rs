@@ -25,22 +25,27 @@ impl<'de> Deserialize<'de> for QuantityText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         // A visitor, not an untagged enum: untagged enums buffer every value first, which
         // made parsing long Pod lists (the capacity gate) several times slower.
-        let text = ScalarText {
-            expecting: "a quantity (a string like \"2\" or \"16Gi\", or a number)",
-            lenient: false,
-        };
-        deserializer.deserialize_any(text).map(QuantityText)
+        ScalarText::quantity("a quantity (a string like \"2\" or \"16Gi\", or a number)")
+            .deserialize(deserializer)
+            .map(QuantityText)
     }
 }
 
 /// Reads a scalar as text: a string as it is, a number as JSON writes it. `lenient` also
 /// reads a bool as `true`/`false`, and null, lists and maps as "" (skipped whole).
-struct ScalarText {
+pub(crate) struct ScalarText {
     expecting: &'static str,
     lenient: bool,
 }
 
-use serde::de::Unexpected;
+use serde::de::{DeserializeSeed, Unexpected};
+
+impl<'de> DeserializeSeed<'de> for ScalarText {
+    type Value = String;
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<String, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
 
 impl<'de> serde::de::Visitor<'de> for ScalarText {
     type Value = String;
@@ -89,6 +94,15 @@ impl<'de> serde::de::Visitor<'de> for ScalarText {
 }
 
 impl ScalarText {
+    /// A quantity: a string, or a number as JSON writes it; anything else is an error
+    /// saying what was `expecting`.
+    pub(crate) fn quantity(expecting: &'static str) -> ScalarText {
+        ScalarText {
+            expecting,
+            lenient: false,
+        }
+    }
+
     /// Serde's error for `unexpected` unless lenient.
     fn lenient<E: serde::de::Error>(&self, unexpected: Unexpected) -> Result<(), E> {
         if self.lenient {
@@ -216,7 +230,7 @@ fn words<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<String>, D::E
                 expecting: "a command-line word",
                 lenient: true,
             };
-            deserializer.deserialize_any(text).map(Word)
+            text.deserialize(deserializer).map(Word)
         }
     }
     Ok(Option::<Vec<Word>>::deserialize(deserializer)?

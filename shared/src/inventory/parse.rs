@@ -6,6 +6,7 @@
 use super::keys::{LabelKeys, at};
 use super::{GpuNode, Inventory, Version};
 use crate::gpu::{GpuCounts, GpuResources};
+use crate::lists::lean::{Labels, Members};
 use crate::lists::{ListError, for_each_item, json_string, lean, read_raw};
 use crate::pools::nodes::node_gpus;
 use serde::de::MapAccess;
@@ -90,7 +91,7 @@ struct ReadLabels {
     mig_memory: BTreeMap<String, u64>,
 }
 
-impl lean::Members for NodeLabels<'_> {
+impl Members for NodeLabels<'_> {
     type Value = ReadLabels;
     const WHAT: &'static str = "a map of labels";
     fn member<'de, A: MapAccess<'de>>(
@@ -99,9 +100,7 @@ impl lean::Members for NodeLabels<'_> {
         key: &str,
         map: &mut A,
     ) -> Result<bool, A::Error> {
-        if let Some(i) = self.wanted.iter().position(|k| !k.is_empty() && *k == key) {
-            let value: String = map.next_value()?;
-            out.values.push((i, value));
+        if Labels(self.wanted).member(&mut out.values, key, map)? {
             return Ok(true);
         }
         let Some(profile) = self.keys.mig_profile_of(key) else {

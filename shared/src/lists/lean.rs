@@ -2,7 +2,7 @@
 //! while reading (a Node's `status.allocatable`, a pod's containers and `resources`).
 
 use crate::gpu::GpuResources;
-use crate::podspec::{Container, QuantityText, ResourceList, Resources};
+use crate::podspec::{Container, QuantityText, ResourceList, Resources, ScalarText};
 use serde::de::{
     DeserializeSeed, Deserializer, Error, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor,
 };
@@ -31,36 +31,6 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
             }
         }
         d.deserialize_str(V)
-    }
-}
-
-/// A quantity given as a string or a number (as `QuantityText` reads it).
-struct Quantity(String);
-
-impl<'de> serde::Deserialize<'de> for Quantity {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Quantity;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a quantity (string or number)")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_string()))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_string()))
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Quantity, E> {
-                Ok(Quantity(v.to_string()))
-            }
-            fn visit_f64<E: Error>(self, v: f64) -> Result<Quantity, E> {
-                serde_json::Number::from_f64(v)
-                    .map(|n| Quantity(n.to_string()))
-                    .ok_or_else(|| E::custom("a quantity must be a finite number"))
-            }
-        }
-        d.deserialize_any(V)
     }
 }
 
@@ -129,7 +99,7 @@ impl Members for GpuList<'_> {
         if !self.0.is_gpu(key) {
             return Ok(false);
         }
-        let Quantity(q) = map.next_value()?;
+        let q = map.next_value_seed(ScalarText::quantity("a quantity (string or number)"))?;
         out.insert(key.to_string(), QuantityText(q));
         Ok(true)
     }
