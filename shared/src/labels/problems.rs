@@ -347,17 +347,16 @@ impl fmt::Display for Problem {
                 allowed,
                 did_you_mean,
                 labels_at,
-            } => {
-                write!(
-                    f,
-                    "label {key}={value} is not allowed: set {key} to one of {} in {labels_at}",
-                    allowed.join(", ")
-                )?;
-                if let Some(m) = did_you_mean {
-                    write!(f, " (values are case-sensitive: did you mean {m}?)")?;
-                }
-                Ok(())
-            }
+            } => write!(
+                f,
+                "label {key}={value} is not allowed: set {key} to one of {} in {labels_at}{}",
+                allowed.join(", "),
+                IfSome(
+                    " (values are case-sensitive: did you mean ",
+                    did_you_mean,
+                    "?)"
+                )
+            ),
             Problem::PatternMismatch {
                 key,
                 value,
@@ -389,18 +388,15 @@ impl fmt::Display for Problem {
                 resource,
                 value,
                 rounded,
-            } => {
-                write!(
-                    f,
-                    "{who} asks for {resource}: {value}, which is not a whole number: GPUs are whole devices, so ask for {resource}: {rounded}"
-                )?;
+            } => write!(
+                f,
+                "{who} asks for {resource}: {value}, which is not a whole number: GPUs are whole devices, so ask for {resource}: {rounded}{}",
                 if resource == "nvidia.com/gpu" {
-                    f.write_str(
-                        " (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)",
-                    )?;
+                    " (for part of a GPU, use a MIG resource such as nvidia.com/mig-1g.10gb)"
+                } else {
+                    ""
                 }
-                Ok(())
-            }
+            ),
             Problem::InvalidGpuQuantity {
                 who,
                 resource,
@@ -606,16 +602,11 @@ impl fmt::Display for Problem {
                 kind,
                 label,
                 max,
-            } => {
-                write!(
-                    f,
-                    "{field} is not set: a {kind} ({label}) holds its GPUs until it ends, however long it idles or hangs; set {field}"
-                )?;
-                if let Some(max) = max {
-                    write!(f, " (at most {max})")?;
-                }
-                Ok(())
-            }
+            } => write!(
+                f,
+                "{field} is not set: a {kind} ({label}) holds its GPUs until it ends, however long it idles or hangs; set {field}{}",
+                IfSome(" (at most ", max, ")")
+            ),
             Problem::ActiveDeadlineTooLong {
                 field,
                 seconds,
@@ -642,6 +633,18 @@ impl fmt::Display for Problem {
                 f,
                 "the /dev/shm of {who} (volume '{volume}') is limited to {size}, less than {min}: set its emptyDir.sizeLimit to {min} or more"
             ),
+        }
+    }
+}
+
+/// `before`, the value and `after` when there is a value; nothing when there is none.
+struct IfSome<'a, T>(&'static str, &'a Option<T>, &'static str);
+
+impl<T: fmt::Display> fmt::Display for IfSome<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.1 {
+            Some(value) => write!(f, "{}{value}{}", self.0, self.2),
+            None => Ok(()),
         }
     }
 }

@@ -141,25 +141,15 @@ impl fmt::Display for Conflict {
                 allowed,
                 pool_default,
             } => {
-                let allowed_text = if allowed.is_empty() {
-                    format!("pool {pool} allows no priority class of the workload's own")
-                } else {
-                    format!("pool {pool} allows {}", allowed.join(", "))
-                };
-                let fix = match pool_default {
-                    Some(pc) => format!("remove it (the policy sets {pc})"),
-                    None => "remove it".to_string(),
-                };
+                write!(f, "{field}: '{value}' is not allowed: pool {pool} allows ")?;
                 if allowed.is_empty() {
-                    write!(
-                        f,
-                        "{field}: '{value}' is not allowed: {allowed_text}; {fix}"
-                    )
+                    f.write_str("no priority class of the workload's own; ")?;
                 } else {
-                    write!(
-                        f,
-                        "{field}: '{value}' is not allowed: {allowed_text}; use one of them or {fix}"
-                    )
+                    write!(f, "{}; use one of them or ", allowed.join(", "))?;
+                }
+                match pool_default {
+                    Some(pc) => write!(f, "remove it (the policy sets {pc})"),
+                    None => f.write_str("remove it"),
                 }
             }
         }
