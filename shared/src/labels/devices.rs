@@ -142,50 +142,27 @@ fn strings(values: &[&str]) -> Vec<String> {
 }
 
 impl Default for DeviceAccess {
+    /// Every rule on, with its default list.
     fn default() -> Self {
         DeviceAccess {
-            device_env_vars: DeviceEnvVars::default(),
-            privileged: Privileged::default(),
-            device_host_paths: DeviceHostPaths::default(),
-            gpu_runtime_classes: GpuRuntimeClasses::default(),
+            device_env_vars: DeviceEnvVars {
+                enabled: true,
+                names: strings(&DEFAULT_DEVICE_ENV_VARS),
+            },
+            privileged: Privileged {
+                enabled: true,
+                allow_namespaces: NamespaceList::default(),
+                allow_service_accounts: Vec::new(),
+            },
+            device_host_paths: DeviceHostPaths {
+                enabled: true,
+                paths: strings(&DEFAULT_DEVICE_HOST_PATHS),
+            },
+            gpu_runtime_classes: GpuRuntimeClasses {
+                enabled: true,
+                names: strings(&DEFAULT_GPU_RUNTIME_CLASSES),
+            },
             warn_on_env_from: true,
-        }
-    }
-}
-
-impl Default for DeviceEnvVars {
-    fn default() -> Self {
-        DeviceEnvVars {
-            enabled: true,
-            names: strings(&DEFAULT_DEVICE_ENV_VARS),
-        }
-    }
-}
-
-impl Default for Privileged {
-    fn default() -> Self {
-        Privileged {
-            enabled: true,
-            allow_namespaces: NamespaceList::default(),
-            allow_service_accounts: Vec::new(),
-        }
-    }
-}
-
-impl Default for DeviceHostPaths {
-    fn default() -> Self {
-        DeviceHostPaths {
-            enabled: true,
-            paths: strings(&DEFAULT_DEVICE_HOST_PATHS),
-        }
-    }
-}
-
-impl Default for GpuRuntimeClasses {
-    fn default() -> Self {
-        GpuRuntimeClasses {
-            enabled: true,
-            names: strings(&DEFAULT_GPU_RUNTIME_CLASSES),
         }
     }
 }
