@@ -23,7 +23,7 @@
 //! known flag whose value cannot be read (not a number, out of range, missing, or taken
 //! from a variable the policy cannot see) is an error that says so.
 
-use super::catalog::model::{Dtype, Model, Need};
+use super::catalog::model::{Dtype, KvCache, Model, Need};
 use crate::podspec::{Container, EnvVar};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -527,19 +527,15 @@ pub fn apply(model: &Model, args: &ServerArgs) -> Applied {
     let mut containers = Vec::new();
     let mut ignored = Vec::new();
     let no_kv = "the registry describes no KV cache for this model";
-    if let Some(f) = &args.context_length {
+    let kv_sizes: [(_, fn(&mut KvCache) -> &mut u64); 2] = [
+        (&args.context_length, |kv| &mut kv.context_length),
+        (&args.max_num_seqs, |kv| &mut kv.concurrency),
+    ];
+    for (found, size) in kv_sizes {
+        let Some(f) = found else { continue };
         match &mut description.kv {
             Some(kv) => {
-                kv.context_length = f.value;
-                used(f, &mut applied, &mut containers);
-            }
-            None => ignored.push(format!("{} ({no_kv})", f.shown())),
-        }
-    }
-    if let Some(f) = &args.max_num_seqs {
-        match &mut description.kv {
-            Some(kv) => {
-                kv.concurrency = f.value;
+                *size(kv) = f.value;
                 used(f, &mut applied, &mut containers);
             }
             None => ignored.push(format!("{} ({no_kv})", f.shown())),
