@@ -153,21 +153,15 @@ impl Schedule {
     pub fn check(&self, field: &str) -> Result<Checked, FieldError> {
         let zone =
             zone(&self.time_zone).map_err(|e| FieldError::new(format!("{field}.timeZone"), e))?;
-        if self.windows.is_empty() {
-            return Err(FieldError::new(
-                format!("{field}.windows"),
-                "give at least one window",
-            ));
-        }
+        at_least_one(&self.windows, || format!("{field}.windows"), "window")?;
         let mut windows = Vec::new();
         for (i, w) in self.windows.iter().enumerate() {
             let field = format!("{field}.windows[{i}]");
-            if w.days.is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.days"),
-                    "give at least one day (Mon, Tue, Wed, Thu, Fri, Sat, Sun)",
-                ));
-            }
+            at_least_one(
+                &w.days,
+                || format!("{field}.days"),
+                "day (Mon, Tue, Wed, Thu, Fri, Sat, Sun)",
+            )?;
             let mut days = Vec::new();
             for (j, d) in w.days.iter().enumerate() {
                 days.push(weekday(d).ok_or_else(|| {
@@ -177,18 +171,17 @@ impl Schedule {
                     )
                 })?);
             }
-            let from = minutes(&w.from, false).ok_or_else(|| {
-                FieldError::new(
-                    format!("{field}.from"),
-                    format!("'{}' is not a time HH:MM from 00:00 to 23:59", w.from),
-                )
-            })?;
-            let to = minutes(&w.to, true).ok_or_else(|| {
-                FieldError::new(
-                    format!("{field}.to"),
-                    format!("'{}' is not a time HH:MM from 00:00 to 24:00", w.to),
-                )
-            })?;
+            let time = |name: &str, text: &str, end: bool| {
+                minutes(text, end).ok_or_else(|| {
+                    let last = if end { "24:00" } else { "23:59" };
+                    FieldError::new(
+                        format!("{field}.{name}"),
+                        format!("'{text}' is not a time HH:MM from 00:00 to {last}"),
+                    )
+                })
+            };
+            let from = time("from", &w.from, false)?;
+            let to = time("to", &w.to, true)?;
             if from == to {
                 return Err(FieldError::new(
                     field,
@@ -202,6 +195,21 @@ impl Schedule {
         }
         Ok(Checked { zone, windows })
     }
+}
+
+/// `list` names something, else `give at least one <what>` at `field`.
+fn at_least_one<T>(
+    list: &[T],
+    field: impl FnOnce() -> String,
+    what: &str,
+) -> Result<(), FieldError> {
+    if list.is_empty() {
+        return Err(FieldError::new(
+            field(),
+            format!("give at least one {what}"),
+        ));
+    }
+    Ok(())
 }
 
 impl Checked {
