@@ -237,14 +237,7 @@ impl Settings {
 
         let mut products = BTreeMap::new();
         for (name, mib) in &self.gpu_products {
-            let field = format!("gpuProducts[{name}]");
-            if name.is_empty() {
-                return Err(FieldError::new(
-                    "gpuProducts",
-                    "a product name must not be empty",
-                ));
-            }
-            validate_label_value(&field, name)?;
+            let field = label_value_entry("gpuProducts", "product", name)?;
             products.insert(name.clone(), mib.whole(&field, 1, MAX_DEVICE_MIB)?);
         }
         let mut migs = BTreeMap::new();
@@ -263,14 +256,7 @@ impl Settings {
         let catalog = GpuCatalog::new(products, migs);
 
         for (pool, product) in &self.pool_products {
-            let field = format!("poolProducts[{pool}]");
-            if pool.is_empty() {
-                return Err(FieldError::new(
-                    "poolProducts",
-                    "a pool name must not be empty",
-                ));
-            }
-            validate_label_value(&field, pool)?;
+            let field = label_value_entry("poolProducts", "pool", pool)?;
             known_product(&catalog, &field, product)?;
         }
         if !self.pool_products.is_empty() && self.pool_label_key.is_empty() {
@@ -431,6 +417,20 @@ impl Config {
             targets
         })
     }
+}
+
+/// The field `<map>[<key>]` of a map keyed by label values (`gpuProducts`,
+/// `poolProducts`), its key checked: a `<what>` name, not empty, and a label value.
+fn label_value_entry(map: &str, what: &str, key: &str) -> Result<String, FieldError> {
+    if key.is_empty() {
+        return Err(FieldError::new(
+            map,
+            format!("a {what} name must not be empty"),
+        ));
+    }
+    let field = format!("{map}[{key}]");
+    validate_label_value(&field, key)?;
+    Ok(field)
 }
 
 /// A block of caps by label value (`modelMemoryCaps`, `requestedMemoryCaps`, named `name`),
