@@ -130,8 +130,13 @@ impl<'de> Visitor<'de> for ListSeed<'_, 'de> {
             found,
             on_item,
         } = self;
-        while let Some(key) = map.next_key_seed(KeyIs("items"))? {
-            if key {
+        let items = OnPaths {
+            paths: &[&["items"]],
+            depth: 0,
+            live: 1,
+        };
+        while let Some(key) = map.next_key_seed(items)? {
+            if key != 0 {
                 map.next_value_seed(OrNull(Items {
                     paths,
                     found: &mut *found,
@@ -318,29 +323,6 @@ impl Visitor<'_> for OnPaths<'_> {
 
     fn visit_str<E>(self, name: &str) -> Result<u64, E> {
         Ok(self.select(|i, path| self.live & 1 << i != 0 && path[self.depth] == name))
-    }
-}
-
-/// A member name, read as whether it is `.0`.
-struct KeyIs(&'static str);
-
-impl<'de> DeserializeSeed<'de> for KeyIs {
-    type Value = bool;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl Visitor<'_> for KeyIs {
-    type Value = bool;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a member name")
-    }
-
-    fn visit_str<E>(self, name: &str) -> Result<bool, E> {
-        Ok(name == self.0)
     }
 }
 
