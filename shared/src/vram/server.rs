@@ -500,6 +500,9 @@ impl Applied {
     }
 }
 
+/// The size of the KV cache a server argument sets (context length, concurrency).
+type KvSize = fn(&mut KvCache) -> &mut u64;
+
 /// `model` with the context length, concurrency, dtypes of `args` (usable memory and
 /// parallel sizes are not part of the model: the caller applies them).
 pub fn apply(model: &Model, args: &ServerArgs) -> Applied {
@@ -527,7 +530,7 @@ pub fn apply(model: &Model, args: &ServerArgs) -> Applied {
     let mut containers = Vec::new();
     let mut ignored = Vec::new();
     let no_kv = "the registry describes no KV cache for this model";
-    let kv_sizes: [(_, fn(&mut KvCache) -> &mut u64); 2] = [
+    let kv_sizes: [(_, KvSize); 2] = [
         (&args.context_length, |kv| &mut kv.context_length),
         (&args.max_num_seqs, |kv| &mut kv.concurrency),
     ];
