@@ -473,16 +473,6 @@ impl Instance {
         outcome.map_err(|e| anyhow!("guest call {operation} failed: {e}"))
     }
 
-    /// [`Policy::validate`] in this instance.
-    pub fn validate(
-        &self,
-        request: &Value,
-        settings: &Value,
-        replay: Option<ReplaySession>,
-    ) -> Result<AdmissionResponse> {
-        Ok(self.evaluate(request, settings, replay)?.response)
-    }
-
     /// [`Policy::evaluate`] in this instance.
     pub fn evaluate(
         &self,
