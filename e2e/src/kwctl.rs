@@ -46,6 +46,18 @@ pub fn find_kwctl() -> Option<PathBuf> {
     search_path("kwctl")
 }
 
+/// kwctl as [`find_kwctl`] finds it; without one, a test's `SKIPPED: kwctl is not on PATH, so
+/// {not_done} (to get it: ...)` notice is printed and `None` returned.
+pub fn kwctl_or_skip(not_done: &str) -> Option<PathBuf> {
+    let exe = find_kwctl();
+    if exe.is_none() {
+        notice(&format!(
+            "SKIPPED: kwctl is not on PATH, so {not_done} (to get it: {HOW_TO_GET_KWCTL})"
+        ));
+    }
+    exe
+}
+
 fn search_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))

@@ -15,11 +15,12 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 
 use common::PolicyUnderTest;
 use common::dates::{DatedException, parse_utc, today, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
+use gpu_e2e::kwctl::{Kwctl, TempDir, kwctl_or_skip};
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
 
@@ -354,42 +355,22 @@ const INVALID_SETTINGS: &[(&str, &str)] = &[
 
 #[test]
 fn settings_validation() {
-    for file in [
+    POLICY.assert_valid_settings(&[
         SETTINGS,
         "settings_default_pool.yml",
         LENDING,
         EXCEPTIONS,
         "settings_exceptions_expired.yml",
         TEAM,
-    ] {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(v.valid, "{file}: {:?}", v.message);
-    }
+    ]);
     for (file, message) in INVALID_SETTINGS {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(!v.valid, "{file}");
-        assert_eq!(v.message.as_deref(), Some(*message), "{file}");
+        let refusal = POLICY.settings_refusal(&POLICY.settings(file));
+        assert_eq!(refusal, *message, "{file}");
     }
-    let empty = POLICY.module().validate_settings(&Value::Null).unwrap();
-    assert!(!empty.valid);
-    assert!(
-        empty
-            .message
-            .unwrap()
-            .starts_with("pools: configure at least one pool")
-    );
-    let typo = POLICY
-        .module()
-        .validate_settings(&json!({"pools": [], "defaultPol": "batch"}))
-        .unwrap();
-    assert!(!typo.valid);
-    assert!(typo.message.unwrap().contains("unknown field `defaultPol`"));
+    let empty = POLICY.settings_refusal(&Value::Null);
+    assert!(empty.starts_with("pools: configure at least one pool"));
+    let typo = POLICY.settings_refusal(&json!({"pools": [], "defaultPol": "batch"}));
+    assert!(typo.contains("unknown field `defaultPol`"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -862,61 +843,24 @@ fn a_lent_deployment_stays_outside_the_window_only_while_its_template_is_unchang
     );
 }
 
-/// kwctl: `$KWCTL` if set (`none`: not used), else the first `kwctl` on PATH.
-fn find_kwctl() -> Option<PathBuf> {
-    match std::env::var_os("KWCTL") {
-        Some(v) if v == "none" => return None,
-        Some(v) if !v.is_empty() && PathBuf::from(&v).components().count() > 1 => {
-            return Some(PathBuf::from(v)).filter(|p| p.is_file());
-        }
-        _ => {}
-    }
-    let name = std::env::var_os("KWCTL")
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "kwctl".into());
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(&name))
-        .find(|p| p.is_file())
-}
-
 /// The same lent Deployment under Kubewarden's own kwctl: the module reads the host's clock
 /// through WASI there too.
 #[test]
 fn under_the_real_kwctl_the_module_reads_the_hosts_clock() {
-    let Some(kwctl) = find_kwctl() else {
-        eprintln!(
-            "SKIPPED: kwctl is not on PATH, so lending was not run under the real kwctl (to get it: ../shared/kubewarden/install.sh DIR, then add DIR to PATH)"
-        );
+    let Some(exe) = kwctl_or_skip("lending was not run under the real kwctl") else {
         return;
     };
-    let shared = match std::env::var_os("GPU_ADMISSION_SHARED") {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => gpu_e2e::workspace_root().join("../shared"),
-    };
-    let trust = shared.join("kubewarden/offline-sigstore-trust-config.json");
-    assert!(trust.is_file(), "{} not found", trust.display());
-    let home = std::env::temp_dir().join(format!("gpu-e2e-lending-{}", std::process::id()));
-    let module = module_path("gpu-pool-routing-policy").unwrap();
-    let output = std::process::Command::new(&kwctl)
-        .args([
-            "--no-color",
-            "run",
-            "--request-path",
-            "test_data/deployment_batch.json",
-        ])
-        .args(["--settings-path", "test_data/settings_lending.yml"])
-        .arg("--sigstore-trust-config")
-        .arg(&trust)
-        .arg(&module)
-        .current_dir(POLICY.dir())
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("KUBECONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
+    let home = TempDir::new("lending");
+    let kwctl = Kwctl::new(exe, home.0.clone()).unwrap_or_else(|e| panic!("{e:#}"));
+    let output = kwctl
+        .run(
+            &module_path("gpu-pool-routing-policy").unwrap(),
+            &POLICY.dir(),
+            Path::new("test_data/deployment_batch.json"),
+            Some(Path::new("test_data/settings_lending.yml")),
+            None,
+        )
         .unwrap();
-    let _ = std::fs::remove_dir_all(&home);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
