@@ -27,8 +27,7 @@ use gpu_admission::policies::{Modules, read_policy_manifests};
 use gpu_admission::request::{UserInfo, admission_request};
 use gpu_e2e::cases::{Case, policies, policies_dir, read_cases};
 use gpu_e2e::kwctl::{
-    Kwctl, Outcome, TempDir, first_of_each_policy_first, in_parallel, kwctl_or_skip, kwctl_outcome,
-    notice, shorten,
+    Kwctl, Outcome, first_of_each_policy_first, in_parallel, kwctl_outcome, notice, shorten,
 };
 use gpu_e2e::{ReplaySession, read_admission_request, read_settings};
 use serde_json::{Value, json};
@@ -251,12 +250,12 @@ fn annotate(policy: &str, dir: &Path) -> PathBuf {
 
 #[test]
 fn the_checker_agrees_with_kwctl_on_every_case() {
-    let Some(exe) = kwctl_or_skip("gpu-admission check was not compared with the real kwctl")
-    else {
+    let Some((kwctl, tmp)) = Kwctl::for_test(
+        "check-kwctl",
+        "gpu-admission check was not compared with the real kwctl",
+    ) else {
         return;
     };
-    let tmp = TempDir::new("check-kwctl");
-    let kwctl = Kwctl::new(exe, tmp.0.join("kwctl")).unwrap_or_else(|e| panic!("{e:#}"));
     let mut cases = Vec::new();
     for policy in policies() {
         cases.extend(read_cases(&policy).unwrap_or_else(|e| panic!("{e:#}")));

@@ -46,18 +46,6 @@ pub fn find_kwctl() -> Option<PathBuf> {
     search_path("kwctl")
 }
 
-/// kwctl as [`find_kwctl`] finds it; without one, a test's `SKIPPED: kwctl is not on PATH, so
-/// {not_done} (to get it: ...)` notice is printed and `None` returned.
-pub fn kwctl_or_skip(not_done: &str) -> Option<PathBuf> {
-    let exe = find_kwctl();
-    if exe.is_none() {
-        notice(&format!(
-            "SKIPPED: kwctl is not on PATH, so {not_done} (to get it: {HOW_TO_GET_KWCTL})"
-        ));
-    }
-    exe
-}
-
 fn search_path(name: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(name))
@@ -103,6 +91,22 @@ impl Kwctl {
             trust_config,
             home,
         })
+    }
+
+    /// kwctl for a test, as [`find_kwctl`] finds it, its state under `kwctl/` in a new
+    /// [`TempDir::new`]`(tag)` (returned with it, for the test's own files). Without kwctl, the
+    /// test's `SKIPPED: kwctl is not on PATH, so {not_done} (to get it: ...)` notice is printed
+    /// and `None` returned; without the trust root, it panics.
+    pub fn for_test(tag: &str, not_done: &str) -> Option<(Self, TempDir)> {
+        let Some(exe) = find_kwctl() else {
+            notice(&format!(
+                "SKIPPED: kwctl is not on PATH, so {not_done} (to get it: {HOW_TO_GET_KWCTL})"
+            ));
+            return None;
+        };
+        let dir = TempDir::new(tag);
+        let kwctl = Self::new(exe, dir.0.join("kwctl")).unwrap_or_else(|e| panic!("{e:#}"));
+        Some((kwctl, dir))
     }
 
     /// A kwctl command with `args`, its state under [`Kwctl::home`].

@@ -20,7 +20,7 @@ use std::path::Path;
 use common::PolicyUnderTest;
 use common::dates::{DatedException, parse_utc, today, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
-use gpu_e2e::kwctl::{Kwctl, TempDir, kwctl_or_skip};
+use gpu_e2e::kwctl::Kwctl;
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
 
@@ -847,11 +847,11 @@ fn a_lent_deployment_stays_outside_the_window_only_while_its_template_is_unchang
 /// through WASI there too.
 #[test]
 fn under_the_real_kwctl_the_module_reads_the_hosts_clock() {
-    let Some(exe) = kwctl_or_skip("lending was not run under the real kwctl") else {
+    let Some((kwctl, _home)) =
+        Kwctl::for_test("lending", "lending was not run under the real kwctl")
+    else {
         return;
     };
-    let home = TempDir::new("lending");
-    let kwctl = Kwctl::new(exe, home.0.clone()).unwrap_or_else(|e| panic!("{e:#}"));
     let output = kwctl
         .run(
             &module_path("gpu-pool-routing-policy").unwrap(),
