@@ -17,9 +17,9 @@ mod common;
 
 use std::path::Path;
 
-use common::PolicyUnderTest;
 use common::dates::{DatedException, parse_utc, today, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
+use common::{PolicyUnderTest, assert_rejected_starting};
 use gpu_e2e::kwctl::Kwctl;
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
@@ -325,16 +325,10 @@ fn contradictions_and_unmatched_workloads_are_denied() {
 fn malformed_object_is_rejected_not_a_500() {
     let mut req = POLICY.request("deployment_interactive.json");
     req["object"]["spec"]["template"]["spec"]["containers"] = json!("vllm");
-    let response = run(&req, SETTINGS);
-    assert!(!response.allowed);
-    assert_eq!(response.code(), Some(400));
-    assert!(
-        response
-            .message()
-            .unwrap()
-            .starts_with("Deployment team-a/chat-llm cannot be read, so it is denied: spec.template.spec: invalid type"),
-        "{:?}",
-        response.message()
+    assert_rejected_starting(
+        &run(&req, SETTINGS),
+        400,
+        "Deployment team-a/chat-llm cannot be read, so it is denied: spec.template.spec: invalid type",
     );
 }
 
