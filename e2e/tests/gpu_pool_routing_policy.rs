@@ -685,9 +685,7 @@ fn assert_lent_at_the_hosts_time(response: &AdmissionResponse, runner: &str) {
 fn assert_lent_at_the_hosts_time_at(response: &AdmissionResponse, runner: &str, location: &str) {
     let prefix = LENT_PREFIX.replacen("spec.template.spec: ", location, 1);
     let lent = response
-        .audit_annotations
-        .as_ref()
-        .and_then(|a| a.get("lent"))
+        .audit("lent")
         .unwrap_or_else(|| panic!("{runner}: no lent annotation: {response:?}"));
     let at = lent
         .strip_prefix(prefix.as_str())
@@ -762,14 +760,7 @@ fn a_lent_deployment_stays_on_the_lending_pool_when_updated() {
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None);
     assert_eq!(response.warnings, None);
-    assert_eq!(
-        response
-            .audit_annotations
-            .as_ref()
-            .and_then(|a| a.get("lent"))
-            .map(String::as_str),
-        Some(LENT_STAYS)
-    );
+    assert_eq!(response.audit("lent"), Some(LENT_STAYS));
     // Without lending in the settings, the pool label naming interactive is a contradiction.
     let plain = run(&req, SETTINGS);
     assert!(!plain.allowed);
@@ -891,10 +882,6 @@ fn no_pool_message() -> &'static str {
         .unwrap()
 }
 
-fn audit(r: &AdmissionResponse, key: &str) -> Option<String> {
-    r.audit_annotations.as_ref()?.get(key).cloned()
-}
-
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
     POLICY.assert_exception_fixture_renewed();
@@ -907,14 +894,8 @@ fn an_exception_lets_a_workload_that_matches_no_pool_through() {
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None, "excused, not routed");
     assert_eq!(response.warnings, None);
-    assert_eq!(
-        audit(&response, "exception").as_deref(),
-        Some(EXCEPTION_AUDIT)
-    );
-    assert_eq!(
-        audit(&response, "excused").as_deref(),
-        Some(no_pool_message())
-    );
+    assert_eq!(response.audit("exception"), Some(EXCEPTION_AUDIT));
+    assert_eq!(response.audit("excused"), Some(no_pool_message()));
     // What the exception does not cover is routed as before.
     let other = run(&POLICY.request("deployment_interactive.json"), EXCEPTIONS);
     assert_eq!(
