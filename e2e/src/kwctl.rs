@@ -192,6 +192,15 @@ impl TempDir {
         std::fs::create_dir_all(&dir).expect("cannot create a temporary directory");
         Self(dir)
     }
+
+    /// Writes `contents` to the file `name` in the directory and returns its path; panics when
+    /// it cannot (for tests).
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
+    }
 }
 
 impl Drop for TempDir {
