@@ -38,10 +38,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from host_info import cpu_model  # noqa: E402
-from marked_section import write as write_section  # noqa: E402
+from marked_section import markers, write as write_section  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-BEGIN, END = "<!-- check-bench:begin -->", "<!-- check-bench:end -->"
+BEGIN, END = markers("check-bench")
 GROUP = ROOT / "deploy/cluster-admission-policy-group.yaml"
 ROUTING = ROOT / "policies/gpu-pool-routing-policy/examples/cluster-admission-policy.yaml"
 SNAPSHOT = ROOT / "examples/cluster-snapshot.yaml"

@@ -24,14 +24,9 @@ usage: bench/kubewarden/gate_offers_bench.py [--out BENCHMARKS.md | --print] [--
                                              [--seconds S] [--max-requests N]
 """
 
-import argparse
 import copy
 import json
-import os
-import platform
 import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 sys.dont_write_bytecode = True
@@ -39,10 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-from host_info import cpu_model  # noqa: E402
 
-BEGIN = "<!-- gate-offers:begin -->"
-END = "<!-- gate-offers:end -->"
+BEGIN, END = marked_section.markers("gate-offers")
 CAPACITY = psb.CAPACITY
 THERE = "NVIDIA-A100-SXM4-80GB"
 ABSENT = "NVIDIA-H100-80GB-HBM3"
@@ -138,34 +131,16 @@ def section(rows, meta):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--out")
-    p.add_argument("--print", action="store_true")
+    p = marked_section.argument_parser()
     p.add_argument("--sizes", default="1000,10000")
     p.add_argument("--seconds", type=float, default=6)
     p.add_argument("--max-requests", type=int, default=2000)
-    args = p.parse_args()
-    missing = hosts.missing_tools()
-    if missing:
-        print(f"SKIPPED: {missing}")
-        return 0
-    psb.ensure_hey()
-    start = time.monotonic()
-    load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
-    rows = []
-    for pods in [int(s) for s in args.sizes.split(",")]:
-        rows += run_size(pods, args, lambda text: print(text, flush=True))
-    meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "host": f"{os.cpu_count()} x {cpu_model()}, Linux {platform.release()}",
-            "load_before": load_before, "load_after": " ".join(f"{x:.1f}" for x in os.getloadavg()),
-            "seconds": time.monotonic() - start}
-    text = section(rows, meta)
-    if args.print or not args.out:
-        print(text)
-    if args.out:
-        marked_section.write(Path(args.out), BEGIN, END, text)
-    return 0
 
+    def measure(args, log):
+        psb.ensure_hey()
+        return [row for pods in [int(s) for s in args.sizes.split(",")] for row in run_size(pods, args, log)], {}
+
+    return psb.section_main(p, BEGIN, END, measure, section)
 
 if __name__ == "__main__":
     sys.exit(main())

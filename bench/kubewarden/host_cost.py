@@ -53,7 +53,7 @@ from kubewarden_policies import LABELS_POLICY_ENV, LABELS_POLICY_SETTINGS, modul
 from policy_server_bench import (  # noqa: E402
     STATIC_CASES, annotated, machine, policy_file, run_hey, tool_version, verdict_of)
 
-BEGIN, END = "<!-- host-cost:begin -->", "<!-- host-cost:end -->"
+BEGIN, END = marked_section.markers("host-cost")
 # About as many instructions as VRAM fit's own work on its Pod (~290k x86 per call).
 WORK = 50_000
 PAGES = 32

@@ -79,8 +79,7 @@ REPO = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("GPU_ADMISSION_SHARED", REPO.parent / "shared")).resolve()
 TRUST_CONFIG = SHARED / "kubewarden" / "offline-sigstore-trust-config.json"
 CASES_RS = REPO / "bench" / "src" / "cases.rs"
-BEGIN = "<!-- kwctl-bench:begin -->"
-END = "<!-- kwctl-bench:end -->"
+BEGIN, END = marked_section.markers("kwctl-bench")
 
 
 class BenchError(Exception):

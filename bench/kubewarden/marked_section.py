@@ -8,6 +8,11 @@ import tempfile
 from pathlib import Path
 
 
+def markers(name):
+    """The markers of section `name`: (`<!-- NAME:begin -->`, `<!-- NAME:end -->`)."""
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
 def replace(document, begin, end, section):
     """`document` with the text from `begin` to `end`, both markers included, replaced by
     `section` (which carries its own markers); `section` appended after a blank line when the
@@ -47,10 +52,9 @@ def argument_parser():
 
 def print_or_write(out, print_it, begin, end, section):
     """The ending of a script with `--out FILE` and `--print`: prints `section` when `print_it` is
-    set or no file is named, and, when `out` names a file, replaces its section there as `replace`
-    does, the file ending in a newline."""
+    set or no file is named, and, when `out` names a file, replaces its section there as `write`
+    does."""
     if print_it or not out:
         print(section)
     if out:
-        path = Path(out)
-        path.write_text(replace(path.read_text() if path.exists() else "", begin, end, section) + "\n")
+        write(out, begin, end, section)

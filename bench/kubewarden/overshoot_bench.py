@@ -35,10 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-import host_info  # noqa: E402
 
-BEGIN = "<!-- overshoot:begin -->"
-END = "<!-- overshoot:end -->"
+BEGIN, END = marked_section.markers("overshoot")
 CAPACITY = psb.CAPACITY
 POOL, POOL_LABEL, GPUS_PER_NODE = psb.POOL, psb.POOL_LABEL, psb.GPUS_PER_NODE
 THRESHOLD = 90
@@ -275,17 +273,13 @@ def main():
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--free", type=int, default=8)
     p.add_argument("--nodes", type=int, default=8)
-    args = p.parse_args()
-    if hosts.said_skipped(hosts.missing_tools()):
-        return 0
-    started = time.monotonic()
-    load_before = host_info.load_average()
-    rows, meta = run(args, lambda t: print(t, flush=True))
-    meta.update(host_info.run_meta(started, load_before))
-    meta.update({"rounds": args.rounds, "concurrency": args.concurrency})
-    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, meta))
-    return 0
 
+    def measure(args, log):
+        rows, meta = run(args, log)
+        meta.update({"rounds": args.rounds, "concurrency": args.concurrency})
+        return rows, meta
+
+    return psb.section_main(p, BEGIN, END, measure, section)
 
 if __name__ == "__main__":
     sys.exit(main())

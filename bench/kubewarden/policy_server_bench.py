@@ -83,8 +83,7 @@ from kubewarden_policies import (  # noqa: E402
     MUTATING_POLICY_SETTINGS, module_from_env, mutating_policy_note)
 
 REPO = hosts.REPO
-BEGIN = "<!-- policy-server:begin -->"
-END = "<!-- policy-server:end -->"
+BEGIN, END = marked_section.markers("policy-server")
 
 LABELS = "gpu-labels-policy"
 ROUTING = "gpu-pool-routing-policy"
@@ -404,6 +403,24 @@ def expected_capacity(mode, pods):
     used = f"used {pods}" + (f" from {TEAMS + 1} ResourceQuotas" if usage == "quotas" else "")
     of = f"capacity {allocatable} declared in settings" if declared else f"{allocatable} allocatable"
     return f"{POOL}: nvidia.com/gpu {used} + incoming {INCOMING} = {pods + INCOMING} of {of}"
+
+
+def section_main(parser, begin, end, measure, section):
+    """The main() of a script that measures on policy-server and writes its own marked section
+    of BENCHMARKS.md (gate_offers_bench, vram_nodes_bench, overshoot_bench). `parser` is
+    marked_section.argument_parser() with the script's options. Without kwctl/policy-server on
+    PATH it prints SKIPPED; otherwise `measure(args, log)` returns the rows and what the section
+    says about them (a dict, to which host_info.run_meta's keys are added), and `section(rows,
+    meta)` is printed or written as marked_section.print_or_write does. Returns the exit code."""
+    args = parser.parse_args()
+    if hosts.said_skipped(hosts.missing_tools()):
+        return 0
+    started = time.monotonic()
+    load_before = host_info.load_average()
+    rows, meta = measure(args, lambda text: print(text, flush=True))
+    meta.update(host_info.run_meta(started, load_before))
+    marked_section.print_or_write(args.out, args.print, begin, end, section(rows, meta))
+    return 0
 
 
 # --------------------------------------------------------------------------------------

@@ -40,10 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import policy_server_bench as psb  # noqa: E402
 from policy_server_bench import hosts  # noqa: E402
 import marked_section  # noqa: E402
-import host_info  # noqa: E402
 
-BEGIN = "<!-- vram-nodes:begin -->"
-END = "<!-- vram-nodes:end -->"
+BEGIN, END = marked_section.markers("vram-nodes")
 VRAM = psb.VRAM
 PRODUCT = "NVIDIA-A100-SXM4-80GB"
 ABSENT = "NVIDIA-H200"
@@ -250,19 +248,16 @@ def main():
     p.add_argument("--nodes", type=int, default=2500)
     p.add_argument("--seconds", type=float, default=6)
     p.add_argument("--max-requests", type=int, default=4000)
-    args = p.parse_args()
-    if hosts.said_skipped(hosts.missing_tools()):
-        return 0
-    psb.ensure_hey()
-    started = time.monotonic()
-    load_before = host_info.load_average()
-    rows = []
-    for pods in [int(s) for s in args.sizes.split(",")]:
-        print(f"=== {pods} pods", flush=True)
-        rows += run_size(pods, args, lambda t: print(t, flush=True))
-    marked_section.print_or_write(args.out, args.print, BEGIN, END, section(rows, host_info.run_meta(started, load_before)))
-    return 0
 
+    def measure(args, log):
+        psb.ensure_hey()
+        rows = []
+        for pods in [int(s) for s in args.sizes.split(",")]:
+            log(f"=== {pods} pods")
+            rows += run_size(pods, args, log)
+        return rows, {}
+
+    return psb.section_main(p, BEGIN, END, measure, section)
 
 if __name__ == "__main__":
     sys.exit(main())

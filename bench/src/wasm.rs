@@ -173,7 +173,9 @@ pub fn measure_case(
         instance.call("validate", &case.payload, session)
     })?;
     let warm_validate = measure_in_session(&plans.warm, case, |session| {
-        instance.validate(&case.request, &case.settings, session)
+        instance
+            .evaluate(&case.request, &case.settings, session)
+            .map(|e| e.response)
     })?;
     let fresh_validate = measure_in_session(&plans.fresh, case, |session| {
         policy.validate(&case.request, &case.settings, session)

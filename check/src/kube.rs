@@ -283,14 +283,11 @@ mod tests {
 
     #[test]
     fn plugins_are_refused_by_name() {
-        let dir = std::env::temp_dir().join(format!("gpu-admission-kube-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("config");
-        std::fs::write(
-            &path,
+        let dir = gpu_e2e::kwctl::TempDir::new("check-kube");
+        let path = dir.write(
+            "config",
             "apiVersion: v1\nkind: Config\ncurrent-context: c\ncontexts: [{name: c, context: {cluster: k, user: u}}]\nclusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\nusers: [{name: u, user: {exec: {command: aws}}}]\n",
-        )
-        .unwrap();
+        );
         let err = LiveCluster::from_kubeconfig(&path).unwrap_err();
         assert!(err.contains("exec or auth-provider plugin"), "{err}");
         std::fs::write(&path, "current-context: missing\n").unwrap();
@@ -298,6 +295,5 @@ mod tests {
             LiveCluster::from_kubeconfig(&path).unwrap_err(),
             "the kubeconfig has no context named \"missing\" in contexts"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -381,20 +381,16 @@ fn usage_errors_are_bad_input() {
 
 #[test]
 fn invalid_settings_in_a_policy_manifest_are_bad_input() {
-    let dir = std::env::temp_dir().join(format!("gpu-admission-settings-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
+    let dir = gpu_e2e::kwctl::TempDir::new("check-settings");
+    let policy = dir.write(
+        "policy.yaml",
         "apiVersion: policies.kubewarden.io/v1\nkind: ClusterAdmissionPolicy\nmetadata: {name: labels}\nspec:\n  module: registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0\n  mutating: false\n  rules: [{apiGroups: [''], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n  settings: {maxGpusPerPod: -1}\n",
-    )
-    .unwrap();
+    );
     let o = check(&[
         &data("multi.yaml"),
         "--policies",
         &policy.display().to_string(),
     ]);
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(o.status, Some(2), "{}", stdout(&o));
     assert!(
         stderr(&o).contains("policy.yaml:1: spec.settings are not valid for registry://ghcr.io/gpu-admission/policies/gpu-labels-policy:v0.1.0: "),

@@ -27,8 +27,7 @@ use gpu_admission::policies::{Modules, read_policy_manifests};
 use gpu_admission::request::{UserInfo, admission_request};
 use gpu_e2e::cases::{Case, policies, policies_dir, read_cases};
 use gpu_e2e::kwctl::{
-    HOW_TO_GET_KWCTL, Kwctl, Outcome, TempDir, find_kwctl, first_of_each_policy_first, in_parallel,
-    kwctl_outcome, notice, shorten,
+    Kwctl, Outcome, first_of_each_policy_first, in_parallel, kwctl_outcome, notice, shorten,
 };
 use gpu_e2e::{ReplaySession, read_admission_request, read_settings};
 use serde_json::{Value, json};
@@ -251,14 +250,12 @@ fn annotate(policy: &str, dir: &Path) -> PathBuf {
 
 #[test]
 fn the_checker_agrees_with_kwctl_on_every_case() {
-    let Some(exe) = find_kwctl() else {
-        notice(&format!(
-            "SKIPPED: kwctl is not on PATH, so gpu-admission check was not compared with the real kwctl (to get it: {HOW_TO_GET_KWCTL})"
-        ));
+    let Some((kwctl, tmp)) = Kwctl::for_test(
+        "check-kwctl",
+        "gpu-admission check was not compared with the real kwctl",
+    ) else {
         return;
     };
-    let tmp = TempDir::new("check-kwctl");
-    let kwctl = Kwctl::new(exe, tmp.0.join("kwctl")).unwrap_or_else(|e| panic!("{e:#}"));
     let mut cases = Vec::new();
     for policy in policies() {
         cases.extend(read_cases(&policy).unwrap_or_else(|e| panic!("{e:#}")));

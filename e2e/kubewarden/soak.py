@@ -36,9 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "kubewarden"))
 import hosts  # noqa: E402
 import loadrig  # noqa: E402
+import marked_section  # noqa: E402 - bench/kubewarden, on sys.path above
 import test_policy_server as base  # noqa: E402
 
-BEGIN, END = "<!-- soak:begin -->", "<!-- soak:end -->"
+BEGIN, END = marked_section.markers("soak")
 
 
 def changed_cluster(step):
@@ -227,8 +228,6 @@ def main():
     if not args.no_rss_bound and growth_mib > args.rss_bound_mib:
         problems.append(f"RSS grew {growth_mib:.1f} MiB, more than {args.rss_bound_mib:g} MiB")
     if args.out and not problems:
-        import marked_section  # noqa: E402 - bench/kubewarden, on sys.path above
-
         out = Path(args.out)
         marked_section.write(out, BEGIN, END, text)
         print(f"soak: wrote {out}")

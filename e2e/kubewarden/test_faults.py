@@ -173,6 +173,12 @@ class FaultsE2E(hosts.HostTestCase):
     def review(cls, policy_id, req, timeout=60.0):
         return cls.server.validate(policy_id, hosts.admission_review(req), timeout=timeout)
 
+    def timed_review(self, policy_id, req):
+        """`req` sent to `policy_id`: (the answer, the seconds it took)."""
+        start = time.monotonic()
+        response = self.review(policy_id, req)
+        return response, time.monotonic() - start
+
     def assert_host_failure(self, response, host_class, label):
         problem = loadrig.host_failure_problem(response, host_class)
         self.assertIsNone(problem, f"{label}: {problem}: {response}")
@@ -297,9 +303,7 @@ class FaultsE2E(hosts.HostTestCase):
         self.proxy.add(Fault("delay", seconds=DELAY_ABOVE, path=fx("slow")))
         for policy_id, req in cold_requests("slow"):
             with self.subTest(policy_id):
-                start = time.monotonic()
-                response = self.review(policy_id, req)
-                took = time.monotonic() - start
+                response, took = self.timed_review(policy_id, req)
                 self.assertIs(response.get("allowed"), False, response)
                 self.assertEqual(response["status"].get("message"), POLICY_TIMEOUT_MESSAGE, response)
                 self.assertEqual(response["status"].get("code"), 500, response)
@@ -314,10 +318,9 @@ class FaultsE2E(hosts.HostTestCase):
         self.proxy.add(Fault("delay", seconds=DELAY_BELOW, path=fx("fast")))
         for policy_id, req in cold_requests("fast"):
             with self.subTest(policy_id):
-                start = time.monotonic()
-                response = self.review(policy_id, req)
+                response, took = self.timed_review(policy_id, req)
                 self.assertIs(response.get("allowed"), True, response)
-                self.report(f"{policy_id}: right in {time.monotonic() - start:.2f} s with a {DELAY_BELOW} s delay")
+                self.report(f"{policy_id}: right in {took:.2f} s with a {DELAY_BELOW} s delay")
         self.assertTrue(any(s.action == "delay" for s in self.proxy.requests()), "the proxy delayed nothing")
 
     def test_first_lists_held_on_every_worker_stall_every_policy(self):

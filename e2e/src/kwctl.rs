@@ -93,6 +93,22 @@ impl Kwctl {
         })
     }
 
+    /// kwctl for a test, as [`find_kwctl`] finds it, its state under `kwctl/` in a new
+    /// [`TempDir::new`]`(tag)` (returned with it, for the test's own files). Without kwctl, the
+    /// test's `SKIPPED: kwctl is not on PATH, so {not_done} (to get it: ...)` notice is printed
+    /// and `None` returned; without the trust root, it panics.
+    pub fn for_test(tag: &str, not_done: &str) -> Option<(Self, TempDir)> {
+        let Some(exe) = find_kwctl() else {
+            notice(&format!(
+                "SKIPPED: kwctl is not on PATH, so {not_done} (to get it: {HOW_TO_GET_KWCTL})"
+            ));
+            return None;
+        };
+        let dir = TempDir::new(tag);
+        let kwctl = Self::new(exe, dir.0.join("kwctl")).unwrap_or_else(|e| panic!("{e:#}"));
+        Some((kwctl, dir))
+    }
+
     /// A kwctl command with `args`, its state under [`Kwctl::home`].
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(&self.exe);
@@ -175,6 +191,15 @@ impl TempDir {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("cannot create a temporary directory");
         Self(dir)
+    }
+
+    /// Writes `contents` to the file `name` in the directory and returns its path; panics when
+    /// it cannot (for tests).
+    pub fn write(&self, name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.0.join(name);
+        std::fs::write(&path, contents)
+            .unwrap_or_else(|e| panic!("cannot write {}: {e}", path.display()));
+        path
     }
 }
 

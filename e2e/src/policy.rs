@@ -251,7 +251,7 @@ impl Policy {
     pub fn memory_needed(&self, operation: &str, payload: &[u8], ceiling: usize) -> Result<usize> {
         let completes = |pages: usize| -> Result<bool> {
             let capped = self.clone().with_memory_limit(pages * WASM_PAGE_SIZE)?;
-            let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
+            let ctx = self.context(Answers::None);
             // A harness error here is the instantiation failing under the cap.
             Ok(matches!(
                 capped.call_with(operation, payload, ctx),
@@ -330,7 +330,7 @@ impl Policy {
     /// warm does. Guest state (heap, globals) carries over between its calls.
     pub fn instantiate(&self) -> Result<Instance> {
         let started = Instant::now();
-        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
+        let ctx = self.context(Answers::None);
         let host = self.host(Arc::clone(&ctx))?;
         Ok(Instance {
             path: self.path.clone(),
@@ -343,9 +343,7 @@ impl Policy {
     /// Calls a guest function with a raw payload in a fresh instance; a guest
     /// error (the policy's `Err`, or a trap) is returned as an error.
     pub fn call(&self, operation: &str, payload: &[u8]) -> Result<Vec<u8>> {
-        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
-        self.call_with(operation, payload, ctx)?
-            .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
+        self.call_answered(operation, payload, Answers::None)
     }
 
     /// [`Policy::call`] with the host calls served from `replay`.
@@ -355,9 +353,19 @@ impl Policy {
         payload: &[u8],
         replay: ReplaySession,
     ) -> Result<Vec<u8>> {
-        let ctx = Arc::new(HostContext::new(self.access.clone(), Some(replay)));
-        self.call_with(operation, payload, ctx)?
-            .map_err(|e| anyhow!("guest call {operation} failed: {e}"))
+        self.call_answered(operation, payload, Answers::Replay(replay))
+    }
+
+    /// [`Policy::call`] with the host calls answered by `answers`.
+    fn call_answered(&self, operation: &str, payload: &[u8], answers: Answers) -> Result<Vec<u8>> {
+        self.call_with(operation, payload, self.context(answers))?
+            .map_err(|e| guest_call_failed(operation, e))
+    }
+
+    /// A host context for one evaluation: this policy's [`ContextAwareAccess`], host calls
+    /// answered by `answers`.
+    fn context(&self, answers: Answers) -> Arc<HostContext> {
+        Arc::new(HostContext::new(self.access.clone(), answers))
     }
 
     /// Calls `protocol_version`; SDK policies answer `"v1"`.
@@ -375,7 +383,7 @@ impl Policy {
     /// unreadable answer means invalid settings. `null` settings are sent as `{}`.
     pub fn validate_settings(&self, settings: &Value) -> Result<SettingsValidation> {
         let payload = serde_json::to_vec(settings_or_empty(settings))?;
-        let ctx = Arc::new(HostContext::new(self.access.clone(), Answers::None));
+        let ctx = self.context(Answers::None);
         Ok(match self.call_with("validate_settings", &payload, ctx)? {
             Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| SettingsValidation {
                 valid: false,
@@ -429,7 +437,7 @@ impl Policy {
         answers: Answers,
     ) -> Result<Evaluation> {
         let payload = validate_payload(request, settings)?;
-        let ctx = Arc::new(HostContext::new(self.access.clone(), answers));
+        let ctx = self.context(answers);
         let outcome = self.call_with("validate", &payload, Arc::clone(&ctx))?;
         Ok(evaluation(request, outcome, &ctx))
     }
@@ -470,17 +478,7 @@ impl Instance {
         self.ctx.start(replay);
         let outcome = self.host.call(operation, payload);
         self.ctx.finish();
-        outcome.map_err(|e| anyhow!("guest call {operation} failed: {e}"))
-    }
-
-    /// [`Policy::validate`] in this instance.
-    pub fn validate(
-        &self,
-        request: &Value,
-        settings: &Value,
-        replay: Option<ReplaySession>,
-    ) -> Result<AdmissionResponse> {
-        Ok(self.evaluate(request, settings, replay)?.response)
+        outcome.map_err(|e| guest_call_failed(operation, e))
     }
 
     /// [`Policy::evaluate`] in this instance.
@@ -498,6 +496,11 @@ impl Instance {
             .map_err(|e| e.to_string());
         Ok(evaluation(request, outcome, &self.ctx))
     }
+}
+
+/// The error of a guest call that failed (the policy's `Err`, or a trap).
+fn guest_call_failed(operation: &str, error: impl fmt::Display) -> anyhow::Error {
+    anyhow!("guest call {operation} failed: {error}")
 }
 
 /// The `validate` payload policy-evaluator sends: `{"request", "settings"}`.

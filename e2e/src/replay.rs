@@ -136,25 +136,21 @@ impl CallbackRequest {
                 label_selector,
                 field_selector,
                 field_masks,
-            } => Call::List(ListCall {
+            }
+            | Self::KubernetesListResourceNamespace {
                 api_version,
                 kind,
-                namespace: None,
-                label_selector: label_selector.as_deref(),
-                field_selector: field_selector.as_deref(),
-                field_masks: field_masks.as_ref(),
-            }),
-            Self::KubernetesListResourceNamespace {
-                api_version,
-                kind,
-                namespace,
                 label_selector,
                 field_selector,
                 field_masks,
+                ..
             } => Call::List(ListCall {
                 api_version,
                 kind,
-                namespace: Some(namespace),
+                namespace: match self {
+                    Self::KubernetesListResourceNamespace { namespace, .. } => Some(namespace),
+                    _ => None,
+                },
                 label_selector: label_selector.as_deref(),
                 field_selector: field_selector.as_deref(),
                 field_masks: field_masks.as_ref(),

@@ -166,6 +166,14 @@ impl AdmissionResponse {
     pub fn code(&self) -> Option<u16> {
         self.status.as_ref()?.code
     }
+
+    /// The audit annotation `key`, if any.
+    pub fn audit(&self, key: &str) -> Option<&str> {
+        self.audit_annotations
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
 }
 
 #[cfg(test)]
@@ -224,6 +232,17 @@ mod tests {
         assert!(!r.allowed);
         assert_eq!(r.message(), Some(MUTATION_WITHOUT_OBJECT));
         assert_eq!(r.code(), None);
+    }
+
+    #[test]
+    fn audit_reads_one_annotation() {
+        let r = AdmissionResponse {
+            audit_annotations: Some([("exception".to_string(), "e".to_string())].into()),
+            ..Default::default()
+        };
+        assert_eq!(r.audit("exception"), Some("e"));
+        assert_eq!(r.audit("excused"), None);
+        assert_eq!(AdmissionResponse::default().audit("exception"), None);
     }
 
     #[test]

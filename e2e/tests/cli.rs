@@ -59,6 +59,13 @@ fn assert_stderr_has(out: &Output, text: &str) {
     assert!(err.contains(text), "{err}");
 }
 
+/// `gpu-kwctl run` of the fixture on the Pod of team-a with the settings file `settings`, named
+/// with `flag` (`-s` or `--settings-path`).
+fn run_with_settings(flag: &str, settings: &str) -> Output {
+    let (req, settings) = (data("pod_in_team_a.json"), data(settings));
+    gpu_kwctl(&["run", "-r", &req, flag, &settings, &built_module()])
+}
+
 /// `gpu-kwctl run` of the Pod of team-a with `{"lookupNamespace": true}`, the Namespace read
 /// from the session file (`--allow-context-aware` when `allow`); kwctl exits 0 whatever the
 /// verdict.
@@ -94,10 +101,7 @@ fn accept_prints_the_response_and_exits_0() {
 
 #[test]
 fn reject_exits_0_with_the_message() {
-    let module = built_module();
-    let req = data("pod_in_team_a.json");
-    let settings = data("settings_required_label.yml");
-    let out = gpu_kwctl(&["run", "-r", &req, "--settings-path", &settings, &module]);
+    let out = run_with_settings("--settings-path", "settings_required_label.yml");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stdout_json(&out),
@@ -153,10 +157,7 @@ fn request_from_stdin() {
 
 #[test]
 fn invalid_settings_exit_1() {
-    let module = built_module();
-    let req = data("pod_in_team_a.json");
-    let settings = data("settings_invalid.yml");
-    let out = gpu_kwctl(&["run", "-r", &req, "-s", &settings, &module]);
+    let out = run_with_settings("-s", "settings_invalid.yml");
     assert_eq!(out.status.code(), Some(1));
     assert!(out.stdout.is_empty());
     assert_eq!(
@@ -240,43 +241,53 @@ fn leftover_exchanges_are_warned_about() {
     let module = annotated_module();
     let out = run_lookup(&module, "session_two_exchanges.yml", true);
     assert_eq!(stdout_json(&out)["allowed"], true);
-    let err = stderr(&out);
-    assert!(
-        err.contains("WARN Some of the recorded exchanges have not been replayed"),
-        "{err}"
+    assert_stderr_has(
+        &out,
+        "WARN Some of the recorded exchanges have not been replayed",
     );
-    assert!(err.contains("KubernetesListResourceAll"), "{err}");
+    assert_stderr_has(&out, "KubernetesListResourceAll");
+}
+
+/// Fails unless gpu-kwctl exits 2 with each of `cases`' arguments, its stderr saying the text.
+fn assert_exits_2_saying(cases: &[(&[&str], &str)]) {
+    for (args, says) in cases {
+        let out = gpu_kwctl(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_stderr_has(&out, says);
+    }
 }
 
 #[test]
 fn unreadable_files_exit_2() {
     let module = built_module();
-    let out = gpu_kwctl(&["run", "-r", "/nonexistent/request.json", &module]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_stderr_has(&out, "cannot read request /nonexistent/request.json");
-
+    let m = module.as_str();
     let req = data("pod_in_team_a.json");
-    let out = gpu_kwctl(&[
-        "run",
-        "-r",
-        &req,
-        "--replay-host-capabilities-interactions",
-        "/nonexistent/session.yml",
-        &module,
+    let r = req.as_str();
+    assert_exits_2_saying(&[
+        (
+            &["run", "-r", "/nonexistent/request.json", m],
+            "cannot read request /nonexistent/request.json",
+        ),
+        (
+            &[
+                "run",
+                "-r",
+                r,
+                "--replay-host-capabilities-interactions",
+                "/nonexistent/session.yml",
+                m,
+            ],
+            "cannot read replay session",
+        ),
+        (&["run", "-r", r, "/nonexistent/policy.wasm"], "make build"),
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_stderr_has(&out, "cannot read replay session");
-
-    let out = gpu_kwctl(&["run", "-r", &req, "/nonexistent/policy.wasm"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert_stderr_has(&out, "make build");
 }
 
 #[test]
 fn usage_errors_exit_2() {
     let module = built_module();
     let m = module.as_str();
-    let cases: [(&[&str], &str); 6] = [
+    assert_exits_2_saying(&[
         (&["run", "--bogus", m], "unknown option --bogus"),
         (&["run", m, "-r"], "-r needs a value"),
         (
@@ -286,12 +297,7 @@ fn usage_errors_exit_2() {
         (&["run", m, m], "only one module can be given"),
         (&["annotate", "--bogus", m], "unknown option --bogus"),
         (&["run"], "missing <module.wasm>"),
-    ];
-    for (args, says) in cases {
-        let out = gpu_kwctl(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}");
-        assert_stderr_has(&out, says);
-    }
+    ]);
 
     let out = gpu_kwctl(&["--help"]);
     assert_eq!(out.status.code(), Some(0));

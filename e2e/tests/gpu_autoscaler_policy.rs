@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::sync::OnceLock;
-
 use common::PolicyUnderTest;
 use common::manifests::{
     assert_granted, assert_metadata_version_matches_the_crate, checked_example, deploy_dra_role,
@@ -22,18 +20,6 @@ const S: &str = "settings.yml";
 const A100: Option<&str> = Some("session_deployment_a100.yml");
 
 const NOT_GRANTED: &str = "HorizontalPodAutoscaler ml-serving/llm-a100: cannot get apps/v1/Deployment ml-serving/llm-a100: not granted to this policy: add {apiVersion: apps/v1, kind: Deployment} to the ClusterAdmissionPolicy's contextAwareResources. The GPU autoscaler policy denies what it cannot check (unreadableCluster: deny); the host's error is in the audit annotation host-error.";
-
-fn readme() -> &'static str {
-    static README: OnceLock<String> = OnceLock::new();
-    README
-        .get_or_init(|| std::fs::read_to_string(POLICY.dir().join("README.md")).unwrap_or_default())
-}
-
-/// The README wraps some quoted messages over lines: compare with whitespace folded.
-fn readme_quotes(text: &str) -> bool {
-    let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-    fold(readme()).contains(&fold(text))
-}
 
 #[test]
 fn every_request_gives_its_verdict_message_warnings_and_calls() {
@@ -122,7 +108,10 @@ fn settings_validation() {
     ];
     for (s, message) in cases {
         assert_eq!(POLICY.settings_refusal(&s), message);
-        assert!(readme_quotes(message), "README does not quote {message:?}");
+        assert!(
+            POLICY.readme_quotes(message, true),
+            "README does not quote {message:?}"
+        );
     }
     let typo = POLICY.settings_refusal(&json!({"resourceMetricOnly": "warn"}));
     assert!(

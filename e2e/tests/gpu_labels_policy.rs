@@ -47,10 +47,7 @@ fn exempt_namespace_is_accepted_with_an_audit_annotation() {
     assert!(r.allowed);
     assert_eq!(r.status, None);
     assert_eq!(
-        r.audit_annotations
-            .as_ref()
-            .and_then(|a| a.get("exempt"))
-            .map(String::as_str),
+        r.audit("exempt"),
         Some("namespace gpu-operator is in exemptNamespaces: not checked")
     );
 }
@@ -285,10 +282,6 @@ fn run_with(request: &str, settings: &Value) -> gpu_e2e::AdmissionResponse {
     POLICY.validate(&request, settings)
 }
 
-fn audit(r: &gpu_e2e::AdmissionResponse, key: &str) -> Option<String> {
-    r.audit_annotations.as_ref()?.get(key).cloned()
-}
-
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
     POLICY.assert_exception_fixture_renewed();
@@ -301,14 +294,14 @@ fn an_exception_for_the_label_rules_excuses_only_them() {
     let r = run_with("pod_mig_slice_unlabelled.json", &s);
     assert!(r.allowed, "{r:?}");
     assert_eq!((r.status.as_ref(), r.warnings.as_ref()), (None, None));
-    assert_eq!(audit(&r, "exception").as_deref(), Some(EXCEPTION_AUDIT));
-    assert_eq!(audit(&r, "excused").as_deref(), Some(MIG_LABELS_EXCUSED));
+    assert_eq!(r.audit("exception"), Some(EXCEPTION_AUDIT));
+    assert_eq!(r.audit("excused"), Some(MIG_LABELS_EXCUSED));
     // Labels and a request problem: denied for the request problem alone.
     let r = run_with("pod_gpu_missing_labels.json", &s);
     assert!(!r.allowed);
     assert_eq!(r.message(), Some(LLM_NOT_EXCUSED));
-    assert_eq!(audit(&r, "exception").as_deref(), Some(EXCEPTION_AUDIT));
-    assert_eq!(audit(&r, "excused").as_deref(), Some(LLM_LABELS_EXCUSED));
+    assert_eq!(r.audit("exception"), Some(EXCEPTION_AUDIT));
+    assert_eq!(r.audit("excused"), Some(LLM_LABELS_EXCUSED));
     // Another namespace: not covered, as without the exception.
     let r = run_with("pod_amd_gpu_unlabelled.json", &s);
     let plain = run_with("pod_amd_gpu_unlabelled.json", &json!({}));

@@ -15,11 +15,12 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::Path;
 
-use common::PolicyUnderTest;
 use common::dates::{DatedException, parse_utc, today, unix_now};
 use common::manifests::{assert_metadata_version_matches_the_crate, yaml_documents};
+use common::{PolicyUnderTest, assert_rejected_starting};
+use gpu_e2e::kwctl::Kwctl;
 use gpu_e2e::{AdmissionResponse, Evaluation, module_path, read_settings};
 use serde_json::{Value, json};
 
@@ -324,16 +325,10 @@ fn contradictions_and_unmatched_workloads_are_denied() {
 fn malformed_object_is_rejected_not_a_500() {
     let mut req = POLICY.request("deployment_interactive.json");
     req["object"]["spec"]["template"]["spec"]["containers"] = json!("vllm");
-    let response = run(&req, SETTINGS);
-    assert!(!response.allowed);
-    assert_eq!(response.code(), Some(400));
-    assert!(
-        response
-            .message()
-            .unwrap()
-            .starts_with("Deployment team-a/chat-llm cannot be read, so it is denied: spec.template.spec: invalid type"),
-        "{:?}",
-        response.message()
+    assert_rejected_starting(
+        &run(&req, SETTINGS),
+        400,
+        "Deployment team-a/chat-llm cannot be read, so it is denied: spec.template.spec: invalid type",
     );
 }
 
@@ -354,42 +349,22 @@ const INVALID_SETTINGS: &[(&str, &str)] = &[
 
 #[test]
 fn settings_validation() {
-    for file in [
+    POLICY.assert_valid_settings(&[
         SETTINGS,
         "settings_default_pool.yml",
         LENDING,
         EXCEPTIONS,
         "settings_exceptions_expired.yml",
         TEAM,
-    ] {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(v.valid, "{file}: {:?}", v.message);
-    }
+    ]);
     for (file, message) in INVALID_SETTINGS {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(!v.valid, "{file}");
-        assert_eq!(v.message.as_deref(), Some(*message), "{file}");
+        let refusal = POLICY.settings_refusal(&POLICY.settings(file));
+        assert_eq!(refusal, *message, "{file}");
     }
-    let empty = POLICY.module().validate_settings(&Value::Null).unwrap();
-    assert!(!empty.valid);
-    assert!(
-        empty
-            .message
-            .unwrap()
-            .starts_with("pools: configure at least one pool")
-    );
-    let typo = POLICY
-        .module()
-        .validate_settings(&json!({"pools": [], "defaultPol": "batch"}))
-        .unwrap();
-    assert!(!typo.valid);
-    assert!(typo.message.unwrap().contains("unknown field `defaultPol`"));
+    let empty = POLICY.settings_refusal(&Value::Null);
+    assert!(empty.starts_with("pools: configure at least one pool"));
+    let typo = POLICY.settings_refusal(&json!({"pools": [], "defaultPol": "batch"}));
+    assert!(typo.contains("unknown field `defaultPol`"));
 }
 
 // ---------------------------------------------------------------------------------------
@@ -710,9 +685,7 @@ fn assert_lent_at_the_hosts_time(response: &AdmissionResponse, runner: &str) {
 fn assert_lent_at_the_hosts_time_at(response: &AdmissionResponse, runner: &str, location: &str) {
     let prefix = LENT_PREFIX.replacen("spec.template.spec: ", location, 1);
     let lent = response
-        .audit_annotations
-        .as_ref()
-        .and_then(|a| a.get("lent"))
+        .audit("lent")
         .unwrap_or_else(|| panic!("{runner}: no lent annotation: {response:?}"));
     let at = lent
         .strip_prefix(prefix.as_str())
@@ -787,14 +760,7 @@ fn a_lent_deployment_stays_on_the_lending_pool_when_updated() {
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None);
     assert_eq!(response.warnings, None);
-    assert_eq!(
-        response
-            .audit_annotations
-            .as_ref()
-            .and_then(|a| a.get("lent"))
-            .map(String::as_str),
-        Some(LENT_STAYS)
-    );
+    assert_eq!(response.audit("lent"), Some(LENT_STAYS));
     // Without lending in the settings, the pool label naming interactive is a contradiction.
     let plain = run(&req, SETTINGS);
     assert!(!plain.allowed);
@@ -862,61 +828,24 @@ fn a_lent_deployment_stays_outside_the_window_only_while_its_template_is_unchang
     );
 }
 
-/// kwctl: `$KWCTL` if set (`none`: not used), else the first `kwctl` on PATH.
-fn find_kwctl() -> Option<PathBuf> {
-    match std::env::var_os("KWCTL") {
-        Some(v) if v == "none" => return None,
-        Some(v) if !v.is_empty() && PathBuf::from(&v).components().count() > 1 => {
-            return Some(PathBuf::from(v)).filter(|p| p.is_file());
-        }
-        _ => {}
-    }
-    let name = std::env::var_os("KWCTL")
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "kwctl".into());
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(&name))
-        .find(|p| p.is_file())
-}
-
 /// The same lent Deployment under Kubewarden's own kwctl: the module reads the host's clock
 /// through WASI there too.
 #[test]
 fn under_the_real_kwctl_the_module_reads_the_hosts_clock() {
-    let Some(kwctl) = find_kwctl() else {
-        eprintln!(
-            "SKIPPED: kwctl is not on PATH, so lending was not run under the real kwctl (to get it: ../shared/kubewarden/install.sh DIR, then add DIR to PATH)"
-        );
+    let Some((kwctl, _home)) =
+        Kwctl::for_test("lending", "lending was not run under the real kwctl")
+    else {
         return;
     };
-    let shared = match std::env::var_os("GPU_ADMISSION_SHARED") {
-        Some(v) if !v.is_empty() => PathBuf::from(v),
-        _ => gpu_e2e::workspace_root().join("../shared"),
-    };
-    let trust = shared.join("kubewarden/offline-sigstore-trust-config.json");
-    assert!(trust.is_file(), "{} not found", trust.display());
-    let home = std::env::temp_dir().join(format!("gpu-e2e-lending-{}", std::process::id()));
-    let module = module_path("gpu-pool-routing-policy").unwrap();
-    let output = std::process::Command::new(&kwctl)
-        .args([
-            "--no-color",
-            "run",
-            "--request-path",
-            "test_data/deployment_batch.json",
-        ])
-        .args(["--settings-path", "test_data/settings_lending.yml"])
-        .arg("--sigstore-trust-config")
-        .arg(&trust)
-        .arg(&module)
-        .current_dir(POLICY.dir())
-        .env("XDG_CACHE_HOME", home.join("cache"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env_remove("KUBECONFIG")
-        .stdin(std::process::Stdio::null())
-        .output()
+    let output = kwctl
+        .run(
+            &module_path("gpu-pool-routing-policy").unwrap(),
+            &POLICY.dir(),
+            Path::new("test_data/deployment_batch.json"),
+            Some(Path::new("test_data/settings_lending.yml")),
+            None,
+        )
         .unwrap();
-    let _ = std::fs::remove_dir_all(&home);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -953,10 +882,6 @@ fn no_pool_message() -> &'static str {
         .unwrap()
 }
 
-fn audit(r: &AdmissionResponse, key: &str) -> Option<String> {
-    r.audit_annotations.as_ref()?.get(key).cloned()
-}
-
 #[test]
 fn the_exception_fixture_is_renewed_in_time() {
     POLICY.assert_exception_fixture_renewed();
@@ -969,14 +894,8 @@ fn an_exception_lets_a_workload_that_matches_no_pool_through() {
     assert!(response.allowed, "{:?}", response.message());
     assert_eq!(response.patch, None, "excused, not routed");
     assert_eq!(response.warnings, None);
-    assert_eq!(
-        audit(&response, "exception").as_deref(),
-        Some(EXCEPTION_AUDIT)
-    );
-    assert_eq!(
-        audit(&response, "excused").as_deref(),
-        Some(no_pool_message())
-    );
+    assert_eq!(response.audit("exception"), Some(EXCEPTION_AUDIT));
+    assert_eq!(response.audit("excused"), Some(no_pool_message()));
     // What the exception does not cover is routed as before.
     let other = run(&POLICY.request("deployment_interactive.json"), EXCEPTIONS);
     assert_eq!(

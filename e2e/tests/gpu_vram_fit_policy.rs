@@ -17,7 +17,7 @@ use common::PolicyUnderTest;
 use common::dates::DatedException;
 use common::manifests::yaml_documents;
 use gpu_e2e::metadata::Metadata;
-use gpu_e2e::{CallbackRequest, Exchange, RecordedResponse, ReplaySession};
+use gpu_e2e::{CallbackRequest, Exchange, HostCall, RecordedResponse, ReplaySession};
 use serde_json::{Value, json};
 
 const POLICY: PolicyUnderTest = PolicyUnderTest("gpu-vram-fit-policy");
@@ -47,15 +47,21 @@ fn every_test_data_request_gets_its_verdict_and_message() {
     });
 }
 
+/// The first host call of `request` under `settings`, answered from `session`; the request is
+/// accepted.
+fn first_call_of_an_accepted(request: &str, settings: &str, session: &str) -> HostCall {
+    let e = POLICY.evaluate(request, settings, Some(session));
+    assert!(e.response.allowed, "{:?}", e.response);
+    e.host_calls.into_iter().next().expect("a host call")
+}
+
 #[test]
 fn the_registry_is_read_with_the_sdk_get_resource_request() {
-    let e = POLICY.evaluate(
+    let call = first_call_of_an_accepted(
         "deployment_registry_model.json",
         "settings_registry.yml",
-        Some("session_registry_found.yml"),
+        "session_registry_found.yml",
     );
-    assert!(e.response.allowed, "{:?}", e.response);
-    let call = &e.host_calls[0];
     assert_eq!(call.target(), ("kubewarden", "kubernetes", "get_resource"));
     assert_eq!(
         serde_json::from_str::<Value>(&call.payload).unwrap(),
@@ -109,13 +115,11 @@ fn dra_claims_are_read_with_a_masked_get_in_the_request_namespace() {
 
 #[test]
 fn image_labels_are_read_with_the_sdk_oci_manifest_config_request() {
-    let e = POLICY.evaluate(
+    let call = first_call_of_an_accepted(
         "deployment_image_labelled.json",
         "settings_image_labels.yml",
-        Some("session_image_labels_found.yml"),
+        "session_image_labels_found.yml",
     );
-    assert!(e.response.allowed, "{:?}", e.response);
-    let call = &e.host_calls[0];
     assert_eq!(
         call.target(),
         ("kubewarden", "oci", "v1/oci_manifest_config")
@@ -228,7 +232,7 @@ fn without_context_aware_access_the_denial_names_the_fix() {
 
 #[test]
 fn settings_files_are_valid_and_invalid_ones_name_the_field() {
-    for file in [
+    POLICY.assert_valid_settings(&[
         "settings.yml",
         "settings_pools.yml",
         "settings_caps.yml",
@@ -240,13 +244,7 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "settings_fractional.yml",
         "settings_exceptions.yml",
         "settings_exceptions_expired.yml",
-    ] {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(v.valid, "{file}: {:?}", v.message);
-    }
+    ]);
     for (file, message) in [
         (
             "settings_invalid.yml",
@@ -257,12 +255,8 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
             "usableMemoryPercent: give a whole percentage such as 90 (for vLLM's --gpu-memory-utilization 0.9), got '0.9'",
         ),
     ] {
-        let v = POLICY
-            .module()
-            .validate_settings(&POLICY.settings(file))
-            .unwrap();
-        assert!(!v.valid, "{file}");
-        assert_eq!(v.message.as_deref(), Some(message), "{file}");
+        let refusal = POLICY.settings_refusal(&POLICY.settings(file));
+        assert_eq!(refusal, message, "{file}");
     }
     let empty = POLICY.module().validate_settings(&json!({})).unwrap();
     assert!(
@@ -270,13 +264,9 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
         "defaults work out of the box: {:?}",
         empty.message
     );
-    let typo = POLICY
-        .module()
-        .validate_settings(&json!({"usableMemoryPercentage": 90}))
-        .unwrap();
-    assert!(!typo.valid);
+    let typo = POLICY.settings_refusal(&json!({"usableMemoryPercentage": 90}));
     assert!(
-        typo.message.unwrap().contains("usableMemoryPercentage"),
+        typo.contains("usableMemoryPercentage"),
         "unknown fields are named"
     );
     // The DRA and fractional-GPU blocks name their fields (the README quotes these).
@@ -294,20 +284,15 @@ fn settings_files_are_valid_and_invalid_ones_name_the_field() {
             SETTINGS_KAI_NAMES,
         ),
     ] {
-        let v = POLICY.module().validate_settings(&settings).unwrap();
-        assert!(!v.valid, "{settings}");
-        assert_eq!(v.message.as_deref(), Some(message));
+        assert_eq!(POLICY.settings_refusal(&settings), message);
     }
-    let zero_layers = POLICY
-        .module()
-        .validate_settings(
-            &json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16",
-            "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}),
-        )
-        .unwrap();
+    let zero_layers = POLICY.settings_refusal(
+        &json!({"models": {"m": {"parametersBillions": 7, "dtype": "bf16",
+        "layers": 0, "kvHeads": 8, "headDim": 128, "contextLength": 4096}}}),
+    );
     assert_eq!(
-        zero_layers.message.as_deref(),
-        Some("models[m].layers: must be a whole number from 1 to 10000, got '0'")
+        zero_layers,
+        "models[m].layers: must be a whole number from 1 to 10000, got '0'"
     );
 }
 

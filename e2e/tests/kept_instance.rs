@@ -41,12 +41,13 @@ fn a_kept_instance_takes_raw_calls_and_reports_guest_errors() {
     );
     // Without a session, a context-aware evaluation fails its host call, as in a fresh instance.
     let response = instance
-        .validate(
+        .evaluate(
             &request("pod_in_team_a.json"),
             &settings("settings_lookup_namespace.yml"),
             None,
         )
-        .unwrap();
+        .unwrap()
+        .response;
     assert!(!response.allowed);
 }
 

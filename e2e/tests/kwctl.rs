@@ -28,8 +28,8 @@ use anyhow::{Context, Result, anyhow, bail};
 use common::cases::{Case, parse_cases, policies, policies_dir, read_cases};
 use gpu_e2e::annotate::annotate_module;
 use gpu_e2e::kwctl::{
-    HOW_TO_GET_KWCTL, Kwctl, Outcome, TempDir, find_kwctl, first_of_each_policy_first, in_parallel,
-    kwctl_outcome, notice, response_fields, shorten, text,
+    Kwctl, Outcome, first_of_each_policy_first, in_parallel, kwctl_outcome, notice,
+    response_fields, shorten, text,
 };
 use gpu_e2e::metadata::{ANNOTATION_KWCTL_VERSION, ANNOTATION_TITLE, ANNOTATION_VERSION};
 use gpu_e2e::{
@@ -467,14 +467,12 @@ fn describe(outcome: &Outcome) -> String {
 
 #[test]
 fn kwctl_agrees_with_the_harness_on_every_policy() {
-    let Some(exe) = find_kwctl() else {
-        notice(&format!(
-            "SKIPPED: kwctl is not on PATH, so the policies were not checked against the real kwctl (to get it: {HOW_TO_GET_KWCTL})"
-        ));
+    let Some((kwctl, temp)) = Kwctl::for_test(
+        "kwctl",
+        "the policies were not checked against the real kwctl",
+    ) else {
         return;
     };
-    let temp = TempDir::new("kwctl");
-    let kwctl = Kwctl::new(exe, temp.0.clone()).unwrap_or_else(|e| panic!("{e:#}"));
     let mut problems = Vec::new();
 
     // Annotate and inspect, policy by policy.

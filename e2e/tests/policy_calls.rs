@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{fixture, request, settings};
+use common::{assert_rejected_starting, fixture, request, settings};
 use gpu_e2e::{AdmissionResponse, Policy, ValidationResponse, module_path};
 use serde_json::{Value, json};
 
@@ -189,16 +189,8 @@ fn malformed_request_is_rejected_not_a_panic() {
     let response = fixture()
         .validate(&json!("not an admission request"), &json!({}), None)
         .unwrap();
-    assert!(!response.allowed);
     assert_eq!(response.uid, "");
-    assert_eq!(response.code(), Some(400));
-    assert!(
-        response
-            .message()
-            .unwrap()
-            .starts_with("invalid validation request:"),
-        "{response:?}"
-    );
+    assert_rejected_starting(&response, 400, "invalid validation request:");
 }
 
 #[test]

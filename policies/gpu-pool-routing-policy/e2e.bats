@@ -17,21 +17,18 @@ patch_ops() {
   echo "$output" | sed -n 's/.*"patch":"\([^"]*\)".*/\1/p' | base64 -d
 }
 
-# patch_matches <pattern>..., patch_lacks <pattern>...: the decoded JSONPatch of the last run
-# matches every pattern (matches none).
-patch_matches() {
+# on_patch <check> <pattern>...: `matches` or `lacks` over the decoded JSONPatch of the last run.
+on_patch() {
   local ops
   ops="$(patch_ops)"
   local output="$ops"
-  matches "$@"
+  "$@"
 }
 
-patch_lacks() {
-  local ops
-  ops="$(patch_ops)"
-  local output="$ops"
-  lacks "$@"
-}
+# patch_matches <pattern>..., patch_lacks <pattern>...: the decoded JSONPatch of the last run
+# matches every pattern (matches none).
+patch_matches() { on_patch matches "$@"; }
+patch_lacks() { on_patch lacks "$@"; }
 
 @test "every case of kwctl_cases.tsv gives its answer" {
   run_cases kwctl_cases.tsv run_policy

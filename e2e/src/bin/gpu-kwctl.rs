@@ -87,12 +87,55 @@ fn one_module(mut positionals: Vec<String>) -> Result<Option<PathBuf>> {
     Ok(module.map(PathBuf::from))
 }
 
-/// A subcommand's flags (`-h`/`--help` aside) through `each`, and its one module; `None`
-/// when help is asked for.
-fn read_subcommand(
-    args: &[String],
-    mut each: impl FnMut(&str, FlagValue<'_>) -> Result<(), FlagError>,
-) -> Result<Option<Option<PathBuf>>> {
+/// A subcommand's arguments: its flags, taken one at a time, and its one module.
+trait Subcommand: Default {
+    /// Takes `flag` and its value; a flag the subcommand does not have is an error.
+    fn flag(&mut self, flag: &str, value: FlagValue<'_>) -> Result<(), FlagError>;
+    /// Where the module goes.
+    fn module(&mut self) -> &mut Option<PathBuf>;
+}
+
+impl Subcommand for RunArgs {
+    fn flag(&mut self, flag: &str, value: FlagValue<'_>) -> Result<(), FlagError> {
+        match flag {
+            "-r" | "--request-path" => self.request_path = Some(value.get()?),
+            "-s" | "--settings-path" => self.settings_path = Some(value.get()?.into()),
+            "--settings-json" => self.settings_json = Some(value.get()?),
+            "--replay-host-capabilities-interactions" => {
+                self.replay_path = Some(value.get()?.into());
+            }
+            "--allow-context-aware" => self.allow_context_aware = true,
+            other => return Err(FlagError::unknown(other)),
+        }
+        Ok(())
+    }
+
+    fn module(&mut self) -> &mut Option<PathBuf> {
+        &mut self.module
+    }
+}
+
+impl Subcommand for AnnotateArgs {
+    fn flag(&mut self, flag: &str, value: FlagValue<'_>) -> Result<(), FlagError> {
+        let path = match flag {
+            "-m" | "--metadata-path" => &mut self.metadata_path,
+            "-u" | "--usage-path" => &mut self.usage_path,
+            "-o" | "--output-path" => &mut self.output_path,
+            other => return Err(FlagError::unknown(other)),
+        };
+        *path = Some(value.get()?.into());
+        Ok(())
+    }
+
+    fn module(&mut self) -> &mut Option<PathBuf> {
+        &mut self.module
+    }
+}
+
+/// A subcommand's flags (`-h`/`--help` aside) and its one module; `None` when help is asked
+/// for.
+fn read_subcommand<A: Subcommand>(args: &[String]) -> Result<Option<A>> {
+    let mut parsed = A::default();
     let mut modules = Vec::new();
     let mut help = false;
     read_flags(args, &mut modules, |flag, value| match flag {
@@ -100,12 +143,13 @@ fn read_subcommand(
             help = true;
             Ok(())
         }
-        _ => each(flag, value),
+        _ => parsed.flag(flag, value),
     })?;
     if help {
         return Ok(None);
     }
-    Ok(Some(one_module(modules)?))
+    *parsed.module() = one_module(modules)?;
+    Ok(Some(parsed))
 }
 
 fn parse_args(args: &[String]) -> Result<Command> {
@@ -115,26 +159,9 @@ fn parse_args(args: &[String]) -> Result<Command> {
     match subcommand.as_str() {
         "-h" | "--help" | "help" => Ok(Command::Help),
         "run" => {
-            let mut run = RunArgs::default();
-            let module = read_subcommand(rest, |flag, value| {
-                match flag {
-                    "-r" | "--request-path" => run.request_path = Some(value.get()?),
-                    "-s" | "--settings-path" => {
-                        run.settings_path = Some(value.get()?.into());
-                    }
-                    "--settings-json" => run.settings_json = Some(value.get()?),
-                    "--replay-host-capabilities-interactions" => {
-                        run.replay_path = Some(value.get()?.into());
-                    }
-                    "--allow-context-aware" => run.allow_context_aware = true,
-                    other => return Err(FlagError::unknown(other)),
-                }
-                Ok(())
-            })?;
-            let Some(module) = module else {
+            let Some(run) = read_subcommand::<RunArgs>(rest)? else {
                 return Ok(Command::Help);
             };
-            run.module = module;
             if run.module.is_none() {
                 bail!("missing <module.wasm>");
             }
@@ -143,29 +170,7 @@ fn parse_args(args: &[String]) -> Result<Command> {
             }
             Ok(Command::Run(run))
         }
-        "annotate" => {
-            let mut annotate = AnnotateArgs::default();
-            let module = read_subcommand(rest, |flag, value| {
-                match flag {
-                    "-m" | "--metadata-path" => {
-                        annotate.metadata_path = Some(value.get()?.into());
-                    }
-                    "-u" | "--usage-path" => {
-                        annotate.usage_path = Some(value.get()?.into());
-                    }
-                    "-o" | "--output-path" => {
-                        annotate.output_path = Some(value.get()?.into());
-                    }
-                    other => return Err(FlagError::unknown(other)),
-                }
-                Ok(())
-            })?;
-            let Some(module) = module else {
-                return Ok(Command::Help);
-            };
-            annotate.module = module;
-            Ok(Command::Annotate(annotate))
-        }
+        "annotate" => Ok(read_subcommand(rest)?.map_or(Command::Help, Command::Annotate)),
         other => bail!("unknown subcommand {other:?} (only `run` and `annotate` are supported)"),
     }
 }

@@ -15,13 +15,7 @@ impl PolicyUnderTest {
     /// harness and checked ([`Case::mismatches`], plus what `more` finds); fails listing
     /// every mismatch. The README comparison folds white space when `readme_wraps`.
     pub fn check_cases(self, readme_wraps: bool, more: impl Fn(&Case, &Evaluation) -> Vec<String>) {
-        let readme = std::fs::read_to_string(self.dir().join("README.md")).unwrap_or_default();
-        let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
-        let folded = fold(&readme);
-        let quoted = |text: &str| match readme_wraps {
-            true => folded.contains(&fold(text)),
-            false => readme.contains(text),
-        };
+        let quoted = |text: &str| self.readme_quotes(text, readme_wraps);
         let cases = read_cases(self.0).unwrap_or_else(|e| panic!("{e:#}"));
         let module = self.module();
         let metadata = read_settings(self.dir().join("metadata.yml")).unwrap();

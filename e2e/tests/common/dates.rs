@@ -136,11 +136,7 @@ impl DatedException {
         };
         let month = validate(30);
         assert!(month.allowed && month.warnings.is_none(), "{month:?}");
-        let audit = month.audit_annotations.as_ref();
-        assert_eq!(
-            audit.and_then(|a| a.get("exception")).cloned(),
-            Some(self.audit(30))
-        );
+        assert_eq!(month.audit("exception"), Some(self.audit(30).as_str()));
         let last_week = validate(soon);
         assert!(last_week.allowed, "{last_week:?}");
         let warning = self.last_week_warning(last_week.warnings, soon);

@@ -15,6 +15,14 @@ use gpu_e2e::{
 };
 use serde_json::Value;
 
+/// Fails unless `response` rejects with HTTP `code` and a message starting with `start`.
+pub fn assert_rejected_starting(response: &AdmissionResponse, code: u16, start: &str) {
+    assert!(!response.allowed, "{response:?}");
+    assert_eq!(response.code(), Some(code), "{response:?}");
+    let message = response.message().unwrap_or_default();
+    assert!(message.starts_with(start), "{message:?}");
+}
+
 /// A built module by package name (compiled once per test binary).
 pub fn built(package: &str) -> Policy {
     static BUILT: Mutex<BTreeMap<String, Policy>> = Mutex::new(BTreeMap::new());
@@ -95,10 +103,23 @@ impl PolicyUnderTest {
             .collect()
     }
 
+    /// Whether the policy's README.md quotes `text`; with `wraps` (a README whose lines wrap
+    /// the messages), white space folded on both sides.
+    pub fn readme_quotes(self, text: &str, wraps: bool) -> bool {
+        let readme = std::fs::read_to_string(self.dir().join("README.md")).unwrap_or_default();
+        let fold = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        match wraps {
+            true => fold(&readme).contains(&fold(text)),
+            false => readme.contains(text),
+        }
+    }
+
     /// Fails, naming them, unless the policy's README.md quotes every text.
     pub fn assert_readme_quotes<'a>(self, texts: impl IntoIterator<Item = &'a str>) {
-        let readme = std::fs::read_to_string(self.dir().join("README.md")).unwrap();
-        let missing: Vec<&str> = texts.into_iter().filter(|t| !readme.contains(t)).collect();
+        let missing: Vec<&str> = texts
+            .into_iter()
+            .filter(|t| !self.readme_quotes(t, false))
+            .collect();
         assert!(
             missing.is_empty(),
             "README.md does not quote:\n{}",
