@@ -72,7 +72,7 @@ impl<'a> Pace<'a> {
     ) -> Result<(), HostFailure> {
         let brakes = self.brakes(pool, times, incoming)?;
         let (over, fit): (Vec<BrakeCheck>, Vec<BrakeCheck>) =
-            brakes.into_iter().partition(|c| !c.fits());
+            brakes.into_iter().partition(|c| !c.tally.fits());
         let lines: Vec<String> = over.iter().chain(&fit).map(BrakeCheck::audit).collect();
         if !lines.is_empty() {
             self.found.notes.push((audit::BRAKE, lines.join("; ")));

@@ -24,6 +24,7 @@ use super::pods::{LabelledUse, parse_pods_by_label};
 use super::queries::{namespace_pod_query, team_pod_query};
 use super::quotas::room_sentence;
 use super::settings::{ConfigMapRef, Settings};
+use super::tally::Tally;
 use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
@@ -368,23 +369,14 @@ pub struct TeamCheck {
     pub resource: String,
     /// `None`: the team's limit across pools.
     pub pool: Option<String>,
-    pub used: u64,
-    pub incoming: u64,
-    pub limit: u64,
+    /// What the team holds (in the pool), what the request adds, the budget's limit.
+    pub tally: Tally,
     pub shape: Option<GpuCounts>,
     pub all_incoming: GpuCounts,
     pub room: GpuCounts,
 }
 
 impl TeamCheck {
-    pub fn after(&self) -> u64 {
-        self.used.saturating_add(self.incoming)
-    }
-
-    pub fn fits(&self) -> bool {
-        self.after() <= self.limit
-    }
-
     fn scope(&self) -> String {
         match &self.pool {
             Some(p) => format!(" in pool {p}"),
@@ -407,17 +399,17 @@ impl Outcome {
     pub fn denials(&self) -> Vec<String> {
         self.checks
             .iter()
-            .filter(|c| !c.fits())
+            .filter(|c| !c.tally.fits())
             .map(|c| {
                 format!(
                     "team {} would hold {} of its {} {}{} ({} used + {} incoming): {}. Lower replicas, free the team's GPUs, or ask for a larger budget.",
                     self.team,
-                    c.after(),
-                    c.limit,
+                    c.tally.after(),
+                    c.tally.limit,
                     c.resource,
                     c.scope(),
-                    c.used,
-                    c.incoming,
+                    c.tally.used,
+                    c.tally.incoming,
                     room_sentence(&c.all_incoming, &c.room, c.shape.as_ref(), &c.resource)
                 )
             })
@@ -430,14 +422,11 @@ impl Outcome {
             .iter()
             .map(|c| {
                 format!(
-                    "{}{} used {} + incoming {} = {} of {}, {}",
+                    "{}{} used {}, {}",
                     c.resource,
                     c.scope(),
-                    c.used,
-                    c.incoming,
-                    c.after(),
-                    c.limit,
-                    if c.fits() { "fits" } else { "over" }
+                    c.tally,
+                    c.tally.verdict()
                 )
             })
             .collect();
@@ -526,9 +515,11 @@ pub fn check(
         checks.push(TeamCheck {
             resource: resource.clone(),
             pool: None,
-            used: used.used.get(resource).copied().unwrap_or(0),
-            incoming: *n,
-            limit,
+            tally: Tally {
+                used: used.used.get(resource).copied().unwrap_or(0),
+                incoming: *n,
+                limit,
+            },
             shape: incoming.pod_shape(&|_| true),
             all_incoming: total.clone(),
             room: across_room.clone(),
@@ -546,9 +537,11 @@ pub fn check(
             checks.push(TeamCheck {
                 resource: resource.clone(),
                 pool: Some(name.clone()),
-                used: in_pool.get(resource).copied().unwrap_or(0),
-                incoming: *n,
-                limit,
+                tally: Tally {
+                    used: in_pool.get(resource).copied().unwrap_or(0),
+                    incoming: *n,
+                    limit,
+                },
                 shape: incoming.pod_shape(&|t| t.pools.contains(i)),
                 all_incoming: added.clone(),
                 room: pool_room.clone(),
