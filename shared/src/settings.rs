@@ -9,6 +9,7 @@
 //! | the pool label | `poolLabelKey` | default [`DEFAULT_POOL_LABEL_KEY`] |
 //! | a pool's nodes | [`read_node_selector`] | a label selector (`matchLabels`, `matchExpressions`); a map of labels reads as `matchLabels` |
 //! | a reference to a pool | [`check_pool_ref`] | the pool's `name` |
+//! | an amount within a window of time | [`WindowRule`] | `{gpus: 32, per: 10m}` |
 //!
 //! The fields every policy shares (`extraGpuResources`, `customKinds`, `exemptNamespaces`,
 //! `dra`, `fractionalGpus`, and `exceptions` where the policy takes them) are declared once
@@ -21,6 +22,7 @@ mod error;
 mod node_selector;
 mod shared;
 pub mod wildcard;
+mod window;
 
 pub use action::{Action, UnreadableCluster};
 pub use error::FieldError;
@@ -29,6 +31,7 @@ pub(crate) use error::path_of;
 pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;
 pub use shared::{check_pool_ref, check_unique_pool_name, check_window_ref};
+pub use window::WindowRule;
 
 /// What every policy reads of its settings before its rules: given by `policy_settings!`.
 pub trait Common {
@@ -220,6 +223,29 @@ pub fn validate_label_value(field: &str, value: &str) -> Result<(), FieldError> 
             ),
         ))
     }
+}
+
+/// A kind named by API group and kind (an entry of `customKinds` or `suspendableKinds`,
+/// `field`): both given; the error offers `example` as a group (`kubeflow.org`).
+pub fn validate_group_kind(
+    field: &str,
+    group: &str,
+    kind: &str,
+    example: &str,
+) -> Result<(), FieldError> {
+    if group.trim().is_empty() {
+        return Err(FieldError::new(
+            format!("{field}.group"),
+            format!("must name the API group, e.g. {example}"),
+        ));
+    }
+    if kind.trim().is_empty() {
+        return Err(FieldError::new(
+            format!("{field}.kind"),
+            "must not be empty",
+        ));
+    }
+    Ok(())
 }
 
 /// A Kubernetes object name (DNS subdomain), such as a PriorityClass or a NodePool;

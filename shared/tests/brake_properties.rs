@@ -8,6 +8,7 @@ use gpu_rules::capacity::brake::{BrakeCheck, Scope, check};
 use gpu_rules::capacity::settings::brakes::Brake;
 use gpu_rules::capacity::timeline::{PodTime, PodTimes};
 use gpu_rules::gpu::GpuCounts;
+use gpu_rules::settings::WindowRule;
 use proptest::prelude::*;
 
 mod pool_gen;

@@ -22,6 +22,7 @@ use crate::admission::AdmissionRequest;
 use crate::clock::{UnixSeconds, duration_text, rfc3339};
 use crate::exceptions::{Exceptions, Lookup};
 use crate::gpu::GpuCounts;
+use crate::settings::WindowRule;
 use crate::workload::Workload;
 use std::collections::BTreeMap;
 

@@ -13,6 +13,7 @@ use crate::clock::UnixSeconds;
 use crate::cluster::{Cluster, HostFailure};
 use crate::gpu::GpuCounts;
 use crate::pools::sustained::Sustained;
+use crate::settings::WindowRule;
 
 /// Audit annotation keys.
 pub mod audit {

@@ -14,7 +14,7 @@
 //! them (`status.used` never has them), so neither does the gate; such keys are named in
 //! a warning.
 
-use super::demand::{Incoming, ScopeFacts, TemplateDemand, pods_fitting};
+use super::demand::{Incoming, ScopeFacts, TemplateDemand, gpus_text, pods_fitting};
 use super::pool_quotas::{Quota, not_counted_yet, parse_quotas};
 use super::queries::{QUOTA_REQUESTS_PREFIX, namespace_quota_query};
 use super::tally::Tally;
@@ -104,7 +104,7 @@ pub fn room_sentence(
             format!(
                 "{fit} of the {pods} incoming {} ({} each) {}",
                 if pods == 1 { "replica" } else { "replicas" },
-                per_pod(shape),
+                gpus_text(shape),
                 if fit == "1" { "fits" } else { "fit" }
             )
         }
@@ -113,15 +113,6 @@ pub fn room_sentence(
             room.get(resource).copied().unwrap_or(0)
         ),
     }
-}
-
-/// `2 nvidia.com/gpu` (`+` between resources).
-fn per_pod(shape: &GpuCounts) -> String {
-    shape
-        .iter()
-        .map(|(r, n)| format!("{n} {r}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
 }
 
 /// The namespace's quotas as far as the workload is concerned.

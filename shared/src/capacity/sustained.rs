@@ -18,6 +18,7 @@ use super::tally::verdict;
 use super::timeline::PodTimes;
 use crate::clock::{UnixSeconds, duration_text};
 use crate::pools::sustained::Sustained;
+use crate::settings::WindowRule;
 
 /// The rule name exceptions give to excuse it.
 pub const RULE: &str = "sustained";

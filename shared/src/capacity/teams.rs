@@ -29,7 +29,7 @@ use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailur
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
 use crate::pools::set::check_gpu_map;
-use crate::settings::{FieldError, is_dns_label, is_dns_subdomain};
+use crate::settings::{FieldError, is_dns_label, validate_object_name};
 use crate::workload::At;
 
 use serde_json::Value;
@@ -227,15 +227,7 @@ pub fn validate_settings(settings: &Settings) -> Result<(), FieldError> {
                 format!("'{}' is not a namespace name", r.namespace),
             ));
         }
-        if !is_dns_subdomain(&r.name) {
-            return Err(FieldError::new(
-                format!("{field}.name"),
-                format!(
-                    "'{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
-                    r.name
-                ),
-            ));
-        }
+        validate_object_name(&format!("{field}.name"), &r.name, "ConfigMap")?;
         if let Some(key) = r.key.as_deref().filter(|k| !k.is_empty()) {
             let ok = key.len() <= 253
                 && key
