@@ -109,12 +109,12 @@ proptest! {
         for c in judge(&pods, &brake, &incoming, NOW).iter().filter(|c| !c.tally.fits()) {
             let only = |n: u64| GpuCounts::from([(c.resource.clone(), n)]);
             match c.retry_at {
-                None => prop_assert!(c.incoming > c.limit, "{c:?}"),
+                None => prop_assert!(c.tally.incoming > c.tally.limit, "{c:?}"),
                 Some(t) => {
                     prop_assert!(t > NOW);
-                    let at = judge(&pods, &brake, &only(c.incoming), t);
+                    let at = judge(&pods, &brake, &only(c.tally.incoming), t);
                     prop_assert!(at[0].tally.fits(), "at {t}: {at:?}");
-                    let before = judge(&pods, &brake, &only(c.incoming), t - 1);
+                    let before = judge(&pods, &brake, &only(c.tally.incoming), t - 1);
                     prop_assert!(!before[0].tally.fits(), "at {}: {before:?}", t - 1);
                 }
             }
