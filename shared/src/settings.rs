@@ -261,6 +261,44 @@ pub fn validate_object_name(field: &str, name: &str, what: &str) -> Result<(), F
     }
 }
 
+/// A namespace name (a DNS label).
+pub fn validate_namespace_name(field: &str, namespace: &str) -> Result<(), FieldError> {
+    if is_dns_label(namespace) {
+        Ok(())
+    } else {
+        Err(FieldError::new(
+            field,
+            format!("'{namespace}' is not a namespace name"),
+        ))
+    }
+}
+
+/// A ConfigMap named by `namespace`, `name` and optionally a data `key` (at `field`, e.g.
+/// `teamBudgetsConfigMap`): a namespace name, a ConfigMap name, and a key of letters,
+/// digits, `-`, `_` and `.` (an empty key is none).
+pub fn validate_config_map_ref(
+    field: &str,
+    namespace: &str,
+    name: &str,
+    key: Option<&str>,
+) -> Result<(), FieldError> {
+    validate_namespace_name(&format!("{field}.namespace"), namespace)?;
+    validate_object_name(&format!("{field}.name"), name, "ConfigMap")?;
+    if let Some(key) = key.filter(|k| !k.is_empty()) {
+        let ok = key.len() <= 253
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+        if !ok {
+            return Err(FieldError::new(
+                format!("{field}.key"),
+                format!("'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn is_label_name(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()

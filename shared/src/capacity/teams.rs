@@ -29,7 +29,9 @@ use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailur
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
 use crate::pools::set::check_gpu_map;
-use crate::settings::{FieldError, is_dns_label, validate_object_name};
+use crate::settings::{
+    FieldError, check_pool_ref, validate_config_map_ref, validate_namespace_name,
+};
 use crate::workload::At;
 
 use serde_json::Value;
@@ -220,28 +222,12 @@ pub fn validate_settings(settings: &Settings) -> Result<(), FieldError> {
         settings,
     )?;
     if let Some(r) = config_map(settings) {
-        let field = "teamBudgetsConfigMap";
-        if !is_dns_label(&r.namespace) {
-            return Err(FieldError::new(
-                format!("{field}.namespace"),
-                format!("'{}' is not a namespace name", r.namespace),
-            ));
-        }
-        validate_object_name(&format!("{field}.name"), &r.name, "ConfigMap")?;
-        if let Some(key) = r.key.as_deref().filter(|k| !k.is_empty()) {
-            let ok = key.len() <= 253
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
-            if !ok {
-                return Err(FieldError::new(
-                    format!("{field}.key"),
-                    format!(
-                        "'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
-                    ),
-                ));
-            }
-        }
+        validate_config_map_ref(
+            "teamBudgetsConfigMap",
+            &r.namespace,
+            &r.name,
+            r.key.as_deref(),
+        )?;
     }
     Ok(())
 }
@@ -274,13 +260,8 @@ pub fn validate_budgets(
         }
         for (pool, limit) in &budget.pools {
             let at = format!("{field}.pools.{pool}");
-            if settings.pool_named(pool).is_none() {
-                let names: Vec<&str> = settings.pools.iter().map(|p| p.name.as_str()).collect();
-                return Err(FieldError::new(
-                    at,
-                    format!("'{pool}' names no pool; use one of {}", names.join(", ")),
-                ));
-            }
+            let names: Vec<&str> = settings.pools.iter().map(|p| p.name.as_str()).collect();
+            check_pool_ref(&at, pool, &names)?;
             match limit {
                 PoolLimit::Each(n) => {
                     n.count().map_err(|e| {
@@ -304,12 +285,7 @@ pub fn validate_budgets(
             ));
         }
         for (i, ns) in budget.namespaces.iter().enumerate() {
-            if !is_dns_label(ns) {
-                return Err(FieldError::new(
-                    format!("{field}.namespaces[{i}]"),
-                    format!("'{ns}' is not a namespace name"),
-                ));
-            }
+            validate_namespace_name(&format!("{field}.namespaces[{i}]"), ns)?;
             if let Some((_, other)) = owner.iter().find(|(n, _)| n == ns) {
                 return Err(FieldError::new(
                     format!("{field}.namespaces[{i}]"),

@@ -24,17 +24,8 @@ pub struct Sustained {
 }
 
 impl WindowRule for Sustained {
-    const WINDOW_FIELD: &'static str = "for";
-    const WINDOW_NOUN: &'static str = "duration";
-    const MAX_SECONDS: i64 = MAX_SUSTAINED_SECONDS;
-    const EXAMPLES: &'static str = "2m";
-
-    fn amount(&self) -> u64 {
-        u64::from(self.threshold_percent)
-    }
-
-    fn window(&self) -> &str {
-        &self.lasting
+    fn amount_and_window(&self) -> (u64, &str) {
+        (u64::from(self.threshold_percent), &self.lasting)
     }
 }
 
@@ -47,6 +38,11 @@ impl Sustained {
                 format!("must be between 1 and 100 (got {})", self.threshold_percent),
             ));
         }
-        self.check_window(field)
+        self.check_window(
+            format!("{field}.for"),
+            "duration",
+            MAX_SUSTAINED_SECONDS,
+            "2m",
+        )
     }
 }

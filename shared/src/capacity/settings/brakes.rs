@@ -38,17 +38,8 @@ pub struct Brake {
 }
 
 impl WindowRule for Brake {
-    const WINDOW_FIELD: &'static str = "per";
-    const WINDOW_NOUN: &'static str = "window";
-    const MAX_SECONDS: i64 = MAX_WINDOW_SECONDS;
-    const EXAMPLES: &'static str = "10m or 1h30m";
-
-    fn amount(&self) -> u64 {
-        self.gpus
-    }
-
-    fn window(&self) -> &str {
-        &self.per
+    fn amount_and_window(&self) -> (u64, &str) {
+        (self.gpus, &self.per)
     }
 }
 
@@ -60,7 +51,12 @@ impl Brake {
                 "give the most GPUs admitted within the window, at least 1, e.g. 32",
             ));
         }
-        self.check_window(field)
+        self.check_window(
+            format!("{field}.per"),
+            "window",
+            MAX_WINDOW_SECONDS,
+            "10m or 1h30m",
+        )
     }
 }
 
