@@ -261,18 +261,6 @@ pub fn validate_object_name(field: &str, name: &str, what: &str) -> Result<(), F
     }
 }
 
-/// A namespace name (a DNS label).
-pub fn validate_namespace_name(field: &str, namespace: &str) -> Result<(), FieldError> {
-    if is_dns_label(namespace) {
-        Ok(())
-    } else {
-        Err(FieldError::new(
-            field,
-            format!("'{namespace}' is not a namespace name"),
-        ))
-    }
-}
-
 /// A ConfigMap named by `namespace`, `name` and optionally a data `key` (at `field`, e.g.
 /// `teamBudgetsConfigMap`): a namespace name, a ConfigMap name, and a key of letters,
 /// digits, `-`, `_` and `.` (an empty key is none).
@@ -282,7 +270,12 @@ pub fn validate_config_map_ref(
     name: &str,
     key: Option<&str>,
 ) -> Result<(), FieldError> {
-    validate_namespace_name(&format!("{field}.namespace"), namespace)?;
+    if !is_dns_label(namespace) {
+        return Err(FieldError::new(
+            format!("{field}.namespace"),
+            format!("'{namespace}' is not a namespace name"),
+        ));
+    }
     validate_object_name(&format!("{field}.name"), name, "ConfigMap")?;
     if let Some(key) = key.filter(|k| !k.is_empty()) {
         let ok = key.len() <= 253

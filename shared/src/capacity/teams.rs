@@ -29,9 +29,7 @@ use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailur
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
 use crate::pools::set::check_gpu_map;
-use crate::settings::{
-    FieldError, check_pool_ref, validate_config_map_ref, validate_namespace_name,
-};
+use crate::settings::{FieldError, check_pool_ref, is_dns_label, validate_config_map_ref};
 use crate::workload::At;
 
 use serde_json::Value;
@@ -285,7 +283,12 @@ pub fn validate_budgets(
             ));
         }
         for (i, ns) in budget.namespaces.iter().enumerate() {
-            validate_namespace_name(&format!("{field}.namespaces[{i}]"), ns)?;
+            if !is_dns_label(ns) {
+                return Err(FieldError::new(
+                    format!("{field}.namespaces[{i}]"),
+                    format!("'{ns}' is not a namespace name"),
+                ));
+            }
             if let Some((_, other)) = owner.iter().find(|(n, _)| n == ns) {
                 return Err(FieldError::new(
                     format!("{field}.namespaces[{i}]"),
