@@ -440,4 +440,45 @@ mod tests {
             assert_eq!(err.path, path, "{err}");
         }
     }
+
+    #[test]
+    fn group_kind_and_config_map_references_name_the_field() {
+        validate_group_kind("k", "kubeflow.org", "PyTorchJob", "kubeflow.org").unwrap();
+        for (group, kind, error) in [
+            (
+                " ",
+                "X",
+                "k.group: must name the API group, e.g. kubeflow.org",
+            ),
+            ("x.io", "", "k.kind: must not be empty"),
+        ] {
+            let err = validate_group_kind("k", group, kind, "kubeflow.org").unwrap_err();
+            assert_eq!(err.to_string(), error);
+        }
+        validate_config_map_ref("c", "gpu-system", "budgets", None).unwrap();
+        validate_config_map_ref("c", "gpu-system", "budgets", Some("")).unwrap();
+        for (namespace, name, key, error) in [
+            (
+                "Gpu",
+                "b",
+                None,
+                "c.namespace: 'Gpu' is not a namespace name",
+            ),
+            (
+                "gpu",
+                "B_",
+                None,
+                "c.name: 'B_' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
+            ),
+            (
+                "gpu",
+                "b",
+                Some("a/b"),
+                "c.key: 'a/b' is not a ConfigMap data key (letters, digits, '-', '_' and '.')",
+            ),
+        ] {
+            let err = validate_config_map_ref("c", namespace, name, key).unwrap_err();
+            assert_eq!(err.to_string(), error);
+        }
+    }
 }

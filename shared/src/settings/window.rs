@@ -43,3 +43,36 @@ pub trait WindowRule {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rule(u64, &'static str);
+
+    impl WindowRule for Rule {
+        fn amount_and_window(&self) -> (u64, &str) {
+            (self.0, self.1)
+        }
+    }
+
+    #[test]
+    fn an_empty_form_is_no_rule_and_the_window_reads_within_its_bounds() {
+        assert!(!Rule(0, " ").is_set());
+        assert!(Rule(0, "10m").is_set() && Rule(4, "").is_set());
+        assert_eq!(
+            (Rule(4, "1h30m").seconds(), Rule(4, "x").seconds()),
+            (5400, 0)
+        );
+        let check = |r: Rule| r.check_window("w.per".into(), "window", 86_400, "10m");
+        check(Rule(4, "24h")).unwrap();
+        for window in ["0s", "25h", "10"] {
+            assert_eq!(
+                check(Rule(4, window)).unwrap_err().to_string(),
+                format!(
+                    "w.per: '{window}' is not a window from 1s to 24h (a whole number with s, m or h, e.g. 10m)"
+                )
+            );
+        }
+    }
+}
