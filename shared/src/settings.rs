@@ -9,6 +9,7 @@
 //! | the pool label | `poolLabelKey` | default [`DEFAULT_POOL_LABEL_KEY`] |
 //! | a pool's nodes | [`read_node_selector`] | a label selector (`matchLabels`, `matchExpressions`); a map of labels reads as `matchLabels` |
 //! | a reference to a pool | [`check_pool_ref`] | the pool's `name` |
+//! | an amount within a window of time | [`WindowRule`] | `{gpus: 32, per: 10m}` |
 //!
 //! The fields every policy shares (`extraGpuResources`, `customKinds`, `exemptNamespaces`,
 //! `dra`, `fractionalGpus`, and `exceptions` where the policy takes them) are declared once
@@ -21,6 +22,7 @@ mod error;
 mod node_selector;
 mod shared;
 pub mod wildcard;
+mod window;
 
 pub use action::{Action, UnreadableCluster};
 pub use error::FieldError;
@@ -29,6 +31,7 @@ pub(crate) use error::path_of;
 pub use node_selector::{check_labels_only, read_node_selector};
 pub(crate) use shared::policy_settings;
 pub use shared::{check_pool_ref, check_unique_pool_name, check_window_ref};
+pub use window::WindowRule;
 
 /// What every policy reads of its settings before its rules: given by `policy_settings!`.
 pub trait Common {
@@ -222,6 +225,29 @@ pub fn validate_label_value(field: &str, value: &str) -> Result<(), FieldError> 
     }
 }
 
+/// A kind named by API group and kind (an entry of `customKinds` or `suspendableKinds`,
+/// `field`): both given; the error offers `example` as a group (`kubeflow.org`).
+pub fn validate_group_kind(
+    field: &str,
+    group: &str,
+    kind: &str,
+    example: &str,
+) -> Result<(), FieldError> {
+    if group.trim().is_empty() {
+        return Err(FieldError::new(
+            format!("{field}.group"),
+            format!("must name the API group, e.g. {example}"),
+        ));
+    }
+    if kind.trim().is_empty() {
+        return Err(FieldError::new(
+            format!("{field}.kind"),
+            "must not be empty",
+        ));
+    }
+    Ok(())
+}
+
 /// A Kubernetes object name (DNS subdomain), such as a PriorityClass or a NodePool;
 /// `what` names the kind in the message.
 pub fn validate_object_name(field: &str, name: &str, what: &str) -> Result<(), FieldError> {
@@ -233,6 +259,37 @@ pub fn validate_object_name(field: &str, name: &str, what: &str) -> Result<(), F
             format!("'{name}' is not a {what} name (lowercase letters, digits, '-' and '.')"),
         ))
     }
+}
+
+/// A ConfigMap named by `namespace`, `name` and optionally a data `key` (at `field`, e.g.
+/// `teamBudgetsConfigMap`): a namespace name, a ConfigMap name, and a key of letters,
+/// digits, `-`, `_` and `.` (an empty key is none).
+pub fn validate_config_map_ref(
+    field: &str,
+    namespace: &str,
+    name: &str,
+    key: Option<&str>,
+) -> Result<(), FieldError> {
+    if !is_dns_label(namespace) {
+        return Err(FieldError::new(
+            format!("{field}.namespace"),
+            format!("'{namespace}' is not a namespace name"),
+        ));
+    }
+    validate_object_name(&format!("{field}.name"), name, "ConfigMap")?;
+    if let Some(key) = key.filter(|k| !k.is_empty()) {
+        let ok = key.len() <= 253
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
+        if !ok {
+            return Err(FieldError::new(
+                format!("{field}.key"),
+                format!("'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn is_label_name(s: &str) -> bool {
@@ -381,6 +438,47 @@ mod tests {
         for (kind, path) in cases {
             let err = validate_custom_kinds("customKinds", &[ray.clone(), kind]).unwrap_err();
             assert_eq!(err.path, path, "{err}");
+        }
+    }
+
+    #[test]
+    fn group_kind_and_config_map_references_name_the_field() {
+        validate_group_kind("k", "kubeflow.org", "PyTorchJob", "kubeflow.org").unwrap();
+        for (group, kind, error) in [
+            (
+                " ",
+                "X",
+                "k.group: must name the API group, e.g. kubeflow.org",
+            ),
+            ("x.io", "", "k.kind: must not be empty"),
+        ] {
+            let err = validate_group_kind("k", group, kind, "kubeflow.org").unwrap_err();
+            assert_eq!(err.to_string(), error);
+        }
+        validate_config_map_ref("c", "gpu-system", "budgets", None).unwrap();
+        validate_config_map_ref("c", "gpu-system", "budgets", Some("")).unwrap();
+        for (namespace, name, key, error) in [
+            (
+                "Gpu",
+                "b",
+                None,
+                "c.namespace: 'Gpu' is not a namespace name",
+            ),
+            (
+                "gpu",
+                "B_",
+                None,
+                "c.name: 'B_' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
+            ),
+            (
+                "gpu",
+                "b",
+                Some("a/b"),
+                "c.key: 'a/b' is not a ConfigMap data key (letters, digits, '-', '_' and '.')",
+            ),
+        ] {
+            let err = validate_config_map_ref("c", namespace, name, key).unwrap_err();
+            assert_eq!(err.to_string(), error);
         }
     }
 }

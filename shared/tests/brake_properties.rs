@@ -8,6 +8,7 @@ use gpu_rules::capacity::brake::{BrakeCheck, Scope, check};
 use gpu_rules::capacity::settings::brakes::Brake;
 use gpu_rules::capacity::timeline::{PodTime, PodTimes};
 use gpu_rules::gpu::GpuCounts;
+use gpu_rules::settings::WindowRule;
 use proptest::prelude::*;
 
 mod pool_gen;
@@ -59,7 +60,7 @@ fn judge(
 }
 
 fn denied(checks: &[BrakeCheck]) -> bool {
-    checks.iter().any(|c| !c.fits())
+    checks.iter().any(|c| !c.tally.fits())
 }
 
 fn brake() -> impl Strategy<Value = Brake> {
@@ -105,16 +106,16 @@ proptest! {
     fn the_time_to_try_again_is_when_the_workload_fits(
         pods in pods(), brake in brake(), incoming in demand(),
     ) {
-        for c in judge(&pods, &brake, &incoming, NOW).iter().filter(|c| !c.fits()) {
+        for c in judge(&pods, &brake, &incoming, NOW).iter().filter(|c| !c.tally.fits()) {
             let only = |n: u64| GpuCounts::from([(c.resource.clone(), n)]);
             match c.retry_at {
-                None => prop_assert!(c.incoming > c.limit, "{c:?}"),
+                None => prop_assert!(c.tally.incoming > c.tally.limit, "{c:?}"),
                 Some(t) => {
                     prop_assert!(t > NOW);
-                    let at = judge(&pods, &brake, &only(c.incoming), t);
-                    prop_assert!(at[0].fits(), "at {t}: {at:?}");
-                    let before = judge(&pods, &brake, &only(c.incoming), t - 1);
-                    prop_assert!(!before[0].fits(), "at {}: {before:?}", t - 1);
+                    let at = judge(&pods, &brake, &only(c.tally.incoming), t);
+                    prop_assert!(at[0].tally.fits(), "at {t}: {at:?}");
+                    let before = judge(&pods, &brake, &only(c.tally.incoming), t - 1);
+                    prop_assert!(!before[0].tally.fits(), "at {}: {before:?}", t - 1);
                 }
             }
         }
@@ -128,9 +129,9 @@ proptest! {
     ) {
         for c in judge(&pods, &brake, &incoming, NOW) {
             let held: u64 = c.workloads.iter().map(|(_, g)| g).sum();
-            prop_assert_eq!(held, c.admitted);
+            prop_assert_eq!(held, c.tally.used);
             prop_assert!(c.workloads.windows(2).all(|w| w[0].1 >= w[1].1), "{:?}", c.workloads);
-            if !c.fits() {
+            if !c.tally.fits() {
                 let clause = c.clause();
                 let named = c.workloads.iter().filter(|(w, _)| clause.contains(w.as_str())).count();
                 prop_assert_eq!(named, c.workloads.len().min(3), "{}", clause);

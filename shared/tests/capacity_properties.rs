@@ -152,13 +152,13 @@ proptest! {
         let s = one_node_pool(allocatable, used);
         let decision = decide(&s, &[(GPU.to_string(), incoming)].into(), &pool(threshold));
         let check = &decision.checks[0];
-        prop_assert_eq!(check.fits(), incoming <= check.room());
-        prop_assert_eq!(check.fits(), decision.allowed());
-        if !check.fits() && allocatable > 0 {
+        prop_assert_eq!(check.tally.fits(), incoming <= check.tally.room());
+        prop_assert_eq!(check.tally.fits(), decision.allowed());
+        if !check.tally.fits() && allocatable > 0 {
             let text = check.percent_after();
             let shown: f64 = text.trim_end_matches('%').parse().unwrap();
             prop_assert!(shown > f64::from(threshold), "{} quoted against {}%", text, threshold);
-            let room = format!("room for {} more", check.room());
+            let room = format!("room for {} more", check.tally.room());
             prop_assert!(decision.denial().unwrap().contains(&room));
         }
     }

@@ -9,6 +9,7 @@
 //! NodePool's `spec.limits`, or `clusterAutoscaler`'s `maxNodes` x `gpusPerNode`). A pool
 //! that scales from zero nodes holds what its ceiling says.
 
+use crate::capacity::demand::gpus_text;
 use crate::cluster::{Cluster, HostFailure};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::{CeilingSource, CheckedPool, Offer, read_offer};
@@ -132,7 +133,7 @@ impl Bound {
         if gpus.is_empty() {
             return format!("none ({source})");
         }
-        format!("{} ({source})", super::target::describe(&gpus))
+        format!("{} ({source})", gpus_text(&gpus))
     }
 }
 

@@ -33,27 +33,27 @@ pub use object::{Autoscaler, AutoscalerKind};
 pub use settings::{Action, Checked, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
+use crate::capacity::demand::gpus_text;
 use crate::cluster::{Cluster, FailureClass, HOST_ERROR_MAX, HostError, HostFailure, call};
 use crate::gpu::scale;
 use object::{MaxFrom, Signal};
 use serde_json::Value;
-use target::{ReplicaGpus, describe};
+use target::ReplicaGpus;
 
-/// Audit annotation keys (Kubernetes prefixes them with the webhook's name).
+/// Audit annotation keys (Kubernetes prefixes them with the webhook's name). Those it
+/// shares with the capacity gate mean the same here: GPU templates that target no
+/// configured pool (`no-pool`), why the autoscaler was not checked (`exempt`), the host's
+/// error text when the target or a pool could not be read (`host-error`).
 pub mod audit {
+    pub use crate::capacity::audit::{EXEMPT, HOST_ERROR, NO_POOL};
     /// The target, its GPUs per replica and the most replicas.
     pub const TARGET: &str = "target";
     /// What the autoscaler scales on.
     pub const SIGNALS: &str = "signals";
     /// Per pool and for the namespace: the bound and how many replicas fit.
     pub const CEILING: &str = "ceiling";
-    /// GPU templates that target no configured pool.
-    pub const NO_POOL: &str = "no-pool";
-    /// Why the autoscaler was not checked.
-    pub const EXEMPT: &str = crate::policy::AUDIT_EXEMPT;
+    /// Why the target's GPUs are not counted (a kind the policy cannot read).
     pub const NOT_CHECKED: &str = "not-checked";
-    /// The host's error text (truncated) when the target or a pool could not be read.
-    pub const HOST_ERROR: &str = "host-error";
 }
 
 /// Whether the policy judges `request`: a CREATE or UPDATE of an autoscaler object
@@ -186,7 +186,7 @@ fn check(a: &Autoscaler, settings: &Checked, cluster: &dyn Cluster) -> Verdict {
         audit::TARGET,
         format!(
             "{target_audit}: {} per {unit}, {}",
-            describe(&replica.total),
+            gpus_text(&replica.total),
             a.max_text()
         ),
     ));
@@ -240,8 +240,8 @@ fn check(a: &Autoscaler, settings: &Checked, cluster: &dyn Cluster) -> Verdict {
             violations.push(format!(
                 "{} x {} per {unit} = {}, more than pool {} can ever hold ({})",
                 a.max_text(),
-                describe(per_pool),
-                describe(&scale(per_pool, a.max_replicas)),
+                gpus_text(per_pool),
+                gpus_text(&scale(per_pool, a.max_replicas)),
                 pool.name,
                 bound.describe(&resource)
             ));
@@ -351,7 +351,7 @@ fn signal_check(
     };
     let scales = format!(
         "it scales {target_text} ({} per {}) on {used}",
-        describe(&replica.total),
+        gpus_text(&replica.total),
         a.kind.unit()
     );
     let examples = "vllm:num_requests_waiting or DCGM_FI_DEV_GPU_UTIL";

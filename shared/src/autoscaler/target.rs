@@ -10,6 +10,7 @@
 
 use super::object::TargetRef;
 use super::settings::Settings;
+use crate::capacity::demand::gpus_text;
 use crate::capacity::queries::parent_query;
 use crate::cluster::{ClusterRequest, GetResource};
 use crate::gpu::{GpuCounts, add_into, scale, template_gpus};
@@ -42,15 +43,6 @@ impl ReplicaGpus {
     pub fn count(&self) -> u64 {
         self.total.values().fold(0u64, |a, n| a.saturating_add(*n))
     }
-}
-
-/// `2 nvidia.com/gpu`, `2 nvidia.com/gpu + 1 nvidia.com/mig-1g.10gb`, for messages.
-pub fn describe(counts: &GpuCounts) -> String {
-    counts
-        .iter()
-        .map(|(resource, n)| format!("{n} {resource}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
 }
 
 /// The built-in scalable kinds, by (group, kind): their one apiVersion. A reference
@@ -219,7 +211,7 @@ pub fn replica_gpus(
         let targeted = pools.targeted_by(&t.meta.labels, &t.spec);
         if targeted.is_empty() {
             gpus.no_pool
-                .push(format!("{} ({})", t.location, describe(&counts)));
+                .push(format!("{} ({})", t.location, gpus_text(&counts)));
         }
         for i in targeted {
             add_into(gpus.per_pool.entry(i).or_default(), &counts);
@@ -351,7 +343,7 @@ mod tests {
         assert_eq!(gpus.total, GpuCounts::from([("nvidia.com/gpu".into(), 2)]));
         assert_eq!(gpus.per_pool.keys().collect::<Vec<_>>(), vec![&0]);
         assert_eq!(gpus.count(), 2);
-        assert_eq!(describe(&gpus.total), "2 nvidia.com/gpu");
+        assert_eq!(gpus_text(&gpus.total), "2 nvidia.com/gpu");
 
         // By node selector, and the init container's GPU is the pod's largest need.
         let object = as_one_replica(

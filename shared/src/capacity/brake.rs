@@ -16,11 +16,13 @@
 
 use super::settings::Settings;
 use super::settings::brakes::Brake;
+use super::tally::Tally;
 use super::timeline::{PodTime, PodTimes};
 use crate::admission::AdmissionRequest;
 use crate::clock::{UnixSeconds, duration_text, rfc3339};
 use crate::exceptions::{Exceptions, Lookup};
 use crate::gpu::GpuCounts;
+use crate::settings::WindowRule;
 use crate::workload::Workload;
 use std::collections::BTreeMap;
 
@@ -56,15 +58,13 @@ pub struct BrakeCheck {
     pub scope: Scope,
     pub pool: String,
     pub resource: String,
-    /// GPUs of the counted pods created within the window.
-    pub admitted: u64,
+    /// GPUs of the counted pods created within the window (`used`), what the request
+    /// adds, the brake's `gpus`.
+    pub tally: Tally,
     /// How many pods those are.
     pub pods: u64,
     /// Their owner workloads and the GPUs of each, most first (then by name).
     pub workloads: Vec<(String, u64)>,
-    pub incoming: u64,
-    /// The brake's `gpus`.
-    pub limit: u64,
     /// The window, in seconds.
     pub per: i64,
     /// When enough counted pods have left the window for the workload to fit; `None` when
@@ -73,14 +73,6 @@ pub struct BrakeCheck {
 }
 
 impl BrakeCheck {
-    pub fn after(&self) -> u64 {
-        self.admitted.saturating_add(self.incoming)
-    }
-
-    pub fn fits(&self) -> bool {
-        self.after() <= self.limit
-    }
-
     /// The denial clause: what was admitted in the window, the limit, when to try again.
     pub fn clause(&self) -> String {
         let when = match self.retry_at {
@@ -90,21 +82,21 @@ impl BrakeCheck {
             ),
             None => format!(
                 "this workload alone asks for more than the brake allows: admit it in parts of at most {} over time",
-                self.limit
+                self.tally.limit
             ),
         };
         format!(
             "{} was admitted {} {} in the last {} ({} {}{}); with this workload's {} that is {}, over its burst brake of {} per {} ({}): {when}",
             self.scope.text(),
-            self.admitted,
+            self.tally.used,
             self.resource,
             duration_text(self.per),
             self.pods,
             if self.pods == 1 { "pod" } else { "pods" },
             self.workloads_text(),
-            self.incoming,
-            self.after(),
-            self.limit,
+            self.tally.incoming,
+            self.tally.after(),
+            self.tally.limit,
             duration_text(self.per),
             self.scope.field()
         )
@@ -133,16 +125,13 @@ impl BrakeCheck {
     /// `a100: namespace ml-a nvidia.com/gpu admitted 24 + incoming 8 = 32 of 32 per 10m, fits`.
     pub fn audit(&self) -> String {
         format!(
-            "{}: {} {} admitted {} + incoming {} = {} of {} per {}, {}",
+            "{}: {} {} admitted {} per {}, {}",
             self.pool,
             self.scope.text(),
             self.resource,
-            self.admitted,
-            self.incoming,
-            self.after(),
-            self.limit,
+            self.tally,
             duration_text(self.per),
-            if self.fits() { "fits" } else { "over" }
+            self.tally.verdict()
         )
     }
 }
@@ -194,17 +183,19 @@ pub fn check(
             scope: scope.clone(),
             pool: pool.to_string(),
             resource: resource.clone(),
-            admitted,
+            tally: Tally {
+                used: admitted,
+                incoming: *n,
+                limit: brake.gpus,
+            },
             pods: recent.len() as u64,
             workloads,
-            incoming: *n,
-            limit: brake.gpus,
             per,
             retry_at: None,
         };
-        if !check.fits() && *n <= brake.gpus {
+        if !check.tally.fits() && *n <= brake.gpus {
             recent.sort_unstable();
-            let excess = check.after() - brake.gpus;
+            let excess = check.tally.after() - brake.gpus;
             let mut freed = 0u64;
             for (leaves, g) in recent {
                 freed = freed.saturating_add(g);

@@ -8,8 +8,8 @@ use super::teams::{TeamBudget, parse_budgets};
 use crate::pools::checked::{forms_with_thresholds, named_schedules};
 use crate::pools::{CheckedPool, PoolChecks, PoolForm};
 use crate::settings::{
-    Action, CheckedForm, FieldError, UnreadableCluster, ValidateSettings, validate_label_key,
-    validate_object_name,
+    Action, CheckedForm, FieldError, UnreadableCluster, ValidateSettings, validate_group_kind,
+    validate_label_key, validate_object_name,
 };
 
 /// The gate's settings in the form its rules take: the settings as written (through
@@ -92,18 +92,7 @@ impl ValidateSettings for Settings {
         }
         for (i, k) in self.suspendable_kinds.iter().enumerate() {
             let field = format!("suspendableKinds[{i}]");
-            if k.group.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.group"),
-                    "must name the API group, e.g. kubeflow.org",
-                ));
-            }
-            if k.kind.trim().is_empty() {
-                return Err(FieldError::new(
-                    format!("{field}.kind"),
-                    "must not be empty",
-                ));
-            }
+            validate_group_kind(&field, &k.group, &k.kind, "kubeflow.org")?;
             if k.path.is_empty() || k.path.split('.').any(|s| s.is_empty()) {
                 return Err(FieldError::new(
                     format!("{field}.path"),

@@ -9,6 +9,7 @@ use super::demand::PodShape;
 use super::offers::Found;
 use super::reserve::{Judged, ReserveCheck};
 use super::settings::Pool;
+use super::tally::Tally;
 use crate::gpu::{GpuCounts, describe};
 use crate::pools::Ceiling;
 use crate::pools::ceiling::most;
@@ -132,8 +133,9 @@ impl CapacitySource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceCheck {
     pub resource: String,
-    pub used: u64,
-    pub incoming: u64,
+    /// GPUs in use, what the workload adds, and the most the pool may hold under its
+    /// threshold ([`threshold_limit`] of `threshold_percent` and `allocatable`).
+    pub tally: Tally,
     /// What the pool is judged against: allocatable (or declared), or its ceiling when
     /// that is higher.
     pub allocatable: u64,
@@ -147,33 +149,18 @@ pub struct ResourceCheck {
     pub window: Option<String>,
 }
 
+/// The most GPUs a pool may hold under its threshold: `floor(threshold% x allocatable)`.
+/// (GPUs in use fit under the threshold exactly when they are at most this.)
+pub fn threshold_limit(threshold_percent: u32, allocatable: u64) -> u64 {
+    let l = u128::from(threshold_percent) * u128::from(allocatable) / 100;
+    u64::try_from(l).unwrap_or(u64::MAX)
+}
+
 impl ResourceCheck {
-    /// GPUs in use once the workload is admitted.
-    pub fn after(&self) -> u64 {
-        self.used.saturating_add(self.incoming)
-    }
-
-    /// True when `after` stays within the threshold.
-    pub fn fits(&self) -> bool {
-        u128::from(self.after()) * 100
-            <= u128::from(self.threshold_percent) * u128::from(self.allocatable)
-    }
-
-    /// The most GPUs the pool may hold under its threshold: `floor(threshold% x allocatable)`.
-    pub fn limit(&self) -> u64 {
-        let l = u128::from(self.threshold_percent) * u128::from(self.allocatable) / 100;
-        u64::try_from(l).unwrap_or(u64::MAX)
-    }
-
-    /// How many more GPUs fit under the threshold now.
-    pub fn room(&self) -> u64 {
-        self.limit().saturating_sub(self.used)
-    }
-
     /// `after / allocatable` as text, e.g. `90.6%`, never shown at or below the threshold
     /// when the check fails (see [`percent_text`]).
     pub fn percent_after(&self) -> String {
-        percent_text(self.after(), self.allocatable, self.threshold_percent)
+        percent_text(self.tally.after(), self.allocatable, self.threshold_percent)
     }
 
     /// ` of window peak` after a threshold chosen by a schedule window.
@@ -184,19 +171,29 @@ impl ResourceCheck {
             .unwrap_or_default()
     }
 
-    /// What the ceiling says, for the audit line: ` (ceiling 64 from maxAllocatable in
-    /// settings, 16 allocatable now)`.
-    fn ceiling_text(&self) -> String {
+    /// What the ceiling says: `ceiling 64 from maxAllocatable in settings, 16 allocatable
+    /// now`, or that its source sets no limit of the resource; `None` without a ceiling.
+    fn ceiling_said(&self) -> Option<String> {
         match &self.ceiling {
-            CeilingNote::None => String::new(),
-            CeilingNote::Limit { gpus, from } => format!(
-                " (ceiling {gpus} from {from}, {} allocatable now)",
+            CeilingNote::None => None,
+            CeilingNote::Limit { gpus, from } => Some(format!(
+                "ceiling {gpus} from {from}, {} allocatable now",
                 self.allocatable_now
-            ),
-            CeilingNote::Unset { from } => {
-                format!(" ({from} sets no {}: judged on allocatable)", self.resource)
-            }
+            )),
+            CeilingNote::Unset { from } => Some(format!("{from} sets no {}", self.resource)),
         }
+    }
+
+    /// What the ceiling says, for the audit line: ` (ceiling 64 from maxAllocatable in
+    /// settings, 16 allocatable now)`, ` (... sets no amd.com/gpu: judged on allocatable)`.
+    fn ceiling_text(&self) -> String {
+        let judged = match self.ceiling {
+            CeilingNote::Unset { .. } => ": judged on allocatable",
+            _ => "",
+        };
+        self.ceiling_said()
+            .map(|said| format!(" ({said}{judged})"))
+            .unwrap_or_default()
     }
 }
 
@@ -340,8 +337,11 @@ pub fn decide_with(
             };
             ResourceCheck {
                 resource: resource.clone(),
-                used: get(&snapshot.used, resource),
-                incoming: *incoming,
+                tally: Tally {
+                    used: get(&snapshot.used, resource),
+                    incoming: *incoming,
+                    limit: threshold_limit(inputs.threshold_percent, allocatable),
+                },
                 allocatable,
                 threshold_percent: inputs.threshold_percent,
                 used_from: snapshot.used_from,
@@ -396,9 +396,7 @@ pub fn decide_with(
                 let judged = Judged {
                     resource: &c.resource,
                     allocatable: c.allocatable,
-                    limit: c.limit(),
-                    used: c.used,
-                    incoming: c.incoming,
+                    tally: c.tally,
                 };
                 ReserveCheck::of(
                     judged,
@@ -501,7 +499,7 @@ impl Decision {
     /// found) only warns.
     pub fn allowed(&self) -> bool {
         !self.offers.as_ref().is_some_and(Found::denies)
-            && self.checks.iter().all(ResourceCheck::fits)
+            && self.checks.iter().all(|c| c.tally.fits())
             && self.reserves.iter().all(ReserveCheck::fits)
             && self.unschedulable.is_empty()
             && (self.fragmentation == Action::Warn || self.fragmented.is_empty())
@@ -560,7 +558,7 @@ impl Decision {
                 most.join(" and ")
             ));
         }
-        let failing: Vec<&ResourceCheck> = self.checks.iter().filter(|c| !c.fits()).collect();
+        let failing: Vec<&ResourceCheck> = self.checks.iter().filter(|c| !c.tally.fits()).collect();
         let kept: Vec<String> = self
             .reserves
             .iter()
@@ -591,28 +589,22 @@ impl Decision {
                 no_capacity = true;
                 self.no_capacity_clause(c)
             } else {
-                let ceiling = match &c.ceiling {
-                    CeilingNote::None => String::new(),
-                    CeilingNote::Limit { gpus, from } => format!(
-                        "; ceiling {gpus} from {from}, {} allocatable now",
-                        c.allocatable_now
-                    ),
-                    CeilingNote::Unset { from } => {
-                        format!("; {from} sets no {}", c.resource)
-                    }
-                };
+                let ceiling = c
+                    .ceiling_said()
+                    .map(|said| format!("; {said}"))
+                    .unwrap_or_default();
                 format!(
                     "{} would be {} of {} ({}) with this workload's {} ({} in use{}), above the {}% threshold{} (room for {} more{ceiling})",
                     c.resource,
-                    c.after(),
+                    c.tally.after(),
                     c.allocatable_from.amount(c.allocatable),
                     c.percent_after(),
-                    c.incoming,
-                    c.used,
+                    c.tally.incoming,
+                    c.tally.used,
                     c.used_from.suffix(),
                     c.threshold_percent,
                     c.window_text(),
-                    c.room()
+                    c.tally.room()
                 )
             });
         }
@@ -639,7 +631,7 @@ impl Decision {
             };
             return format!(
                 "the capacity declared in settings has no {} for this workload's {}{declared}",
-                c.resource, c.incoming
+                c.resource, c.tally.incoming
             );
         }
         let nodes = if self.nodes == 0 {
@@ -657,7 +649,7 @@ impl Decision {
         };
         format!(
             "no schedulable node offers {} for this workload's {} ({nodes}{offered})",
-            c.resource, c.incoming
+            c.resource, c.tally.incoming
         )
     }
 
@@ -759,10 +751,10 @@ impl fmt::Display for ResourceCheck {
             f,
             "{} used {}{} + incoming {} = {} of {} ({}), threshold {}%{}, {}{}",
             self.resource,
-            self.used,
+            self.tally.used,
             self.used_from.suffix(),
-            self.incoming,
-            self.after(),
+            self.tally.incoming,
+            self.tally.after(),
             self.allocatable_from.amount(self.allocatable),
             self.percent_after(),
             self.threshold_percent,
@@ -770,7 +762,7 @@ impl fmt::Display for ResourceCheck {
                 .as_ref()
                 .map(|w| format!(" in window {w}"))
                 .unwrap_or_default(),
-            if self.fits() { "fits" } else { "over" },
+            self.tally.verdict(),
             self.ceiling_text()
         )
     }
@@ -948,21 +940,14 @@ mod tests {
 
     #[test]
     fn room_and_limit() {
-        let c = ResourceCheck {
-            resource: GPU.into(),
+        assert_eq!(threshold_limit(90, 64), 57);
+        assert_eq!(threshold_limit(100, u64::MAX), u64::MAX);
+        let c = Tally {
             used: 50,
             incoming: 8,
-            allocatable: 64,
-            threshold_percent: 90,
-            used_from: UsageSource::Pods,
-            allocatable_from: CapacitySource::Nodes,
-            allocatable_now: 64,
-            ceiling: CeilingNote::None,
-            window: None,
+            limit: threshold_limit(90, 64),
         };
-        assert_eq!(c.limit(), 57);
         assert_eq!(c.room(), 7);
-        let full = ResourceCheck { used: 60, ..c };
-        assert_eq!(full.room(), 0);
+        assert_eq!(Tally { used: 60, ..c }.room(), 0);
     }
 }

@@ -47,6 +47,7 @@ pub mod quotas;
 pub mod reserve;
 pub mod settings;
 pub mod state;
+pub mod tally;
 pub mod teams;
 pub mod upgrade;
 // Burst brakes and sustained rules: when the pools' pods were created.
@@ -482,7 +483,7 @@ impl PoolJob<'_> {
                 Ok(d) if !d.unschedulable.is_empty() => {
                     format!("{name} (its nodes are too small for one pod)")
                 }
-                Ok(d) if !d.fragmented.is_empty() && d.checks.iter().all(ResourceCheck::fits) => {
+                Ok(d) if !d.fragmented.is_empty() && d.checks.iter().all(|c| c.tally.fits()) => {
                     format!("{name} (no node has room for one pod)")
                 }
                 Ok(d) => format!("{name} (room for {})", room_text(&d)),
@@ -503,7 +504,7 @@ fn room_text(decision: &Decision) -> String {
     decision
         .checks
         .iter()
-        .map(|c| format!("{} {}", c.room(), c.resource))
+        .map(|c| format!("{} {}", c.tally.room(), c.resource))
         .collect::<Vec<_>>()
         .join(" and ")
 }

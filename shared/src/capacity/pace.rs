@@ -13,6 +13,7 @@ use crate::clock::UnixSeconds;
 use crate::cluster::{Cluster, HostFailure};
 use crate::gpu::GpuCounts;
 use crate::pools::sustained::Sustained;
+use crate::settings::WindowRule;
 
 /// Audit annotation keys.
 pub mod audit {
@@ -72,7 +73,7 @@ impl<'a> Pace<'a> {
     ) -> Result<(), HostFailure> {
         let brakes = self.brakes(pool, times, incoming)?;
         let (over, fit): (Vec<BrakeCheck>, Vec<BrakeCheck>) =
-            brakes.into_iter().partition(|c| !c.fits());
+            brakes.into_iter().partition(|c| !c.tally.fits());
         let lines: Vec<String> = over.iter().chain(&fit).map(BrakeCheck::audit).collect();
         if !lines.is_empty() {
             self.found.notes.push((audit::BRAKE, lines.join("; ")));

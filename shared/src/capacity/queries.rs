@@ -32,16 +32,6 @@ pub const QUOTA_FIELD_MASKS: &[&str] = &[
     "status.used",
 ];
 
-/// What crosses the host boundary for each ResourceQuota of the request's namespace (its
-/// name is in the metadata, which Kubewarden never masks).
-pub const NAMESPACE_QUOTA_FIELD_MASKS: &[&str] = &[
-    "metadata.name",
-    "spec.hard",
-    "spec.scopeSelector",
-    "spec.scopes",
-    "status.used",
-];
-
 /// A ResourceQuota counts an extended resource only under this prefix
 /// (`requests.nvidia.com/gpu`): Kubernetes allows no other form for them.
 pub const QUOTA_REQUESTS_PREFIX: &str = "requests.";
@@ -107,7 +97,9 @@ pub fn quota_query(pool_label_key: &str, pool: &Pool) -> ClusterRequest {
 }
 
 /// The ResourceQuotas of `namespace`: every one, whatever its labels (Kubernetes checks
-/// each quota of the namespace that counts the pod).
+/// each quota of the namespace that counts the pod). What crosses the host boundary for
+/// each is what does for a pool's quotas ([`QUOTA_FIELD_MASKS`]) and its name (in the
+/// metadata, which Kubewarden never masks).
 pub fn namespace_quota_query(namespace: &str) -> ClusterRequest {
     ClusterRequest::ListInNamespace(ListInNamespace {
         api_version: "v1".into(),
@@ -115,7 +107,7 @@ pub fn namespace_quota_query(namespace: &str) -> ClusterRequest {
         namespace: namespace.into(),
         label_selector: None,
         field_selector: None,
-        field_masks: masks(NAMESPACE_QUOTA_FIELD_MASKS),
+        field_masks: masks(&[&["metadata.name"], QUOTA_FIELD_MASKS].concat()),
     })
 }
 

@@ -14,9 +14,10 @@
 //! them (`status.used` never has them), so neither does the gate; such keys are named in
 //! a warning.
 
-use super::demand::{Incoming, ScopeFacts, TemplateDemand, pods_fitting};
+use super::demand::{Incoming, ScopeFacts, TemplateDemand, gpus_text, pods_fitting};
 use super::pool_quotas::{Quota, not_counted_yet, parse_quotas};
 use super::queries::{QUOTA_REQUESTS_PREFIX, namespace_quota_query};
+use super::tally::Tally;
 use crate::cluster::{Cluster, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 
@@ -34,9 +35,8 @@ pub enum ScopeMatch {
 pub struct QuotaCheck {
     pub quota: String,
     pub resource: String,
-    pub used: u64,
-    pub incoming: u64,
-    pub hard: u64,
+    /// Its `status.used`, what the request adds to the pods it counts, its `spec.hard`.
+    pub tally: Tally,
     /// Why the quota was taken to count the pods, when their scope could not be told.
     pub assumed: Vec<String>,
     /// GPUs of one incoming pod, when the counted templates all hold the same.
@@ -48,30 +48,19 @@ pub struct QuotaCheck {
 }
 
 impl QuotaCheck {
-    pub fn after(&self) -> u64 {
-        self.used.saturating_add(self.incoming)
-    }
-
-    /// Exactly at the limit fits; one more does not.
-    pub fn fits(&self) -> bool {
-        self.after() <= self.hard
-    }
-
     pub fn audit(&self) -> String {
         format!(
-            "{}: {QUOTA_REQUESTS_PREFIX}{} used {} + incoming {} = {} of {}, {}",
+            "{}: {QUOTA_REQUESTS_PREFIX}{} used {}, {}",
             self.quota,
             self.resource,
-            self.used,
-            self.incoming,
-            self.after(),
-            self.hard,
-            if self.fits() { "fits" } else { "over" }
+            self.tally,
+            self.tally.verdict()
         )
     }
 
     pub fn denial(&self, namespace: &str) -> Option<String> {
-        if self.fits() {
+        let t = &self.tally;
+        if t.fits() {
             return None;
         }
         let assumed = if self.assumed.is_empty() {
@@ -82,11 +71,11 @@ impl QuotaCheck {
         Some(format!(
             "namespace {namespace}: ResourceQuota {} would hold {} of its {} {QUOTA_REQUESTS_PREFIX}{} ({} used + {} incoming){assumed}: {}. Lower replicas, free GPUs in the namespace, or ask for a larger quota.",
             self.quota,
-            self.after(),
-            self.hard,
+            t.after(),
+            t.limit,
             self.resource,
-            self.used,
-            self.incoming,
+            t.used,
+            t.incoming,
             room_sentence(
                 &self.all_incoming,
                 &self.room,
@@ -115,7 +104,7 @@ pub fn room_sentence(
             format!(
                 "{fit} of the {pods} incoming {} ({} each) {}",
                 if pods == 1 { "replica" } else { "replicas" },
-                per_pod(shape),
+                gpus_text(shape),
                 if fit == "1" { "fits" } else { "fit" }
             )
         }
@@ -124,15 +113,6 @@ pub fn room_sentence(
             room.get(resource).copied().unwrap_or(0)
         ),
     }
-}
-
-/// `2 nvidia.com/gpu` (`+` between resources).
-fn per_pod(shape: &GpuCounts) -> String {
-    shape
-        .iter()
-        .map(|(r, n)| format!("{n} {r}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
 }
 
 /// The namespace's quotas as far as the workload is concerned.
@@ -231,9 +211,11 @@ pub fn judge(quotas: &[Quota], namespace: &str, incoming: &Incoming) -> Outcome 
             outcome.checks.push(QuotaCheck {
                 quota: q.name.clone(),
                 resource: resource.clone(),
-                used,
-                incoming: n,
-                hard: *hard,
+                tally: Tally {
+                    used,
+                    incoming: n,
+                    limit: *hard,
+                },
                 assumed: assumed.clone(),
                 shape: shape.clone(),
                 all_incoming: added.clone(),

@@ -4,6 +4,7 @@
 //! reserved type is never judged against its own reserve. [`validate`] checks the settings.
 
 use super::settings::{Settings, Usage};
+use super::tally::Tally;
 use crate::gpu::GpuCounts;
 use crate::pools::reserve::{InForce, check_form};
 use crate::schedule;
@@ -25,10 +26,8 @@ pub struct ReserveCheck {
     /// GPUs held back from the workload: the headroom, and what those reserves keep beyond
     /// what their types hold.
     pub held: u64,
-    /// The most the pool may hold under its threshold.
-    pub limit: u64,
-    pub used: u64,
-    pub incoming: u64,
+    /// The pool's threshold check: GPUs in use, incoming, the most it may hold.
+    pub tally: Tally,
 }
 
 /// One resource of a pool as its threshold judges it (a [`super::decision::ResourceCheck`]).
@@ -36,10 +35,8 @@ pub struct ReserveCheck {
 pub struct Judged<'a> {
     pub resource: &'a str,
     pub allocatable: u64,
-    /// The most the pool may hold under its threshold.
-    pub limit: u64,
-    pub used: u64,
-    pub incoming: u64,
+    /// GPUs in use, incoming, and the most the pool may hold under its threshold.
+    pub tally: Tally,
 }
 
 /// The GPUs pods of each workload type hold in a pool: (type, GPUs per resource).
@@ -82,20 +79,22 @@ impl ReserveCheck {
             window: in_force.window.map(str::to_string),
             headroom,
             held,
-            limit: check.limit,
-            used: check.used,
-            incoming: check.incoming,
+            tally: check.tally,
         })
     }
 
-    /// The most the pool may hold with this workload: the threshold's limit less `held`.
-    pub fn free_for_caller(&self) -> u64 {
-        self.limit.saturating_sub(self.held)
+    /// The threshold's check with what is held back taken off its limit: the most the
+    /// pool may hold with this workload is the threshold's limit less `held`.
+    pub fn left(&self) -> Tally {
+        Tally {
+            limit: self.tally.limit.saturating_sub(self.held),
+            ..self.tally
+        }
     }
 
     /// True when the workload stays out of the reserves.
     pub fn fits(&self) -> bool {
-        self.used.saturating_add(self.incoming) <= self.free_for_caller()
+        self.left().fits()
     }
 
     /// `interactive (16 reserved, 4 held by its pods)` for each reserve that keeps
@@ -150,11 +149,11 @@ impl ReserveCheck {
             "{}; this workload ({}) may use {} of the {} under the threshold, {} are in use, room for {} more, it asks for {}",
             self.kept_text(),
             self.caller(),
-            self.free_for_caller(),
-            self.limit,
-            self.used,
-            self.free_for_caller().saturating_sub(self.used),
-            self.incoming
+            self.left().limit,
+            self.tally.limit,
+            self.tally.used,
+            self.left().room(),
+            self.tally.incoming
         )
     }
 
@@ -176,7 +175,7 @@ impl ReserveCheck {
             self.resource,
             self.held,
             self.caller(),
-            if self.fits() { "fits" } else { "over" }
+            self.left().verdict()
         )
     }
 }

@@ -14,9 +14,11 @@
 //! GPUs changed meanwhile (it judges against today's).
 
 use super::decision::ResourceCheck;
+use super::tally::verdict;
 use super::timeline::PodTimes;
 use crate::clock::{UnixSeconds, duration_text};
 use crate::pools::sustained::Sustained;
+use crate::settings::WindowRule;
 
 /// The rule name exceptions give to excuse it.
 pub const RULE: &str = "sustained";
@@ -75,7 +77,7 @@ impl SustainedCheck {
             self.percent(),
             duration_text(self.lasting),
             self.threshold_percent,
-            if self.fits() { "fits" } else { "over" }
+            verdict(self.fits())
         )
     }
 }
@@ -93,7 +95,7 @@ pub fn check(
     let since = now.saturating_sub(lasting);
     checks
         .iter()
-        .filter(|c| c.incoming > 0 && c.allocatable > 0)
+        .filter(|c| c.tally.incoming > 0 && c.allocatable > 0)
         .map(|c| SustainedCheck {
             pool: pool.to_string(),
             resource: c.resource.clone(),

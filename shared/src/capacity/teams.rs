@@ -24,11 +24,12 @@ use super::pods::{LabelledUse, parse_pods_by_label};
 use super::queries::{namespace_pod_query, team_pod_query};
 use super::quotas::room_sentence;
 use super::settings::{ConfigMapRef, Settings};
+use super::tally::Tally;
 use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailure, call};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
 use crate::pools::set::check_gpu_map;
-use crate::settings::{FieldError, is_dns_label, is_dns_subdomain};
+use crate::settings::{FieldError, check_pool_ref, is_dns_label, validate_config_map_ref};
 use crate::workload::At;
 
 use serde_json::Value;
@@ -219,36 +220,12 @@ pub fn validate_settings(settings: &Settings) -> Result<(), FieldError> {
         settings,
     )?;
     if let Some(r) = config_map(settings) {
-        let field = "teamBudgetsConfigMap";
-        if !is_dns_label(&r.namespace) {
-            return Err(FieldError::new(
-                format!("{field}.namespace"),
-                format!("'{}' is not a namespace name", r.namespace),
-            ));
-        }
-        if !is_dns_subdomain(&r.name) {
-            return Err(FieldError::new(
-                format!("{field}.name"),
-                format!(
-                    "'{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
-                    r.name
-                ),
-            ));
-        }
-        if let Some(key) = r.key.as_deref().filter(|k| !k.is_empty()) {
-            let ok = key.len() <= 253
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
-            if !ok {
-                return Err(FieldError::new(
-                    format!("{field}.key"),
-                    format!(
-                        "'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"
-                    ),
-                ));
-            }
-        }
+        validate_config_map_ref(
+            "teamBudgetsConfigMap",
+            &r.namespace,
+            &r.name,
+            r.key.as_deref(),
+        )?;
     }
     Ok(())
 }
@@ -281,13 +258,8 @@ pub fn validate_budgets(
         }
         for (pool, limit) in &budget.pools {
             let at = format!("{field}.pools.{pool}");
-            if settings.pool_named(pool).is_none() {
-                let names: Vec<&str> = settings.pools.iter().map(|p| p.name.as_str()).collect();
-                return Err(FieldError::new(
-                    at,
-                    format!("'{pool}' names no pool; use one of {}", names.join(", ")),
-                ));
-            }
+            let names: Vec<&str> = settings.pools.iter().map(|p| p.name.as_str()).collect();
+            check_pool_ref(&at, pool, &names)?;
             match limit {
                 PoolLimit::Each(n) => {
                     n.count().map_err(|e| {
@@ -368,23 +340,14 @@ pub struct TeamCheck {
     pub resource: String,
     /// `None`: the team's limit across pools.
     pub pool: Option<String>,
-    pub used: u64,
-    pub incoming: u64,
-    pub limit: u64,
+    /// What the team holds (in the pool), what the request adds, the budget's limit.
+    pub tally: Tally,
     pub shape: Option<GpuCounts>,
     pub all_incoming: GpuCounts,
     pub room: GpuCounts,
 }
 
 impl TeamCheck {
-    pub fn after(&self) -> u64 {
-        self.used.saturating_add(self.incoming)
-    }
-
-    pub fn fits(&self) -> bool {
-        self.after() <= self.limit
-    }
-
     fn scope(&self) -> String {
         match &self.pool {
             Some(p) => format!(" in pool {p}"),
@@ -407,17 +370,17 @@ impl Outcome {
     pub fn denials(&self) -> Vec<String> {
         self.checks
             .iter()
-            .filter(|c| !c.fits())
+            .filter(|c| !c.tally.fits())
             .map(|c| {
                 format!(
                     "team {} would hold {} of its {} {}{} ({} used + {} incoming): {}. Lower replicas, free the team's GPUs, or ask for a larger budget.",
                     self.team,
-                    c.after(),
-                    c.limit,
+                    c.tally.after(),
+                    c.tally.limit,
                     c.resource,
                     c.scope(),
-                    c.used,
-                    c.incoming,
+                    c.tally.used,
+                    c.tally.incoming,
                     room_sentence(&c.all_incoming, &c.room, c.shape.as_ref(), &c.resource)
                 )
             })
@@ -430,14 +393,11 @@ impl Outcome {
             .iter()
             .map(|c| {
                 format!(
-                    "{}{} used {} + incoming {} = {} of {}, {}",
+                    "{}{} used {}, {}",
                     c.resource,
                     c.scope(),
-                    c.used,
-                    c.incoming,
-                    c.after(),
-                    c.limit,
-                    if c.fits() { "fits" } else { "over" }
+                    c.tally,
+                    c.tally.verdict()
                 )
             })
             .collect();
@@ -526,9 +486,11 @@ pub fn check(
         checks.push(TeamCheck {
             resource: resource.clone(),
             pool: None,
-            used: used.used.get(resource).copied().unwrap_or(0),
-            incoming: *n,
-            limit,
+            tally: Tally {
+                used: used.used.get(resource).copied().unwrap_or(0),
+                incoming: *n,
+                limit,
+            },
             shape: incoming.pod_shape(&|_| true),
             all_incoming: total.clone(),
             room: across_room.clone(),
@@ -546,9 +508,11 @@ pub fn check(
             checks.push(TeamCheck {
                 resource: resource.clone(),
                 pool: Some(name.clone()),
-                used: in_pool.get(resource).copied().unwrap_or(0),
-                incoming: *n,
-                limit,
+                tally: Tally {
+                    used: in_pool.get(resource).copied().unwrap_or(0),
+                    incoming: *n,
+                    limit,
+                },
                 shape: incoming.pod_shape(&|t| t.pools.contains(i)),
                 all_incoming: added.clone(),
                 room: pool_room.clone(),

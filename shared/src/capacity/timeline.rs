@@ -15,7 +15,7 @@ use crate::cluster::ClusterRequest;
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::lists::{ListError, for_each_item, json_string, raw_str};
 use crate::pools::Pool;
-use crate::settings::TEAM_POD_LABEL_KEY;
+use crate::settings::{TEAM_POD_LABEL_KEY, WindowRule};
 use serde_json::value::RawValue;
 use std::collections::HashMap;
 

@@ -7,8 +7,7 @@
 //! sustained: {thresholdPercent: 95, for: 2m}
 //! ```
 
-use crate::clock::parse_duration;
-use crate::settings::FieldError;
+use crate::settings::{FieldError, WindowRule};
 use serde::{Deserialize, Serialize};
 
 /// The longest `for` (an hour: pods older than that prove little about today's load).
@@ -24,17 +23,13 @@ pub struct Sustained {
     pub lasting: String,
 }
 
+impl WindowRule for Sustained {
+    fn amount_and_window(&self) -> (u64, &str) {
+        (u64::from(self.threshold_percent), &self.lasting)
+    }
+}
+
 impl Sustained {
-    /// False for the empty form forms send: no rule.
-    pub fn is_set(&self) -> bool {
-        self.threshold_percent != 0 || !self.lasting.trim().is_empty()
-    }
-
-    /// `for` in seconds (settings are checked: it reads).
-    pub fn seconds(&self) -> i64 {
-        parse_duration(&self.lasting).unwrap_or(0)
-    }
-
     /// The percent and the duration, naming the field (`pools[0].sustained.for`).
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
         if !(1..=100).contains(&self.threshold_percent) {
@@ -43,15 +38,11 @@ impl Sustained {
                 format!("must be between 1 and 100 (got {})", self.threshold_percent),
             ));
         }
-        match parse_duration(&self.lasting) {
-            Some(s) if (1..=MAX_SUSTAINED_SECONDS).contains(&s) => Ok(()),
-            _ => Err(FieldError::new(
-                format!("{field}.for"),
-                format!(
-                    "'{}' is not a duration from 1s to 1h (a whole number with s, m or h, e.g. 2m)",
-                    self.lasting
-                ),
-            )),
-        }
+        self.check_window(
+            format!("{field}.for"),
+            "duration",
+            MAX_SUSTAINED_SECONDS,
+            "2m",
+        )
     }
 }

@@ -2,7 +2,7 @@
 //! kind's (from settings), with its validation.
 
 use super::presets;
-use crate::settings::FieldError;
+use crate::settings::{FieldError, validate_group_kind};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
@@ -106,18 +106,7 @@ impl CustomKind {
 
     /// Checks the description; errors name the field under `field` (e.g. `customKinds[0]`).
     pub fn validate(&self, field: &str) -> Result<(), FieldError> {
-        if self.group.trim().is_empty() {
-            return Err(FieldError::new(
-                format!("{field}.group"),
-                "must name the API group, e.g. serving.kserve.io",
-            ));
-        }
-        if self.kind.trim().is_empty() {
-            return Err(FieldError::new(
-                format!("{field}.kind"),
-                "must not be empty",
-            ));
-        }
+        validate_group_kind(field, &self.group, &self.kind, "serving.kserve.io")?;
         if builtin(&self.group, &self.kind).is_some() {
             return Err(FieldError::new(
                 field,

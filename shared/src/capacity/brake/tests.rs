@@ -53,7 +53,7 @@ fn the_window_is_open_at_its_start_and_counts_unknown_and_future_times() {
     let t = times(&[None]);
     assert!(check(&t, &|_| true, &brake, &scope, "a100", &nothing, 0).is_empty());
     let c = judge(&[Some(900), Some(901), Some(1005), None], 1);
-    assert_eq!((c.admitted, c.pods, c.fits()), (6, 3, false));
+    assert_eq!((c.tally.used, c.pods, c.tally.fits()), (6, 3, false));
     // 1 over: the oldest counted pod (901) leaves at 1001.
     assert_eq!(c.retry_at, Some(1001));
 }
@@ -64,7 +64,7 @@ fn the_time_to_try_again_frees_enough_for_the_workload() {
     let c = judge(&[Some(960), Some(950), Some(990)], 4);
     assert_eq!(c.retry_at, Some(1060));
     // A workload of exactly the brake with nothing counted fits; above it never fits.
-    assert!(judge(&[], 6).fits());
+    assert!(judge(&[], 6).tally.fits());
     let c = judge(&[], 7);
-    assert_eq!((c.fits(), c.retry_at), (false, None));
+    assert_eq!((c.tally.fits(), c.retry_at), (false, None));
 }

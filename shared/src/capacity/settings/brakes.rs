@@ -8,9 +8,8 @@
 //!   perTeam: {gpus: 64, per: 10m}
 //! ```
 
-use crate::clock::parse_duration;
 use crate::pools::{Pool, Usage};
-use crate::settings::FieldError;
+use crate::settings::{FieldError, WindowRule};
 use serde::{Deserialize, Serialize};
 
 /// The longest window a brake may look back over (a day).
@@ -38,17 +37,13 @@ pub struct Brake {
     pub per: String,
 }
 
+impl WindowRule for Brake {
+    fn amount_and_window(&self) -> (u64, &str) {
+        (self.gpus, &self.per)
+    }
+}
+
 impl Brake {
-    /// False for the empty brake forms send (`gpus: 0`, no window): no brake.
-    pub fn is_set(&self) -> bool {
-        self.gpus != 0 || !self.per.trim().is_empty()
-    }
-
-    /// The window in seconds (settings are checked: it reads).
-    pub fn seconds(&self) -> i64 {
-        parse_duration(&self.per).unwrap_or(0)
-    }
-
     fn validate(&self, field: &str) -> Result<(), FieldError> {
         if self.gpus == 0 {
             return Err(FieldError::new(
@@ -56,16 +51,12 @@ impl Brake {
                 "give the most GPUs admitted within the window, at least 1, e.g. 32",
             ));
         }
-        match parse_duration(&self.per) {
-            Some(s) if (1..=MAX_WINDOW_SECONDS).contains(&s) => Ok(()),
-            _ => Err(FieldError::new(
-                format!("{field}.per"),
-                format!(
-                    "'{}' is not a window from 1s to 24h (a whole number with s, m or h, e.g. 10m or 1h30m)",
-                    self.per
-                ),
-            )),
-        }
+        self.check_window(
+            format!("{field}.per"),
+            "window",
+            MAX_WINDOW_SECONDS,
+            "10m or 1h30m",
+        )
     }
 }
 
