@@ -87,7 +87,7 @@ pub mod audit {
     pub const EXEMPT: &str = crate::policy::AUDIT_EXEMPT;
     pub const NOT_CHARGED: &str = "not-charged";
     /// The host's error text (truncated) when cluster state could not be read.
-    pub const HOST_ERROR: &str = "host-error";
+    pub const HOST_ERROR: &str = crate::policy::AUDIT_HOST_ERROR;
     /// A workload carrying the queue label (Kueue): left to its queue, or why not.
     pub const QUEUE: &str = "queue";
     /// Not an annotation: a note under this key is a warning to the client.

@@ -58,7 +58,7 @@ pub const AUDIT_UNCHANGED: &str = "unchanged-noncompliant-object";
 
 /// Audit annotation holding the host's own text when the workload's Namespace could not
 /// be read ([`tenancy`]).
-pub const AUDIT_HOST_ERROR: &str = "host-error";
+pub const AUDIT_HOST_ERROR: &str = crate::policy::AUDIT_HOST_ERROR;
 
 /// Identities under which kube-controller-manager's DaemonSet controller creates pods
 /// (with and without `--use-service-account-credentials`).

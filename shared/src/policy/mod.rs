@@ -46,6 +46,10 @@ impl<S> Copy for Admission<'_, S> {}
 /// the policy's `exemptNamespaces` (the capacity gate also names an exempt priority class).
 pub const AUDIT_EXEMPT: &str = "exempt";
 
+/// Audit annotation holding the host's own error text when a policy could not read the
+/// cluster state it asked for (the capacity gate truncates it).
+pub const AUDIT_HOST_ERROR: &str = "host-error";
+
 /// A policy: its settings as the host sends them and as checked, the host calls it may
 /// make, its decision.
 ///

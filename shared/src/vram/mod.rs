@@ -67,7 +67,7 @@ pub const AUDIT_SERVER_ARGS: &str = "vram-server-args";
 pub const AUDIT_NEED_MIB: &str = "vram-need-mib";
 pub const AUDIT_AVAILABLE_MIB: &str = "vram-available-mib";
 /// The host's error text when the nodes cannot be read (`nodeInventory`).
-pub const AUDIT_HOST_ERROR: &str = "host-error";
+pub const AUDIT_HOST_ERROR: &str = crate::policy::AUDIT_HOST_ERROR;
 
 /// The rules for a request the policy judges, outside its exempt namespaces. Host calls:
 /// the registry ConfigMap at most once, and only when a GPU unit names a model and

@@ -473,44 +473,12 @@ fn known_product(catalog: &GpuCatalog, field: &str, product: &str) -> Result<(),
 }
 
 fn check_registry(r: &RegistryRef) -> Result<(), FieldError> {
-    let dns_label = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 63
-            && s.bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-            && !s.starts_with('-')
-            && !s.ends_with('-')
-    };
-    if !dns_label(&r.namespace) {
-        return Err(FieldError::new(
-            "modelRegistry.namespace",
-            format!("'{}' is not a namespace name", r.namespace),
-        ));
-    }
-    let subdomain = !r.name.is_empty() && r.name.len() <= 253 && r.name.split('.').all(dns_label);
-    if !subdomain {
-        return Err(FieldError::new(
-            "modelRegistry.name",
-            format!(
-                "'{}' is not a ConfigMap name (lowercase letters, digits, '-' and '.')",
-                r.name
-            ),
-        ));
-    }
-    if let Some(key) = r.key.as_ref().filter(|k| !k.is_empty()) {
-        let ok = !key.is_empty()
-            && key.len() <= 253
-            && key
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b"-._".contains(&b));
-        if !ok {
-            return Err(FieldError::new(
-                "modelRegistry.key",
-                format!("'{key}' is not a ConfigMap data key (letters, digits, '-', '_' and '.')"),
-            ));
-        }
-    }
-    Ok(())
+    crate::settings::validate_config_map_ref(
+        "modelRegistry",
+        &r.namespace,
+        &r.name,
+        r.key.as_deref(),
+    )
 }
 
 impl ValidateSettings for Settings {
