@@ -368,17 +368,17 @@ fn offered_selections_pass() {
 }
 
 #[rstest]
-#[case::a_product_no_node_offers(&["NVIDIA-H100-80GB-HBM3"], ("nvidia.com/gpu", 1),
+#[case::a_product_no_node_offers_is_named_with_what_is_there(&["NVIDIA-H100-80GB-HBM3"], ("nvidia.com/gpu", 1),
     "no node offers GPU product 'NVIDIA-H100-80GB-HBM3' (nvidia.com/gpu.product); the nodes offer NVIDIA-A100-SXM4-40GB (2 nodes), NVIDIA-A100-SXM4-80GB (1 node), NVIDIA-L4 (1 node)")]
 #[case::a_product_misspelt(&["nvidia-a100-sxm4-40G"], ("nvidia.com/gpu", 1),
     "no node offers GPU product 'nvidia-a100-sxm4-40G' (nvidia.com/gpu.product) (did you mean 'NVIDIA-A100-SXM4-40GB'?); the nodes offer NVIDIA-A100-SXM4-40GB (2 nodes), NVIDIA-A100-SXM4-80GB (1 node), NVIDIA-L4 (1 node)")]
-#[case::a_product_offered_only_as_mig_devices(&["NVIDIA-A100-SXM4-80GB"], ("nvidia.com/gpu", 1),
+#[case::a_product_offered_only_as_mig_devices_says_so(&["NVIDIA-A100-SXM4-80GB"], ("nvidia.com/gpu", 1),
     "no node of NVIDIA-A100-SXM4-80GB offers nvidia.com/gpu; they offer nvidia.com/mig-1g.10gb (up to 7 per node), nvidia.com/mig-3g.40gb (up to 2 per node)")]
-#[case::an_absent_mig_profile(&[], ("nvidia.com/mig-7g.80gb", 1),
+#[case::an_absent_mig_profile_is_named_with_the_profiles_there(&[], ("nvidia.com/mig-7g.80gb", 1),
     "no node offers MIG profile 7g.80gb (nvidia.com/mig-7g.80gb); they offer 1g.10gb, 3g.40gb")]
 #[case::a_mig_profile_of_a_product_without_mig(&["NVIDIA-L4"], ("nvidia.com/mig-1g.10gb", 1),
     "no node of NVIDIA-L4 offers MIG profile 1g.10gb (nvidia.com/mig-1g.10gb); they offer no MIG device (MIG strategy: single)")]
-#[case::more_gpus_per_pod_than_any_node_has(&["NVIDIA-A100-SXM4-40GB"], ("nvidia.com/gpu", 16),
+#[case::more_gpus_per_pod_than_any_node_has_is_denied(&["NVIDIA-A100-SXM4-40GB"], ("nvidia.com/gpu", 16),
     "the pod asks for 16 nvidia.com/gpu, and no node of NVIDIA-A100-SXM4-40GB has more than 8 allocatable: ask for at most 8 per pod and split the work over more pods")]
 fn what_no_node_offers_is_named_with_what_is_there(
     #[case] products: &[&str],
