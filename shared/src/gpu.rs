@@ -550,6 +550,16 @@ pub fn scale(counts: &GpuCounts, factor: u64) -> GpuCounts {
         .collect()
 }
 
+/// `2 nvidia.com/gpu`, `2 nvidia.com/gpu + 1 nvidia.com/mig-1g.10gb`: GPUs of one pod (or
+/// one replica, or a sum), for messages.
+pub fn gpus_text(counts: &GpuCounts) -> String {
+    counts
+        .iter()
+        .map(|(resource, n)| format!("{n} {resource}"))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
 /// `a: 2, b: 1` — for messages.
 pub fn describe(counts: &GpuCounts) -> String {
     counts

@@ -9,8 +9,8 @@
 //! NodePool's `spec.limits`, or `clusterAutoscaler`'s `maxNodes` x `gpusPerNode`). A pool
 //! that scales from zero nodes holds what its ceiling says.
 
-use crate::capacity::demand::gpus_text;
 use crate::cluster::{Cluster, HostFailure};
+use crate::gpu::gpus_text;
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::{CeilingSource, CheckedPool, Offer, read_offer};
 

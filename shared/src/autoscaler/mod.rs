@@ -33,8 +33,8 @@ pub use object::{Autoscaler, AutoscalerKind};
 pub use settings::{Action, Checked, Settings};
 
 use crate::admission::{AdmissionRequest, Verdict};
-use crate::capacity::demand::gpus_text;
 use crate::cluster::{Cluster, FailureClass, HOST_ERROR_MAX, HostError, HostFailure, call};
+use crate::gpu::gpus_text;
 use crate::gpu::scale;
 use object::{MaxFrom, Signal};
 use serde_json::Value;

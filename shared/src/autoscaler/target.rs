@@ -10,9 +10,9 @@
 
 use super::object::TargetRef;
 use super::settings::Settings;
-use crate::capacity::demand::gpus_text;
 use crate::capacity::queries::parent_query;
 use crate::cluster::{ClusterRequest, GetResource};
+use crate::gpu::gpus_text;
 use crate::gpu::{GpuCounts, add_into, scale, template_gpus};
 use crate::settings::CustomKind;
 use crate::workload::Workload;

@@ -355,16 +355,6 @@ impl Incoming {
     }
 }
 
-/// `2 nvidia.com/gpu`, `2 nvidia.com/gpu + 1 nvidia.com/mig-1g.10gb`: GPUs of one pod (or
-/// one replica, or a sum), for messages.
-pub fn gpus_text(counts: &GpuCounts) -> String {
-    counts
-        .iter()
-        .map(|(resource, n)| format!("{n} {resource}"))
-        .collect::<Vec<_>>()
-        .join(" + ")
-}
-
 /// How many pods of `shape` GPUs `incoming` GPUs stand for, and how many of them fit in
 /// `room` (per resource: the fewest).
 pub fn pods_fitting(incoming: &GpuCounts, room: &GpuCounts, shape: &GpuCounts) -> (u64, u64) {

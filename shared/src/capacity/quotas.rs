@@ -14,11 +14,12 @@
 //! them (`status.used` never has them), so neither does the gate; such keys are named in
 //! a warning.
 
-use super::demand::{Incoming, ScopeFacts, TemplateDemand, gpus_text, pods_fitting};
+use super::demand::{Incoming, ScopeFacts, TemplateDemand, pods_fitting};
 use super::pool_quotas::{Quota, not_counted_yet, parse_quotas};
 use super::queries::{QUOTA_REQUESTS_PREFIX, namespace_quota_query};
 use super::tally::Tally;
 use crate::cluster::{Cluster, HostError, HostFailure, call};
+use crate::gpu::gpus_text;
 use crate::gpu::{GpuCounts, GpuResources};
 
 /// Whether a quota's scopes count a template's pods.
