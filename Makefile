@@ -14,6 +14,10 @@ SHELL := /bin/bash
 CARGO ?= cargo
 CARGO_FLAGS ?= --locked
 WASM_TARGET := wasm32-wasip1
+# A CI run builds once from a clean clone: incremental caches (1-2 GB) would only fill its disk.
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL ?= 0
+endif
 # Cargo's target directory as cargo resolves it ($CARGO_TARGET_DIR, build.target-dir in a cargo
 # config, else target/): where the recipes below find what cargo built. Asked once, when first
 # used (after setup has installed cargo).
