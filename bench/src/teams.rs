@@ -21,8 +21,8 @@ use gpu_rules::capacity::Settings;
 use gpu_rules::capacity::queries::{
     POD_FIELD_MASKS, namespace_pod_query, namespace_quota_query, pod_query, team_pod_query,
 };
-use gpu_rules::capacity::teams::namespace_query;
 use gpu_rules::cluster::ClusterRequest;
+use gpu_rules::cluster::namespace_request;
 use gpu_rules::pools::nodes::{NODE_FIELD_MASKS, node_query};
 use serde_json::{Value, json};
 
@@ -143,7 +143,7 @@ fn exchanges(
         Variant::PoolsOnly | Variant::NamespaceQuotas => {}
         Variant::TeamByLabel => {
             out.push((
-                namespace_query(namespace),
+                namespace_request(namespace),
                 json!({"apiVersion": "v1", "kind": "Namespace",
                        "metadata": {"name": namespace, "labels": {"gpu-admission/team": "ml-a"}}})
                 .to_string()

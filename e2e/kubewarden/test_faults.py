@@ -150,7 +150,10 @@ class FaultsE2E(hosts.HostTestCase):
         for policy_id, name, allowed in (("capacity", "deployment_a100_4x2.json", True),
                                          ("autoscaler", "hpa_external_gpu_deployment.json", True)):
             policy = CAPACITY if policy_id == "capacity" else AUTOSCALER
-            response = cls.review(policy_id, base.request(policy, name))
+            try:
+                response = cls.review(policy_id, base.request(policy, name))
+            except hosts.HostError as e:
+                raise hosts.HostError(f"warm-up {policy_id} {name}: {e}\n{cls.proxy_log()}") from e
             if response.get("allowed") is not allowed:
                 raise hosts.HostError(f"warm-up {policy_id} {name}: {response}")
 
@@ -168,6 +171,13 @@ class FaultsE2E(hosts.HostTestCase):
         self.proxy.clear()
 
     # -- helpers ---------------------------------------------------------------------
+
+    @classmethod
+    def proxy_log(cls):
+        """What faultproxy forwarded so far and what came back, for a failure's message."""
+        lines = [f"  {s.method} {s.target}: {s.status or 'no answer from fakeapi'} ({s.action}"
+                 f"{f', {s.events} events' if s.watch else ''})" for s in cls.proxy.requests()]
+        return "faultproxy saw:\n" + ("\n".join(lines) or "  nothing")
 
     @classmethod
     def review(cls, policy_id, req, timeout=60.0):

@@ -25,12 +25,11 @@ use super::queries::{namespace_pod_query, team_pod_query};
 use super::quotas::room_sentence;
 use super::settings::{ConfigMapRef, Settings};
 use super::tally::Tally;
-use crate::cluster::{Cluster, ClusterRequest, GetResource, HostError, HostFailure, call};
+use crate::cluster::{Cluster, ClusterRequest, HostError, HostFailure, call, namespace_labels};
 use crate::gpu::{GpuCounts, GpuResources};
 use crate::pools::DeclaredGpus;
 use crate::pools::set::check_gpu_map;
 use crate::settings::{FieldError, check_pool_ref, is_dns_label, validate_config_map_ref};
-use crate::workload::At;
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -169,29 +168,7 @@ pub fn team_of(
     settings: &Settings,
     namespace: &str,
 ) -> Result<Option<String>, HostFailure> {
-    let request = namespace_query(namespace);
-    let bytes = call(cluster, &request)?;
-    let object: Value = serde_json::from_slice(&bytes).map_err(|e| HostFailure {
-        request: Box::new(request.clone()),
-        error: HostError::Unreadable(e.to_string()),
-    })?;
-    Ok(object
-        .at("/metadata/labels")
-        .and_then(|l| l.get(&settings.team_label_key))
-        .and_then(Value::as_str)
-        .map(str::to_string))
-}
-
-/// The request's Namespace (cluster-scoped), for its team label.
-pub fn namespace_query(namespace: &str) -> ClusterRequest {
-    ClusterRequest::Get(GetResource {
-        api_version: "v1".into(),
-        kind: "Namespace".into(),
-        name: namespace.into(),
-        namespace: None,
-        disable_cache: false,
-        field_masks: None,
-    })
+    Ok(namespace_labels(cluster, namespace)?.remove(&settings.team_label_key))
 }
 
 /// The budgets ConfigMap, unless unset or left empty (no name and no namespace, as forms

@@ -434,7 +434,7 @@ fn team_with_claims(count: bool) -> (Settings, Calls) {
         (node_query(&s.pools[0]), Ok(nodes(&[8; 8]))),
         (pool_pods, Ok(list("PodList", vec![]))),
         (
-            crate::capacity::teams::namespace_query("ml"),
+            crate::cluster::namespace_request("ml"),
             Ok(
                 json!({"metadata": {"name": "ml", "labels": {"gpu-admission/team": "ml-a"}}})
                     .to_string(),

@@ -3,9 +3,9 @@
 
 use super::*;
 use crate::admission::ValidateSettings;
-use crate::capacity::teams::namespace_query;
 use crate::capacity::timeline;
 use crate::clock::{FixedClock, rfc3339};
+use crate::cluster::namespace_request;
 
 /// 2026-12-01T00:00:00Z.
 const NOW: i64 = 1_796_083_200;
@@ -82,7 +82,7 @@ fn cluster(s: &Settings, team: Option<(&str, &str)>) -> Script {
     ];
     if let Some((ns, team)) = team {
         calls.push((
-            namespace_query(ns),
+            namespace_request(ns),
             Ok(
                 json!({"metadata": {"name": ns, "labels": {"gpu-admission/team": team}}})
                     .to_string(),
@@ -171,7 +171,7 @@ fn the_sibling_namespace_is_accepted_and_the_team_brake_spans_namespaces() {
     assert!(v.allowed, "{v:?}");
     let mut calls = cluster(&s, None).answers.into_inner();
     calls.push((
-        namespace_query("ml-b"),
+        namespace_request("ml-b"),
         Ok(json!({"metadata": {"name": "ml-b"}}).to_string()),
     ));
     let v = at_now(&deployment_in("ml-b", 5), &s, &Script::new(calls));

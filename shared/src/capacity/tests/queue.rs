@@ -7,7 +7,7 @@ use super::*;
 use crate::admission::ValidateSettings;
 use crate::capacity::queries::team_pod_query;
 use crate::capacity::queue::local_queue_query;
-use crate::capacity::teams::namespace_query;
+use crate::cluster::namespace_request;
 
 const QUEUE_KEY: &str = "kueue.x-k8s.io/queue-name";
 const NOT_GRANTED: &str = "Policy has not been granted access to Kubernetes kueue.x-k8s.io/v1beta1/LocalQueue resources. The violation has been reported.";
@@ -30,7 +30,7 @@ fn budget_of_16(extra: Value) -> Settings {
 fn team_calls() -> Vec<(ClusterRequest, Result<String, String>)> {
     vec![
         (
-            namespace_query("ml"),
+            namespace_request("ml"),
             Ok(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"gpu-admission/team": "ml-a"}}}).to_string()),
         ),
         (

@@ -5,7 +5,7 @@
 use super::*;
 use crate::admission::ValidateSettings;
 use crate::capacity::queries::{namespace_pod_query, team_pod_query};
-use crate::capacity::teams::namespace_query;
+use crate::cluster::namespace_request;
 
 /// `settings()` with `budgets` as teamBudgets.
 fn with_budgets(budgets: Value) -> Settings {
@@ -18,7 +18,7 @@ fn with_budgets(budgets: Value) -> Settings {
 
 fn namespace(labels: Value) -> (ClusterRequest, Result<String, String>) {
     (
-        namespace_query("ml"),
+        namespace_request("ml"),
         Ok(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": labels}}).to_string()),
     )
 }
