@@ -3,7 +3,7 @@
 //! names from the manifest, and exactly what to change.
 
 use crate::limits::MAX_LISTED;
-use std::fmt;
+use std::fmt::{self, Write};
 
 /// What a required label must hold, as shown in a fix: `<one of interactive, batch>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,7 +17,16 @@ impl fmt::Display for Expected {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expected::NonEmpty => f.write_str("<a non-empty value>"),
-            Expected::OneOf(values) => write!(f, "<one of {}>", values.join(", ")),
+            Expected::OneOf(values) => {
+                f.write_str("<one of ")?;
+                for (i, value) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    f.write_str(value)?;
+                }
+                f.write_str(">")
+            }
             Expected::Pattern(p) => write!(f, "<a value matching {p}>"),
         }
     }
@@ -311,6 +320,13 @@ const REQUEST_A_GPU: &str =
 
 const TOOLING: &str = "or, for GPU tooling, list its namespace or service account in deviceAccess.privileged.allowNamespaces or allowServiceAccounts";
 
+/// `parts` written one after the other: what `write!` does with text and `{}` arguments,
+/// without the formatting machinery. Used for the problems most denials of labels spell out,
+/// where `write!`'s cost showed in `kwctl bench` (BENCHMARKS.md, "Writing the labels denial").
+fn pieces(f: &mut fmt::Formatter<'_>, parts: &[&str]) -> fmt::Result {
+    parts.iter().try_for_each(|part| f.write_str(part))
+}
+
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -319,10 +335,12 @@ impl fmt::Display for Problem {
                 expected,
                 labels_at,
                 empty: false,
-            } => write!(
-                f,
-                "label '{key}' is missing (GPU pods must carry it): add {key}: {expected} to {labels_at}"
-            ),
+            } => {
+                let missing = "' is missing (GPU pods must carry it): add ";
+                pieces(f, &["label '", key, missing, key, ": "])?;
+                fmt::Display::fmt(expected, f)?;
+                pieces(f, &[" to ", labels_at])
+            }
             Problem::MissingLabel {
                 key,
                 expected,
@@ -482,9 +500,16 @@ impl fmt::Display for Problem {
                     (true, false) => ("cpu", "resources.requests.cpu"),
                     _ => ("memory", "resources.requests.memory"),
                 };
-                write!(
+                pieces(
                     f,
-                    "{who} holds GPUs but requests no {missing}: set {fields} to what it uses, so it is not packed onto a GPU node without room for it"
+                    &[
+                        who,
+                        " holds GPUs but requests no ",
+                        missing,
+                        ": set ",
+                        fields,
+                        " to what it uses, so it is not packed onto a GPU node without room for it",
+                    ],
                 )
             }
             Problem::ToleratesGpuTaint {
@@ -669,27 +694,42 @@ pub fn describe_object(kind: &str, name: &str, generate_name: &str) -> String {
 
 /// `1 problem`, `3 problems`.
 pub fn count_problems(n: usize) -> String {
-    format!("{n} problem{}", if n == 1 { "" } else { "s" })
+    let mut out = String::new();
+    push_count_of_problems(&mut out, n);
+    out
 }
+
+fn push_count_of_problems(out: &mut String, n: usize) {
+    out.push_str(itoa::Buffer::new().format(n));
+    out.push_str(if n == 1 { " problem" } else { " problems" });
+}
+
+/// Bytes reserved for a rejection message: most hold a few findings of one or two hundred
+/// bytes each, so the message is written without growing.
+const MESSAGE_CAPACITY: usize = 1024;
 
 /// The rejection message: the findings, numbered, prefixed with their template location
 /// when the object has several templates. At most [`MAX_LISTED`] are spelled
 /// out; the rest are counted ([`more_problems`]).
 pub fn rejection_message(object: &str, findings: &[Finding], several_templates: bool) -> String {
-    let mut out = format!(
-        "{object} breaks the GPU admission rules ({}): ",
-        count_problems(findings.len())
-    );
+    let mut out = String::with_capacity(MESSAGE_CAPACITY);
+    out.push_str(object);
+    out.push_str(" breaks the GPU admission rules (");
+    push_count_of_problems(&mut out, findings.len());
+    out.push_str("): ");
+    let mut number = itoa::Buffer::new();
     for (i, finding) in findings.iter().take(MAX_LISTED).enumerate() {
         if i > 0 {
             out.push_str("; ");
         }
-        out.push_str(&format!("{}) ", i + 1));
+        out.push_str(number.format(i + 1));
+        out.push_str(") ");
         if several_templates {
             out.push_str(&finding.location);
             out.push_str(": ");
         }
-        out.push_str(&finding.problem.to_string());
+        // Writing into a String cannot fail.
+        let _ = write!(out, "{}", finding.problem);
     }
     if let Some(more) = more_problems(findings.len()) {
         out.push_str("; ");
