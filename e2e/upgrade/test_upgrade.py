@@ -9,7 +9,9 @@ why); verdicts.json holds what the previous release's own modules answered in ea
 - kwctl: every case of the release's policies/*/test_data/cases.yml through `kwctl run` on a
   ClusterAdmissionPolicy manifest naming today's module, with the case's settings and the
   contextAwareResources of the release's metadata.yml, the host calls answered from the case's
-  replay session (an empty one when it has none, so that any new call fails).
+  replay session (an empty one when it has none, so that any new call fails; a recorded request
+  whose shape changed without changing what the policy reads is given today's shape first,
+  HOST_CALL_CHANGES).
 - policy-server cases: the cases whose session is empty or absent (no host call in the previous
   release), through policy-server, one policy per settings file, with the same contextAwareResources;
   its cluster is fakeapi serving the release's example cluster (below).
@@ -38,6 +40,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -271,6 +274,34 @@ def module_uri(modules, policy):
     return f"file://{path.resolve()}"
 
 
+# Host calls today's modules make in another shape than the previous release's did, with an answer
+# the policy reads the same: kwctl's replay matches a request exactly, so before a session is
+# replayed each recorded request of the old shape gets today's. Only a change that cannot change
+# what the policy reads belongs here (a field mask that keeps every field it reads: the host
+# answers a subset of the recorded object). (policy, old request, today's request, why)
+HOST_CALL_CHANGES = [
+    ("gpu-capacity-gate-policy",
+     re.compile(r"(kind: Namespace\n(\s+)name: [^\n]+\n\s+namespace: null\n\s+disable_cache: false\n)"
+                r"\s+field_masks: null\n"),
+     lambda m: f"{m.group(1)}{m.group(2)}field_masks:\n{m.group(2)}- metadata.labels\n",
+     "the gate's Namespace get (a namespace's team) is masked to metadata.labels, as routing's and "
+     "labels' are; the labels it reads are in every recorded answer"),
+]
+
+
+def replayed_session(policy, session, tmp, index):
+    """`session`, with its recorded requests in today's shape (HOST_CALL_CHANGES)."""
+    text = original = session.read_text()
+    for changed_policy, old, now, _ in HOST_CALL_CHANGES:
+        if changed_policy == policy:
+            text = old.sub(now, text)
+    if text == original:
+        return session
+    rewritten = tmp / f"session-{index}-{session.name}"
+    rewritten.write_text(text)
+    return rewritten
+
+
 def kwctl_case(modules, policy, case, tmp, index):
     manifest = tmp / f"{policy}-{index}.yaml"
     spec = {"module": module_uri(modules, policy), "settings": settings_of(case), "rules": [],
@@ -278,7 +309,8 @@ def kwctl_case(modules, policy, case, tmp, index):
             "contextAwareResources": metadata_resources(policy) + case.get("grant", [])}
     manifest.write_text(json.dumps({"apiVersion": "policies.kubewarden.io/v1", "kind": "ClusterAdmissionPolicy",
                                     "metadata": {"name": f"upgrade-{index}"}, "spec": spec}))
-    session = case_file(case, "session") if case.get("session") else tmp / "no-calls.yml"
+    session = (replayed_session(policy, case_file(case, "session"), tmp, index) if case.get("session")
+               else tmp / "no-calls.yml")
     argv = [KWCTL, "run", "--sigstore-trust-config", str(hosts.TRUST_CONFIG),
             "--request-path", str(case_file(case, "request")),
             "--replay-host-capabilities-interactions", str(session), str(manifest)]
